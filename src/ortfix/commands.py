@@ -1,0 +1,48 @@
+"""One function per command: each returns a result object; the click layer only renders it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ortfix.diagnose import Finding, diagnose, problems
+from ortfix.errors import ExitCode
+from ortfix.facts import Facts, gather
+from ortfix.matrix import Matrix, load_matrix
+from ortfix.probe import resolve_target
+
+if TYPE_CHECKING:
+    from ortfix.plan import Plan, PlanOptions
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    facts: Facts
+    findings: list[Finding]
+    matrix: Matrix
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.PROBLEMS if problems(self.findings) else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    check: CheckResult
+    plan: Plan
+
+
+def run_check(python: str | None, *, driver_version: str | None = None,
+              compute_capability: str | None = None) -> CheckResult:
+    matrix = load_matrix()
+    target = resolve_target(python)
+    facts = gather(target, matrix, driver_version=driver_version, compute_capability=compute_capability)
+    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix)
+
+
+def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | None = None,
+             compute_capability: str | None = None) -> PlanResult:
+    from ortfix.plan import make_plan
+
+    result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
+    return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))

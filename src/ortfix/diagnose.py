@@ -1,0 +1,429 @@
+"""Facts → findings. Each finding has a stable code, a severity, a one-line summary, the evidence, and the fix it
+implies (as data the planner acts on, and as a sentence for people)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.facts import Facts, OrtInstall, ProviderLoad
+from ortfix.inventory import LibCopy, parse_lib_name, soname_major
+from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
+from ortfix.matrix import Matrix, driver_key
+
+CPU_PACKAGE = "onnxruntime"
+GPU_PACKAGE = "onnxruntime-gpu"
+# Other builds that install the same `onnxruntime` import package and therefore fight over its files.
+OTHER_VARIANTS = ("onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-training", "onnxruntime-qnn",
+                  "onnxruntime-silicon", "onnxruntime-rocm", "onnxruntime-migraphx", "onnxruntime-cann",
+                  "onnxruntime-vitisai", "onnxruntime-training-gpu", "ort-nightly", "ort-nightly-gpu",
+                  "ort-nightly-directml", "onnxruntime-gpu-cuda11", "onnxruntime-gpu-cuda12")
+
+
+class Severity(str, Enum):
+    ERROR = "error"  # the GPU path cannot work until this is fixed
+    WARNING = "warning"  # it may work now but is fragile or slower than it should be
+    INFO = "info"  # worth knowing; nothing to fix
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    summary: str
+    evidence: tuple[str, ...]
+    fix: str
+    data: Mapping[str, Any] = field(default_factory=dict)  # what the planner needs, JSON-able
+
+
+# Stable codes (documented in README.md). Never renumber; retire instead.
+NO_ORT = "ORT001"
+CPU_ONLY = "ORT002"
+CPU_AND_GPU = "ORT003"
+VARIANT_CONFLICT = "ORT004"
+DEPENDENT_PULLS_CPU = "ORT005"
+PROVIDER_MISSING = "ORT006"
+NO_DRIVER = "DRV001"
+DRIVER_TOO_OLD = "DRV002"
+REBOOT_NEEDED = "DRV003"
+GPU_ARCH = "GPU001"
+LIB_MISSING = "LIB001"
+LIB_NOT_ON_PATH = "LIB002"
+LIB_WRONG_MAJOR = "LIB003"
+LIB_SHADOWED = "LIB004"
+SONAME_LINK_MISSING = "LIB005"
+UNREADABLE_DIR = "LIB006"
+TORCH_MISMATCH = "TORCH001"
+UNKNOWN_VERSION = "MTX001"
+MATRIX_DISAGREES = "MTX002"
+
+
+def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
+    findings: list[Finding] = []
+    findings += _packages(facts)
+    gpu = _gpu_install(facts)
+    findings += _driver(facts, matrix, gpu)
+    if gpu is not None:
+        findings += _matrix_agreement(gpu)
+        for provider in gpu.providers:
+            if provider.provider == "cuda":
+                findings += _libraries(facts, gpu, provider)
+        findings += _torch(facts, gpu)
+    findings += _soname_links(facts)
+    findings += _unreadable(facts)
+    findings.sort(key=lambda f: (f.severity.rank, f.code))
+    return findings
+
+
+def _gpu_install(facts: Facts) -> OrtInstall | None:
+    """The ORT folder whose build is a GPU one (has the CUDA provider), if the import would pick it."""
+    for install in facts.ort:
+        if any(p.provider == "cuda" for p in install.providers) and install.package != CPU_PACKAGE:
+            return install
+    return None
+
+
+def _packages(facts: Facts) -> list[Finding]:
+    out: list[Finding] = []
+    dists = {d.normalized: d for d in facts.ort_distributions}
+    cpu = dists.get(CPU_PACKAGE)
+    gpu = dists.get(GPU_PACKAGE)
+    variants = [d for n, d in dists.items() if n in OTHER_VARIANTS]
+    if not dists and not facts.ort:
+        out.append(Finding(NO_ORT, Severity.ERROR, "ONNX Runtime is not installed in this environment",
+                           (f"python: {facts.probe.executable}", f"searched: {', '.join(facts.probe.sys_path)}"),
+                           f"install {GPU_PACKAGE} with the NVIDIA libraries it needs", {"action": "install"}))
+        return out
+    if cpu and not gpu:
+        out.append(Finding(
+            CPU_ONLY, Severity.ERROR,
+            f"the CPU-only package {cpu.name} {cpu.version} is installed, not {GPU_PACKAGE}: "
+            "only CPUExecutionProvider (and AzureExecutionProvider) exist",
+            (f"{cpu.name} {cpu.version} in {cpu.location}",),
+            f"swap {cpu.name} for {GPU_PACKAGE} of the matching version",
+            {"remove": [cpu.name], "version": cpu.version}))
+    if cpu and gpu:
+        install = next((o for o in facts.ort if o.dir.location == cpu.location), None)
+        winner = install.winner if install else None
+        cpu_won = winner is not None and winner.lower() == cpu.name.lower()
+        out.append(Finding(
+            CPU_AND_GPU, Severity.ERROR if cpu_won or winner is None else Severity.WARNING,
+            f"both {cpu.name} {cpu.version} and {gpu.name} {gpu.version} are installed into the same "
+            f"'onnxruntime' folder; " + (f"{cpu.name}'s files overwrote the GPU build" if cpu_won else
+                                          f"{winner}'s extension module is the one on disk, and uninstalling the "
+                                          "other would delete files both share" if winner else
+                                          "the extension module on disk matches neither RECORD"),
+            (f"{cpu.name} {cpu.version}: {cpu.dist_info}", f"{gpu.name} {gpu.version}: {gpu.dist_info}",
+             f"extension module owned by: {winner or 'unknown'}"),
+            f"uninstall both, then reinstall {GPU_PACKAGE} {gpu.version} alone",
+            {"remove": [cpu.name, gpu.name], "version": gpu.version, "reinstall": True}))
+    if variants:
+        names = ", ".join(f"{d.name} {d.version}" for d in variants)
+        out.append(Finding(
+            VARIANT_CONFLICT, Severity.ERROR if not gpu else Severity.WARNING,
+            f"other ONNX Runtime builds share the 'onnxruntime' import package: {names}",
+            tuple(f"{d.name} {d.version}: {d.dist_info}" for d in variants),
+            "uninstall them: only one ONNX Runtime build can own the 'onnxruntime' folder",
+            {"remove": [d.name for d in variants]}))
+    if gpu and not any(i.providers for i in facts.ort):
+        out.append(Finding(
+            PROVIDER_MISSING, Severity.ERROR,
+            f"{gpu.name} {gpu.version} is installed but onnxruntime/capi has no libonnxruntime_providers_cuda.so",
+            tuple(f"{o.dir.capi}: {', '.join(o.dir.files) or 'no libraries'}" for o in facts.ort),
+            f"reinstall {GPU_PACKAGE} {gpu.version}",
+            {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
+    pulls = [d for d in facts.probe.dependents if any(_names_cpu_package(r) for r in d.requires)]
+    if pulls and (gpu or cpu):
+        out.append(Finding(
+            DEPENDENT_PULLS_CPU, Severity.WARNING,
+            f"{len(pulls)} installed package(s) depend on the CPU package '{CPU_PACKAGE}' and will pull it back in "
+            "on the next install or upgrade, overwriting the GPU build",
+            tuple(f"{d.name} {d.version} requires {'; '.join(d.requires)}" for d in pulls),
+            f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
+            f"--no-deps next to {GPU_PACKAGE}",
+            {"packages": [d.name for d in pulls]}))
+    return out
+
+
+def _names_cpu_package(requirement: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement  # costs 15 ms: only when needed
+
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return False
+    return req.name.lower().replace("_", "-") == CPU_PACKAGE
+
+
+def _driver(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
+    out: list[Finding] = []
+    driver = facts.driver
+    if not driver.present:
+        out.append(Finding(
+            NO_DRIVER, Severity.ERROR, "no NVIDIA driver found: CUDA cannot run on this machine",
+            (driver.source, "checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1"),
+            "install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); to prepare "
+            "an environment for another machine, use `ortfix plan --driver VERSION`",
+            {}))
+        return out
+    if driver.reboot_needed:
+        out.append(Finding(
+            REBOOT_NEEDED, Severity.ERROR,
+            f"the loaded kernel module is {driver.kernel_module} but the driver libraries are {driver.userspace}: "
+            "the driver was upgraded without a reboot",
+            (f"kernel module: {driver.kernel_module} ({driver.source})", f"user-space: {driver.libcuda}"),
+            "reboot (or reload the nvidia kernel modules)", {}))
+    os_name = "linux"
+    if gpu is not None and gpu.cuda_major is not None and driver.version:
+        ok = matrix.driver_supports_major(driver.version, gpu.cuda_major, os_name)
+        cuda = matrix.cuda_major(gpu.cuda_major)
+        if ok is False and cuda is not None:
+            highest = matrix.highest_cuda_for_driver(driver.version, os_name)
+            out.append(Finding(
+                DRIVER_TOO_OLD, Severity.ERROR,
+                f"driver {driver.version} is too old for CUDA {gpu.cuda_major}, which {gpu.package} {gpu.version} "
+                f"is built with (needs >= {cuda.driver_min.get(os_name)})",
+                (f"driver {driver.version} supports CUDA up to {highest or 'unknown'}",
+                 f"{gpu.package} {gpu.version}: CUDA {gpu.cuda_major} ({cuda.source})"),
+                f"upgrade the driver to >= {cuda.driver_min.get(os_name)}, or use an ONNX Runtime build for "
+                f"CUDA {highest.major if highest else 'an older major'}",
+                {"cuda_major": gpu.cuda_major, "driver": driver.version}))
+    if gpu is not None:
+        archs = next((b.compute_capabilities for b in gpu.builds if b.compute_capabilities), ())
+        for g in driver.gpus:
+            if not g.compute_capability or not archs:
+                continue
+            have = Version(g.compute_capability)
+            built = sorted(Version(a) for a in archs)
+            if have < built[0]:
+                out.append(Finding(
+                    GPU_ARCH, Severity.ERROR,
+                    f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is older than any "
+                    f"architecture {gpu.package} {gpu.version} is built for",
+                    (f"built for: {', '.join(archs)}",), "use an ONNX Runtime build for an older CUDA major",
+                    {"compute_capability": g.compute_capability}))
+            elif have not in built and have.major not in {b.major for b in built}:
+                out.append(Finding(
+                    GPU_ARCH, Severity.WARNING,
+                    f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is not among the "
+                    f"architectures {gpu.package} {gpu.version} is built for; it relies on PTX JIT (slow first run)",
+                    (f"built for: {', '.join(archs)}",), "use a newer ONNX Runtime build if one covers this GPU",
+                    {"compute_capability": g.compute_capability}))
+    return out
+
+
+def _matrix_agreement(gpu: OrtInstall) -> list[Finding]:
+    provider = next((p for p in gpu.providers if p.provider == "cuda"), None)
+    if not gpu.builds:
+        return [Finding(
+            UNKNOWN_VERSION, Severity.INFO,
+            f"{gpu.package or 'onnxruntime'} {gpu.version} is not in ortfix's compatibility matrix; "
+            "its requirements were read from the binary itself",
+            (f"{provider.library}: NEEDED {', '.join(provider.needed)}" if provider else gpu.dir.capi,),
+            "none needed; update ortfix for a matrix that knows this release", {})]
+    if provider is None or provider.error:
+        return []
+    build = gpu.builds[0]
+    actual = {n for n in provider.needed if parse_lib_name(n)}
+    expected = set(build.cuda_needed)
+    if actual != expected:
+        return [Finding(
+            MATRIX_DISAGREES, Severity.INFO,
+            f"the installed {os.path.basename(provider.library)} needs different libraries than the matrix says "
+            f"for {gpu.version}; the binary wins",
+            (f"binary: {', '.join(sorted(actual))}", f"matrix: {', '.join(sorted(expected))} ({build.source})"),
+            "none needed", {})]
+    return []
+
+
+def _libraries(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
+    out: list[Finding] = []
+    by_soname: dict[str, list[LibCopy]] = {}
+    for copy in facts.libraries:
+        if copy.soname:
+            by_soname.setdefault(copy.soname, []).append(copy)
+    missing_entirely: list[str] = []
+    not_on_path: list[tuple[str, list[LibCopy]]] = []
+    wrong_major: list[tuple[str, list[LibCopy]]] = []
+    for res in provider.missing:
+        copies = by_soname.get(res.name, [])
+        if copies:
+            not_on_path.append((res.name, copies))
+            continue
+        family = parse_lib_name(res.name)
+        others = [c for c in facts.libraries if family and c.family == family[0] and c.soname != res.name]
+        if others:
+            wrong_major.append((res.name, others))
+        else:
+            missing_entirely.append(res.name)
+    if not_on_path:
+        names = ", ".join(n for n, _ in not_on_path)
+        evidence = tuple(f"{n}: not found by the loader; present at {', '.join(c.path for c in cs)}"
+                         for n, cs in not_on_path)
+        out.append(Finding(
+            LIB_NOT_ON_PATH, Severity.ERROR,
+            f"{len(not_on_path)} needed librar{'y is' if len(not_on_path) == 1 else 'ies are'} installed but not on "
+            f"the loader's path: {names}",
+            (*evidence, _search_summary(facts)),
+            "make them findable: a preload hook (venv) or conda activate.d hook that points at the folders above",
+            {"libraries": {n: [c.path for c in cs] for n, cs in not_on_path}}))
+    if missing_entirely:
+        evidence = tuple(f"{n}: no copy anywhere ortfix looked" for n in missing_entirely)
+        out.append(Finding(
+            LIB_MISSING, Severity.ERROR,
+            f"{len(missing_entirely)} needed librar{'y is' if len(missing_entirely) == 1 else 'ies are'} missing: "
+            f"{', '.join(missing_entirely)}",
+            (*evidence, _search_summary(facts)),
+            "install the NVIDIA wheels that ship them and make them findable",
+            {"sonames": missing_entirely}))
+    for name, others in wrong_major:
+        majors = sorted({c.major for c in others if c.major is not None})
+        out.append(Finding(
+            LIB_WRONG_MAJOR, Severity.ERROR,
+            f"{name} is needed but only major version(s) {', '.join(map(str, majors))} of it are present",
+            tuple(f"{c.path} ({c.origin}{', ' + c.version if c.version else ''})" for c in others),
+            f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
+            {"soname": name, "present": [c.path for c in others]}))
+    prefix = os.path.realpath(facts.probe.prefix) + os.sep
+    seen: set[str] = set()
+    for res in provider.resolutions:
+        if res.path is None or res.name in seen or res.via == VIA_LOADED:
+            continue
+        seen.add(res.name)
+        if res.via not in (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH):
+            continue
+        if (os.path.realpath(res.path) + os.sep).startswith(prefix):
+            continue
+        own = [c for c in by_soname.get(res.name, []) if c.inside_env and
+               os.path.realpath(c.path) != os.path.realpath(res.path)]
+        if not own or not parse_lib_name(res.name):
+            continue
+        loaded_version = _file_version(res.path)
+        out.append(Finding(
+            LIB_SHADOWED, Severity.WARNING,
+            f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
+            (f"loaded: {res.path} (version {loaded_version or 'unknown'})",
+             *(f"environment's copy: {c.path} (version {c.version or 'unknown'})" for c in own)),
+            "put the environment's folder first: conda activate.d hook or preload hook",
+            {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
+    return out
+
+
+def _file_version(path: str) -> str | None:
+    parsed = parse_lib_name(os.path.basename(os.path.realpath(path)))
+    return ".".join(map(str, parsed[1])) if parsed and parsed[1] else None
+
+
+def _search_summary(facts: Facts) -> str:
+    ld = facts.loader.ld_library_path
+    return (f"loader searched: LD_LIBRARY_PATH={ld if ld else '(unset)'}, {facts.loader.cache}, "
+            f"{', '.join(facts.loader.default_dirs)}")
+
+
+def _soname_links(facts: Facts) -> list[Finding]:
+    """A versioned file whose SONAME has no file next to it: the loader asks for the SONAME and finds nothing."""
+    out = []
+    present = {(c.directory, c.name) for c in facts.libraries}
+    for copy in facts.libraries:
+        if not copy.soname or copy.name == copy.soname:
+            continue
+        if (copy.directory, copy.soname) in present or os.path.lexists(os.path.join(copy.directory, copy.soname)):
+            continue
+        out.append(Finding(
+            SONAME_LINK_MISSING, Severity.ERROR if copy.inside_env else Severity.WARNING,
+            f"{copy.path} has SONAME {copy.soname}, but no {copy.soname} link exists next to it",
+            (f"{copy.directory}: has {copy.name}, lacks {copy.soname}",),
+            f"create the link {copy.soname} -> {copy.name} in that folder",
+            {"directory": copy.directory, "link": copy.soname, "target": copy.name,
+             "inside_env": copy.inside_env}))
+    return out
+
+
+def _unreadable(facts: Facts) -> list[Finding]:
+    if not facts.loader.unreadable:
+        return []
+    return [Finding(
+        UNREADABLE_DIR, Severity.WARNING,
+        f"LD_LIBRARY_PATH has folder(s) this user cannot read: {', '.join(facts.loader.unreadable)}",
+        tuple(f"{d}: permission denied" for d in facts.loader.unreadable),
+        "fix the folder's permissions or drop it from LD_LIBRARY_PATH; the loader cannot list it", {})]
+
+
+def _torch(facts: Facts, gpu: OrtInstall) -> list[Finding]:
+    torch = facts.probe.torch
+    if torch is None or not torch.cuda:
+        return []
+    torch_cuda = int(torch.cuda.split(".")[0])
+    torch_cudnn = _torch_cudnn_major(facts)
+    problems = []
+    if gpu.cuda_major is not None and torch_cuda != gpu.cuda_major:
+        problems.append(f"torch {torch.version} uses CUDA {torch.cuda}, {gpu.package} {gpu.version} CUDA "
+                        f"{gpu.cuda_major}")
+    if torch_cudnn is not None and gpu.cudnn_major is not None and torch_cudnn != gpu.cudnn_major:
+        problems.append(f"torch {torch.version} uses cuDNN {torch_cudnn}, {gpu.package} {gpu.version} cuDNN "
+                        f"{gpu.cudnn_major}")
+    if not problems:
+        return []
+    return [Finding(
+        TORCH_MISMATCH, Severity.WARNING,
+        "torch and ONNX Runtime need different CUDA/cuDNN majors: each needs its own copy, and whichever is "
+        "imported first decides what the process has loaded",
+        (*problems, f"torch at {torch.dir}"),
+        "use an ONNX Runtime build for the same CUDA/cuDNN majors as torch, or keep both sets of libraries "
+        "installed and findable",
+        {"torch_cuda": torch_cuda, "torch_cudnn": torch_cudnn})]
+
+
+def _torch_cudnn_major(facts: Facts) -> int | None:
+    torch = facts.probe.torch
+    if torch is None:
+        return None
+    dist = facts.probe.dist("torch")
+    if dist and dist.requires:
+        from packaging.requirements import InvalidRequirement, Requirement
+    for req in dist.requires if dist else ():
+        try:
+            parsed = Requirement(req)
+        except InvalidRequirement:
+            continue
+        if parsed.name.startswith("nvidia-cudnn"):
+            for spec in parsed.specifier:
+                try:
+                    return Version(spec.version.rstrip(".*")).major
+                except InvalidVersion:
+                    continue
+    for lib in torch.libs:
+        if lib.startswith("libcudnn.so."):
+            return soname_major(lib)
+    return None
+
+
+def torch_cudnn_major(facts: Facts) -> int | None:
+    return _torch_cudnn_major(facts)
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"code": f.code, "severity": f.severity.value, "summary": f.summary, "evidence": list(f.evidence),
+            "fix": f.fix, "data": dict(f.data)}
+
+
+def worst(findings: Iterable[Finding]) -> Severity | None:
+    ranks = sorted(findings, key=lambda f: f.severity.rank)
+    return ranks[0].severity if ranks else None
+
+
+def problems(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity is not Severity.INFO]
+
+
+def driver_at_least(version: str | None, minimum: str) -> bool:
+    return version is not None and driver_key(version) >= driver_key(minimum)

@@ -1,0 +1,382 @@
+"""Gather the facts about one target environment: probe, driver, library copies, and the loader's answer for every
+library ORT's GPU providers need in a fresh process of that interpreter."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ortfix import hooks, prefetch
+from ortfix.driver import DriverFacts, detect_driver, overridden_driver
+from ortfix.elf import NotElf
+from ortfix.elfcache import ElfReader
+from ortfix.errors import OrtfixError
+from ortfix.inventory import LibCopy, scan, soname_major
+from ortfix.ldcache import LdCache, load_ld_cache
+from ortfix.loader import LinuxLoader, LoaderConfig, Resolution, find_interpreter, system_search_dirs, unreadable_dirs
+from ortfix.matrix import Matrix, OrtBuild
+from ortfix.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
+
+PROVIDER_LIBS = {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"}
+ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
+
+
+@dataclass(frozen=True)
+class ProviderLoad:
+    provider: str  # cuda | tensorrt
+    library: str
+    needed: tuple[str, ...]  # the provider's own DT_NEEDED
+    resolutions: tuple[Resolution, ...]  # every library mapped for it, transitively, plus the lazily loaded ones
+    error: str | None = None
+
+    @property
+    def missing(self) -> list[Resolution]:
+        seen: set[str] = set()
+        out = []
+        for r in self.resolutions:
+            if r.path is None and r.name not in seen:
+                seen.add(r.name)
+                out.append(r)
+        return out
+
+
+@dataclass(frozen=True)
+class OrtInstall:
+    dir: OrtDir
+    package: str | None  # package_name in build_and_package_info.py
+    version: str | None
+    cuda_version: str | None  # cuda_version in build_and_package_info.py
+    owners: tuple[str, ...]  # distributions whose RECORD lists this folder's extension module
+    winner: str | None  # the distribution whose copy of the extension module is the one on disk
+    cuda_major: int | None  # from the provider's NEEDED libcudart (the binary), else the build info
+    cudnn_major: int | None
+    builds: tuple[OrtBuild, ...]  # matrix rows for this version and CUDA major (empty: unknown to the matrix)
+    providers: tuple[ProviderLoad, ...]
+
+
+@dataclass(frozen=True)
+class LoaderContext:
+    ld_library_path: str | None  # as the simulated process sees it
+    activation_prepend: tuple[str, ...]  # folders an installed conda hook adds on activation
+    preloaded: tuple[str, ...]  # libraries an installed ortfix preload hook loads first
+    default_dirs: tuple[str, ...]
+    cache: str
+    unreadable: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Facts:
+    target: str
+    probe: ProbeFacts
+    driver: DriverFacts
+    libraries: tuple[LibCopy, ...]
+    ort: tuple[OrtInstall, ...]
+    loader: LoaderContext
+    matrix_version: str
+    findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
+    notes: tuple[str, ...] = field(default=())
+
+    def distributions(self, prefix: str) -> list[Distribution]:
+        return [d for d in self.probe.distributions if d.normalized.startswith(prefix)]
+
+    @property
+    def ort_distributions(self) -> list[Distribution]:
+        return [d for d in self.probe.distributions if d.normalized.startswith(ORT_DISTRIBUTION_PREFIXES)]
+
+    def fingerprint(self) -> str:
+        """A hash of what a plan depends on; `apply` refuses a plan whose fingerprint no longer matches."""
+        doc = {
+            "python": self.probe.executable,
+            "distributions": sorted((d.normalized, d.version, d.location) for d in self.probe.distributions),
+            "ort": [(o.dir.package_dir, sorted(o.dir.files), o.version) for o in self.ort],
+            "ld_library_path": self.loader.ld_library_path,
+            "hooks": [self.loader.activation_prepend, self.loader.preloaded],
+            "driver": self.driver.version,
+            "gpus": [g.compute_capability for g in self.driver.gpus],
+            "libraries": sorted(c.path for c in self.libraries),
+            "matrix": self.matrix_version,
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def gather(
+    python: Path,
+    matrix: Matrix,
+    *,
+    driver_version: str | None = None,
+    compute_capability: str | None = None,
+    reader: ElfReader | None = None,
+) -> Facts:
+    # The probe runs while ortfix reads the loader cache and the driver (it may already be running: prefetch).
+    proc = prefetch.take(python) or start_probe(python)
+    cache = load_ld_cache()
+    base_driver = detect_driver(cache)
+    driver = (overridden_driver(driver_version, compute_capability, base_driver)
+              if driver_version or compute_capability else base_driver)
+    interpreter = find_interpreter()
+    default_dirs, hwcaps = system_search_dirs(interpreter)
+    probe = finish_probe(proc, python)
+    if probe.system != "Linux":
+        raise OrtfixError(f"{probe.system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
+                          hint="Windows support is on the roadmap")
+    reader = reader or ElfReader()
+    libraries = tuple(scan(probe, cache, reader))
+
+    prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
+    preloaded = tuple(hooks.read_preload_hook(probe.purelib) or ())
+    ld_path = probe.environ.get("LD_LIBRARY_PATH")
+    notes: list[str] = []
+    if prepend and not all(d in (ld_path or "").split(":") for d in prepend):
+        # The hook runs on `conda activate`; judge the environment as it will be once activated.
+        ld_path = ":".join((*prepend, *([ld_path] if ld_path else [])))
+        notes.append("LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)")
+    config = LoaderConfig(
+        ld_library_path=ld_path,
+        cache=cache,
+        default_dirs=default_dirs,
+        hwcaps_subdirs=hwcaps,
+        cwd=probe.cwd,
+        elf_class=probe.pointer_bits,
+        machine={"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(probe.machine, "EM_" + probe.machine.upper()),
+    )
+    ort = tuple(
+        _analyze_ort(d, probe, matrix, config, reader, interpreter, preloaded) for d in probe.ort_dirs
+    )
+    findable = _findable(config, reader, interpreter, preloaded, matrix, ort)
+    reader.save()
+    return Facts(
+        target=str(python),
+        probe=probe,
+        driver=driver,
+        libraries=libraries,
+        ort=ort,
+        loader=LoaderContext(
+            ld_library_path=ld_path,
+            activation_prepend=prepend,
+            preloaded=preloaded,
+            default_dirs=default_dirs,
+            cache=cache.source,
+            unreadable=tuple(unreadable_dirs(probe.environ.get("LD_LIBRARY_PATH"), probe.cwd)),
+        ),
+        matrix_version=matrix.data_version,
+        findable=findable,
+        notes=tuple(notes),
+    )
+
+
+def _findable(
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+    matrix: Matrix,
+    ort: tuple[OrtInstall, ...],
+) -> dict[str, str | None]:
+    """Where each library ORT might need resolves today, for a library with no RPATH/RUNPATH of its own (as the
+    PyPI ORT builds since 1.19 are): what the planner reuses instead of downloading it again."""
+    names: set[str] = set()
+    for cuda in matrix.cuda.values():
+        for wheel in cuda.wheels:
+            names.update(wheel.sonames)
+    for row in matrix.cudnn:
+        names.update(row.wheel.sonames)
+    for install in ort:
+        for provider in install.providers:
+            names.update(r.name for r in provider.resolutions)
+    loader = LinuxLoader(config, reader)
+    if interpreter:
+        loader.preload(interpreter)
+    for path in preloaded:
+        if os.path.exists(path):
+            with contextlib.suppress(NotElf, OSError):
+                loader.preload(path)
+    return {name: loader.locate(name).path for name in sorted(names)}
+
+
+def _owners(ort_dir: OrtDir, probe: ProbeFacts) -> tuple[tuple[str, ...], str | None]:
+    pybind = ort_dir.pybind
+    if pybind is None:
+        return (), None
+    rel = os.path.relpath(pybind, ort_dir.location)
+    try:
+        size = os.path.getsize(pybind)
+    except OSError:
+        size = None
+    owners = []
+    by_size = []
+    for dist in probe.distributions:
+        if dist.location != ort_dir.location or not dist.normalized.startswith(ORT_DISTRIBUTION_PREFIXES):
+            continue
+        for path, digest, recorded_size in dist.files:
+            if os.path.normpath(path) == rel:
+                owners.append(dist.name)
+                if recorded_size is not None and recorded_size == size:
+                    by_size.append((dist.name, digest))
+    if len(by_size) == 1:
+        return tuple(owners), by_size[0][0]
+    if len(by_size) > 1:  # same size: only the hash can tell
+        current = _record_hash(pybind)
+        for name, digest in by_size:
+            if digest == current:
+                return tuple(owners), name
+    return tuple(owners), owners[0] if len(owners) == 1 else None
+
+
+def _record_hash(path: str) -> str:
+    import base64
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+
+
+def _analyze_ort(
+    ort_dir: OrtDir,
+    probe: ProbeFacts,
+    matrix: Matrix,
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+) -> OrtInstall:
+    info = ort_dir.build_info
+    version = info.get("__version__")
+    owners, winner = _owners(ort_dir, probe)
+    cuda_lib = ort_dir.lib(PROVIDER_LIBS["cuda"])
+    needed: tuple[str, ...] = ()
+    if cuda_lib:
+        try:
+            needed = reader.read(cuda_lib).needed
+        except (NotElf, OSError):
+            needed = ()
+    cuda_major = next((soname_major(n) for n in needed if n.startswith("libcudart.so.")), None)
+    if cuda_major is None and info.get("cuda_version"):
+        cuda_major = int(info["cuda_version"].split(".")[0])
+    builds = tuple(b for b in matrix.builds_for(version or "")
+                   if b.package == (info.get("package_name") or b.package)
+                   and (cuda_major is None or b.cuda_major == cuda_major))
+    if cuda_major is None and builds:
+        cuda_major = builds[0].cuda_major
+    cudnn_major = next((soname_major(n) for n in needed if n.startswith("libcudnn.so.")), None)
+    if cudnn_major is None and builds:
+        cudnn_major = builds[0].cudnn_major
+    providers = []
+    for provider, lib_name in PROVIDER_LIBS.items():
+        lib = ort_dir.lib(lib_name)
+        if lib is None:
+            continue
+        lazy = builds[0].cuda_lazy if builds and provider == "cuda" else ()
+        providers.append(simulate_provider(provider, lib, ort_dir, probe, config, reader, interpreter, preloaded,
+                                           lazy, matrix, cudnn_major))
+    return OrtInstall(
+        dir=ort_dir,
+        package=info.get("package_name"),
+        version=version,
+        cuda_version=info.get("cuda_version"),
+        owners=owners,
+        winner=winner,
+        cuda_major=cuda_major,
+        cudnn_major=cudnn_major,
+        builds=builds,
+        providers=tuple(providers),
+    )
+
+
+def simulate_provider(
+    provider: str,
+    library: str,
+    ort_dir: OrtDir,
+    probe: ProbeFacts,
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+    lazy: tuple[str, ...],
+    matrix: Matrix,
+    cudnn_major: int | None,
+) -> ProviderLoad:
+    """A fresh process of the target interpreter: python and its libraries, LD_PRELOAD and ortfix's preload hook,
+    ORT's extension module, then the provider with `dlopen` (as ORT does), then what it loads lazily."""
+    loader = LinuxLoader(config, reader)
+    try:
+        if interpreter:
+            loader.preload(interpreter)
+        caller: str | None = None
+        try:
+            loader.start_process(probe.real_executable)
+            caller = next((p for p in loader.loaded_paths() if "libpython" in os.path.basename(p)), None)
+        except (NotElf, OSError):
+            pass  # an interpreter we cannot read (a wrapper script): its own libraries do not change the answer
+        for path in (*probe.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":"), *preloaded):
+            if path and os.path.isabs(path) and os.path.exists(path):
+                loader.dlopen(path, caller)
+        pybind = ort_dir.pybind
+        if pybind:
+            loader.dlopen(pybind, caller)
+            caller = pybind
+        shared = ort_dir.lib("libonnxruntime_providers_shared.so")
+        if shared:
+            loader.dlopen(shared, caller)
+        report = loader.dlopen(library, caller)
+        resolutions = list(report.resolutions[1:])  # [0] is the provider itself, opened by path
+        for name in lazy:
+            resolutions += loader.dlopen(name, library, lazy=True).resolutions
+        if cudnn_major is not None:
+            cudnn_path = next((r.path for r in resolutions if r.name == f"libcudnn.so.{cudnn_major}" and r.path),
+                              None)
+            row = next((c for c in matrix.cudnn if c.major == cudnn_major), None)
+            if cudnn_path and row:
+                # cuDNN loads its sub-libraries itself, with dlopen, the first time an operation needs them.
+                for name in row.wheel.sonames:
+                    if name != f"libcudnn.so.{cudnn_major}":
+                        resolutions += loader.dlopen(name, cudnn_path, lazy=True).resolutions
+        needed = reader.read(library).needed
+    except (NotElf, OSError) as exc:
+        return ProviderLoad(provider, library, (), (), error=str(exc))
+    return ProviderLoad(provider, library, needed, tuple(resolutions))
+
+
+def facts_summary(facts: Facts) -> dict[str, object]:
+    """A JSON-able digest of the facts for `--json` output."""
+    return {
+        "target": facts.target,
+        "python": {"executable": facts.probe.executable, "version": facts.probe.python_version,
+                   "environment": facts.probe.env_kind, "prefix": facts.probe.prefix},
+        "os": {"system": facts.probe.system, "machine": facts.probe.machine, "glibc": facts.probe.glibc,
+               "wsl": facts.probe.wsl},
+        "driver": asdict(facts.driver),
+        "distributions": [{"name": d.name, "version": d.version, "location": d.location}
+                          for d in facts.probe.distributions],
+        "onnxruntime": [
+            {
+                "dir": o.dir.package_dir,
+                "package": o.package,
+                "version": o.version,
+                "cuda_version": o.cuda_version,
+                "cuda_major": o.cuda_major,
+                "cudnn_major": o.cudnn_major,
+                "owners": list(o.owners),
+                "in_matrix": bool(o.builds),
+                "providers": [
+                    {"provider": p.provider, "library": p.library, "error": p.error,
+                     "libraries": [{"name": r.name, "path": r.path, "via": r.via, "lazy": r.lazy,
+                                    "requested_by": r.requested_by} for r in p.resolutions]}
+                    for p in o.providers
+                ],
+            }
+            for o in facts.ort
+        ],
+        "libraries": [asdict(c) for c in facts.libraries],
+        "loader": asdict(facts.loader),
+        "matrix_version": facts.matrix_version,
+        "notes": list(facts.notes),
+    }
+
+

@@ -1,0 +1,440 @@
+"""Findings → plan: the exact, ordered changes that would fix the environment, each with how it is undone.
+
+`make_plan` is a pure function of facts, findings, the matrix and the options: it reads no file and changes nothing.
+The least invasive fix wins: make libraries that are already installed findable before downloading anything, reuse
+compatible copies (torch's, the conda prefix's) before installing duplicates, and never touch system folders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from ortfix import __version__, hooks
+from ortfix import diagnose as dx
+from ortfix.diagnose import Finding, Severity, finding_json
+from ortfix.errors import OrtfixError
+from ortfix.facts import Facts, OrtInstall
+from ortfix.inventory import LibCopy, parse_lib_name
+from ortfix.matrix import Matrix, OrtBuild, WheelSpec
+
+PLAN_SCHEMA = "ortfix.plan/1"
+
+PIP_UNINSTALL = "pip-uninstall"
+PIP_INSTALL = "pip-install"
+WRITE_FILE = "write-file"
+SYMLINK = "symlink"
+
+# Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
+_LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",
+               "cusparse", "cusolver", "cudnn", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+# NVIDIA wheels whose version follows the CUDA toolkit's (12.4.x is CUDA 12.4): capped at what the driver runs.
+_TRACKS_TOOLKIT = ("nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    ort_version: str | None = None
+    cuda_major: int | None = None
+    hook: str = "auto"  # auto | conda | preload | none
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    summary: str
+    changes: tuple[str, ...]  # "+ path", "- distribution", "~ path": what exactly changes
+    undo: str
+    fixes: tuple[str, ...]  # finding codes this action addresses
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    package: str
+    version: str
+    cuda_major: int
+    cudnn_major: int | None
+    index: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    schema: str
+    created: str
+    ortfix_version: str
+    python: str
+    prefix: str
+    environment: str
+    fingerprint: str
+    matrix_version: str
+    installer: str | None
+    target: Target | None
+    actions: tuple[Action, ...]
+    unresolved: tuple[Finding, ...]  # problems no action here can fix (the driver, a reboot...)
+    notes: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["unresolved"] = [finding_json(f) for f in self.unresolved]
+        return doc
+
+
+def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
+              *, now: datetime | None = None) -> Plan:
+    codes = {f.code for f in findings}
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+    notes: list[str] = []
+    actions: list[Action] = []
+    installer = _installer(facts)
+    installed = _installed_gpu(facts)
+    target = choose_target(facts, matrix, options, installed)
+    swap = _needs_swap(codes, installed, target, options)
+
+    # 1. packages
+    remove: list[str] = []
+    for code in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING):
+        for f in by_code.get(code, []):
+            remove += [r for r in f.data.get("remove", []) if r not in remove]
+    if swap and installed is not None and installed.package and target is not None:
+        gpu_dist = next((d for d in facts.ort_distributions if d.normalized == installed.package), None)
+        if gpu_dist and gpu_dist.version != target.version and gpu_dist.name not in remove:
+            remove.append(gpu_dist.name)
+    for name in remove:
+        dist = next((d for d in facts.probe.distributions if d.name == name), None)
+        if dist is None:
+            continue
+        actions.append(Action(
+            PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}",
+            (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
+            "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
+            tuple(sorted(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
+                                                   dx.PROVIDER_MISSING))),
+            {"distribution": dist.name, "version": dist.version, "location": dist.location,
+             "dist_info": dist.dist_info}))
+
+    # 2. libraries: which sonames the (target) build needs, and for each: findable, reusable, or to install
+    needs = _needed_sonames(facts, matrix, target, installed, swap)
+    site = facts.probe.purelib
+    to_install: dict[str, WheelSpec] = {}
+    hook_libs: dict[str, str] = {}  # soname → absolute path to make findable
+    missing_no_wheel: list[str] = []
+    copies = _copies_by_soname(facts.libraries)
+    cuda_major = target.cuda_major if target else (installed.cuda_major if installed else None)
+    cudnn_major = target.cudnn_major if target else (installed.cudnn_major if installed else None)
+    shadowed = {f.data["soname"]: f for f in by_code.get(dx.LIB_SHADOWED, [])}
+    for soname in needs:
+        found = facts.findable.get(soname)
+        own = [c for c in copies.get(soname, []) if c.inside_env]
+        if found and soname not in shadowed:
+            continue  # the loader already finds a copy
+        if own:
+            hook_libs[soname] = own[0].path
+            continue
+        if found:  # shadowed but no own copy
+            continue
+        wheel = matrix.wheel_for_soname(soname, cuda_major, cudnn_major) if cuda_major else None
+        if wheel is None:
+            missing_no_wheel.append(soname)
+            continue
+        to_install[wheel.distribution] = wheel
+        hook_libs[soname] = os.path.join(site, wheel.dir, soname)
+
+    requirements: list[str] = []
+    if swap and target is not None:
+        requirements.append(f"{target.package}=={target.version}")
+    for wheel in to_install.values():
+        requirements.append(wheel.distribution + _cap(wheel, facts, matrix))
+    if requirements:
+        if installer is None:
+            notes.append("the target environment has no pip (and no uv was found): install pip into it first")
+        argv = _install_argv(installer, facts, requirements)
+        fixes = tuple(sorted(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.NO_ORT,
+                                                       dx.PROVIDER_MISSING, dx.LIB_MISSING, dx.LIB_WRONG_MAJOR,
+                                                       dx.DRIVER_TOO_OLD)))
+        actions.append(Action(
+            PIP_INSTALL, f"install {', '.join(requirements)}",
+            tuple(f"+ {r}" for r in requirements),
+            "the installed distributions are uninstalled by moving their files aside, then discarded",
+            fixes,
+            {"requirements": requirements, "installer": installer, "argv": argv,
+             "reinstall": any(f.data.get("reinstall") for f in by_code.get(dx.CPU_AND_GPU, []))}))
+        if target is not None and target.index == "alternate":
+            notes.append(f"{target.package} {target.version} for CUDA {target.cuda_major} is not on the default "
+                         "package index but on a separate feed: configure it in your pip configuration first")
+
+    # 3. symlinks missing next to versioned files inside the environment
+    for f in by_code.get(dx.SONAME_LINK_MISSING, []):
+        if not f.data.get("inside_env"):
+            continue
+        link = os.path.join(f.data["directory"], f.data["link"])
+        actions.append(Action(
+            SYMLINK, f"create {link} -> {f.data['target']}", (f"+ {link} -> {f.data['target']}",),
+            "the link is removed", (dx.SONAME_LINK_MISSING,),
+            {"path": link, "target": f.data["target"]}))
+        hook_libs.setdefault(f.data["link"], link)
+
+    # 4. make the libraries findable
+    hook_kind = _hook_kind(facts, options)
+    if hook_libs and hook_kind != "none":
+        actions += _hook_actions(facts, hook_kind, hook_libs, codes)
+    elif hook_libs:
+        notes.append("libraries need to be made findable but --hook none was given: set LD_LIBRARY_PATH to "
+                     + ":".join(sorted({os.path.dirname(p) for p in hook_libs.values()})))
+
+    unresolved = [f for f in findings if f.severity is not Severity.INFO and not _addressed(f, actions)]
+    for soname in missing_no_wheel:
+        notes.append(f"no NVIDIA pip wheel is known for {soname} (CUDA {cuda_major}): install it from the CUDA "
+                     "toolkit or your distribution")
+    if swap and target is not None:
+        notes += list(target.reasons)
+    return Plan(
+        schema=PLAN_SCHEMA,
+        created=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        ortfix_version=__version__,
+        python=facts.probe.executable,
+        prefix=facts.probe.prefix,
+        environment=facts.probe.env_kind,
+        fingerprint=facts.fingerprint(),
+        matrix_version=matrix.data_version,
+        installer=installer,
+        target=target,
+        actions=tuple(actions),
+        unresolved=tuple(unresolved),
+        notes=tuple(notes),
+    )
+
+
+def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
+    return any(finding.code in a.fixes for a in actions)
+
+
+def _installed_gpu(facts: Facts) -> OrtInstall | None:
+    for install in facts.ort:
+        if install.providers and install.package != dx.CPU_PACKAGE:
+            return install
+    return None
+
+
+def _needs_swap(codes: set[str], installed: OrtInstall | None, target: Target | None, options: PlanOptions) -> bool:
+    if target is None:
+        return False
+    if codes & {dx.NO_ORT, dx.CPU_ONLY, dx.CPU_AND_GPU, dx.PROVIDER_MISSING, dx.DRIVER_TOO_OLD}:
+        return True
+    if installed is None:
+        return bool(codes & {dx.VARIANT_CONFLICT})
+    if options.ort_version and installed.version and Version(options.ort_version) != Version(installed.version):
+        return True
+    return bool(options.cuda_major and installed.cuda_major != options.cuda_major)
+
+
+def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed: OrtInstall | None) -> Target | None:
+    """The GPU build to end up with: the one asked for, else the installed version's, else the newest that this
+    Python, platform, driver and GPU can run (preferring torch's CUDA/cuDNN majors, to share its libraries)."""
+    probe = facts.probe
+    platform_tag = f"linux_{probe.machine}"
+    reasons: list[str] = []
+    cpu = next((d for d in facts.ort_distributions if d.normalized == dx.CPU_PACKAGE), None)
+    current = (installed.version if installed else None) or (cpu.version if cpu else None)
+
+    def runs_here(build: OrtBuild) -> bool:
+        if build.platforms and platform_tag not in build.platforms:
+            return False
+        if build.python_tags and probe.python_tag not in build.python_tags:
+            return False
+        if build.requires_python:
+            try:
+                if not SpecifierSet(build.requires_python).contains(probe.python_version):
+                    return False
+            except InvalidSpecifier:
+                pass
+        if options.cuda_major and build.cuda_major != options.cuda_major:
+            return False
+        if facts.driver.version and matrix.driver_supports_major(facts.driver.version, build.cuda_major) is False:
+            return False
+        cuda = matrix.cuda_major(build.cuda_major)
+        for gpu in facts.driver.gpus:
+            if gpu.compute_capability and cuda:
+                cc = Version(gpu.compute_capability)
+                if cc < Version(cuda.cc_min):
+                    return False
+                if build.compute_capabilities and cc < min(Version(a) for a in build.compute_capabilities):
+                    return False
+        return True
+
+    candidates = [(Version(v), b) for b in matrix.builds if b.package == dx.GPU_PACKAGE for v in b.versions]
+    usable = [(v, b) for v, b in candidates if runs_here(b)]
+    if options.ort_version:
+        wanted = Version(options.ort_version)
+        exact = [(v, b) for v, b in usable if v == wanted]
+        if not exact:
+            known = any(v == wanted for v, _ in candidates)
+            raise OrtfixError(
+                f"no {dx.GPU_PACKAGE} {options.ort_version} build " +
+                ("runs on this machine (Python, platform, driver or GPU rule it out)" if known
+                 else "is known to ortfix's compatibility matrix"),
+                hint="`ortfix matrix show` lists the known builds")
+        usable = exact
+    elif current:
+        cur = Version(current)
+        same = [(v, b) for v, b in usable if v == cur]
+        same_minor = [(v, b) for v, b in usable if (v.major, v.minor) == (cur.major, cur.minor)]
+        if same:
+            usable = same
+        elif same_minor:
+            reasons.append(f"{dx.GPU_PACKAGE} {current} is not published for this setup; the nearest release of "
+                           f"{cur.major}.{cur.minor} is used")
+            usable = same_minor
+        elif usable:
+            reasons.append(f"no {dx.GPU_PACKAGE} {cur.major}.{cur.minor} build runs here "
+                           "(driver, GPU or Python); the newest one that does is used")
+    if not usable:
+        return None
+    torch = facts.probe.torch
+    torch_cuda = int(torch.cuda.split(".")[0]) if torch and torch.cuda else None
+    torch_cudnn = dx.torch_cudnn_major(facts)
+
+    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, Version]:
+        v, b = item
+        shares_torch = int(torch_cuda == b.cuda_major and (torch_cudnn in (None, b.cudnn_major)))
+        return (int(b.index == "default"), shares_torch, v)
+
+    version, build = max(usable, key=rank)
+    if torch_cuda is not None and torch_cuda == build.cuda_major:
+        reasons.append(f"CUDA {build.cuda_major} matches torch {torch.version if torch else ''}, so its "
+                       "libraries can be shared")
+    return Target(package=build.package, version=str(version), cuda_major=build.cuda_major,
+                  cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))
+
+
+def _needed_sonames(facts: Facts, matrix: Matrix, target: Target | None, installed: OrtInstall | None,
+                    swap: bool) -> list[str]:
+    if not swap and installed is not None:
+        # Keep the installed build: exactly what the loader simulation says is missing or shadowed.
+        names: list[str] = []
+        for provider in installed.providers:
+            if provider.provider != "cuda":
+                continue
+            for r in provider.resolutions:
+                if r.name not in names and parse_lib_name(r.name) and (r.path is None or r.name in facts.findable):
+                    names.append(r.name)
+        return [n for n in names if _is_missing_or_shadowed(facts, installed, n)]
+    if target is None:
+        return []
+    build = next(b for b in matrix.builds if b.package == target.package and target.version in b.versions
+                 and b.cuda_major == target.cuda_major)
+    return list(dict.fromkeys((*build.cuda_needed, *build.cuda_lazy)))
+
+
+def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> bool:
+    for provider in installed.providers:
+        for r in provider.resolutions:
+            if r.name == name and r.path is None:
+                return True
+    own = [c for c in facts.libraries if c.soname == name and c.inside_env]
+    found = facts.findable.get(name)
+    return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
+
+
+def _copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:
+    out: dict[str, list[LibCopy]] = {}
+    for c in copies:
+        if c.soname:
+            out.setdefault(c.soname, []).append(c)
+    return out
+
+
+def _cap(wheel: WheelSpec, facts: Facts, matrix: Matrix) -> str:
+    spec = wheel.specifier
+    driver = facts.driver.version
+    if not driver or not wheel.distribution.startswith(_TRACKS_TOOLKIT):
+        return spec
+    highest = matrix.highest_cuda_for_driver(driver)
+    try:
+        floor = min((Version(s.version) for s in SpecifierSet(spec)), default=None)
+    except InvalidSpecifier:
+        return spec
+    if highest is None or floor is None or floor.major != highest.major:
+        return spec
+    return f"{spec},<{highest.major}.{highest.minor + 1}"
+
+
+def _installer(facts: Facts) -> str | None:
+    if facts.probe.has_pip:
+        return "pip"
+    if shutil.which("uv"):
+        return "uv"
+    return None
+
+
+def _install_argv(installer: str | None, facts: Facts, requirements: Sequence[str]) -> list[str]:
+    if installer == "uv":
+        return ["uv", "pip", "install", "--python", facts.probe.executable, *requirements]
+    return [facts.probe.executable, "-m", "pip", "install", *requirements]
+
+
+def _hook_kind(facts: Facts, options: PlanOptions) -> str:
+    if options.hook != "auto":
+        return options.hook
+    return "conda" if facts.probe.env_kind == "conda" else "preload"
+
+
+def _order(hook_libs: Mapping[str, str]) -> list[str]:
+    def key(soname: str) -> tuple[int, str]:
+        parsed = parse_lib_name(soname)
+        family = parsed[0] if parsed else ""
+        base = family.split("_")[0] if family.startswith("cudnn") else family
+        rank = _LOAD_ORDER.index(base) if base in _LOAD_ORDER else len(_LOAD_ORDER)
+        # libcudnn.so.N before its sub-libraries; sub-libraries in name order.
+        return (rank * 2 + (1 if family != base else 0), soname)
+
+    return [hook_libs[s] for s in sorted(hook_libs, key=key)]
+
+
+def _hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[str]) -> list[Action]:
+    fixes = tuple(sorted(c for c in codes if c in (dx.LIB_NOT_ON_PATH, dx.LIB_SHADOWED, dx.LIB_MISSING,
+                                                   dx.LIB_WRONG_MAJOR, dx.SONAME_LINK_MISSING)))
+    if kind == "conda":
+        dirs = list(dict.fromkeys(os.path.dirname(p) for p in _order(hook_libs)))
+        activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)
+        return [
+            _write(str(activate), hooks.render_conda_activate(dirs, facts.probe.prefix),
+                   f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH", fixes),
+            _write(str(deactivate), hooks.render_conda_deactivate(),
+                   "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly", fixes),
+        ]
+    site = facts.probe.purelib
+    module, pth = hooks.preload_paths(site)
+    libs = _order(hook_libs)
+    return [
+        _write(str(module), hooks.render_preload_module(libs, site),
+               f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "
+               "onnxruntime is imported", fixes),
+        _write(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up", fixes),
+    ]
+
+
+def _write(path: str, content: str, summary: str, fixes: tuple[str, ...]) -> Action:
+    existed = os.path.lexists(path)
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    return Action(
+        WRITE_FILE, f"{'replace' if existed else 'write'} {path}: {summary}",
+        (f"{'~' if existed else '+'} {path} ({len(content.encode())} bytes)",),
+        "the previous file is restored" if existed else "the file is deleted",
+        fixes,
+        {"path": path, "content": content, "sha256": digest, "mode": 0o644, "replaces_existing": existed})

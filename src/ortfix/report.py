@@ -1,0 +1,160 @@
+"""Render results for people (plain text) and for programs (JSON envelopes with a schema version)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ortfix.diagnose import Finding, Severity, finding_json
+from ortfix.facts import Facts, facts_summary
+from ortfix.matrix import Matrix
+
+if TYPE_CHECKING:
+    from ortfix.plan import Plan
+
+CHECK_SCHEMA = "ortfix.check/1"
+_MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
+
+
+def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int) -> dict[str, Any]:
+    return {"schema": CHECK_SCHEMA, "exit_code": exit_code, "healthy": exit_code == 0,
+            "findings": [finding_json(f) for f in findings], "facts": facts_summary(facts)}
+
+
+def _stack_lines(facts: Facts) -> list[str]:
+    p = facts.probe
+    d = facts.driver
+    lines = [
+        f"target      {p.executable} (Python {p.python_version}, {p.env_kind} at {p.prefix})",
+        f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}",
+    ]
+    if d.present:
+        gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
+        lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"
+                     f"{', CUDA ' + d.cuda_version if d.cuda_version else ''}; {gpus}")
+    else:
+        lines.append("driver      none found")
+    ort = [f"{x.name} {x.version}" for x in facts.ort_distributions] or ["not installed"]
+    lines.append(f"onnxruntime {', '.join(ort)}")
+    for o in facts.ort:
+        if o.providers:
+            cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
+            cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
+            lines.append(f"            {o.dir.package_dir}: {o.package} {o.version} built for {cuda}{cudnn}")
+    if p.torch:
+        lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
+    ld = facts.loader.ld_library_path
+    lines.append(f"loader      LD_LIBRARY_PATH={ld if ld else '(unset)'}"
+                 + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
+    return lines
+
+
+def _library_lines(facts: Facts) -> list[str]:
+    out = []
+    for o in facts.ort:
+        for prov in o.providers:
+            out.append(f"{os.path.basename(prov.library)} needs:")
+            if prov.error:
+                out.append(f"  cannot read: {prov.error}")
+                continue
+            seen: set[str] = set()
+            for r in prov.resolutions:
+                if r.name in seen or (r.path and not _interesting(r.name)):
+                    continue
+                seen.add(r.name)
+                where = r.path or "NOT FOUND"
+                lazy = " (loaded lazily)" if r.lazy else ""
+                via = f"  [{r.via}]" if r.via else ""
+                out.append(f"  {r.name:<36} {where}{via}{lazy}")
+    return out
+
+
+def _interesting(name: str) -> bool:
+    return name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+
+
+def render_findings(findings: Sequence[Finding]) -> list[str]:
+    out = []
+    for f in findings:
+        out.append(f"{_MARK[f.severity]} {f.code} {f.severity.value}: {f.summary}")
+        for e in f.evidence:
+            out.append(f"    {e}")
+        out.append(f"    fix: {f.fix}")
+    return out
+
+
+def render_check(facts: Facts, findings: Sequence[Finding], verbose: bool = False) -> str:
+    lines = _stack_lines(facts)
+    libs = _library_lines(facts)
+    if libs:
+        lines += ["", *libs]
+    for note in facts.notes:
+        lines.append(f"note: {note}")
+    lines.append("")
+    errors = sum(f.severity is Severity.ERROR for f in findings)
+    warnings = sum(f.severity is Severity.WARNING for f in findings)
+    if findings:
+        lines += render_findings(findings)
+        lines.append("")
+    if errors or warnings:
+        lines.append(f"{errors} error(s), {warnings} warning(s). `ortfix plan` shows the changes that fix them.")
+    else:
+        lines.append("The GPU path looks healthy.")
+    return "\n".join(lines)
+
+
+def render_plan(plan: Plan) -> str:
+    lines = [f"ortfix plan for {plan.python} ({plan.environment} at {plan.prefix})"]
+    if plan.target:
+        t = plan.target
+        lines.append(f"target: {t.package} {t.version} (CUDA {t.cuda_major}"
+                     f"{', cuDNN ' + str(t.cudnn_major) if t.cudnn_major else ''}"
+                     f"{', from a separate feed' if t.index == 'alternate' else ''})")
+    lines.append("")
+    adds = removes = changes = 0
+    for i, a in enumerate(plan.actions, 1):
+        lines.append(f"{i}. {a.summary}" + (f"   (fixes {', '.join(a.fixes)})" if a.fixes else ""))
+        for c in a.changes:
+            lines.append(f"     {c}")
+            adds += c.startswith("+")
+            removes += c.startswith("-")
+            changes += c.startswith("~")
+        if a.kind == "pip-install":
+            lines.append(f"     via: {' '.join(a.details['argv'])}")
+        lines.append(f"     undo: {a.undo}")
+    if not plan.actions:
+        lines.append("No changes needed." if not plan.unresolved else "No change ortfix can make fixes this.")
+    lines.append("")
+    lines.append(f"Plan: {adds} to add, {changes} to change, {removes} to remove. Fingerprint {plan.fingerprint}.")
+    for note in plan.notes:
+        lines.append(f"note: {note}")
+    if plan.unresolved:
+        lines.append("")
+        lines.append("Not fixed by this plan (needs you):")
+        for f in plan.unresolved:
+            lines.append(f"  {f.code} {f.summary}")
+            lines.append(f"      fix: {f.fix}")
+    if plan.actions:
+        lines.append("")
+        lines.append("Nothing has been changed. `ortfix apply` makes these changes as one transaction.")
+    return "\n".join(lines)
+
+
+def render_matrix(matrix: Matrix) -> str:
+    lines = [f"compatibility matrix {matrix.data_version} ({', '.join(matrix.files)})", "",
+             f"{'ONNX Runtime':<28} {'index':<9} {'CUDA':<6} {'cuDNN':<6} needs"]
+    for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
+        versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} – {b.versions[-1]}"
+        lines.append(f"{b.package + ' ' + versions:<28} {b.index:<9} {b.cuda_major:<6} "
+                     f"{b.cudnn_major if b.cudnn_major is not None else '-':<6} "
+                     f"{', '.join(b.cuda_needed)}" + (f" (lazy: {', '.join(b.cuda_lazy)})" if b.cuda_lazy else ""))
+    lines += ["", f"{'CUDA':<6} {'driver (Linux)':<16} {'driver (Windows)':<18} compute capability   wheels"]
+    for major, c in sorted(matrix.cuda.items()):
+        wheels = ", ".join(w.distribution for w in c.wheels) or "none on the package index"
+        lines.append(f"{major:<6} >= {c.driver_min.get('linux', '?'):<13} >= {c.driver_min.get('windows', '?'):<15} "
+                     f"{c.cc_min} – {c.cc_max:<12} {wheels}")
+    lines += ["", "cuDNN wheels:"]
+    for row in matrix.cudnn:
+        lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")
+    return "\n".join(lines)
