@@ -9,12 +9,12 @@ import sys
 if sys.path and sys.path[0] in ("", "."):
     del sys.path[0]
 
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import site  # noqa: E402
-import sysconfig  # noqa: E402
+import json
+import os
+import platform
+import re
+import site
+import sysconfig
 
 if False:  # typing is only for the type checker: importing it costs the probe 4 ms
     from typing import Any, Dict, List, Optional  # noqa: F401

@@ -199,19 +199,22 @@ def _driver(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Findin
                 {"cuda_major": gpu.cuda_major, "driver": driver.version}))
     if gpu is not None:
         archs = next((b.compute_capabilities for b in gpu.builds if b.compute_capabilities), ())
+        cuda = matrix.cuda_major(gpu.cuda_major) if gpu.cuda_major is not None else None
         for g in driver.gpus:
-            if not g.compute_capability or not archs:
+            if not g.compute_capability:
                 continue
             have = Version(g.compute_capability)
-            built = sorted(Version(a) for a in archs)
-            if have < built[0]:
+            floor = min((Version(a) for a in archs), default=Version(cuda.cc_min) if cuda else None)
+            if floor is not None and have < floor:
+                built = (f"built for: {', '.join(archs)}" if archs
+                         else f"CUDA {gpu.cuda_major} supports compute capability {floor} and newer")
                 out.append(Finding(
                     GPU_ARCH, Severity.ERROR,
                     f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is older than any "
-                    f"architecture {gpu.package} {gpu.version} is built for",
-                    (f"built for: {', '.join(archs)}",), "use an ONNX Runtime build for an older CUDA major",
+                    f"architecture {gpu.package} {gpu.version} can run on",
+                    (built,), "use an ONNX Runtime build for an older CUDA major",
                     {"compute_capability": g.compute_capability}))
-            elif have not in built and have.major not in {b.major for b in built}:
+            elif archs and have.major not in {Version(a).major for a in archs}:
                 out.append(Finding(
                     GPU_ARCH, Severity.WARNING,
                     f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is not among the "

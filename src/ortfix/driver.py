@@ -114,11 +114,11 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
     if query_gpus and libcuda and root == Path("/"):
         queried = query_gpu_subprocess()
         if queried is not None:
-            gpus = queried.get("gpus", ())
-            cuda_version = queried.get("cuda")
-            userspace = userspace or queried.get("driver")
-            if queried.get("error"):
-                notes.append(str(queried["error"]))
+            gpus = queried.gpus
+            cuda_version = queried.cuda
+            userspace = userspace or queried.driver
+            if queried.error:
+                notes.append(queried.error)
         elif shutil.which("nvidia-smi"):
             smi = subproc.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
                                "--format=csv,noheader"], timeout=30)
@@ -214,17 +214,25 @@ print(json.dumps(out))
 """
 
 
-def query_gpu_subprocess() -> dict[str, object] | None:
+@dataclass(frozen=True)
+class GpuQuery:
+    gpus: tuple[Gpu, ...]
+    cuda: str | None = None
+    driver: str | None = None
+    error: str | None = None
+
+
+def query_gpu_subprocess() -> GpuQuery | None:
     try:
         proc = subproc.run([sys.executable, "-I", "-c", _GPU_QUERY], timeout=30)
     except Exception:
         return None
     if proc.returncode != 0:
-        return {"gpus": (), "error": f"GPU query process exited with {proc.returncode} (driver library crashed?)"}
+        return GpuQuery(gpus=(), error=f"GPU query process exited with {proc.returncode} (driver library crashed?)")
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
         return None
     gpus = tuple(Gpu(index=int(g["index"]), name=str(g["name"]), compute_capability=g.get("cc"))
                  for g in doc.get("gpus", []))
-    return {"gpus": gpus, "cuda": doc.get("cuda"), "driver": doc.get("driver"), "error": doc.get("error")}
+    return GpuQuery(gpus=gpus, cuda=doc.get("cuda"), driver=doc.get("driver"), error=doc.get("error"))

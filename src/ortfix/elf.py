@@ -73,13 +73,13 @@ def _read_elf_cached(path: str, _ino: int, _size: int, _mtime: int) -> ElfInfo:
                 for tag in segment.iter_tags():
                     kind = tag.entry.d_tag
                     if kind == "DT_NEEDED":
-                        needed.append(tag.needed)
+                        needed.append(tag.needed)  # type: ignore[attr-defined]
                     elif kind == "DT_SONAME":
-                        soname = tag.soname
+                        soname = tag.soname  # type: ignore[attr-defined]
                     elif kind == "DT_RPATH":
-                        rpath = _split_path_list(tag.rpath)
+                        rpath = _split_path_list(tag.rpath)  # type: ignore[attr-defined]
                     elif kind == "DT_RUNPATH":
-                        runpath = _split_path_list(tag.runpath)
+                        runpath = _split_path_list(tag.runpath)  # type: ignore[attr-defined]
                     elif kind == "DT_FLAGS_1":
                         nodeflib = bool(tag.entry.d_val & DF_1_NODEFLIB)
                 break

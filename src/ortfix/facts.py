@@ -4,7 +4,6 @@ library ORT's GPU providers need in a fresh process of that interpreter."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -17,7 +16,7 @@ from ortfix.elf import NotElf
 from ortfix.elfcache import ElfReader
 from ortfix.errors import OrtfixError
 from ortfix.inventory import LibCopy, scan, soname_major
-from ortfix.ldcache import LdCache, load_ld_cache
+from ortfix.ldcache import load_ld_cache
 from ortfix.loader import LinuxLoader, LoaderConfig, Resolution, find_interpreter, system_search_dirs, unreadable_dirs
 from ortfix.matrix import Matrix, OrtBuild
 from ortfix.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
@@ -101,6 +100,8 @@ class Facts:
             "libraries": sorted(c.path for c in self.libraries),
             "matrix": self.matrix_version,
         }
+        import hashlib
+
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -229,6 +230,7 @@ def _owners(ort_dir: OrtDir, probe: ProbeFacts) -> tuple[tuple[str, ...], str | 
 
 def _record_hash(path: str) -> str:
     import base64
+    import hashlib
 
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -42,7 +42,7 @@ def _sh_dir(directory: str, prefix: str) -> str:
 
 
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
-    parts = ":".join("${_ortfix_%d}" % i for i in range(len(dirs)))
+    parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(dirs)))
     assigns = "\n".join(f"_ortfix_{i}={_sh_dir(d, prefix)}" for i, d in enumerate(dirs))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(dirs)))
     listing = "\n".join(f"# ortfix-dir: {d}" for d in dirs)

@@ -76,6 +76,10 @@ class LoaderConfig:
     hwcaps_subdirs: tuple[str, ...] = ()
 
 
+class _FatalCandidate(Exception):
+    """A file with the wanted name that is not ELF at all: glibc stops with an error instead of searching on."""
+
+
 @dataclass
 class _Obj:
     path: str
@@ -186,6 +190,13 @@ class LinuxLoader:
         return None
 
     def _search(self, name: str, loader: _Obj | None, *, lazy: bool, requester: str) -> tuple[Resolution, _Obj | None]:
+        try:
+            return self._search_unguarded(name, loader, lazy=lazy, requester=requester)
+        except _FatalCandidate as exc:
+            return Resolution(name, requester, None, None, lazy, rejected=(str(exc),)), None
+
+    def _search_unguarded(self, name: str, loader: _Obj | None, *, lazy: bool,
+                          requester: str) -> tuple[Resolution, _Obj | None]:
         found = self._already_loaded(name)
         if found is not None:
             return Resolution(name, requester, found.path, VIA_LOADED, lazy), found
@@ -262,6 +273,10 @@ class LinuxLoader:
                 candidate = os.path.join(sub, name)
                 verdict = self._verify(candidate)
                 if isinstance(verdict, str):
+                    if elfmod.elf_header(candidate) is None:
+                        # "file too short" / "invalid ELF header" is fatal in glibc; only a wrong class or
+                        # machine makes it search on.
+                        raise _FatalCandidate(verdict)
                     rejected.append(verdict)
                     continue
                 return candidate

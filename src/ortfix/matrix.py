@@ -8,7 +8,6 @@ files' content hash, so a warm `ortfix check` pays only for reading that JSON.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
@@ -23,7 +22,7 @@ from ortfix.cachedir import cache_dir
 from ortfix.errors import OrtfixError
 
 SCHEMA_VERSION = 1
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _HEADER = {
@@ -31,6 +30,7 @@ _HEADER = {
     "data_version": {"type": "string", "pattern": r"^\d{4}\.\d{2}\.\d{2}$"},
 }
 _CC = {"type": "string", "pattern": r"^\d+\.\d+$"}
+_VERSION = {"type": "string", "pattern": r"^\d+\.\d+(\.\d+)?([a-z]+\d*)?(\.post\d+)?$"}
 _DRIVER = {"type": "string", "pattern": r"^\d+(\.\d+){0,2}$"}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -49,8 +49,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "additionalProperties": False,
                     "required": ["versions", "package", "index", "cuda_major", "cudnn_major", "providers", "source"],
                     "properties": {
-                        "versions": {"type": "array", "minItems": 1,
-                                     "items": {"type": "string", "pattern": r"^\d+\.\d+(\.\d+)?([a-z]+\d*)?(\.post\d+)?$"}},
+                        "versions": {"type": "array", "minItems": 1, "items": _VERSION},
                         "package": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
                         "index": {"enum": ["default", "alternate"]},
                         "cuda_major": {"type": "integer", "minimum": 9, "maximum": 20},
@@ -334,11 +333,16 @@ def compat_files(directory: Path) -> list[Path]:
 def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Matrix:
     directory = directory or default_compat_dir()
     files = compat_files(directory)
-    blobs = [(f, _read_bytes(f)) for f in files]
-    digest = hashlib.sha256()
-    for f, data in blobs:
-        digest.update(f.name.encode() + b"\0" + data + b"\0")
-    key = digest.hexdigest()
+    # The cache is keyed by each file's identity (name, size, mtime): a warm load reads one JSON file and neither
+    # parses YAML nor imports jsonschema. Any edit to a matrix file changes the key.
+    identity = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError as exc:
+            raise OrtfixError(f"cannot read matrix file {f}: {exc.strerror or exc}") from exc
+        identity.append(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}")
+    key = "\n".join(identity)
     cache_file = _cache_path(key) if use_cache else None
     docs: dict[str, dict[str, Any]] | None = None
     if cache_file is not None:
@@ -348,8 +352,8 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
                 docs = cached["docs"]
     if docs is None:
         docs = {}
-        for f, data in blobs:
-            doc = validate_document(data, str(f))
+        for f in files:
+            doc = validate_document(_read_bytes(f), str(f))
             kind = doc["kind"]
             if kind in docs:
                 raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
@@ -370,8 +374,10 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _cache_path(key: str) -> Path | None:
+    import zlib  # a cheap file name for the key; the key itself is stored and compared in full
+
     base = cache_dir()
-    return base / f"matrix-{key[:16]}.json" if base else None
+    return base / f"matrix-{zlib.crc32(key.encode()):08x}.json" if base else None
 
 
 def _write_cache(path: Path, doc: Mapping[str, Any]) -> None:

@@ -12,7 +12,20 @@ from typing import Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.target import resolve_target, start_probe  # noqa: F401  (re-exported)
+from ortfix.target import resolve_target, start_probe
+
+__all__ = [
+    "Dependent",
+    "Distribution",
+    "OrtDir",
+    "ProbeFacts",
+    "TorchInfo",
+    "finish_probe",
+    "parse_probe",
+    "resolve_target",
+    "run_probe",
+    "start_probe",
+]
 
 PROBE_SCHEMA = 1
 

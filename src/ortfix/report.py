@@ -54,7 +54,8 @@ def _library_lines(facts: Facts) -> list[str]:
     out = []
     for o in facts.ort:
         for prov in o.providers:
-            out.append(f"{os.path.basename(prov.library)} needs:")
+            optional = " (TensorRT provider only; optional)" if prov.provider == "tensorrt" else ""
+            out.append(f"{os.path.basename(prov.library)} needs{optional}:")
             if prov.error:
                 out.append(f"  cannot read: {prov.error}")
                 continue
@@ -145,7 +146,7 @@ def render_matrix(matrix: Matrix) -> str:
     lines = [f"compatibility matrix {matrix.data_version} ({', '.join(matrix.files)})", "",
              f"{'ONNX Runtime':<28} {'index':<9} {'CUDA':<6} {'cuDNN':<6} needs"]
     for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
-        versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} – {b.versions[-1]}"
+        versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} - {b.versions[-1]}"
         lines.append(f"{b.package + ' ' + versions:<28} {b.index:<9} {b.cuda_major:<6} "
                      f"{b.cudnn_major if b.cudnn_major is not None else '-':<6} "
                      f"{', '.join(b.cuda_needed)}" + (f" (lazy: {', '.join(b.cuda_lazy)})" if b.cuda_lazy else ""))
@@ -153,7 +154,7 @@ def render_matrix(matrix: Matrix) -> str:
     for major, c in sorted(matrix.cuda.items()):
         wheels = ", ".join(w.distribution for w in c.wheels) or "none on the package index"
         lines.append(f"{major:<6} >= {c.driver_min.get('linux', '?'):<13} >= {c.driver_min.get('windows', '?'):<15} "
-                     f"{c.cc_min} – {c.cc_max:<12} {wheels}")
+                     f"{c.cc_min} - {c.cc_max:<12} {wheels}")
     lines += ["", "cuDNN wheels:"]
     for row in matrix.cudnn:
         lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")

@@ -91,5 +91,6 @@ def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.
     except subprocess.TimeoutExpired as exc:
         proc.kill()
         proc.communicate()
-        raise OrtfixError(f"{Path(str(proc.args[0])).name} did not finish within {timeout:.0f} s") from exc
+        name = proc.args[0] if isinstance(proc.args, list) else proc.args
+        raise OrtfixError(f"{Path(str(name)).name} did not finish within {timeout:.0f} s") from exc
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

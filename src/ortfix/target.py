@@ -4,8 +4,8 @@ point imports it before anything else so the probe can start at once (see prefet
 from __future__ import annotations
 
 import os
-import sys
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Benchmark `ortfix check` against the baseline it must beat, measured in the same run.
+
+1. Builds (or reuses) a venv with onnxruntime-gpu 1.22.0 and its [cuda,cudnn] extras from your configured index.
+2. Prints the median wall time of `ortfix check --python <venv>` and of `<venv>/bin/python -c "import onnxruntime"`,
+   and their ratio (target: <= 0.6).
+3. Installs 1,000 unrelated distributions (tiny real wheels, with real pip) into a hard-linked copy of that venv and
+   prints how `check` grows (target: <= 1.2x).
+
+Usage: python scripts/bench_check.py [--venv DIR] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.support.fixtures import build_wheel  # noqa: E402  (the same real-wheel writer the tests use)
+
+DEFAULT_VENV = Path(tempfile.gettempdir()) / "ortfix-bench-ort122"
+
+
+def ensure_venv(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    marker = venv / ".ortfix-bench-ready"
+    if marker.exists():
+        return python
+    if venv.exists():
+        shutil.rmtree(venv)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "onnxruntime-gpu[cuda,cudnn]==1.22.0"], check=True)
+    marker.write_text("ok\n")
+    return python
+
+
+def median_time(argv: list[str], runs: int, env: dict[str, str]) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+        samples.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    return statistics.median(samples)
+
+
+def with_many_distributions(venv: Path, count: int) -> Path:
+    copy = venv.parent / (venv.name + f"-plus{count}")
+    ready = copy / ".ortfix-bench-ready"
+    if ready.exists():
+        return copy / "bin" / "python"
+    if copy.exists():
+        shutil.rmtree(copy)
+    # Hard links: instant, and pip only adds new files next to them.
+    subprocess.run(["cp", "-al", str(venv), str(copy)], check=True)
+    wheels = Path(tempfile.mkdtemp(prefix="ortfix-bench-wheels-"))
+    names = [f"unrelated-dist-{i:04d}" for i in range(count)]
+    for name in names:
+        module = name.replace("-", "_")
+        build_wheel(wheels, name, "1.0", {f"{module}/__init__.py": b"VALUE = 1\n"},
+                    requires=["packaging"] if int(name[-4:]) % 10 == 0 else [])
+    subprocess.run([str(copy / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "--no-index", "--find-links", str(wheels), "--no-deps", *names], check=True)
+    shutil.rmtree(wheels)
+    ready.write_text("ok\n")
+    return copy / "bin" / "python"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--distributions", type=int, default=1000)
+    args = parser.parse_args()
+
+    ortfix = [sys.executable, "-m", "ortfix"]
+    if shutil.which("ortfix") and Path(shutil.which("ortfix") or "").parent == Path(sys.executable).parent:
+        ortfix = [str(Path(sys.executable).parent / "ortfix")]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_CACHE")}
+    python = ensure_venv(args.venv)
+    check = [*ortfix, "check", "--python", str(python)]
+    subprocess.run(check, stdout=subprocess.DEVNULL, env=env, check=False)  # warm the caches once
+    base = median_time([str(python), "-c", "import onnxruntime"], args.runs, env)
+    ours = median_time(check, args.runs, env)
+    print(f"import onnxruntime          median {base * 1000:7.1f} ms  ({args.runs} runs)")
+    print(f"ortfix check --python venv  median {ours * 1000:7.1f} ms  ({args.runs} runs)")
+    print(f"ratio check / import        {ours / base:.2f}   (target <= 0.6)")
+
+    many = with_many_distributions(args.venv, args.distributions)
+    check_many = [*ortfix, "check", "--python", str(many)]
+    subprocess.run(check_many, stdout=subprocess.DEVNULL, env=env, check=False)
+    ours_again = median_time(check, args.runs, env)
+    ours_many = median_time(check_many, args.runs, env)
+    print(f"ortfix check, +{args.distributions} distributions  median {ours_many * 1000:7.1f} ms "
+          f"(same run without: {ours_again * 1000:.1f} ms)")
+    print(f"growth with {args.distributions} unrelated distributions  {ours_many / ours_again:.2f}x   "
+          "(target <= 1.2x)")
+
+
+if __name__ == "__main__":
+    main()

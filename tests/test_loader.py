@@ -1,0 +1,146 @@
+"""The loader simulation must say what the real ld.so says, on real ELF files built here and on the system's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from ortfix.elfcache import ElfReader
+from ortfix.ldcache import load_ld_cache
+from ortfix.loader import VIA_LOADED, LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs
+from support.fixtures import build_stub_lib, ld_so_list
+
+INTERP = find_interpreter()
+pytestmark = pytest.mark.skipif(INTERP is None or sys.platform != "linux", reason="needs glibc's ld.so")
+
+
+def simulate(lib: Path, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """What our loader says for `ld.so --list lib`: every library mapped, by the name it was asked for."""
+    dirs, hwcaps = system_search_dirs(INTERP)
+    config = LoaderConfig(ld_library_path=(env or {}).get("LD_LIBRARY_PATH"), cache=load_ld_cache(),
+                          default_dirs=dirs, hwcaps_subdirs=hwcaps, cwd=os.getcwd())
+    loader = LinuxLoader(config, ElfReader(use_disk=False))
+    assert INTERP is not None
+    loader.preload(INTERP)
+    report = loader.start_process(str(lib), resolve_origin=False)
+    out: dict[str, str | None] = {}
+    for r in report.resolutions:
+        if r.via == VIA_LOADED and not r.name.startswith("ld-linux"):
+            continue
+        out.setdefault(r.name, r.path)
+    return out
+
+
+def oracle(lib: Path, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    real = ld_so_list(lib, dict(env or {}))
+    return {k: v for k, v in real.items() if not k.startswith(("linux-vdso", "ld-linux", "/"))}
+
+
+def agree(lib: Path, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    ours = {k: v for k, v in simulate(lib, env).items() if not k.startswith("ld-linux")}
+    theirs = oracle(lib, env)
+    assert ours == theirs
+    return ours
+
+
+def test_runpath_origin_chain(tmp_path: Path) -> None:
+    build_stub_lib(tmp_path / "deps" / "libleaf.so.1", soname="libleaf.so.1")
+    build_stub_lib(tmp_path / "deps" / "libmid.so.2", soname="libmid.so.2", needed=["libleaf.so.1"],
+                   runpath=["$ORIGIN"])
+    top = build_stub_lib(tmp_path / "top" / "libtop.so", soname="libtop.so", needed=["libmid.so.2"],
+                         runpath=["$ORIGIN/../deps"])
+    got = agree(top)
+    assert got["libmid.so.2"] == str(tmp_path / "top" / ".." / "deps" / "libmid.so.2")
+    assert got["libleaf.so.1"] is not None
+
+
+def test_runpath_is_not_inherited_but_rpath_is(tmp_path: Path) -> None:
+    build_stub_lib(tmp_path / "hidden" / "libleaf.so.1", soname="libleaf.so.1")
+    build_stub_lib(tmp_path / "mid" / "libmid.so.2", soname="libmid.so.2", needed=["libleaf.so.1"])
+    with_runpath = build_stub_lib(tmp_path / "a" / "libtop.so", soname="libtop.so", needed=["libmid.so.2"],
+                                  runpath=[str(tmp_path / "mid"), str(tmp_path / "hidden")])
+    got = agree(with_runpath)
+    assert got["libleaf.so.1"] is None  # DT_RUNPATH applies to the object's own NEEDED only
+    with_rpath = build_stub_lib(tmp_path / "b" / "libtop.so", soname="libtop.so", needed=["libmid.so.2"],
+                                rpath=[str(tmp_path / "mid"), str(tmp_path / "hidden")])
+    got = agree(with_rpath)
+    assert got["libleaf.so.1"] == str(tmp_path / "hidden" / "libleaf.so.1")  # DT_RPATH is inherited
+
+
+def test_ld_library_path_order_against_rpath_and_runpath(tmp_path: Path) -> None:
+    for d in ("one", "two"):
+        build_stub_lib(tmp_path / d / "libx.so.1", soname="libx.so.1")
+    env = {"LD_LIBRARY_PATH": str(tmp_path / "two")}
+    rpath = build_stub_lib(tmp_path / "r" / "libtop.so", soname="libtop.so", needed=["libx.so.1"],
+                           rpath=[str(tmp_path / "one")])
+    assert agree(rpath, env)["libx.so.1"] == str(tmp_path / "one" / "libx.so.1")  # RPATH beats LD_LIBRARY_PATH
+    runpath = build_stub_lib(tmp_path / "u" / "libtop.so", soname="libtop.so", needed=["libx.so.1"],
+                             runpath=[str(tmp_path / "one")])
+    assert agree(runpath, env)["libx.so.1"] == str(tmp_path / "two" / "libx.so.1")  # LD_LIBRARY_PATH beats RUNPATH
+
+
+def test_missing_library_and_its_siblings(tmp_path: Path) -> None:
+    build_stub_lib(tmp_path / "libpresent.so.3", soname="libpresent.so.3")
+    top = build_stub_lib(tmp_path / "top" / "libtop.so", soname="libtop.so",
+                         needed=["libcudnn.so.9", "libpresent.so.3"], runpath=[str(tmp_path)])
+    got = agree(top)
+    assert got["libcudnn.so.9"] is None and got["libpresent.so.3"] is not None
+
+
+def test_empty_ld_library_path_entry_means_current_directory(tmp_path: Path) -> None:
+    build_stub_lib(tmp_path / "libx.so.1", soname="libx.so.1")
+    top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libx.so.1"])
+    os.chdir(tmp_path)
+    ours = simulate(top, {"LD_LIBRARY_PATH": ":/nonexistent"})
+    assert ours["libx.so.1"] == str(tmp_path / "libx.so.1")
+    # ld.so records the relative name it opened ("libx.so.1 (0x...)", no "=>"): found, relative to the cwd
+    import subprocess
+
+    assert INTERP is not None
+    real = subprocess.run([INTERP, str(top)], capture_output=True, text=True, cwd=tmp_path,
+                          env={"LD_LIBRARY_PATH": ":/nonexistent", "LD_TRACE_LOADED_OBJECTS": "1"}).stdout
+    assert "libx.so.1 (0x" in real and "not found" not in real
+
+
+def test_wrong_elf_class_is_skipped(tmp_path: Path) -> None:
+    try:
+        build_stub_lib(tmp_path / "bad" / "libx.so.1", soname="libx.so.1", machine_32bit=True)
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    build_stub_lib(tmp_path / "good" / "libx.so.1", soname="libx.so.1")
+    top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libx.so.1"],
+                         runpath=[str(tmp_path / "bad"), str(tmp_path / "good")])
+    assert agree(top)["libx.so.1"] == str(tmp_path / "good" / "libx.so.1")
+
+
+def test_a_file_that_is_not_elf_stops_the_search(tmp_path: Path) -> None:
+    # Unlike a wrong ELF class, a non-ELF file with the wanted name is a fatal error for glibc ("file too short").
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "libx.so.1").write_text("/* GNU ld script */\n")
+    build_stub_lib(tmp_path / "good" / "libx.so.1", soname="libx.so.1")
+    top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libx.so.1"],
+                         runpath=[str(tmp_path / "bad"), str(tmp_path / "good")])
+    assert simulate(top)["libx.so.1"] is None
+    with pytest.raises(RuntimeError, match=r"bad/libx\.so\.1"):
+        oracle(top)
+
+
+def test_system_binaries_agree() -> None:
+    for candidate in (Path(sys.executable).resolve(), Path("/bin/ls").resolve()):
+        got = agree(candidate)
+        assert any(v for v in got.values())
+
+
+def test_soname_already_loaded_is_reused(tmp_path: Path) -> None:
+    # Two different files both named libdup.so.1: the second NEEDED resolves to the one already mapped.
+    build_stub_lib(tmp_path / "a" / "libdup.so.1", soname="libdup.so.1")
+    build_stub_lib(tmp_path / "b" / "libdup.so.1", soname="libdup.so.1")
+    build_stub_lib(tmp_path / "b" / "libuser.so.1", soname="libuser.so.1", needed=["libdup.so.1"],
+                   runpath=["$ORIGIN"])
+    top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libdup.so.1", "libuser.so.1"],
+                         runpath=[str(tmp_path / "a"), str(tmp_path / "b")])
+    assert agree(top)["libdup.so.1"] == str(tmp_path / "a" / "libdup.so.1")

@@ -1,0 +1,111 @@
+"""The compatibility matrix: the shipped files validate, and a broken file is rejected with file:line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clitools import REPO, assert_one_line_error, run_ortfix
+from ortfix.errors import OrtfixError
+from ortfix.matrix import load_matrix, validate_document
+
+COMPAT = REPO / "compat"
+
+
+def test_shipped_matrix_loads_and_covers_the_range() -> None:
+    m = load_matrix(COMPAT, use_cache=False)
+    versions = {v for b in m.builds for v in b.versions}
+    assert "1.0.0" in versions and "1.22.0" in versions
+    assert any(v.startswith("1.31") for v in versions)
+    assert set(m.cuda) >= {10, 11, 12, 13}
+    b122 = [b for b in m.builds_for("1.22.0") if b.index == "default"]
+    assert b122 and b122[0].cuda_major == 12 and b122[0].cudnn_major == 9
+    assert "libcublasLt.so.12" in b122[0].cuda_needed
+    # CUDA 13 uses unsuffixed NVIDIA wheel names, but cuDNN keeps its suffix.
+    cu13 = {w.distribution for w in m.cuda[13].wheels}
+    assert "nvidia-cuda-runtime" in cu13
+    assert m.cudnn_wheel(9, 13) is not None and m.cudnn_wheel(9, 13).wheel.distribution == "nvidia-cudnn-cu13"
+    for b in m.builds:
+        assert b.source.strip(), b.versions
+
+
+def test_driver_queries() -> None:
+    m = load_matrix(COMPAT, use_cache=False)
+    assert m.driver_supports_major("535.104.12", 12) is True
+    assert m.driver_supports_major("470.82.01", 12) is False
+    assert m.driver_supports_major("535.104.12", 13) is False
+    highest = m.highest_cuda_for_driver("535.104.12")
+    assert highest is not None and highest.major == 12 and highest.minor >= 2
+
+
+def test_cli_validate_ok() -> None:
+    proc = run_ortfix("matrix", "validate")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(": ok") == 2
+
+
+def test_cli_show() -> None:
+    proc = run_ortfix("matrix", "show")
+    assert proc.returncode == 0, proc.stderr
+    assert "onnxruntime-gpu 1.22.0" in proc.stdout
+
+
+def _broken_copy(tmp_path: Path, old: str, new: str, name: str = "ort.yaml") -> Path:
+    d = tmp_path / "compat"
+    shutil.copytree(COMPAT, d)
+    text = (d / name).read_text()
+    assert old in text
+    (d / name).write_text(text.replace(old, new, 1))
+    return d
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    d = _broken_copy(tmp_path, "releases:", "releases:\n  - versions: [\"1.0.0\"\n    package: x")
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert "ort.yaml:" in err.value.message and "invalid YAML" in err.value.message
+
+
+def test_schema_error_names_the_line(tmp_path: Path) -> None:
+    d = _broken_copy(tmp_path, "cuda_major: 12", "cuda_major: twelve")
+    line = _line_of(d / "ort.yaml", "cuda_major: twelve")
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert f"ort.yaml:{line}:" in err.value.message
+    assert "cuda_major" in err.value.message
+
+
+def test_unknown_schema_version(tmp_path: Path) -> None:
+    d = _broken_copy(tmp_path, "schema_version: 1", "schema_version: 99", name="cuda.yaml")
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert "cuda.yaml:" in err.value.message and "schema_version 99" in err.value.message
+
+
+def test_duplicate_version_is_rejected(tmp_path: Path) -> None:
+    text = (COMPAT / "ort.yaml").read_text()
+    doc_start = text.index("releases:")
+    with pytest.raises(OrtfixError):
+        validate_document((text[:doc_start] + text[doc_start:] + "\n").encode().replace(
+            b'"1.22.0"', b'"1.22.0", "1.22.0"', 1), "ort.yaml")
+
+
+def test_corrupt_matrix_makes_check_fail_cleanly(tmp_path: Path) -> None:
+    d = _broken_copy(tmp_path, "cuda_major: 12", "cuda_major: [")
+    proc = run_ortfix("check", env={"ORTFIX_COMPAT_DIR": str(d), "ORTFIX_NO_CACHE": "1"})
+    assert_one_line_error(proc, "ort.yaml:")
+
+
+def test_validate_cli_reports_file_and_line(tmp_path: Path) -> None:
+    d = _broken_copy(tmp_path, "cuda_major: 12", "cuda_major: twelve")
+    proc = run_ortfix("matrix", "validate", str(d / "ort.yaml"))
+    assert_one_line_error(proc, f"ort.yaml:{_line_of(d / 'ort.yaml', 'twelve')}:")
