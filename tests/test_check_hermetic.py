@@ -308,3 +308,27 @@ def test_plan_output_file_and_fingerprint(gpu_venv: Path, tmp_path: Path) -> Non
     (site_packages(gpu_venv) / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9").unlink()
     _, changed = plan_json(gpu_venv / "bin" / "python")
     assert changed["fingerprint"] != doc["fingerprint"]
+
+
+def test_plan_reuses_torch_bundled_libraries(tmp_path: Path, wheelhouse: Path) -> None:
+    """torch (as its Windows and older Linux builds do) bundles CUDA/cuDNN in torch/lib: reuse them, don't download."""
+    extra = tmp_path / "extra"
+    stubs = tmp_path / "stubs"
+    bundled = {"libcudnn.so.9": "libcudnn.so.9", "libcublas.so.12": "libcublas.so.12",
+               "libcublasLt.so.12": "libcublasLt.so.12"}
+    files: dict[str, bytes | Path] = {
+        "torch/__init__.py": b"",
+        "torch/version.py": b"__version__ = '2.4.0+cu124'\ncuda = '12.4'\n",
+    }
+    for name, soname in bundled.items():
+        files[f"torch/lib/{name}"] = build_stub_lib(stubs / name, soname=soname, runpath=["$ORIGIN"])
+    build_wheel(extra, "torch", "2.4.0+cu124", files, tag="cp311-cp311-linux_x86_64")
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    pip_install(python, "torch", find_links=extra, no_deps=True)
+    _, plan = plan_json(python)
+    reqs = next(a for a in plan["actions"] if a["kind"] == "pip-install")["details"]["requirements"]
+    assert not any(r.startswith(("nvidia-cudnn", "nvidia-cublas")) for r in reqs), reqs
+    assert any(r.startswith("nvidia-cuda-runtime-cu12") for r in reqs)
+    module = next(a for a in plan["actions"] if a["details"].get("path", "").endswith("_ortfix_preload.py"))
+    assert "torch/lib/libcudnn.so.9" in module["details"]["content"]

@@ -43,7 +43,7 @@ def test_driver_queries() -> None:
 def test_cli_validate_ok() -> None:
     proc = run_ortfix("matrix", "validate")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count(": ok") == 2
+    assert proc.stdout.count(": ok") == 3  # ort.yaml, cuda.yaml, errors.yaml
 
 
 def test_cli_show() -> None:

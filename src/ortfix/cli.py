@@ -134,6 +134,47 @@ def _valid_cc(text: str) -> bool:
     return len(parts) == 2 and all(p.isdigit() for p in parts)
 
 
+@main.command()
+@click.argument("text", required=False)
+@click.option("--file", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the log from FILE ('-' for standard input).")
+@click.option("--python", "python", metavar="PATH", help="Connect the explanation to this environment's check.")
+@click.option("--no-check", is_flag=True, help="Only explain the text; do not look at this machine.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")
+@_handle_errors
+def explain(text: str | None, log_file: Path | None, python: str | None, no_check: bool, as_json: bool) -> None:
+    """Explain an ONNX Runtime / CUDA / cuDNN error message, and why it happens on this machine.
+
+    TEXT is the message; without it, the log is read from --file or standard input.
+
+    Exit status: 0 recognised, 1 not recognised, 2 could not run.
+
+    \b
+    Examples:
+      ortfix explain "libcudnn.so.9: cannot open shared object file"
+      python app.py 2>&1 | ortfix explain
+    """
+    from ortfix.commands import run_explain
+    from ortfix.report import explain_json, render_explain
+
+    if text is None:
+        if log_file is not None and str(log_file) != "-":
+            try:
+                text = log_file.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
+        elif log_file is not None or not sys.stdin.isatty():
+            text = sys.stdin.read()
+        else:
+            raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
+    result = run_explain(text, python=python, check=not no_check)
+    if as_json:
+        _emit_json(explain_json(result))
+    else:
+        click.echo(render_explain(result))
+    sys.exit(int(ExitCode.OK if result.explanations else ExitCode.PROBLEMS))
+
+
 @main.group()
 def matrix() -> None:
     """Show or validate the compatibility matrix (ORT ↔ CUDA ↔ cuDNN ↔ driver)."""

@@ -12,6 +12,7 @@ from ortfix.matrix import Matrix, load_matrix
 from ortfix.probe import resolve_target
 
 if TYPE_CHECKING:
+    from ortfix.explain import Explanation
     from ortfix.plan import Plan, PlanOptions
 
 
@@ -24,6 +25,13 @@ class CheckResult:
     @property
     def exit_code(self) -> ExitCode:
         return ExitCode.PROBLEMS if problems(self.findings) else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    explanations: list[Explanation]
+    check: CheckResult | None  # this machine's check, when it could run
+    check_error: str | None  # why it could not
 
 
 @dataclass(frozen=True)
@@ -46,3 +54,19 @@ def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | 
 
     result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
     return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))
+
+
+def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
+    """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
+    from ortfix.errors import OrtfixError
+    from ortfix.explain import explain_text, load_default_patterns
+
+    explanations = explain_text(text, load_default_patterns())
+    result: CheckResult | None = None
+    error: str | None = None
+    if check and explanations:
+        try:
+            result = run_check(python)
+        except OrtfixError as exc:
+            error = exc.one_line()
+    return ExplainResult(explanations=explanations, check=result, check_error=error)

@@ -355,6 +355,8 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
         for f in files:
             doc = validate_document(_read_bytes(f), str(f))
             kind = doc["kind"]
+            if kind not in MATRIX_KINDS:
+                continue  # another versioned data file beside the matrix (explain's error patterns)
             if kind in docs:
                 raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
             docs[kind] = doc
@@ -412,7 +414,7 @@ def validate_document(data: bytes, name: str) -> dict[str, Any]:
         raise OrtfixError(f"{name}:{_line(node, ['schema_version'])}: schema_version {version!r} is not supported "
                           f"(this ortfix reads {SCHEMA_VERSION})", hint="upgrade ortfix or use a matching matrix")
     kind = doc.get("kind")
-    schema = SCHEMAS.get(str(kind))
+    schema = _schema_for(str(kind))
     if schema is None:
         raise OrtfixError(f"{name}:{_line(node, ['kind'])}: unknown kind {kind!r} "
                           f"(expected one of {', '.join(sorted(SCHEMAS))})")
@@ -429,10 +431,23 @@ def validate_document(data: bytes, name: str) -> dict[str, Any]:
     return doc
 
 
+def _schema_for(kind: str) -> dict[str, Any] | None:
+    if kind == "error-patterns":  # versioned with the matrix, owned by explain.py (imported here: no import cycle)
+        from ortfix.explain import ERROR_PATTERNS_SCHEMA
+
+        return ERROR_PATTERNS_SCHEMA
+    return SCHEMAS.get(kind)
+
+
+MATRIX_KINDS = ("ort-releases", "cuda")
+
+
 def _semantic_checks(doc: Mapping[str, Any], node: Any, name: str) -> None:
     """What a schema cannot say: versions parse, no build listed twice, specifiers parse."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+    if doc["kind"] not in MATRIX_KINDS:
+        return
     if doc["kind"] == "ort-releases":
         seen: dict[tuple[str, str, int, str], int] = {}
         for i, row in enumerate(doc["releases"]):

@@ -11,6 +11,7 @@ from ortfix.facts import Facts, facts_summary
 from ortfix.matrix import Matrix
 
 if TYPE_CHECKING:
+    from ortfix.commands import ExplainResult
     from ortfix.plan import Plan
 
 CHECK_SCHEMA = "ortfix.check/1"
@@ -159,3 +160,57 @@ def render_matrix(matrix: Matrix) -> str:
     for row in matrix.cudnn:
         lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")
     return "\n".join(lines)
+
+
+def explain_json(result: ExplainResult) -> dict[str, Any]:
+    from ortfix.explain import explanation_to_dict
+
+    here = result.check
+    return {
+        "schema": "ortfix.explain/1",
+        "recognised": bool(result.explanations),
+        "explanations": [
+            {**explanation_to_dict(e),
+             "on_this_machine": [finding_json(f) for f in _related(here.findings, e.finding)] if here else []}
+            for e in result.explanations
+        ],
+        "check_error": result.check_error,
+    }
+
+
+def _related(findings: Sequence[Finding], code: str | None) -> list[Finding]:
+    """This machine's findings that explain a message: the same code, else any library finding for a library
+    message (a 'cannot open' may be LIB001, LIB002 or LIB003 depending on what is installed)."""
+    if code is None:
+        return []
+    same = [f for f in findings if f.code == code]
+    if same:
+        return same
+    family = code[:3]
+    return [f for f in findings if f.code.startswith(family) and f.severity is not Severity.INFO]
+
+
+def render_explain(result: ExplainResult) -> str:
+    if not result.explanations:
+        return ("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
+                "`ortfix check` looks at the machine itself.")
+    lines: list[str] = []
+    for e in result.explanations:
+        lines.append(f"● {e.title}" + (f"  [{e.finding}]" if e.finding else ""))
+        lines.append(f"  matched (line {e.line}): {e.matched}")
+        lines.append(f"  cause: {e.cause}")
+        lines.append(f"  fix:   {e.fix}")
+        if result.check is not None:
+            related = _related(result.check.findings, e.finding)
+            if related:
+                lines.append("  on this machine:")
+                for f in related:
+                    lines.append(f"    {f.code} {f.summary}")
+                    lines += [f"      {ev}" for ev in f.evidence[:4]]
+            elif e.finding:
+                lines.append(f"  on this machine: `ortfix check` does not see this problem in "
+                             f"{result.check.facts.probe.executable}")
+        lines.append("")
+    if result.check_error:
+        lines.append(f"(could not check this machine: {result.check_error})")
+    return "\n".join(lines).rstrip()
