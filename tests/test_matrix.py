@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -49,7 +50,11 @@ def test_cli_validate_ok() -> None:
 def test_cli_show() -> None:
     proc = run_ortfix("matrix", "show")
     assert proc.returncode == 0, proc.stderr
-    assert "onnxruntime-gpu 1.22.0" in proc.stdout
+    assert "libcublasLt.so.12" in proc.stdout and "nvidia-cudnn-cu13" in proc.stdout
+    proc = run_ortfix("matrix", "show", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "ortfix.matrix/1"
+    assert any("1.22.0" in b["versions"] and b["cuda_major"] == 12 for b in doc["builds"])
 
 
 def _broken_copy(tmp_path: Path, old: str, new: str, name: str = "ort.yaml") -> Path:

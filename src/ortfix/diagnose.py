@@ -25,6 +25,10 @@ OTHER_VARIANTS = ("onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-t
                   "ort-nightly-directml", "onnxruntime-gpu-cuda11", "onnxruntime-gpu-cuda12")
 
 
+# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ links libcuda.so.1 directly).
+DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
+
+
 class Severity(str, Enum):
     ERROR = "error"  # the GPU path cannot work until this is fixed
     WARNING = "warning"  # it may work now but is fragile or slower than it should be
@@ -258,6 +262,8 @@ def _libraries(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Fi
     not_on_path: list[tuple[str, list[LibCopy]]] = []
     wrong_major: list[tuple[str, list[LibCopy]]] = []
     for res in provider.missing:
+        if res.name in DRIVER_LIBRARIES:
+            continue  # part of the driver, not of any wheel: DRV001 covers it
         copies = by_soname.get(res.name, [])
         if copies:
             not_on_path.append((res.name, copies))

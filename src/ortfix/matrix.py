@@ -22,7 +22,7 @@ from ortfix.cachedir import cache_dir
 from ortfix.errors import OrtfixError
 
 SCHEMA_VERSION = 1
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _HEADER = {
@@ -51,7 +51,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "properties": {
                         "versions": {"type": "array", "minItems": 1, "items": _VERSION},
                         "package": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
-                        "index": {"enum": ["default", "alternate"]},
+                        "index": {"enum": ["default", "alternate", "withdrawn"]},
                         "cuda_major": {"type": "integer", "minimum": 9, "maximum": 20},
                         "cuda_build": {"type": ["string", "null"], "pattern": r"^\d+\.\d+(\.\d+)?$"},
                         "cudnn_major": {"type": ["integer", "null"], "minimum": 7, "maximum": 20},
@@ -345,11 +345,12 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
     key = "\n".join(identity)
     cache_file = _cache_path(key) if use_cache else None
     docs: dict[str, dict[str, Any]] | None = None
+    matrix_files: list[str] = []
     if cache_file is not None:
         with contextlib.suppress(OSError, ValueError):
             cached = json.loads(cache_file.read_text(encoding="utf-8"))
             if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
-                docs = cached["docs"]
+                docs, matrix_files = cached["docs"], cached["files"]
     if docs is None:
         docs = {}
         for f in files:
@@ -360,12 +361,13 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
             if kind in docs:
                 raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
             docs[kind] = doc
+            matrix_files.append(str(f))
         missing = {"ort-releases", "cuda"} - set(docs)
         if missing:
             raise OrtfixError(f"{directory}: no matrix file of kind {', '.join(sorted(missing))}")
         if cache_file is not None:
-            _write_cache(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs})
-    return _build(docs, tuple(str(f) for f in files))
+            _write_cache(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
+    return _build(docs, tuple(matrix_files))
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -139,6 +139,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     cudnn_major = target.cudnn_major if target else (installed.cudnn_major if installed else None)
     shadowed = {f.data["soname"]: f for f in by_code.get(dx.LIB_SHADOWED, [])}
     for soname in needs:
+        if soname in dx.DRIVER_LIBRARIES:
+            continue
         found = facts.findable.get(soname)
         own = [c for c in copies.get(soname, []) if c.inside_env]
         if found and soname not in shadowed:
@@ -253,6 +255,8 @@ def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     current = (installed.version if installed else None) or (cpu.version if cpu else None)
 
     def runs_here(build: OrtBuild) -> bool:
+        if build.index == "withdrawn":
+            return False
         if build.platforms and platform_tag not in build.platforms:
             return False
         if build.python_tags and probe.python_tag not in build.python_tags:
