@@ -4,7 +4,7 @@ implies (as data the planner acts on, and as a sentence for people)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from ortfix.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import LibCopy, parse_lib_name, soname_major
 from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
-from ortfix.matrix import Matrix, driver_key
+from ortfix.matrix import Matrix
 
 CPU_PACKAGE = "onnxruntime"
 GPU_PACKAGE = "onnxruntime-gpu"
@@ -425,14 +425,6 @@ def finding_json(f: Finding) -> dict[str, Any]:
             "fix": f.fix, "data": dict(f.data)}
 
 
-def worst(findings: Iterable[Finding]) -> Severity | None:
-    ranks = sorted(findings, key=lambda f: f.severity.rank)
-    return ranks[0].severity if ranks else None
-
 
 def problems(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity is not Severity.INFO]
-
-
-def driver_at_least(version: str | None, minimum: str) -> bool:
-    return version is not None and driver_key(version) >= driver_key(minimum)

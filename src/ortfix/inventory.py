@@ -27,7 +27,6 @@ ORIGIN_CUDA_HOME = "CUDA_HOME/CUDA_PATH"
 ORIGIN_TOOLKIT = "CUDA toolkit"
 ORIGIN_CACHE = "ld.so.cache"
 ORIGIN_ENV = "LD_LIBRARY_PATH"
-ORIGIN_SYSTEM = "system directory"
 
 
 @dataclass(frozen=True)

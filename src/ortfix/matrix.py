@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,10 +301,6 @@ def _driver_version(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def driver_key(text: str) -> tuple[int, ...]:
-    """A driver version as a comparable tuple ('535.104.12' → (535, 104, 12))."""
-    return _driver_version(text)
-
 
 # -- loading --------------------------------------------------------------------------------------------------
 
@@ -559,13 +555,3 @@ def _wheel(row: Mapping[str, Any]) -> WheelSpec:
         dir=row["dir"],
         windows_dir=row.get("windows_dir"),
     )
-
-
-def known_versions(matrix: Matrix, package: str = "onnxruntime-gpu", index: str | None = "default") -> list[Version]:
-    out = {Version(v) for b in matrix.builds if b.package == package and (index is None or b.index == index)
-           for v in b.versions}
-    return sorted(out)
-
-
-def iter_sonames(builds: Iterable[OrtBuild]) -> set[str]:
-    return {s for b in builds for s in (*b.cuda_needed, *b.cuda_lazy)}
