@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -78,6 +79,8 @@ class Facts:
     loader: LoaderContext
     matrix_version: str
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
+    hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
+    uv: str | None = None  # `uv` on PATH, an installer for environments without pip
     notes: tuple[str, ...] = field(default=())
 
     def distributions(self, prefix: str) -> list[Distribution]:
@@ -166,6 +169,10 @@ def gather(
         ),
         matrix_version=matrix.data_version,
         findable=findable,
+        hook_files_present=tuple(
+            str(p) for p in (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
+            if os.path.lexists(p)),
+        uv=shutil.which("uv"),
         notes=tuple(notes),
     )
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -381,7 +380,7 @@ def _cap(wheel: WheelSpec, facts: Facts, matrix: Matrix) -> str:
 def _installer(facts: Facts) -> str | None:
     if facts.probe.has_pip:
         return "pip"
-    if shutil.which("uv"):
+    if facts.uv:
         return "uv"
     return None
 
@@ -418,9 +417,10 @@ def _hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: 
         activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)
         return [
             _write(str(activate), hooks.render_conda_activate(dirs, facts.probe.prefix),
-                   f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH", fixes),
+                   f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH", fixes,
+                   facts.hook_files_present),
             _write(str(deactivate), hooks.render_conda_deactivate(),
-                   "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly", fixes),
+                   "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly", fixes, facts.hook_files_present),
         ]
     site = facts.probe.purelib
     module, pth = hooks.preload_paths(site)
@@ -428,13 +428,14 @@ def _hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: 
     return [
         _write(str(module), hooks.render_preload_module(libs, site),
                f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "
-               "onnxruntime is imported", fixes),
-        _write(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up", fixes),
+               "onnxruntime is imported", fixes, facts.hook_files_present),
+        _write(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up", fixes,
+               facts.hook_files_present),
     ]
 
 
-def _write(path: str, content: str, summary: str, fixes: tuple[str, ...]) -> Action:
-    existed = os.path.lexists(path)
+def _write(path: str, content: str, summary: str, fixes: tuple[str, ...], present: tuple[str, ...]) -> Action:
+    existed = path in present
     digest = hashlib.sha256(content.encode()).hexdigest()
     return Action(
         WRITE_FILE, f"{'replace' if existed else 'write'} {path}: {summary}",
