@@ -45,6 +45,13 @@ def _emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, default=str))
 
 
+def _emit(result: Any, as_json: bool, to_json: Callable[[Any], Any], render: Callable[[Any], str]) -> None:
+    if as_json:
+        _emit_json(to_json(result))
+    else:
+        click.echo(render(result))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ortfix")
 def main() -> None:
@@ -168,10 +175,7 @@ def explain(text: str | None, log_file: Path | None, python: str | None, no_chec
         else:
             raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
     result = run_explain(text, python=python, check=not no_check)
-    if as_json:
-        _emit_json(explain_json(result))
-    else:
-        click.echo(render_explain(result))
+    _emit(result, as_json, explain_json, render_explain)
     sys.exit(int(ExitCode.OK if result.explanations else ExitCode.PROBLEMS))
 
 
@@ -212,3 +216,168 @@ def matrix_validate(files: tuple[Path, ...]) -> None:
             raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
         doc = validate_document(data, str(path))
         click.echo(f"{path}: ok ({doc['kind']}, schema {doc['schema_version']}, data {doc['data_version']})")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Transactions: apply, rollback, history (txcommands.py does the work; txreport.py renders)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _require_confirmation_possible(yes: bool) -> None:
+    if not yes and not sys.stdin.isatty():
+        raise OrtfixError("refusing to change the environment without confirmation: standard input is not a terminal",
+                          hint="pass --yes for unattended use")
+
+
+def _tx_ui(as_json: bool) -> Any:
+    from ortfix.transaction import Ui
+
+    return Ui(echo=lambda line: click.echo(f"ortfix: {line}", err=as_json),
+              output=lambda line, is_err: click.echo(line, err=is_err or as_json))
+
+
+@main.command()
+@_target_options
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
+@click.option("--dry-run", is_flag=True, help="Print every command and file change it would make; change nothing.")
+@click.option("--keep-on-failure", is_flag=True,
+              help="If the final verification fails, keep the changes for inspection instead of rolling back.")
+@click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version (when planning now).")
+@click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
+              help="Plan for this CUDA major (when planning now).")
+@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
+              help="How to make libraries findable (when planning now).")
+@_handle_errors
+def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str) -> None:
+    """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
+
+    Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
+    target interpreter must import onnxruntime and load every library the CUDA provider needs, and `ortfix check`
+    must be clean of library/package errors; otherwise everything is rolled back. With PLAN.json (from
+    `ortfix plan -o`), exactly that plan is applied, and only if the environment has not changed since.
+
+    Exit status: 0 applied and verified (or nothing to do), 1 not applied (verification failed, cancelled) or,
+    with --dry-run, changes pending; 2 could not run (nothing changed); 130 interrupted (rolled back).
+
+    \b
+    Examples:
+      ortfix apply
+      ortfix apply --dry-run
+      ortfix apply plan.json --yes
+      ortfix apply --python ~/venvs/infer --yes --json
+    """
+    from ortfix.plan import PlanOptions
+    from ortfix.report import render_plan
+    from ortfix.txcommands import prepare_apply, run_apply
+    from ortfix.txreport import apply_json, render_apply
+
+    _require_confirmation_possible(yes or dry_run)
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
+        raise OrtfixError("a saved plan is applied exactly as it is",
+                          hint="--ort-version, --cuda and --hook only apply when planning now")
+    prepared = prepare_apply(python, plan_file,
+                             PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook))
+    ask = not (yes or dry_run) and not prepared.plan.empty
+    if not as_json or ask:
+        click.echo(render_plan(prepared.plan), err=as_json)
+        click.echo("", err=as_json)
+    if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
+        raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+    result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json))
+    _emit(result, as_json, apply_json, render_apply)
+    sys.exit(int(result.exit_code))
+
+
+@main.command()
+@_target_options
+@click.argument("tx_id", required=False, metavar="[ID]")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
+@_handle_errors
+def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) -> None:
+    """Undo the last ortfix transaction (or transaction ID), byte for byte, offline.
+
+    Also finishes an apply or a rollback that was cut off (Ctrl-C, kill -9, power loss). A journal that was edited
+    by hand is refused.
+
+    Exit status: 0 rolled back, 1 rolled back with warnings (or cancelled), 2 could not run.
+
+    \b
+    Examples:
+      ortfix rollback
+      ortfix rollback 20251122T193012345Z-a1b2 --yes
+    """
+    from ortfix.journal import Transaction
+    from ortfix.txcommands import run_rollback
+    from ortfix.txreport import render_rollback, render_rollback_preview, rollback_json
+
+    _require_confirmation_possible(yes)
+
+    def confirm(tx: Transaction) -> bool:
+        if yes:
+            return True
+        click.echo(render_rollback_preview(tx.prefix, tx), err=True)
+        return click.confirm("Roll back?", default=False, err=True)
+
+    result = run_rollback(python, tx_id, ui=_tx_ui(as_json), confirm=confirm)
+    _emit(result, as_json, rollback_json, render_rollback)
+    sys.exit(int(result.exit_code))
+
+
+@main.group(invoke_without_command=True)
+@_target_options
+@click.pass_context
+@_handle_errors
+def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
+    """List ortfix transactions: time, what changed, status, stash size.
+
+    \b
+    Examples:
+      ortfix history
+      ortfix history show 20251122T193012345Z-a1b2
+      ortfix history prune --keep 3
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(python=python, as_json=as_json)
+    if ctx.invoked_subcommand is not None:
+        return
+    from ortfix.txcommands import run_history
+    from ortfix.txreport import history_json, render_history
+
+    result = run_history(python)
+    _emit(result, as_json, history_json, render_history)
+
+
+@history.command("show")
+@_target_options
+@click.argument("tx_id", metavar="ID")
+@click.pass_context
+@_handle_errors
+def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: str) -> None:
+    """Show one transaction: every step, its state, what it changed, the verification and any rollback."""
+    from ortfix.txcommands import run_history_show
+    from ortfix.txreport import render_show, show_json
+
+    python = python or ctx.obj.get("python")
+    as_json = as_json or bool(ctx.obj.get("as_json"))
+    result = run_history_show(python, tx_id)
+    _emit(result, as_json, show_json, render_show)
+
+
+@history.command("prune")
+@_target_options
+@click.option("--keep", type=click.IntRange(0), required=True, metavar="N",
+              help="Keep the stashes of the newest N transactions.")
+@click.pass_context
+@_handle_errors
+def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: int) -> None:
+    """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
+    rolled back; their journals stay listed)."""
+    from ortfix.txcommands import run_prune
+    from ortfix.txreport import prune_json, render_prune
+
+    python = python or ctx.obj.get("python")
+    as_json = as_json or bool(ctx.obj.get("as_json"))
+    result = run_prune(python, keep)
+    _emit(result, as_json, prune_json, render_prune)

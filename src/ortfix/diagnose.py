@@ -69,6 +69,7 @@ UNREADABLE_DIR = "LIB006"
 TORCH_MISMATCH = "TORCH001"
 UNKNOWN_VERSION = "MTX001"
 MATRIX_DISAGREES = "MTX002"
+INTERRUPTED = "TX001"
 
 
 def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
@@ -84,6 +85,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
         findings += _torch(facts, gpu)
     findings += _soname_links(facts)
     findings += _unreadable(facts)
+    findings += _interrupted(facts)
     findings.sort(key=lambda f: (f.severity.rank, f.code))
     return findings
 
@@ -355,6 +357,16 @@ def _soname_links(facts: Facts) -> list[Finding]:
             {"directory": copy.directory, "link": copy.soname, "target": copy.name,
              "inside_env": copy.inside_env}))
     return out
+
+
+def _interrupted(facts: Facts) -> list[Finding]:
+    return [Finding(
+        INTERRUPTED, Severity.ERROR,
+        f"ortfix transaction {t.id} was interrupted ({t.status.value}, {t.steps_started} of {t.steps_total} "
+        "steps begun): the environment may be half-changed",
+        (f"journal and stash: {t.folder}", f"started {t.created}"),
+        "run `ortfix rollback` to restore the state before it",
+        {"transaction": t.id}) for t in facts.interrupted]
 
 
 def _unreadable(facts: Facts) -> list[Finding]:

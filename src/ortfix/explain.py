@@ -27,6 +27,7 @@ FINDING_CODES: tuple[str, ...] = (
     "GPU001",
     "LIB001", "LIB002", "LIB003", "LIB004", "LIB005", "LIB006",
     "TORCH001",
+    "TX001",
     "MTX001", "MTX002",
 )
 

@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ortfix import hooks, prefetch
 from ortfix.driver import DriverFacts, detect_driver, overridden_driver
@@ -21,6 +22,9 @@ from ortfix.ldcache import load_ld_cache
 from ortfix.loader import LinuxLoader, LoaderConfig, Resolution, find_interpreter, system_search_dirs, unreadable_dirs
 from ortfix.matrix import Matrix, OrtBuild
 from ortfix.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
+
+if TYPE_CHECKING:
+    from ortfix.journal import InterruptedTransaction
 
 PROVIDER_LIBS = {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"}
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
@@ -81,6 +85,7 @@ class Facts:
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
     hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
     uv: str | None = None  # `uv` on PATH, an installer for environments without pip
+    interrupted: tuple[InterruptedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
 
     def distributions(self, prefix: str) -> list[Distribution]:
@@ -173,8 +178,17 @@ def gather(
             str(p) for p in (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
             if os.path.lexists(p)),
         uv=shutil.which("uv"),
+        interrupted=_interrupted(probe.prefix),
         notes=tuple(notes),
     )
+
+
+def _interrupted(prefix: str) -> tuple[InterruptedTransaction, ...]:
+    if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
+        return ()  # the common case costs one stat, not an import of the journal machinery
+    from ortfix.journal import interrupted_transactions
+
+    return tuple(interrupted_transactions(prefix))
 
 
 def _findable(

@@ -1,0 +1,582 @@
+"""Applying a plan as one transaction, and undoing it.
+
+apply:    lock → preflight (writable, disk space, the installer's own dry-run resolution; nothing changed if it
+          fails) → journal → for each step: journal it started with its undo record, execute, journal it done →
+          verify out of process + re-check → applied; on any failure (or Ctrl-C) every started step is reversed,
+          newest first.
+rollback: lock → the journal, strictly checked → reverse every started or done step, newest first → rolled back.
+prune:    delete the stashes of old, finished transactions (their journals stay for `history`).
+
+Test-only fault injection: ORTFIX_TEST_CRASH_AFTER_STEP=N ends the process (os._exit(99)) right after step N is
+journaled done; ORTFIX_TEST_CRASH_DURING_STEP=N right after step N is journaled started and partly executed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortfix import __version__, hooks, subproc
+from ortfix import lock as envlock
+from ortfix.actions import (
+    ORIGIN_PLAN,
+    ORIGIN_REPLACED,
+    PIP_INSTALL,
+    PIP_UNINSTALL,
+    Resolution,
+    StepContext,
+    TargetEnv,
+    discard_dir,
+    handler_for,
+    normalize,
+    resolve,
+    test_crash,
+)
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.journal import (
+    OPEN_STATUSES,
+    Step,
+    StepState,
+    Transaction,
+    TransactionStore,
+    TxStatus,
+    new_id,
+    now_iso,
+    sha256_bytes,
+)
+from ortfix.verify import LoadCheck, check_loadable
+
+if TYPE_CHECKING:
+    from ortfix.facts import Facts
+    from ortfix.plan import Plan
+
+# Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.
+BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "ORT001", "ORT002", "ORT003", "ORT006")
+CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
+CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
+_MARGIN = 32 << 20  # free space kept in hand on top of what the install needs
+
+
+@dataclass(frozen=True)
+class Ui:
+    echo: Callable[[str], None] = lambda line: None  # progress lines for people
+    output: Callable[[str, bool], None] = lambda line, is_err: None  # the installer's own output, streamed
+
+
+def target_env(facts: Facts) -> TargetEnv:
+    p = facts.probe
+    return TargetEnv(python=p.executable, prefix=p.prefix, purelib=p.purelib, platlib=p.platlib,
+                     scripts=os.path.join(p.prefix, "bin"), env_kind=p.env_kind)
+
+
+def env_from_journal(tx: Transaction) -> TargetEnv:
+    t = tx.target
+    return TargetEnv(python=t["python"], prefix=t["prefix"], purelib=t["purelib"], platlib=t["platlib"],
+                     scripts=t["scripts"], env_kind=t["env_kind"])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# preflight
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    where: str
+    free_bytes: int
+    needed_bytes: int  # what the known downloads unpack to, plus the downloads, plus a margin
+    unknown_sizes: tuple[str, ...]  # distributions whose size the report does not give (remote index)
+
+
+@dataclass(frozen=True)
+class Preflight:
+    env: TargetEnv
+    steps: tuple[Step, ...]
+    resolution: Resolution | None
+    disk: DiskCheck | None
+    problems: tuple[str, ...]
+    commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
+
+    def describe(self) -> list[tuple[Step, list[str]]]:
+        return [(s, handler_for(s.kind).describe(self.env, s.details)) for s in self.steps]
+
+
+def _planned(index: int, kind: str, summary: str, origin: str, details: Mapping[str, Any],
+             record: Mapping[str, Any] | None = None) -> Step:
+    return Step(index=index, kind=kind, summary=summary, origin=origin, details=dict(details),
+                state=StepState.PLANNED, record=dict(record or {}), started=None, finished=None, error=None)
+
+
+def _resolution_json(res: Resolution) -> list[dict[str, Any]]:
+    return [{"name": r.name, "version": r.version, "url": r.url, "download_bytes": r.download_bytes,
+             "unpacked_bytes": r.unpacked_bytes,
+             "replaces": f"{r.replaces.name} {r.replaces.version}" if r.replaces else None} for r in res.install]
+
+
+def _expand(env: TargetEnv, plan: Plan, workdir: Path) -> tuple[list[Step], Resolution | None, list[tuple[str, ...]]]:
+    """Plan actions → steps; the install is preceded by the uninstall of every distribution pip would replace."""
+    steps: list[Step] = []
+    resolution: Resolution | None = None
+    commands: list[tuple[str, ...]] = []
+    uninstalled = {normalize(str(a.details["distribution"])) for a in plan.actions if a.kind == PIP_UNINSTALL}
+    for action in plan.actions:
+        handler_for(action.kind)  # an unknown kind stops here, before anything runs
+        if action.kind != PIP_INSTALL:
+            steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details))
+            continue
+        resolution = resolve(env, action.details, workdir, replaced_elsewhere=uninstalled)
+        commands.append(resolution.argv)
+        for r in resolution.install:
+            old = r.replaces
+            if old is None:
+                continue
+            steps.append(_planned(
+                len(steps) + 1, PIP_UNINSTALL, f"move aside {old.name} {old.version} (pip would replace it with "
+                f"{r.version})", ORIGIN_REPLACED,
+                {"distribution": old.name, "version": old.version, "location": old.location,
+                 "dist_info": old.dist_info}))
+        steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details,
+                              {"resolution": _resolution_json(resolution)}))
+    return steps, resolution, commands
+
+
+def _disk(env: TargetEnv, resolution: Resolution | None) -> DiskCheck | None:
+    if resolution is None:
+        return None
+    unpacked = sum(r.unpacked_bytes or 0 for r in resolution.install)
+    download = sum(r.download_bytes or 0 for r in resolution.install)
+    unknown = tuple(f"{r.name} {r.version}" for r in resolution.install if r.unpacked_bytes is None)
+    where = env.purelib if os.path.isdir(env.purelib) else env.prefix
+    free = shutil.disk_usage(where).free
+    # Moving files aside is a rename (no space); pip unpacks the download next to the environment's files.
+    return DiskCheck(where, free, unpacked + download + _MARGIN, unknown)
+
+
+def _probe_write(folder: str) -> str | None:
+    """Create and delete a temp file: os.access is not enough (root, read-only mounts, ACLs)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".ortfix-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    return None
+
+
+def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Preflight:
+    """Everything that can be known before the first change: refuse now rather than roll back later."""
+    problems: list[str] = []
+    for folder in dict.fromkeys((*env.site_dirs, env.scripts)):
+        if not os.path.isdir(folder):
+            continue
+        if not os.access(folder, os.W_OK):
+            problems.append(f"{folder} is not writable")
+        elif not dry_run:
+            why = _probe_write(folder)
+            if why:
+                problems.append(why)
+    if not dry_run:
+        why = _probe_write(str(envlock.state_dir(env.prefix)))
+        if why:
+            problems.append(why)
+    steps, resolution, commands = _expand(env, plan, workdir)
+    for step in steps:
+        problems += [f"step {step.index} ({step.summary}): {p}"
+                     for p in handler_for(step.kind).verify(env, step.details)]
+    disk = _disk(env, resolution)
+    if disk is not None and disk.free_bytes < disk.needed_bytes:
+        problems.append(f"not enough free space in {disk.where}: {_mib(disk.free_bytes)} free, "
+                        f"{_mib(disk.needed_bytes)} needed")
+    tmp = tempfile.gettempdir()
+    if resolution is not None:
+        download = sum(r.download_bytes or 0 for r in resolution.install)
+        if download and shutil.disk_usage(tmp).free < download:
+            problems.append(f"not enough free space in {tmp} for the downloads ({_mib(download)})")
+    return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MiB"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# apply
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verification:
+    ok: bool
+    loader: LoadCheck | None
+    blocking: tuple[str, ...]  # blocking finding codes the re-check still reports
+    problems: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "loader": self.loader.to_json() if self.loader else None,
+                "blocking_findings": list(self.blocking), "problems": list(self.problems)}
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    preflight: Preflight
+    tx: Transaction | None  # None for a dry run
+    verification: Verification | None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def status(self) -> str:
+        return self.tx.status.value if self.tx else "dry-run"
+
+
+def _crash_point(var: str) -> int | None:
+    value = os.environ.get(var)
+    return int(value) if value and value.isdigit() else None
+
+
+def _replace_step(tx: Transaction, index: int, **changes: Any) -> Transaction:
+    steps = tuple(replace(s, **changes) if s.index == index else s for s in tx.steps)
+    return replace(tx, steps=steps)
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Ctrl-C during a rollback would leave it half done: hold it until the rollback has finished."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class _Runner:
+    """Holds the journal of one transaction while steps run; every change of state is saved before going on."""
+
+    def __init__(self, store: TransactionStore, tx: Transaction, env: TargetEnv, ui: Ui) -> None:
+        self.store = store
+        self.tx = tx
+        self.env = env
+        self.ui = ui
+
+    def save(self, tx: Transaction) -> None:
+        self.tx = self.store.save(tx)
+
+    def context(self, step: Step, *, crash_midway: bool = False) -> StepContext:
+        def commit(record: Mapping[str, Any]) -> None:
+            current = next(s for s in self.tx.steps if s.index == step.index)
+            state = StepState.STARTED if current.state is StepState.PLANNED else current.state
+            self.save(_replace_step(self.tx, step.index, state=state, record=dict(record),
+                                    started=current.started or now_iso()))
+
+        return StepContext(self.store, self.tx.id, step.index, commit, self.ui.echo, self.ui.output, crash_midway)
+
+    def run_steps(self) -> None:
+        after, during = _crash_point(CRASH_AFTER), _crash_point(CRASH_DURING)
+        for step in self.tx.steps:
+            self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step.summary}")
+            handler = handler_for(step.kind)
+            try:
+                record = handler.execute(self.env, step, self.context(step, crash_midway=during == step.index))
+            except BaseException as exc:
+                why = exc.one_line() if isinstance(exc, OrtfixError) else (
+                    "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
+                self.save(replace(_replace_step(self.tx, step.index, error=why),
+                                  message=f"step {step.index} ({step.summary}) failed: {why}"))
+                raise
+            self.save(_replace_step(self.tx, step.index, state=StepState.DONE, record=dict(record),
+                                    finished=now_iso()))
+            if after == step.index:
+                test_crash()
+
+    def reverse_all(self, reason: str) -> list[str]:
+        """Undo every started or done step, newest first; the journal says how far it got at every moment."""
+        warnings: list[str] = []
+        with _no_interrupts():
+            self.save(replace(self.tx, status=TxStatus.ROLLING_BACK,
+                              rollback={"started": now_iso(), "finished": None, "reason": reason, "warnings": []}))
+            for step in reversed(self.tx.steps):
+                if step.state not in (StepState.STARTED, StepState.DONE):
+                    continue
+                self.ui.echo(f"undo [{step.index}/{len(self.tx.steps)}] {step.summary}")
+                got = handler_for(step.kind).reverse(self.env, step, self.context(step))
+                warnings += got
+                self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
+            rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": warnings}
+            self.save(replace(self.tx, status=TxStatus.ROLLED_BACK, rollback=rollback))
+        return warnings
+
+
+def _codes_blocking(findings: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(sorted({f.code for f in findings if f.code in BLOCKING}))
+
+
+def verify_applied(env: TargetEnv, plan: Plan, *, python: str) -> Verification:
+    """A fresh process of the target loads every library the provider needs; ortfix's own check agrees."""
+    from ortfix.commands import run_check
+    from ortfix.facts import PROVIDER_LIBS
+    from ortfix.inventory import parse_lib_name
+
+    result = run_check(python)
+    sonames: list[str] = []
+    for install in result.facts.ort:
+        if install.package == "onnxruntime" or not install.providers:
+            continue
+        for provider in install.providers:
+            if provider.provider != "cuda":
+                continue
+            for r in provider.resolutions:
+                parsed = parse_lib_name(r.name)
+                if parsed and parsed[0] != "cuda" and not r.lazy:  # libcuda.so.1 is the driver's, not ours
+                    sonames.append(r.name)
+    if plan.target is not None:
+        for build in result.matrix.builds_for(plan.target.version):
+            if build.package == plan.target.package and build.cuda_major == plan.target.cuda_major:
+                sonames += list(build.cuda_needed)
+    sonames = [s for s in dict.fromkeys(sonames) if s != PROVIDER_LIBS["cuda"]]
+    conda_hook: Path | None = None
+    if env.env_kind == "conda":
+        activate, _ = hooks.conda_hook_paths(env.prefix)
+        conda_hook = activate if activate.exists() else None
+    loader = check_loadable(python, sonames, prefix=env.prefix, conda_hook=conda_hook)
+    blocking = _codes_blocking(result.findings)
+    problems = list(loader.failures) + [f"ortfix check still reports {c}" for c in blocking]
+    return Verification(not problems, loader, blocking, tuple(problems))
+
+
+def apply_plan(plan: Plan, facts: Facts, *, dry_run: bool = False, keep_on_failure: bool = False,
+               plan_bytes: bytes | None = None, ui: Ui | None = None) -> ApplyOutcome:
+    ui = ui or Ui()
+    env = target_env(facts)
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix="ortfix-dry-run-") as tmp:
+            pf = preflight(env, plan, Path(tmp), dry_run=True)
+        return ApplyOutcome(pf, None, None)
+    state = envlock.state_dir(env.prefix)
+    made_state = not os.path.lexists(state)
+    try:
+        state.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise OrtfixError(f"cannot write in the environment: cannot create {state}: {exc.strerror or exc}",
+                          hint="nothing was changed") from exc
+    try:
+        held = envlock.acquire(env.prefix)
+    except OrtfixError:
+        if made_state:
+            with contextlib.suppress(OSError):
+                state.rmdir()
+        raise
+    store = TransactionStore(env.prefix)
+    made_root = not store.root.exists()
+    tx_id = new_id()
+    folder = store.folder(tx_id)
+    try:
+        store.remove_unjournaled()
+        for other in store.entries():
+            if other.tx is not None and other.tx.status in OPEN_STATUSES:
+                raise OrtfixError(f"transaction {other.id} was interrupted ({other.tx.status.value}) and must be "
+                                  "undone first", hint="run `ortfix rollback`; nothing was changed")
+        folder.mkdir(parents=True)
+        ui.echo("preflight: checking write access, disk space and what the installer will do")
+        pf = preflight(env, plan, folder, dry_run=False)
+        if pf.problems:
+            raise OrtfixError(f"preflight failed: {pf.problems[0]}"
+                              + (f" (and {len(pf.problems) - 1} more)" if len(pf.problems) > 1 else ""),
+                              hint="nothing was changed")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        if made_root:
+            with contextlib.suppress(OSError):
+                store.root.rmdir()
+        envlock.release(held, remove=made_state)
+        if made_state:
+            with contextlib.suppress(OSError):
+                state.rmdir()
+        raise
+    try:
+        return _run(plan, env, store, tx_id, pf, plan_bytes, keep_on_failure, ui)
+    finally:
+        envlock.release(held)
+
+
+def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Preflight, plan_bytes: bytes | None,
+         keep_on_failure: bool, ui: Ui) -> ApplyOutcome:
+    import json
+
+    data = plan_bytes if plan_bytes is not None else (json.dumps(plan.to_json(), indent=2, default=str) + "\n"
+                                                     ).encode()
+    now = now_iso()
+    tx = Transaction(id=tx_id, created=now, updated=now, ortfix_version=__version__, prefix=env.prefix,
+                     target={k: str(v) for k, v in asdict(env).items()}, installer=plan.installer,
+                     plan_fingerprint=plan.fingerprint, plan_sha256=sha256_bytes(data), status=TxStatus.RUNNING,
+                     steps=pf.steps, verification=None, rollback=None, message=None, pruned=False)
+    store.create(tx, data)
+    runner = _Runner(store, tx, env, ui)
+    ui.echo(f"transaction {tx_id} ({store.folder(tx_id)})")
+    try:
+        runner.run_steps()
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        message = runner.tx.message or str(exc)
+        try:
+            warnings = runner.reverse_all(f"apply failed: {message}")
+        except BaseException as rexc:
+            why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
+            raise OrtfixError(f"{message}; the automatic rollback failed too: {why}",
+                              hint="run `ortfix rollback` to finish it", exit_code=ExitCode.PROBLEMS) from exc
+        tail = "; every change was rolled back" + (f" ({len(warnings)} warnings)" if warnings else "")
+        if interrupted:
+            free_discards(store, runner.tx, background=False)
+            raise OrtfixError("interrupted" + tail, exit_code=ExitCode.INTERRUPTED) from exc
+        free_discards(store, runner.tx, background=False)
+        raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
+                          exit_code=ExitCode.PROBLEMS) from exc
+    ui.echo("verifying in a fresh process of the target interpreter")
+    verification = verify_applied(env, plan, python=env.python)
+    runner.save(replace(runner.tx, verification=verification.to_json()))
+    if verification.ok:
+        runner.save(replace(runner.tx, status=TxStatus.APPLIED))
+        return ApplyOutcome(pf, runner.tx, verification)
+    reason = "verification failed: " + "; ".join(verification.problems)
+    if keep_on_failure:
+        runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
+        return ApplyOutcome(pf, runner.tx, verification)
+    runner.save(replace(runner.tx, message=reason))
+    warnings = runner.reverse_all(reason)
+    free_discards(store, runner.tx, background=False)
+    return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
+
+
+def free_discards(store: TransactionStore, tx: Transaction, *, background: bool) -> list[Path]:
+    """Delete what a rollback moved aside from the environment (the installed distributions). In the background
+    after a user's rollback: the environment is already restored, freeing gigabytes need not hold the prompt;
+    `history prune` frees whatever a background deletion did not get to."""
+    folders = [d for d in (discard_dir(store, tx.id, s.index) for s in tx.steps) if d.is_dir()]
+    if folders and background:
+        code = "import shutil, sys\nfor p in sys.argv[1:]:\n    shutil.rmtree(p, ignore_errors=True)\n"
+        try:
+            subproc.start([sys.executable, "-c", code, *map(str, folders)])
+            return folders
+        except OrtfixError:
+            pass
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return folders
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# rollback, prune
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    tx: Transaction
+    undone: tuple[Step, ...]
+    warnings: tuple[str, ...]
+    freeing: tuple[str, ...] = ()  # folders of discarded files being deleted in the background
+
+
+def select_for_rollback(store: TransactionStore, tx_id: str | None) -> Transaction:
+    """The transaction `rollback` undoes: the newest one not rolled back yet, or the one named (only when every
+    newer one is rolled back: transactions are undone in the reverse order they were made)."""
+    ids = store.ids()
+    if not ids:
+        raise OrtfixError(f"no ortfix transaction in {store.prefix}", hint="nothing to roll back")
+    if tx_id is not None and tx_id not in ids:
+        raise OrtfixError(f"no transaction {tx_id} in {store.prefix}", hint="`ortfix history` lists them")
+    for candidate in reversed(ids):
+        tx = store.load(candidate)  # strict: a journal that cannot be trusted stops here
+        if tx_id is not None and candidate != tx_id:
+            if tx.status is not TxStatus.ROLLED_BACK:
+                raise OrtfixError(f"transaction {candidate} was made after {tx_id} and is not rolled back",
+                                  hint=f"roll it back first: `ortfix rollback {candidate}`")
+            continue
+        if tx.status is TxStatus.ROLLED_BACK:
+            if tx_id is not None:
+                raise OrtfixError(f"transaction {tx_id} is already rolled back")
+            continue
+        if tx.pruned:
+            raise OrtfixError(f"transaction {candidate} cannot be rolled back: its stash was pruned")
+        return tx
+    raise OrtfixError(f"every transaction in {store.prefix} is already rolled back", hint="nothing to roll back")
+
+
+def steps_to_undo(tx: Transaction) -> tuple[Step, ...]:
+    return tuple(s for s in reversed(tx.steps) if s.state in (StepState.STARTED, StepState.DONE))
+
+
+def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
+             confirm: Callable[[Transaction], bool] | None = None) -> RollbackOutcome:
+    ui = ui or Ui()
+    store = TransactionStore(prefix)
+    if not store.ids():
+        raise OrtfixError(f"no ortfix transaction in {prefix}", hint="nothing to roll back")
+    with envlock.held(prefix):
+        tx = select_for_rollback(store, tx_id)
+        for step in tx.steps:
+            why = handler_for(step.kind).check_step(step)
+            if why:
+                raise OrtfixError(f"journal of transaction {tx.id}: step {step.index} {why}",
+                                  hint="ortfix will not guess how to undo it; restore the journal or undo by hand")
+            if step.state in (StepState.STARTED, StepState.DONE):
+                for name, sha in dict(step.record.get("sidecars", {})).items():
+                    store.read_sidecar(tx.id, step.index, str(name), str(sha))  # checked before any change
+        if confirm is not None and not confirm(tx):
+            raise OrtfixError("rollback cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+        undone = steps_to_undo(tx)
+        runner = _Runner(store, tx, env_from_journal(tx), ui)
+        reason = "ortfix rollback" + (" (resuming an interrupted rollback)" if tx.status is TxStatus.ROLLING_BACK
+                                      else " (after an interrupted apply)" if tx.status is TxStatus.RUNNING else "")
+        warnings = runner.reverse_all(reason)
+    freed = free_discards(store, runner.tx, background=True)  # after the lock is released
+    return RollbackOutcome(runner.tx, undone, tuple(warnings), tuple(str(f) for f in freed))
+
+
+@dataclass(frozen=True)
+class PruneOutcome:
+    pruned: tuple[str, ...]
+    kept: tuple[str, ...]
+    skipped: tuple[str, ...]  # open (interrupted) or unreadable transactions: never pruned
+    freed_bytes: int
+
+
+def prune(prefix: str, keep: int) -> PruneOutcome:
+    if keep < 0:
+        raise OrtfixError("--keep must be 0 or more")
+    store = TransactionStore(prefix)
+    if not store.ids():
+        return PruneOutcome((), (), (), 0)
+    with envlock.held(prefix):
+        ids = store.ids()
+        kept = tuple(ids[len(ids) - keep:]) if keep else ()
+        pruned: list[str] = []
+        skipped: list[str] = []
+        freed = 0
+        for tx_id in ids:
+            if tx_id in kept:
+                continue
+            try:
+                tx = store.load(tx_id)
+            except OrtfixError:
+                skipped.append(tx_id)
+                continue
+            if tx.status in OPEN_STATUSES:
+                skipped.append(tx_id)
+                continue
+            if tx.pruned:
+                continue
+            freed += store.remove_stashes(tx_id)
+            store.save(replace(tx, pruned=True))
+            pruned.append(tx_id)
+        return PruneOutcome(tuple(pruned), kept, tuple(skipped), freed)

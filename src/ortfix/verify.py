@@ -1,0 +1,110 @@
+"""Out-of-process proof that the GPU provider's libraries now load: a fresh process of the target interpreter, started
+as a user starts it, imports onnxruntime (so an ortfix preload hook fires) and `ctypes.CDLL`s every library the
+provider needs by its SONAME, as the provider's own loading would. The CUDA provider library itself is never loaded:
+without a GPU driver it can crash the process.
+
+Conda environments are checked as `conda activate` leaves them: the activate.d hook is sourced by a real `sh` first,
+with every path passed as a positional argument (never pasted into a shell string).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix import subproc
+
+VERIFY_SCHEMA = "ortfix.verify/1"
+PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
+_MARK = "ORTFIX-VERIFY:"
+
+# Runs inside the target (any Python 3): standard library only, one JSON line out.
+_SCRIPT = r"""
+import ctypes, json, sys
+names = json.loads(%(names)r)
+out = {"import": None, "module": None, "libraries": {}}
+try:
+    import onnxruntime
+    out["import"] = "ok"
+    out["module"] = getattr(onnxruntime, "__file__", None)
+except BaseException as exc:
+    out["import"] = "%%s: %%s" %% (type(exc).__name__, exc)
+for name in names:
+    if name.startswith(%(provider)r):
+        continue
+    try:
+        ctypes.CDLL(name)
+        out["libraries"][name] = None
+    except OSError as exc:
+        out["libraries"][name] = str(exc)
+sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
+"""
+
+
+@dataclass(frozen=True)
+class LibLoad:
+    soname: str
+    error: str | None  # None: loaded
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    argv: tuple[str, ...]
+    imported: bool
+    import_error: str | None
+    libraries: tuple[LibLoad, ...]
+    process_error: str | None  # the process itself failed (crashed, no JSON)
+
+    @property
+    def ok(self) -> bool:
+        return self.imported and self.process_error is None and all(x.error is None for x in self.libraries)
+
+    @property
+    def failures(self) -> list[str]:
+        out = []
+        if self.process_error:
+            out.append(self.process_error)
+        if not self.imported:
+            out.append(f"import onnxruntime failed: {self.import_error}")
+        out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error]
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": VERIFY_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
+                "import_error": self.import_error, "process_error": self.process_error,
+                "libraries": {x.soname: x.error for x in self.libraries}}
+
+
+def script(sonames: Sequence[str]) -> str:
+    names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
+    return _SCRIPT % {"names": json.dumps(names), "provider": PROVIDER_PREFIX, "mark": _MARK}
+
+
+def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
+                   timeout: float = 300.0) -> LoadCheck:
+    """Start the target as a user would (plain `python -c`, or after sourcing the conda activate.d hook) and load
+    every SONAME; the provider library itself is filtered out whatever the caller passes."""
+    code = script(sonames)
+    names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
+    if conda_hook is not None:
+        # What `conda activate` does: CONDA_PREFIX set, then the activate.d scripts sourced by the shell.
+        argv: list[str] = ["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(conda_hook), python, code]
+        env = subproc.child_env(CONDA_PREFIX=prefix)
+    else:
+        argv = [python, "-c", code]
+        env = subproc.child_env()
+    shown = tuple(a if a != code else "<verification script>" for a in argv)
+    proc = subproc.run(argv, env=env, timeout=timeout)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
+    if line is None:
+        why = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
+               else f"exit {proc.returncode}") + (f": {proc.stderr.strip().splitlines()[-1]}"
+                                                  if proc.stderr.strip() else "")
+        return LoadCheck(shown, False, None, tuple(LibLoad(n, "not reached") for n in names),
+                         f"the verification process failed ({why})")
+    doc = json.loads(line[len(_MARK):])
+    imported = doc.get("import") == "ok"
+    libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported")) for n in names)
+    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None)

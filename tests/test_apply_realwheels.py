@@ -1,0 +1,107 @@
+"""The real thing, end to end: a fresh venv with the real CPU onnxruntime 1.22.0 from the configured index (this
+machine's own pip configuration), `ortfix apply --yes` swaps it for onnxruntime-gpu and the real NVIDIA wheels, a
+fresh process loads every library the CUDA provider needs (never the provider itself: without a GPU driver it can
+crash), and `ortfix rollback --yes` puts back every byte. Marked `realwheels` (downloads about 2 GB once; pip's
+cache keeps reruns quick)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from txtools import assert_same_tree, ortfix_json, tree_state
+
+pytestmark = pytest.mark.realwheels
+
+NEEDED = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libcufft.so.11", "libcudart.so.12",
+          "libcudnn.so.9", "libnvrtc.so.12"]
+
+
+def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
+    venv = tmp_path / "real venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
+                   check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    before = tree_state(venv)
+
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert doc["status"] == "applied", doc.get("verification")
+    libs = doc["verification"]["loader"]["libraries"]
+    assert set(NEEDED) <= set(libs) and all(err is None for err in libs.values())
+    assert not any(name.startswith("libonnxruntime_providers_cuda") for name in libs)
+
+    code = "import ctypes, onnxruntime\n" + "".join(f"ctypes.CDLL({n!r})\n" for n in NEEDED) + "print('loaded')\n"
+    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                         check=False)
+    assert "loaded" in run.stdout, run.stderr
+
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(venv))
+
+
+@pytest.fixture(scope="module")
+def real_gpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """onnxruntime-gpu with its extras: every NVIDIA library is installed, none is found by the loader."""
+    venv = tmp_path_factory.mktemp("gpu") / "gpu $venv 'q'"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "onnxruntime-gpu[cuda,cudnn]==1.22.0"], check=True)
+    return venv
+
+
+def _loads_everything(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+
+
+_LOAD = "import ctypes, onnxruntime\n" + "".join(f"ctypes.CDLL({n!r})\n" for n in NEEDED) + "print('loaded')\n"
+
+
+def test_real_gpu_venv_gets_the_preload_hook_and_rolls_back(real_gpu_venv: Path) -> None:
+    python = real_gpu_venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
+    bare = {"PATH": "/usr/bin:/bin"}  # a fresh process as a user starts it: nothing set by hand
+    assert "loaded" not in _loads_everything([str(python), "-c", _LOAD], bare).stdout
+    before = tree_state(real_gpu_venv)
+
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert doc["status"] == "applied", doc.get("verification")
+    assert [s["kind"] for s in doc["transaction"]["steps"]] == ["write-file", "write-file"]
+    run = _loads_everything([str(python), "-c", _LOAD], bare)
+    assert "loaded" in run.stdout, run.stderr
+
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(real_gpu_venv))
+    assert "loaded" not in _loads_everything([str(python), "-c", _LOAD], bare).stdout
+
+
+def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Path) -> None:
+    """The same real wheels in a conda-layout prefix (conda-meta/): the fix is an activate.d/deactivate.d pair,
+    checked by sourcing it in a real sh, as `conda activate` does."""
+    prefix = real_gpu_venv
+    python = prefix / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
+    (prefix / "conda-meta").mkdir()
+    try:
+        before = tree_state(prefix)
+        doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+        assert doc["status"] == "applied", doc.get("verification")
+        activate = prefix / "etc/conda/activate.d/ortfix-cuda-libs.sh"
+        deactivate = prefix / "etc/conda/deactivate.d/ortfix-cuda-libs.sh"
+        shell = {"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(prefix), "LD_LIBRARY_PATH": "/opt/a b:/opt/$c"}
+        run = _loads_everything(["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(activate), str(python), _LOAD],
+                                shell)
+        assert "loaded" in run.stdout, run.stderr
+        show = 'printf "%s|" "${LD_LIBRARY_PATH-UNSET}"'
+        out = subprocess.run(["sh", "-c", f'. "$1"; {show}; . "$2"; {show}', "sh", str(activate), str(deactivate)],
+                             capture_output=True, text=True, env=shell, check=True).stdout.split("|")
+        assert out[0].endswith(":/opt/a b:/opt/$c") and out[1] == "/opt/a b:/opt/$c"
+        ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+        assert_same_tree(before, tree_state(prefix))
+    finally:
+        (prefix / "conda-meta").rmdir()
