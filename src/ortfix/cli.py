@@ -32,7 +32,7 @@ def _handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except OrtfixError as exc:
-            click.echo(f"ortfix: error: {exc.one_line()}", err=True)
+            click.echo(exc.rendered(), err=True)
             sys.exit(int(exc.exit_code))
         except KeyboardInterrupt:
             click.echo("ortfix: interrupted", err=True)
@@ -42,7 +42,9 @@ def _handle_errors(func: F) -> F:
 
 
 def _emit_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2, default=str))
+    from ortfix.report import dump_json
+
+    click.echo(dump_json(doc))
 
 
 def _emit(result: Any, as_json: bool, to_json: Callable[[Any], Any], render: Callable[[Any], str]) -> None:
@@ -78,15 +80,9 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
       ortfix check
       ortfix check --python ~/venvs/infer/bin/python --json
     """
-    from ortfix.commands import run_check
-    from ortfix.report import check_json, render_check
+    from ortfix.fastpath import check_command
 
-    result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
-    if as_json:
-        _emit_json(check_json(result.facts, result.findings, int(result.exit_code)))
-    else:
-        click.echo(render_check(result.facts, result.findings))
-    sys.exit(int(result.exit_code))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, click.echo))
 
 
 @main.command()

@@ -25,3 +25,7 @@ class OrtfixError(Exception):
 
     def one_line(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def rendered(self) -> str:
+        """The line every command prints on stderr."""
+        return f"ortfix: error: {self.one_line()}"

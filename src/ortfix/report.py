@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
 CHECK_SCHEMA = "ortfix.check/1"
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
+
+
+def dump_json(doc: Any) -> str:
+    """Every --json document is printed this way."""
+    return json.dumps(doc, indent=2, default=str)
 
 
 def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int) -> dict[str, Any]:
