@@ -60,8 +60,11 @@ def main() -> None:
     """Make ONNX Runtime actually run on the GPU.
 
     \b
-    ortfix check   what is wrong with the GPU path, with evidence
-    ortfix plan    the exact changes that would fix it (changes nothing)
+    ortfix check     what is wrong with the GPU path, with evidence
+    ortfix plan      the exact changes that would fix it (changes nothing)
+    ortfix apply     make those changes as one transaction; verify; undo all if it fails
+    ortfix rollback  undo the last transaction, byte for byte
+    ortfix explain   what an ORT/CUDA/cuDNN error message means here
     """
 
 
