@@ -480,24 +480,66 @@ def test_environment_without_pip_is_refused(tmp_path: Path, env: dict[str, str])
     assert not (venv / ".ortfix").exists()
 
 
-def test_ctrl_c_during_the_install_rolls_back(cpu_venv: Path, env: dict[str, str]) -> None:
+class _GatedWheelhouse:
+    """The wheelhouse served over local HTTP as a find-links page, with a gate: a download of `gated` made while pip
+    is installing (the journal holds the installer's pid) is held until the test opens the gate. So the test knows
+    pip is in the middle of the install when it presses Ctrl-C, however fast or slow the machine is."""
+
+    def __init__(self, root: Path, gated: str, journals: Path) -> None:
+        import functools
+        import http.server
+        import threading
+
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        gate = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if gated in self.path and any('"pid"' in j.read_text() for j in journals.glob("*/journal.json")):
+                    gate.reached.set()
+                    gate.release.wait(120)
+                super().do_GET()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      functools.partial(Handler, directory=str(root)))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_ctrl_c_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wheelhouse: Path) -> None:
     import signal
-    import time
 
     python = cpu_venv / "bin" / "python"
-    before = tree_state(cpu_venv)
-    proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
-    transactions = cpu_venv / ".ortfix" / "transactions"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        journals = list(transactions.glob("*/journal.json")) if transactions.is_dir() else []
-        if journals and '"pid"' in journals[0].read_text():  # pip is running
-            break
-        time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
-    out, err = proc.communicate(timeout=120)
+    house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", cpu_venv / ".ortfix" / "transactions")
+    try:
+        conf = tmp_path / "http-pip.conf"
+        conf.write_text(f"[global]\nno-index = true\nfind-links = {house.url}\ntrusted-host = 127.0.0.1\n"
+                        "no-cache-dir = true\n")
+        env = ortfix_env(conf, tmp_path)
+        before = tree_state(cpu_venv)
+        proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+        reached = house.reached.wait(120)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        house.release.set()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        house.close()
+    assert reached, (out[-2000:], err[-2000:])
     assert proc.returncode == 130, (out[-2000:], err[-2000:])
     assert "interrupted; every change was rolled back" in err
     assert_same_tree(before, tree_state(cpu_venv))
