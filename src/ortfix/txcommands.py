@@ -22,7 +22,6 @@ from ortfix.transaction import (
     apply_plan,
     prune,
     rollback,
-    select_for_rollback,
 )
 
 if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
@@ -163,12 +162,6 @@ def run_apply(prepared: PreparedApply, *, dry_run: bool = False, keep_on_failure
     outcome = apply_plan(prepared.plan, prepared.check.facts, dry_run=dry_run, keep_on_failure=keep_on_failure,
                          plan_bytes=prepared.plan_bytes, ui=ui)
     return ApplyResult(prepared, outcome, dry_run)
-
-
-def rollback_candidate(python: str | None, tx_id: str | None) -> tuple[str, Transaction]:
-    """What `rollback` would undo (for the confirmation), without taking the lock or changing anything."""
-    prefix = environment_prefix(python)
-    return prefix, select_for_rollback(TransactionStore(prefix), tx_id)
 
 
 def run_rollback(python: str | None, tx_id: str | None, *, ui: Ui | None = None,
