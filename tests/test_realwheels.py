@@ -3,35 +3,25 @@ real pip into fresh venvs (pip's cache keeps reruns quick). Marked `realwheels`;
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import ortvenvs
 from checktools import check_json, codes, finding, plan_json, site_packages, tree_hash
 from support.fixtures import ld_so_list
 
 pytestmark = pytest.mark.realwheels
 
 
-def _venv_with(tmp: Path, requirement: str) -> Path:
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    # the machine's own pip and pip configuration (index, mirrors, cache), targeting the new venv
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--disable-pip-version-check", requirement], check=True)
-    return venv
-
-
 @pytest.fixture(scope="module")
 def real_gpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _venv_with(tmp_path_factory.mktemp("gpu"), "onnxruntime-gpu[cuda,cudnn]==1.22.0")
+    return ortvenvs.gpu_venv(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def real_cpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _venv_with(tmp_path_factory.mktemp("cpu"), "onnxruntime==1.22.0")
+    return ortvenvs.cpu_venv(tmp_path_factory)
 
 
 def test_gpu_with_extras_check_names_the_libraries(real_gpu_venv: Path) -> None:

@@ -380,3 +380,93 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
     as_json = as_json or bool(ctx.obj.get("as_json"))
     result = run_prune(python, keep)
     _emit(result, as_json, prune_json, render_prune)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Does it really run on the GPU: verify (gpuverify.py) and tune (tune.py)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@_target_options
+@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Check with this ONNX model instead of ortfix's built-in one.")
+@click.option("--shapes", "shapes", metavar="SPEC",
+              help="Input shapes for --model, e.g. 1x3x224x224 or input_ids=1x128,mask=1x128 (dynamic dimensions "
+                   "default to 1).")
+@click.option("--timeout", type=click.FloatRange(1), default=300, show_default=True, metavar="SECONDS",
+              help="Give up on the session check after this long.")
+@_handle_errors
+def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: float) -> None:
+    """Prove the GPU path works, level by level, each in a fresh process of the target interpreter.
+
+    \b
+    1 loader    every library the CUDA (and TensorRT, if installed) provider needs loads
+    2 provider  a session created with CUDAExecutionProvider really gets it (session.get_providers())
+    3 numbers   a small model runs on CUDA and matches the CPU within tolerance
+
+    A provider that crashes (it does, without an NVIDIA driver) is a verdict, not a crash of ortfix.
+
+    Exit status: 0 every level passed, 1 a level failed, 2 could not run, 3 nothing failed but some level could
+    not run on this machine (e.g. no NVIDIA driver; the output says which and why).
+
+    \b
+    Examples:
+      ortfix verify
+      ortfix verify --python ~/venvs/infer --json
+      ortfix verify --model model.onnx --shapes 1x3x224x224
+    """
+    from ortfix.gpuverify import render_verify, run_verify, verify_json
+    from ortfix.tune import parse_shapes
+
+    if shapes is not None and model is None:
+        raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
+    spec = None
+    if shapes is not None:
+        sets = parse_shapes([shapes])
+        if len(sets) != 1:
+            raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
+        spec = sets[0]
+    result = run_verify(python, model=model, shapes=spec, timeout=timeout)
+    _emit(result, as_json, verify_json, render_verify)
+    sys.exit(int(result.exit_code))
+
+
+@main.command()
+@_target_options
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--shapes", "shapes", multiple=True, metavar="SPEC",
+              help="Input shapes: 1x3x224x224 (one input) or NAME=DIMS,NAME=DIMS; repeat the option (or separate "
+                   "sets with ';') for changing shapes. The first set is the fixed shape.")
+@click.option("--runs", type=click.IntRange(1, 10000), default=5, show_default=True, metavar="N",
+              help="Timed runs per phase (after the first run).")
+@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True, metavar="SECONDS",
+              help="Give up on each part (CPU, CUDA) after this long.")
+@click.option("--progress/--no-progress", default=None,
+              help="Report progress on standard error (default: when it is a terminal).")
+@_handle_errors
+def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: int,
+         timeout: float, progress: bool | None) -> None:
+    """Time MODEL on the CPU and on CUDA under the provider options that matter for dynamic shapes.
+
+    CUDA options tried: cudnn_conv_algo_search EXHAUSTIVE/HEURISTIC/DEFAULT x cudnn_conv_use_max_workspace 1/0 x
+    arena_extend_strategy kNextPowerOfTwo/kSameAsRequested; each with a fixed shape and with changing shapes,
+    first run and steady state apart. Prints a table and the recommended options as Python and YAML. Each part
+    runs in a fresh process of the target interpreter; progress goes to standard error (--progress).
+
+    Exit status: 0 every part ran, 2 could not run (bad model or shapes, no onnxruntime), 3 incomplete: the CUDA
+    part could not run here (the output says why).
+
+    \b
+    Examples:
+      ortfix tune model.onnx --shapes 1x3x224x224 --shapes 4x3x320x320
+      ortfix tune bert.onnx --shapes "input_ids=1x128,attention_mask=1x128;input_ids=8x64,attention_mask=8x64"
+    """
+    from ortfix.tune import parse_shapes, render_tune, run_tune, tune_json
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    result = run_tune(python, model, parse_shapes(shapes), runs=runs, timeout=timeout,
+                      progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
+    _emit(result, as_json, tune_json, render_tune)
+    sys.exit(int(result.exit_code))

@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
     OK = 0
     PROBLEMS = 1  # the command ran and found (or left) problems
     USAGE = 2  # the command could not run: bad input, bad arguments, unreadable files
+    INCOMPLETE = 3  # `verify`/`tune`: nothing failed, but some part could not run on this machine (no GPU, no driver)
     INTERRUPTED = 130  # Ctrl-C
 
 

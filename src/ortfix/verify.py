@@ -82,19 +82,25 @@ def script(sonames: Sequence[str]) -> str:
     return _SCRIPT % {"names": json.dumps(names), "provider": PROVIDER_PREFIX, "mark": _MARK}
 
 
+def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
+           conda_hook: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """argv and environment that start `python -c code args...` as a user starts it: plain, or, in a conda
+    environment with ortfix's activate.d hook, after sourcing that hook as `conda activate` does."""
+    if conda_hook is not None:
+        # What `conda activate` does: CONDA_PREFIX set, then the activate.d scripts sourced by the shell.
+        line = '. "$1"; exec "$2" -c "$3"' + "".join(f' "${{{i}}}"' for i in range(4, 4 + len(args)))
+        return (["sh", "-c", line, "sh", str(conda_hook), python, code, *args],
+                subproc.child_env(CONDA_PREFIX=prefix))
+    return [python, "-c", code, *args], subproc.child_env()
+
+
 def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
                    timeout: float = 300.0) -> LoadCheck:
     """Start the target as a user would (plain `python -c`, or after sourcing the conda activate.d hook) and load
     every SONAME; the provider library itself is filtered out whatever the caller passes."""
     code = script(sonames)
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
-    if conda_hook is not None:
-        # What `conda activate` does: CONDA_PREFIX set, then the activate.d scripts sourced by the shell.
-        argv: list[str] = ["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(conda_hook), python, code]
-        env = subproc.child_env(CONDA_PREFIX=prefix)
-    else:
-        argv = [python, "-c", code]
-        env = subproc.child_env()
+    argv, env = launch(python, code, prefix=prefix, conda_hook=conda_hook)
     shown = tuple(a if a != code else "<verification script>" for a in argv)
     proc = subproc.run(argv, env=env, timeout=timeout)
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
