@@ -532,7 +532,9 @@ def test_ctrl_c_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wh
         before = tree_state(cpu_venv)
         proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+                                stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True,
+                                # a shell's background job ignores SIGINT, and so would ortfix: not a terminal user
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         reached = house.reached.wait(120)
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
         house.release.set()
