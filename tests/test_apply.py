@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -611,6 +612,50 @@ def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, st
     monkeypatch.setattr(transaction.shutil, "disk_usage", nearly_full)
     with pytest.raises(OrtfixError, match="not enough free space"):
         transaction.apply_plan(result.plan, result.check.facts)
+    assert_same_tree(before, tree_state(cpu_venv))
+    assert not (cpu_venv / ".ortfix").exists()
+
+
+def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_path: Path, wheelhouse: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over HTTP pip's report gives no sizes: preflight takes them from the matrix's measured wheels (about 3 GiB for
+    onnxruntime-gpu and the NVIDIA set), so 1 GiB free is refused before anything changes, although these test
+    wheels are tiny."""
+    from ortfix import transaction
+    from ortfix.commands import run_plan
+    from ortfix.errors import OrtfixError
+    from ortfix.plan import PlanOptions
+
+    house = _GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")
+    try:
+        conf = tmp_path / "http-pip.conf"
+        conf.write_text(f"[global]\nno-index = true\nfind-links = {house.url}\ntrusted-host = 127.0.0.1\n"
+                        "no-cache-dir = true\n")
+        env = ortfix_env(conf, tmp_path)
+        for key in [k for k in os.environ if k.startswith("PIP_")]:
+            monkeypatch.delenv(key)
+        for key in ("PIP_CONFIG_FILE", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS"):
+            monkeypatch.setenv(key, env[key])
+        result = run_plan(str(cpu_venv), PlanOptions())
+        with tempfile.TemporaryDirectory() as work:
+            pf = transaction.preflight(transaction.target_env(result.check.facts), result.plan, Path(work),
+                                       dry_run=True)
+        assert pf.disk is not None and not pf.problems, pf.problems
+        assert "onnxruntime-gpu 1.22.0" in pf.disk.estimated and "nvidia-cudnn-cu12 9.1.0.70" in pf.disk.estimated
+        assert pf.disk.needed_bytes > 3 << 30 and pf.disk.download_bytes > 1 << 30
+
+        before = tree_state(cpu_venv)
+        real = shutil.disk_usage
+
+        def one_gib_free(path: str | os.PathLike[str]) -> Any:
+            usage = real(path)
+            return type(usage)(usage.total, usage.total - (1 << 30), 1 << 30)
+
+        monkeypatch.setattr(transaction.shutil, "disk_usage", one_gib_free)
+        with pytest.raises(OrtfixError, match=r"not enough free space .*estimated from the sizes of measured wheels"):
+            transaction.apply_plan(result.plan, result.check.facts)
+    finally:
+        house.close()
     assert_same_tree(before, tree_state(cpu_venv))
     assert not (cpu_venv / ".ortfix").exists()
 

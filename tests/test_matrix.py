@@ -114,3 +114,20 @@ def test_validate_cli_reports_file_and_line(tmp_path: Path) -> None:
     d = _broken_copy(tmp_path, "cuda_major: 12", "cuda_major: twelve")
     proc = run_ortfix("matrix", "validate", str(d / "ort.yaml"))
     assert_one_line_error(proc, f"ort.yaml:{_line_of(d / 'ort.yaml', 'twelve')}:")
+
+
+def test_wheel_size_estimates() -> None:
+    matrix = load_matrix()
+    assert matrix.size_estimate("nvidia-cudnn-cu12") == (683.3, 1109.7)
+    assert matrix.size_estimate("onnxruntime_gpu") == (270.1, 432.2)
+    assert matrix.size_estimate("numpy") is None
+
+
+def test_size_without_its_measured_wheel_is_rejected(tmp_path: Path) -> None:
+    text = (REPO / "compat" / "cuda.yaml").read_text(encoding="utf-8")
+    broken = text.replace('measured: "nvidia_cublas_cu12', 'measuredx: "nvidia_cublas_cu12', 1)
+    assert broken != text
+    bad = tmp_path / "cuda.yaml"
+    bad.write_text(broken, encoding="utf-8")
+    line = text[: text.index('measured: "nvidia_cublas_cu12')].count("\n") + 1
+    assert_one_line_error(run_ortfix("matrix", "validate", str(bad)), f"{bad}:{line}")

@@ -22,7 +22,7 @@ from ortfix.cachedir import cache_dir
 from ortfix.errors import OrtfixError
 
 SCHEMA_VERSION = 1
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _HEADER = {
@@ -32,6 +32,18 @@ _HEADER = {
 _CC = {"type": "string", "pattern": r"^\d+\.\d+$"}
 _VERSION = {"type": "string", "pattern": r"^\d+\.\d+(\.\d+)?([a-z]+\d*)?(\.post\d+)?$"}
 _DRIVER = {"type": "string", "pattern": r"^\d+(\.\d+){0,2}$"}
+# What one wheel costs on disk, read off a real wheel (`measured`: its file name): preflight's estimate when the
+# index does not say (pip's --report gives no sizes for remote files).
+_SIZE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["download", "unpacked", "measured"],
+    "properties": {
+        "download": {"type": "number", "exclusiveMinimum": 0},
+        "unpacked": {"type": "number", "exclusiveMinimum": 0},
+        "measured": {"type": "string", "minLength": 3},
+    },
+}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "ort-releases": {
@@ -77,6 +89,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                                       "items": {"enum": ["linux_x86_64", "linux_aarch64", "win_amd64", "win_arm64"]}},
                         "source": {"type": "string", "minLength": 3},
                         "note": {"type": "string"},
+                        "size_mib": _SIZE,
                     },
                 },
             },
@@ -142,6 +155,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "dir": {"type": "string", "minLength": 1},
                         "windows_dir": {"type": "string"},
                         "sonames": {**_STR_LIST, "minItems": 1},
+                        "size_mib": _SIZE,
                         "compute_capability": {
                             "type": "object",
                             "additionalProperties": False,
@@ -164,6 +178,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "sonames": {**_STR_LIST, "minItems": 1},
                     "dir": {"type": "string", "minLength": 1},
                     "windows_dir": {"type": "string"},
+                    "size_mib": _SIZE,
                 },
             }
         },
@@ -192,6 +207,7 @@ class OrtBuild:
     platforms: tuple[str, ...]
     source: str
     note: str | None
+    size_mib: tuple[float, float] | None = None  # (download, unpacked) of one measured wheel
 
     @property
     def newest(self) -> Version:
@@ -205,6 +221,7 @@ class WheelSpec:
     sonames: tuple[str, ...]
     dir: str
     windows_dir: str | None = None
+    size_mib: tuple[float, float] | None = None  # (download, unpacked) of one measured wheel
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,14 @@ class Matrix:
         except InvalidVersion:
             return []
         return [b for b in self.builds if any(_same_version(v, wanted) for v in b.versions)]
+
+    def size_estimate(self, distribution: str) -> tuple[float, float] | None:
+        """(download, unpacked) MiB of a wheel of `distribution`, the largest any row measured; None if none did."""
+        name = distribution.lower().replace("_", "-")
+        sizes = [b.size_mib for b in self.builds if b.package == name and b.size_mib]
+        sizes += [w.size_mib for c in self.cuda.values() for w in c.wheels if w.distribution == name and w.size_mib]
+        sizes += [r.wheel.size_mib for r in self.cudnn if r.wheel.distribution == name and r.wheel.size_mib]
+        return max(sizes, key=lambda s: s[1]) if sizes else None
 
     def cuda_major(self, major: int) -> CudaMajor | None:
         return self.cuda.get(major)
@@ -519,6 +544,7 @@ def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Mat
                 platforms=tuple(row.get("platforms", ())),
                 source=row["source"],
                 note=row.get("note"),
+                size_mib=_size(row),
             )
         )
     cuda: dict[int, CudaMajor] = {}
@@ -554,4 +580,10 @@ def _wheel(row: Mapping[str, Any]) -> WheelSpec:
         sonames=tuple(row["sonames"]),
         dir=row["dir"],
         windows_dir=row.get("windows_dir"),
+        size_mib=_size(row),
     )
+
+
+def _size(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    size = row.get("size_mib")
+    return (float(size["download"]), float(size["unpacked"])) if size else None

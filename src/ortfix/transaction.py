@@ -92,8 +92,10 @@ def env_from_journal(tx: Transaction) -> TargetEnv:
 class DiskCheck:
     where: str
     free_bytes: int
-    needed_bytes: int  # what the known downloads unpack to, plus the downloads, plus a margin
-    unknown_sizes: tuple[str, ...]  # distributions whose size the report does not give (remote index)
+    needed_bytes: int  # what the downloads unpack to, plus the downloads, plus a margin
+    download_bytes: int  # what pip downloads (into its temporary folder) before unpacking
+    unknown_sizes: tuple[str, ...]  # distributions whose size neither pip's report nor the matrix gives
+    estimated: tuple[str, ...] = ()  # sizes taken from the matrix's measured wheels (the index did not say)
 
 
 @dataclass(frozen=True)
@@ -151,13 +153,28 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path) -> tuple[list[Step], Reso
 def _disk(env: TargetEnv, resolution: Resolution | None) -> DiskCheck | None:
     if resolution is None:
         return None
-    unpacked = sum(r.unpacked_bytes or 0 for r in resolution.install)
-    download = sum(r.download_bytes or 0 for r in resolution.install)
-    unknown = tuple(f"{r.name} {r.version}" for r in resolution.install if r.unpacked_bytes is None)
+    unpacked = download = 0
+    estimated: list[str] = []
+    unknown: list[str] = []
+    for r in resolution.install:
+        if r.unpacked_bytes is not None:
+            unpacked += r.unpacked_bytes
+            download += r.download_bytes or 0
+            continue
+        # A remote index: pip's report has no sizes; the matrix knows what real wheels of most of them weigh.
+        from ortfix.matrix import load_matrix
+
+        size = load_matrix().size_estimate(r.name)
+        if size is None:
+            unknown.append(f"{r.name} {r.version}")
+            continue
+        download += int(size[0] * (1 << 20))
+        unpacked += int(size[1] * (1 << 20))
+        estimated.append(f"{r.name} {r.version}")
     where = env.purelib if os.path.isdir(env.purelib) else env.prefix
     free = shutil.disk_usage(where).free
     # Moving files aside is a rename (no space); pip unpacks the download next to the environment's files.
-    return DiskCheck(where, free, unpacked + download + _MARGIN, unknown)
+    return DiskCheck(where, free, unpacked + download + _MARGIN, download, tuple(unknown), tuple(estimated))
 
 
 def _probe_write(folder: str) -> str | None:
@@ -194,12 +211,11 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
     disk = _disk(env, resolution)
     if disk is not None and disk.free_bytes < disk.needed_bytes:
         problems.append(f"not enough free space in {disk.where}: {_mib(disk.free_bytes)} free, "
-                        f"{_mib(disk.needed_bytes)} needed")
+                        f"{_mib(disk.needed_bytes)} needed" + (" (estimated from the sizes of measured wheels)"
+                                                              if disk.estimated else ""))
     tmp = tempfile.gettempdir()
-    if resolution is not None:
-        download = sum(r.download_bytes or 0 for r in resolution.install)
-        if download and shutil.disk_usage(tmp).free < download:
-            problems.append(f"not enough free space in {tmp} for the downloads ({_mib(download)})")
+    if disk is not None and disk.download_bytes and shutil.disk_usage(tmp).free < disk.download_bytes:
+        problems.append(f"not enough free space in {tmp} for the downloads ({_mib(disk.download_bytes)})")
     return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands))
 
 

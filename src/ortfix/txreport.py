@@ -69,8 +69,9 @@ def render_dry_run(result: ApplyResult) -> str:
                          + (f" from {r.url}" if r.url else ""))
     if pf.disk is not None:
         lines.append(f"disk: {size(pf.disk.free_bytes)} free in {pf.disk.where}, about {size(pf.disk.needed_bytes)} "
-                     "needed" + (f" (sizes unknown for {', '.join(pf.disk.unknown_sizes)})"
-                                 if pf.disk.unknown_sizes else ""))
+                     "needed" + (f" (estimated from measured wheels for {len(pf.disk.estimated)} of them)"
+                                 if pf.disk.estimated else "")
+                     + (f" (sizes unknown for {', '.join(pf.disk.unknown_sizes)})" if pf.disk.unknown_sizes else ""))
     lines.append("")
     for step, described in pf.describe():
         origin = " [pip would replace it]" if step.origin != "plan" else ""
@@ -137,7 +138,9 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
         "commands": [list(c) for c in pf.commands],
         "disk": None if pf.disk is None else {"where": pf.disk.where, "free_bytes": pf.disk.free_bytes,
                                               "needed_bytes": pf.disk.needed_bytes,
-                                              "unknown_sizes": list(pf.disk.unknown_sizes)},
+                                              "download_bytes": pf.disk.download_bytes,
+                                              "unknown_sizes": list(pf.disk.unknown_sizes),
+                                              "estimated": list(pf.disk.estimated)},
         "resolution": None if pf.resolution is None else [
             {"name": r.name, "version": r.version, "url": r.url, "download_bytes": r.download_bytes,
              "unpacked_bytes": r.unpacked_bytes,
