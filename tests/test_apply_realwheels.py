@@ -6,6 +6,7 @@ cache keeps reruns quick)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,13 @@ def test_real_gpu_venv_gets_the_preload_hook_and_rolls_back(real_gpu_venv: Path)
     assert [s["kind"] for s in doc["transaction"]["steps"]] == ["write-file", "write-file"]
     run = _loads_everything([str(python), "-c", _LOAD], bare)
     assert "loaded" in run.stdout, run.stderr
+    # and `ortfix verify` says so: level 1 passes (cuDNN's sub-libraries through libcudnn.so.9's RUNPATH), level 2
+    # cannot run without a driver (the real provider segfaults there; ortfix reports it)
+    verify = subprocess.run([sys.executable, "-m", "ortfix", "verify", "--python", str(python), "--json"],
+                            capture_output=True, text=True, env=env, check=False)
+    levels = json.loads(verify.stdout)["levels"]
+    assert levels[0]["status"] == "pass", levels[0]
+    assert levels[1]["status"] == "not-run" and "no NVIDIA driver" in levels[1]["verdict"]
 
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
     assert_same_tree(before, tree_state(real_gpu_venv))

@@ -27,7 +27,7 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import parse_lib_name
 from ortfix.ortrun import RunOutcome, run_in_target
-from ortfix.verify import check_loadable
+from ortfix.verify import check_loadable, requester_runpath_dirs
 
 SCHEMA = "ortfix.verification/1"
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
@@ -141,11 +141,17 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
     cuda_names = provider_sonames(cuda)
     trt = _provider(install, "tensorrt")
     trt_names = provider_sonames(trt) if trt and not trt.error and _tensorrt_installed(facts) else []
-    check = check_loadable(python, [*cuda_names, *trt_names], prefix=facts.probe.prefix, conda_hook=conda_hook)
+    resolutions = [*cuda.resolutions, *(trt.resolutions if trt_names and trt else ())]
+    check = check_loadable(python, [*cuda_names, *trt_names], prefix=facts.probe.prefix, conda_hook=conda_hook,
+                           requester_dirs=requester_runpath_dirs(resolutions))
     errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
     data: dict[str, Any] = {"check": check.to_json(), "cuda": cuda_names, "tensorrt": trt_names,
                             "tensorrt_checked": bool(trt_names)}
     notes: list[str] = []
+    via = [x.soname for x in check.libraries if x.via_requester and x.error is None]
+    if via:
+        notes.append(f"{', '.join(via)}: found through the RUNPATH of the library that loads them (as cuDNN "
+                     "loads its sub-libraries), not by a bare dlopen")
     if trt is not None and not trt_names:
         notes.append("TensorRT provider: TensorRT is not installed (optional), not checked")
     if check.process_error:

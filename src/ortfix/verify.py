@@ -10,21 +10,28 @@ with every path passed as a positional argument (never pasted into a shell strin
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 
 VERIFY_SCHEMA = "ortfix.verify/1"
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
 _MARK = "ORTFIX-VERIFY:"
 
-# Runs inside the target (any Python 3): standard library only, one JSON line out.
+# Runs inside the target (any Python 3): standard library only, one JSON line out. A library that its requester
+# finds through the requester's own DT_RUNPATH/DT_RPATH (cuDNN 9 dlopens its sub-libraries by SONAME from
+# libcudnn.so.9, whose RUNPATH is $ORIGIN) cannot be found by a bare dlopen from this script, which has no RUNPATH:
+# for those the parent passes the folders that RUNPATH names, and the script loads the file from there, as the
+# requester's dlopen would.
 _SCRIPT = r"""
-import ctypes, json, sys
+import ctypes, json, os, sys
 names = json.loads(%(names)r)
-out = {"import": None, "module": None, "libraries": {}}
+runpaths = json.loads(%(runpaths)r)
+out = {"import": None, "module": None, "libraries": {}, "via_requester": {}}
 try:
     import onnxruntime
     out["import"] = "ok"
@@ -37,8 +44,20 @@ for name in names:
     try:
         ctypes.CDLL(name)
         out["libraries"][name] = None
+        continue
     except OSError as exc:
         out["libraries"][name] = str(exc)
+    for folder in runpaths.get(name, []):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        try:
+            ctypes.CDLL(path)
+            out["libraries"][name] = None
+            out["via_requester"][name] = path
+        except OSError as exc:
+            out["libraries"][name] = str(exc)
+        break
 sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
 """
 
@@ -47,6 +66,7 @@ sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
 class LibLoad:
     soname: str
     error: str | None  # None: loaded
+    via_requester: str | None = None  # loaded from this path, found through its requester's RUNPATH/RPATH
 
 
 @dataclass(frozen=True)
@@ -74,12 +94,15 @@ class LoadCheck:
     def to_json(self) -> dict[str, object]:
         return {"schema": VERIFY_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
                 "import_error": self.import_error, "process_error": self.process_error,
-                "libraries": {x.soname: x.error for x in self.libraries}}
+                "libraries": {x.soname: x.error for x in self.libraries},
+                "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester}}
 
 
-def script(sonames: Sequence[str]) -> str:
+def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] | None = None) -> str:
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
-    return _SCRIPT % {"names": json.dumps(names), "provider": PROVIDER_PREFIX, "mark": _MARK}
+    runpaths = {n: list(d) for n, d in (requester_dirs or {}).items() if n in names}
+    return _SCRIPT % {"names": json.dumps(names), "runpaths": json.dumps(runpaths), "provider": PROVIDER_PREFIX,
+                      "mark": _MARK}
 
 
 def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
@@ -95,10 +118,11 @@ def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
 
 
 def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
-                   timeout: float = 300.0) -> LoadCheck:
+                   requester_dirs: Mapping[str, Sequence[str]] | None = None, timeout: float = 300.0) -> LoadCheck:
     """Start the target as a user would (plain `python -c`, or after sourcing the conda activate.d hook) and load
-    every SONAME; the provider library itself is filtered out whatever the caller passes."""
-    code = script(sonames)
+    every SONAME; the provider library itself is filtered out whatever the caller passes. `requester_dirs`: for a
+    SONAME its requester finds through its own RUNPATH/RPATH, the folders that names (see _SCRIPT)."""
+    code = script(sonames, requester_dirs)
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
     argv, env = launch(python, code, prefix=prefix, conda_hook=conda_hook)
     shown = tuple(a if a != code else "<verification script>" for a in argv)
@@ -112,5 +136,18 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
                          f"the verification process failed ({why})")
     doc = json.loads(line[len(_MARK):])
     imported = doc.get("import") == "ok"
-    libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported")) for n in names)
+    via = doc.get("via_requester") or {}
+    libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported"), via.get(n)) for n in names)
     return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None)
+
+
+def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:
+    """SONAME -> folders, for the libraries the loader simulation found through their requester's own
+    DT_RUNPATH/DT_RPATH: a bare dlopen from another object would not search there."""
+    out: dict[str, list[str]] = {}
+    for r in resolutions:
+        if r.path and r.via in (VIA_RUNPATH, VIA_RPATH):
+            folders = out.setdefault(r.name, [])
+            if os.path.dirname(r.path) not in folders:
+                folders.append(os.path.dirname(r.path))
+    return out
