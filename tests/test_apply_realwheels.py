@@ -34,7 +34,9 @@ def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
     doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
     assert doc["status"] == "applied", doc.get("verification")
     libs = doc["verification"]["loader"]["libraries"]
-    assert set(NEEDED) <= set(libs) and all(err is None for err in libs.values())
+    # every library the provider links against loads; cuDNN's runtime-compiled engines may not (they need the
+    # driver's libcuda.so.1), which `ortfix verify` reports as a note, not a failure
+    assert all(libs[name] is None for name in NEEDED), libs
     assert not any(name.startswith("libonnxruntime_providers_cuda") for name in libs)
 
     code = "import ctypes, onnxruntime\n" + "".join(f"ctypes.CDLL({n!r})\n" for n in NEEDED) + "print('loaded')\n"

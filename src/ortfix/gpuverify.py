@@ -27,7 +27,7 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import parse_lib_name
 from ortfix.ortrun import RunOutcome, run_in_target
-from ortfix.verify import check_loadable, requester_runpath_dirs
+from ortfix.verify import LoadCheck, check_loadable, requester_runpath_dirs
 
 SCHEMA = "ortfix.verification/1"
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
@@ -55,6 +55,7 @@ class Level:
     evidence: tuple[str, ...] = ()
     fix: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
+    load_check: LoadCheck | None = None  # level 1: the fresh process's own report (apply's verification shows it)
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,10 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
     if trt is not None and not trt_names:
         notes.append("TensorRT provider: TensorRT is not installed (optional), not checked")
     if check.process_error:
-        return Level(1, "loader", Status.FAIL, check.process_error, tuple(check.failures), data=data)
+        return Level(1, "loader", Status.FAIL, check.process_error, tuple(check.failures), data=data, load_check=check)
     if not check.imported:
         return Level(1, "loader", Status.FAIL, f"import onnxruntime failed in a fresh process of {python}",
-                     (f"import onnxruntime: {check.import_error}",), data=data)
+                     (f"import onnxruntime: {check.import_error}",), data=data, load_check=check)
     # Libraries that need the driver's own libcuda.so.1 (cuDNN's runtime-compiled engines do) cannot load on a
     # machine without a driver: that says nothing about the environment, and the provider cannot start here anyway.
     driver_only = {n: e for n, e in errors.items() if _DRIVER_LIB.search(e or "")}
@@ -176,11 +177,11 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
         return Level(1, "loader", Status.FAIL,
                      f"{bad[0]} cannot be loaded{more}: the {whose} provider cannot start",
                      tuple(_lib_error(n, errors[n]) for n in (*cuda_bad, *trt_bad)),
-                     fix="`ortfix plan` shows the change that makes them load", data=data)
+                     fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
     return Level(1, "loader", Status.PASS,
                  f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
                  f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),
-                 tuple(notes), data=data)
+                 tuple(notes), data=data, load_check=check)
 
 
 def _session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
@@ -307,10 +308,7 @@ def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping
     result = run_check(python)
     facts = result.facts
     interpreter = facts.probe.executable or facts.target
-    conda_hook: Path | None = None
-    if facts.probe.env_kind == "conda":
-        activate, _ = hooks.conda_hook_paths(facts.probe.prefix)
-        conda_hook = activate if activate.exists() else None
+    conda_hook = hooks.active_conda_hook(facts.probe.prefix, facts.probe.env_kind)
     loader = level_loader(facts, facts.target, conda_hook=conda_hook)
     provider, numbers = _session_levels(
         facts, facts.target, model or BUILTIN_MODEL, shapes if model is not None else (shapes or BUILTIN_SHAPES),

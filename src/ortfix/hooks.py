@@ -41,6 +41,14 @@ def _sh_dir(directory: str, prefix: str) -> str:
     return _sh_quote(directory)
 
 
+def active_conda_hook(prefix: str, env_kind: str) -> Path | None:
+    """The activate.d hook `conda activate` sources in this environment, when it is a conda one that has it."""
+    if env_kind != "conda":
+        return None
+    activate, _ = conda_hook_paths(prefix)
+    return activate if activate.exists() else None
+
+
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(dirs)))
     assigns = "\n".join(f"_ortfix_{i}={_sh_dir(d, prefix)}" for i, d in enumerate(dirs))

@@ -52,7 +52,7 @@ from ortfix.journal import (
     now_iso,
     sha256_bytes,
 )
-from ortfix.verify import LoadCheck, check_loadable
+from ortfix.verify import LoadCheck
 
 if TYPE_CHECKING:
     from ortfix.facts import Facts
@@ -337,37 +337,21 @@ def _codes_blocking(findings: Sequence[Any]) -> tuple[str, ...]:
     return tuple(sorted({f.code for f in findings if f.code in BLOCKING}))
 
 
-def verify_applied(env: TargetEnv, plan: Plan, *, python: str) -> Verification:
-    """A fresh process of the target loads every library the provider needs; ortfix's own check agrees."""
+def verify_applied(env: TargetEnv, *, python: str) -> Verification:
+    """`ortfix verify`'s level 1 (a fresh process of the target, started as the user starts it, loads every library
+    the provider needs, as its requesters would), and ortfix's own check agrees."""
     from ortfix.commands import run_check
-    from ortfix.facts import PROVIDER_LIBS
-    from ortfix.inventory import parse_lib_name
+    from ortfix.gpuverify import Status, level_loader
 
     result = run_check(python)
-    sonames: list[str] = []
-    for install in result.facts.ort:
-        if install.package == "onnxruntime" or not install.providers:
-            continue
-        for provider in install.providers:
-            if provider.provider != "cuda":
-                continue
-            for r in provider.resolutions:
-                parsed = parse_lib_name(r.name)
-                if parsed and parsed[0] != "cuda" and not r.lazy:  # libcuda.so.1 is the driver's, not ours
-                    sonames.append(r.name)
-    if plan.target is not None:
-        for build in result.matrix.builds_for(plan.target.version):
-            if build.package == plan.target.package and build.cuda_major == plan.target.cuda_major:
-                sonames += list(build.cuda_needed)
-    sonames = [s for s in dict.fromkeys(sonames) if s != PROVIDER_LIBS["cuda"]]
-    conda_hook: Path | None = None
-    if env.env_kind == "conda":
-        activate, _ = hooks.conda_hook_paths(env.prefix)
-        conda_hook = activate if activate.exists() else None
-    loader = check_loadable(python, sonames, prefix=env.prefix, conda_hook=conda_hook)
+    level = level_loader(result.facts, python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
     blocking = _codes_blocking(result.findings)
-    problems = list(loader.failures) + [f"ortfix check still reports {c}" for c in blocking]
-    return Verification(not problems, loader, blocking, tuple(problems))
+    problems: list[str] = []
+    if level.status is not Status.PASS:
+        problems += list(level.load_check.failures if level.load_check and level.load_check.failures
+                         else (level.verdict,))
+    problems += [f"ortfix check still reports {c}" for c in blocking]
+    return Verification(not problems, level.load_check, blocking, tuple(problems))
 
 
 def apply_plan(plan: Plan, facts: Facts, *, dry_run: bool = False, keep_on_failure: bool = False,
@@ -458,7 +442,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Pr
         raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
                           exit_code=ExitCode.PROBLEMS) from exc
     ui.echo("verifying in a fresh process of the target interpreter")
-    verification = verify_applied(env, plan, python=env.python)
+    verification = verify_applied(env, python=env.python)
     runner.save(replace(runner.tx, verification=verification.to_json()))
     if verification.ok:
         runner.save(replace(runner.tx, status=TxStatus.APPLIED))
