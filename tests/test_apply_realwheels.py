@@ -115,3 +115,34 @@ def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Pat
         assert_same_tree(before, tree_state(prefix))
     finally:
         (prefix / "conda-meta").rmdir()
+
+
+def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse: Path) -> None:
+    """A venv with no pip (uv-managed environments look like this) and a real `uv` on PATH, configured the way a uv
+    user configures an offline wheelhouse (uv.toml): the plan installs with `uv pip install --python`, apply says so,
+    the libraries load, and rollback restores every byte."""
+    from support.fixtures import make_venv, pip_install
+
+    tools = tmp_path / "tools"
+    subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True, capture_output=True)
+    subprocess.run([str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"],
+                   check=True)
+    python = make_venv(tmp_path / "uv env")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    venv = python.parent.parent
+    config = tmp_path / "uv.toml"
+    config.write_text(f'no-index = true\nfind-links = ["{wheelhouse}"]\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX") and not k.startswith("UV_")}
+    env.update(PATH=f"{tools / 'bin'}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"))
+    before = tree_state(venv)
+
+    proc = subprocess.run([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    uv = tools / "bin" / "uv"
+    assert f"installing with uv: {uv} pip install --python {python}" in proc.stdout + proc.stderr
+    run = _loads_everything([str(python), "-c", _LOAD], {"PATH": "/usr/bin:/bin"})
+    assert "loaded" in run.stdout, run.stderr
+
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(venv))

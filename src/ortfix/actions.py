@@ -512,7 +512,14 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     skip = {normalize(n) for n in replaced_elsewhere}
     if installer == "uv":
         dry = [*argv[: pos + 1], "--dry-run", *argv[pos + 1:]]
+        top_before = set(_snapshot((), env.prefix))
         proc = subproc.run(dry, timeout=900)
+        # Preflight changes nothing: uv's dry run still takes the environment's lock file (<prefix>/.lock, empty).
+        for rel in set(_snapshot((), env.prefix)) - top_before:
+            path = env.abs(rel)
+            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
         if proc.returncode != 0:
             raise OrtfixError(f"uv cannot resolve {' '.join(details['requirements'])}: {_pip_error(proc.stderr)}",
                               hint="is the index reachable? check your uv/pip configuration")
@@ -582,6 +589,19 @@ def _walk(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
             out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
             if kind == "d":
                 stack.append(e.path)
+    return out
+
+
+def _snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
+    """What an install is judged by: everything under `roots` (site-packages, bin), and the files directly in the
+    prefix, where an installer may leave its own (uv writes `<prefix>/.lock`)."""
+    out = _walk(roots, prefix)
+    with contextlib.suppress(OSError):
+        for e in os.scandir(prefix):
+            st = e.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                kind = "l" if stat.S_ISLNK(st.st_mode) else "f"
+                out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
     return out
 
 
@@ -657,7 +677,7 @@ class PipInstall(Handler):
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
         roots = [r for r in dict.fromkeys((*env.site_dirs, env.scripts)) if os.path.isdir(r)]
-        before = _walk(roots, env.prefix)
+        before = _snapshot(roots, env.prefix)
         protect = self._protect_candidates(env, step, before)
         protect_dir = ctx.store.step_dir(ctx.tx_id, ctx.index) / "protect"
         protected = []
@@ -700,7 +720,7 @@ class PipInstall(Handler):
         if rc != 0:
             raise OrtfixError(f"{'uv' if step.details.get('installer') == 'uv' else 'pip'} install failed "
                               f"(exit {rc})", hint="its own output above says why")
-        after = _walk(roots, env.prefix)
+        after = _snapshot(roots, env.prefix)
         diff = _diff(before, after)
         installed = []
         for rel in diff["created"]:
@@ -772,7 +792,7 @@ class PipInstall(Handler):
         else:  # cut off while pip ran: judge by the snapshot taken before it started
             before = ctx.read_sidecar("snapshot", sidecars["snapshot"])
             roots = [env.abs(r) for r in step.record.get("roots", [])]
-            diff = _diff(before, _walk(roots, env.prefix))
+            diff = _diff(before, _snapshot(roots, env.prefix))
         warnings = []
         # Move what the install created aside (one rename per topmost new path: instant even for gigabytes);
         # the disk is freed afterwards (discard_dirs, `history prune`).

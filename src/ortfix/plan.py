@@ -386,8 +386,9 @@ def _installer(facts: Facts) -> str | None:
 
 
 def _install_argv(installer: str | None, facts: Facts, requirements: Sequence[str]) -> list[str]:
-    if installer == "uv":
-        return ["uv", "pip", "install", "--python", facts.probe.executable, *requirements]
+    if installer == "uv" and facts.uv:
+        # the uv found now, by its path: the journal records exactly what ran
+        return [facts.uv, "pip", "install", "--python", facts.probe.executable, *requirements]
     return [facts.probe.executable, "-m", "pip", "install", *requirements]
 
 
