@@ -28,7 +28,7 @@ def test_conda_hooks_prepend_and_restore_exactly(tmp_path: Path, before: str | N
     activate.parent.mkdir(parents=True)
     deactivate.parent.mkdir(parents=True)
     activate.write_text(hooks.render_conda_activate([str(libdir), outside], str(prefix)))
-    deactivate.write_text(hooks.render_conda_deactivate())
+    deactivate.write_text(hooks.render_conda_deactivate(str(prefix)))
     env = {"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(prefix)}
     if before is not None:
         env["LD_LIBRARY_PATH"] = before
@@ -39,6 +39,34 @@ def test_conda_hooks_prepend_and_restore_exactly(tmp_path: Path, before: str | N
     assert out[0] == f"set:{expected_active}"
     assert out[1] == ("unset" if before is None else f"set:{before}")
     assert hooks.read_conda_hook(str(prefix)) == [str(libdir), outside]
+
+
+@pytest.mark.parametrize("before", [None, "/opt/old"])
+def test_stacked_conda_environments_each_restore_their_own(tmp_path: Path, before: str | None) -> None:
+    """`conda activate A; conda activate --stack B; conda deactivate; conda deactivate` with both hooked: each
+    deactivate puts back exactly what its activate found."""
+    scripts = []
+    for name in ("A", f"B {NASTY}"):
+        prefix = tmp_path / name
+        libdir = prefix / "lib" / "nvidia" / "lib"
+        activate, deactivate = hooks.conda_hook_paths(str(prefix))
+        activate.parent.mkdir(parents=True)
+        deactivate.parent.mkdir(parents=True)
+        activate.write_text(hooks.render_conda_activate([str(libdir)], str(prefix)))
+        deactivate.write_text(hooks.render_conda_deactivate(str(prefix)))
+        scripts.append((str(prefix), str(activate), str(deactivate), str(libdir)))
+    (a_prefix, a_on, a_off, a_lib), (b_prefix, b_on, b_off, b_lib) = scripts
+    env = {"PATH": "/usr/bin:/bin"}
+    if before is not None:
+        env["LD_LIBRARY_PATH"] = before
+    show = 'if [ -n "${LD_LIBRARY_PATH+x}" ]; then printf "set:%s\\n" "$LD_LIBRARY_PATH"; else echo unset; fi'
+    # CONDA_PREFIX is what conda sets for the environment being (de)activated
+    script = (f'CONDA_PREFIX="$1"; . "$2"; {show}; CONDA_PREFIX="$4"; . "$5"; {show}; . "$6"; {show}; '
+              f'CONDA_PREFIX="$1"; . "$3"; {show}')
+    out = _sh(script, env, a_prefix, a_on, a_off, b_prefix, b_on, b_off).splitlines()
+    tail = f":{before}" if before else ""
+    assert out == [f"set:{a_lib}{tail}", f"set:{b_lib}:{a_lib}{tail}", f"set:{a_lib}{tail}",
+                   "unset" if before is None else f"set:{before}"]
 
 
 def test_preload_hook_loads_only_when_onnxruntime_is_imported(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ show them byte for byte and `apply` writes exactly that), and readers that recog
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -49,18 +50,25 @@ def active_conda_hook(prefix: str, env_kind: str) -> Path | None:
     return activate if activate.exists() else None
 
 
+def _saved_name(prefix: str) -> str:
+    """The variable an environment's hook keeps the previous LD_LIBRARY_PATH in: one per environment, so that stacked
+    activations (`conda activate --stack`) of two hooked environments each restore their own."""
+    return "ORTFIX_OLD_LD_LIBRARY_PATH_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(dirs)))
     assigns = "\n".join(f"_ortfix_{i}={_sh_dir(d, prefix)}" for i, d in enumerate(dirs))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(dirs)))
     listing = "\n".join(f"# ortfix-dir: {d}" for d in dirs)
+    saved = _saved_name(prefix)
     return f"""{_MARKER} Puts this environment's CUDA/cuDNN libraries ahead of any system copy.
 # Undo: `ortfix rollback`, or delete this file and deactivate.d/{CONDA_HOOK_NAME}.
 {listing}
 if [ -n "${{LD_LIBRARY_PATH+x}}" ]; then
-    export ORTFIX_OLD_LD_LIBRARY_PATH="${{LD_LIBRARY_PATH}}"
+    export {saved}="${{LD_LIBRARY_PATH}}"
 else
-    export ORTFIX_OLD_LD_LIBRARY_PATH_UNSET=1
+    export {saved}_UNSET=1
 fi
 {assigns}
 export LD_LIBRARY_PATH="{parts}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"
@@ -68,14 +76,15 @@ unset {unsets}
 """
 
 
-def render_conda_deactivate() -> str:
+def render_conda_deactivate(prefix: str) -> str:
+    saved = _saved_name(prefix)
     return f"""{_MARKER} Restores LD_LIBRARY_PATH exactly as it was before activate.d/{CONDA_HOOK_NAME} ran.
-if [ -n "${{ORTFIX_OLD_LD_LIBRARY_PATH_UNSET+x}}" ]; then
+if [ -n "${{{saved}_UNSET+x}}" ]; then
     unset LD_LIBRARY_PATH
-    unset ORTFIX_OLD_LD_LIBRARY_PATH_UNSET
-elif [ -n "${{ORTFIX_OLD_LD_LIBRARY_PATH+x}}" ]; then
-    export LD_LIBRARY_PATH="${{ORTFIX_OLD_LD_LIBRARY_PATH}}"
-    unset ORTFIX_OLD_LD_LIBRARY_PATH
+    unset {saved}_UNSET
+elif [ -n "${{{saved}+x}}" ]; then
+    export LD_LIBRARY_PATH="${{{saved}}}"
+    unset {saved}
 fi
 """
 

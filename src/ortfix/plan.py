@@ -420,7 +420,7 @@ def _hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: 
             _write(str(activate), hooks.render_conda_activate(dirs, facts.probe.prefix),
                    f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH", fixes,
                    facts.hook_files_present),
-            _write(str(deactivate), hooks.render_conda_deactivate(),
+            _write(str(deactivate), hooks.render_conda_deactivate(facts.probe.prefix),
                    "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly", fixes, facts.hook_files_present),
         ]
     site = facts.probe.purelib
