@@ -93,16 +93,10 @@ def signal_name(number: int) -> str:
 
 
 def run_in_target(python: str, args: Mapping[str, Any], *, prefix: str, conda_hook: Path | None = None,
-                  timeout: float = 300.0, on_stage: Callable[[Mapping[str, Any]], None] | None = None,
-                  env_overrides: Mapping[str, str | None] | None = None) -> RunOutcome:
+                  timeout: float = 300.0, on_stage: Callable[[Mapping[str, Any]], None] | None = None) -> RunOutcome:
     """Run `_ortrun.py` with `args` in a fresh process of `python`; `on_stage` sees each marker as it arrives."""
     code = SOURCE.read_text(encoding="utf-8")
     argv, env = launch(python, code, [json.dumps(dict(args))], prefix=prefix, conda_hook=conda_hook)
-    for key, value in (env_overrides or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
     shown = tuple("<ortfix run script>" if a == code else a for a in argv)
     return stream(argv, env, timeout=timeout, on_stage=on_stage, shown=shown)
 
