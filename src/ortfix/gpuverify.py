@@ -13,7 +13,6 @@ failure, but it is not a pass either (exit status 3).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,13 +25,12 @@ from ortfix.driver import DriverFacts
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import parse_lib_name
-from ortfix.ortrun import RunOutcome, run_in_target
+from ortfix.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
 from ortfix.verify import LoadCheck, check_loadable, requester_runpath_dirs
 
 SCHEMA = "ortfix.verification/1"
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
 BUILTIN_SHAPES = {"x": [2, 3, 17, 23]}  # odd sizes: no kernel gets an easy case
-CUDA_EP = "CUDAExecutionProvider"
 _DRIVER_LIB = re.compile(r"\blibcuda\.so(?:\.1)?\b|\blibnvidia-[\w.-]+\.so")
 # Level 3 passes when max|cuda - cpu| <= ATOL + RTOL * max|cpu| for every float output. CUDA may use TF32 for
 # convolutions and matrix products (ORT's default since 1.18): about 1e-3 relative.
@@ -222,7 +220,7 @@ def _provider_level(facts: Facts, run: RunOutcome, loader: Level, *, user_model:
     if loaded.get("error"):
         if user_model:
             raise OrtfixError(f"--model {model}: onnxruntime {imported.get('version')} cannot load it: "
-                              f"{_one_line(str(loaded['error']))}")
+                              f"{one_line(str(loaded['error']))}")
         return Level(2, "provider", Status.FAIL, f"onnxruntime cannot load ortfix's model: {loaded['error']}",
                      data=data)
     if CUDA_EP not in available:
@@ -284,15 +282,7 @@ def _numbers_level(run: RunOutcome, provider: Level) -> Level:
                      data=data)
     return Level(3, "numbers", Status.PASS,
                  f"the outputs on CUDA match the CPU's (max |difference| {worst:.3g}) for inputs "
-                 f"{_shapes_text(numbers.get('shapes') or {})}", tuple(evidence), data=data)
-
-
-def _shapes_text(shapes: Mapping[str, Sequence[int]]) -> str:
-    return ", ".join(f"{k}={'x'.join(str(d) for d in v)}" for k, v in shapes.items())
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+                 f"{shapes_text(numbers.get('shapes') or {})}", tuple(evidence), data=data)
 
 
 def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping[str, Sequence[int]] | None = None,
@@ -300,11 +290,7 @@ def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping
     from ortfix.commands import run_check
 
     if model is not None:
-        if not model.exists():
-            raise OrtfixError(f"--model {model}: no such file")
-        if not model.is_file() or not os.access(model, os.R_OK):
-            raise OrtfixError(f"--model {model}: not a readable file")
-        model = model.resolve()
+        model = model_file(model, f"--model {model}")
     result = run_check(python)
     facts = result.facts
     interpreter = facts.probe.executable or facts.target

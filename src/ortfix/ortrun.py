@@ -9,6 +9,7 @@ SIGSEGV without a driver), an exit without the final stage, a timeout. Nothing t
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import threading
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ortfix import subproc
+from ortfix.errors import OrtfixError
 from ortfix.verify import launch
 
 SOURCE = Path(__file__).with_name("_ortrun.py")
 MARK = "ORTFIX-RUN:"
+CUDA_EP = "CUDAExecutionProvider"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Lines of onnxruntime's own logging (and of its Python fallback) that say why a provider did not start.
 _INTERESTING = re.compile(r"\[E:onnxruntime|\[W:onnxruntime|EP Error|Failed to load library|CUDA failure|"
@@ -152,3 +155,20 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
     return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out.is_set() else proc.returncode,
                       timed_out.is_set(), log, timeout)
 
+
+def model_file(model: Path, label: str) -> Path:
+    """`model` resolved, or a one-line error (`label` names it as the user gave it) when it cannot be read."""
+    if not model.exists():
+        raise OrtfixError(f"{label}: no such file", hint="give the path of an .onnx model")
+    if not model.is_file() or not os.access(model, os.R_OK):
+        raise OrtfixError(f"{label}: not a readable file", hint="give the path of an .onnx model")
+    return model.resolve()
+
+
+def shapes_text(shapes: Mapping[str, Sequence[int]], sep: str = ", ") -> str:
+    return sep.join(f"{k}={'x'.join(str(d) for d in v)}" for k, v in shapes.items())
+
+
+def one_line(text: str) -> str:
+    """A message from the child (onnxruntime's, often several lines) as one line."""
+    return " ".join(text.split())

@@ -18,10 +18,9 @@ import yaml
 
 from ortfix import hooks
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.ortrun import RunOutcome, run_in_target
+from ortfix.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
 
 SCHEMA = "ortfix.tune/1"
-CUDA_EP = "CUDAExecutionProvider"
 ALGO_SEARCH = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
 MAX_WORKSPACE = ("1", "0")
 ARENA = ("kNextPowerOfTwo", "kSameAsRequested")
@@ -180,17 +179,10 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     from ortfix.ldcache import load_ld_cache
     from ortfix.probe import resolve_target, run_probe
 
-    if not model.exists():
-        raise OrtfixError(f"{model}: no such file", hint="give the path of an .onnx model")
-    if not model.is_file():
-        raise OrtfixError(f"{model}: not a file", hint="give the path of an .onnx model")
-    model = model.resolve()
+    model = model_file(model, str(model))
     target = resolve_target(python)
     probe = run_probe(target)
-    conda_hook: Path | None = None
-    if probe.env_kind == "conda":
-        activate, _ = hooks.conda_hook_paths(probe.prefix)
-        conda_hook = activate if activate.exists() else None
+    conda_hook = hooks.active_conda_hook(probe.prefix, probe.env_kind)
     if shape_specs:
         sets: list[dict[str, Any]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]
     else:
@@ -220,13 +212,13 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     if inputs is None:
         raise OrtfixError(f"the CPU run {cpu.death()} while loading {model}")
     if inputs.get("error"):
-        raise OrtfixError(f"{model}: {' '.join(str(inputs['error']).split())}")
+        raise OrtfixError(f"{model}: {one_line(str(inputs['error']))}")
     resolved: list[Mapping[str, Sequence[int]]] = list(inputs.get("shape_sets") or [])
     cpu_results = _results(cpu, [cpu_config])
     if not cpu_results:
         raise OrtfixError(f"the CPU run {cpu.death()} while timing {model}")
     if cpu_results[0].error:
-        raise OrtfixError(f"{model} does not run on the CPU: {' '.join(cpu_results[0].error.split())}")
+        raise OrtfixError(f"{model} does not run on the CPU: {one_line(cpu_results[0].error)}")
 
     available = list(inputs.get("available") or [])
     version = imported.get("version")
@@ -272,10 +264,6 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     )
 
 
-def _shape_text(shapes: Mapping[str, Sequence[int]]) -> str:
-    return ",".join(f"{k}={'x'.join(str(d) for d in v)}" for k, v in shapes.items())
-
-
 def _phase_json(p: Phase | None) -> dict[str, Any] | None:
     if p is None:
         return None
@@ -314,9 +302,9 @@ def render_tune(result: TuneResult) -> str:
     lines = [f"ortfix tune {result.model}",
              f"  with {result.python} (onnxruntime {result.onnxruntime or '?'}); {result.runs} timed runs per phase"]
     if result.shape_sets:
-        lines.append(f"  fixed shape:     {_shape_text(result.shape_sets[0])}")
+        lines.append(f"  fixed shape:     {shapes_text(result.shape_sets[0], ',')}")
     if len(result.shape_sets) > 1:
-        lines.append(f"  changing shapes: {'  '.join(_shape_text(s) for s in result.shape_sets)}")
+        lines.append(f"  changing shapes: {'  '.join(shapes_text(s, ',') for s in result.shape_sets)}")
     else:
         lines.append("  changing shapes: not timed (one set of shapes; give --shapes twice or more)")
     lines.append("")
