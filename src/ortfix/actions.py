@@ -34,14 +34,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlparse
 
+from packaging.utils import canonicalize_name
+
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.journal import Step, StepState, TransactionStore, fsync_dir, write_fsynced
-
-PIP_UNINSTALL = "pip-uninstall"
-PIP_INSTALL = "pip-install"
-WRITE_FILE = "write-file"
-SYMLINK = "symlink"
+from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 
 ORIGIN_PLAN = "plan"
 ORIGIN_REPLACED = "replaced-by-pip"
@@ -247,10 +245,6 @@ def _writable(path: str) -> bool:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 @dataclass(frozen=True)
 class InstalledDist:
     name: str
@@ -260,7 +254,7 @@ class InstalledDist:
 
     @property
     def normalized(self) -> str:
-        return normalize(self.name)
+        return canonicalize_name(self.name)
 
 
 def _metadata_headers(path: str) -> dict[str, str]:
@@ -509,7 +503,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     argv = [str(a) for a in details["argv"]]
     pos = _install_pos(argv)
     installed = installed_distributions(env.site_dirs)
-    skip = {normalize(n) for n in replaced_elsewhere}
+    skip = {canonicalize_name(n) for n in replaced_elsewhere}
     if installer == "uv":
         dry = [*argv[: pos + 1], "--dry-run", *argv[pos + 1:]]
         top_before = set(_snapshot((), env.prefix))
@@ -528,8 +522,8 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
             m = re.match(r"^\s*\+\s+([A-Za-z0-9._-]+)==(\S+)", line)
             if m:
                 name, version = m.group(1), m.group(2)
-                old = installed.get(normalize(name))
-                replaces = old if old and normalize(name) not in skip and _in_env(env, old) else None
+                old = installed.get(canonicalize_name(name))
+                replaces = old if old and canonicalize_name(name) not in skip and _in_env(env, old) else None
                 items.append(Resolved(name, version, None, None, None, replaces))
         return Resolution("uv", tuple(dry), tuple(items), ("uv reports no download sizes",))
     report = workdir / "pip-report.json"
@@ -555,8 +549,8 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
         name, version = str(meta.get("name", "")), str(meta.get("version", ""))
         url = (entry.get("download_info") or {}).get("url")
         download, unpacked = _wheel_sizes(_local_file(url))
-        old = installed.get(normalize(name))
-        replaces = old if old and normalize(name) not in skip and _in_env(env, old) else None
+        old = installed.get(canonicalize_name(name))
+        replaces = old if old and canonicalize_name(name) not in skip and _in_env(env, old) else None
         items.append(Resolved(name, version, url, download, unpacked, replaces))
     return Resolution("pip", tuple(dry), tuple(items))
 
@@ -607,7 +601,7 @@ def _snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
 
 def _top_level_guess(name: str) -> str:
     # nvidia-cublas-cu12 → nvidia, onnxruntime-gpu → onnxruntime: the folder a wheel of that name most likely writes.
-    return re.split(r"[-_.]", normalize(name))[0]
+    return re.split(r"[-_.]", canonicalize_name(name))[0]
 
 
 def _wheel_targets(env: TargetEnv, wheel: str) -> list[str]:

@@ -23,14 +23,11 @@ from ortfix.diagnose import Finding, Severity, finding_json
 from ortfix.errors import OrtfixError
 from ortfix.facts import Facts, OrtInstall
 from ortfix.inventory import LibCopy, parse_lib_name
+from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 from ortfix.matrix import Matrix, OrtBuild, WheelSpec
 
 PLAN_SCHEMA = "ortfix.plan/1"
 
-PIP_UNINSTALL = "pip-uninstall"
-PIP_INSTALL = "pip-install"
-WRITE_FILE = "write-file"
-SYMLINK = "symlink"
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",

@@ -24,19 +24,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import canonicalize_name
+
 from ortfix import __version__, hooks, subproc
 from ortfix import lock as envlock
 from ortfix.actions import (
     ORIGIN_PLAN,
     ORIGIN_REPLACED,
-    PIP_INSTALL,
-    PIP_UNINSTALL,
     Resolution,
     StepContext,
     TargetEnv,
     discard_dir,
     handler_for,
-    normalize,
     resolve,
     test_crash,
 )
@@ -52,6 +51,7 @@ from ortfix.journal import (
     now_iso,
     sha256_bytes,
 )
+from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL
 from ortfix.verify import LoadCheck
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path) -> tuple[list[Step], Reso
     steps: list[Step] = []
     resolution: Resolution | None = None
     commands: list[tuple[str, ...]] = []
-    uninstalled = {normalize(str(a.details["distribution"])) for a in plan.actions if a.kind == PIP_UNINSTALL}
+    uninstalled = {canonicalize_name(str(a.details["distribution"])) for a in plan.actions if a.kind == PIP_UNINSTALL}
     for action in plan.actions:
         handler_for(action.kind)  # an unknown kind stops here, before anything runs
         if action.kind != PIP_INSTALL:
