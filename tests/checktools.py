@@ -51,3 +51,8 @@ def tree_hash(root: Path) -> str:
 
 def site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python3*/site-packages"))
+
+
+def nvidia_lib_path(venv: Path) -> str:
+    """LD_LIBRARY_PATH that makes the venv's NVIDIA wheel libraries findable."""
+    return ":".join(str(p) for p in sorted((site_packages(venv) / "nvidia").glob("*/lib")))

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from checktools import site_packages
+
 FAKE_CUDA_ENV = "ORTFIX_TEST_FAKE_CUDA"
 
 _SHIM = '''
@@ -51,10 +53,6 @@ if os.environ.get("ORTFIX_TEST_FAKE_CUDA"):
 '''
 
 
-def _site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3*/site-packages"))
-
-
 def real_venv(factory: pytest.TempPathFactory, name: str, requirement: str) -> Path:
     """A venv with `requirement` installed by real pip; made once per session whichever test module asks first."""
     root = factory.getbasetemp() / f"ortvenv-{name}"
@@ -72,7 +70,7 @@ def real_venv(factory: pytest.TempPathFactory, name: str, requirement: str) -> P
 
 def cpu_venv(factory: pytest.TempPathFactory) -> Path:
     venv = real_venv(factory, "cpu", "onnxruntime==1.22.0")
-    sp = _site_packages(venv)
+    sp = site_packages(venv)
     if not (sp / "ortfix_test_fake_cuda.pth").exists():
         (sp / "ortfix_test_fake_cuda.py").write_text(_SHIM, encoding="utf-8")
         (sp / "ortfix_test_fake_cuda.pth").write_text("import ortfix_test_fake_cuda\n", encoding="utf-8")
@@ -82,8 +80,3 @@ def cpu_venv(factory: pytest.TempPathFactory) -> Path:
 def gpu_venv(factory: pytest.TempPathFactory) -> Path:
     """onnxruntime-gpu with its extras: every NVIDIA library installed, none findable without LD_LIBRARY_PATH."""
     return real_venv(factory, "gpu", "onnxruntime-gpu[cuda,cudnn]==1.22.0")
-
-
-def nvidia_lib_path(venv: Path) -> str:
-    """LD_LIBRARY_PATH that makes the venv's NVIDIA wheel libraries findable."""
-    return ":".join(str(p) for p in sorted((_site_packages(venv) / "nvidia").glob("*/lib")))

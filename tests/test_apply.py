@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,17 @@ import pytest
 from checktools import site_packages
 from clitools import REPO
 from support.fixtures import NVIDIA_CU12, fake_nvidia_wheel, make_venv, pip_install
-from txtools import assert_same_tree, one_line_error, ortfix, ortfix_json, tree_state
+from txtools import (
+    CU12_SONAMES,
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix,
+    ortfix_json,
+    tree_state,
+)
 
-CU12_SONAMES = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libcufft.so.11", "libcudart.so.12",
-                "libcudnn.so.9", "libnvrtc.so.12"]
 BLOCKING = {"LIB001", "LIB002", "LIB003", "LIB005", "ORT001", "ORT002", "ORT003", "ORT006"}
 
 
@@ -64,19 +70,6 @@ def ortfix_env(conf: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
     # Only the test's pip configuration: none of this machine's global or user files.
     env.update(PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated), **extra)
     return env
-
-
-def fresh_process(python: Path, code: str, *, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The target as a user starts it: no variables set by hand, bytecode writing on (as by default)."""
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                          env=dict(env) if env is not None else {"PATH": "/usr/bin:/bin"}, check=False)
-
-
-def load_code(provider: Path | None) -> str:
-    code = f"import ctypes, onnxruntime\nfor n in {CU12_SONAMES!r}:\n    ctypes.CDLL(n)\n"
-    if provider is not None:  # the fake provider is a stub: loading it is safe here (never with the real one)
-        code += f"ctypes.CDLL({str(provider)!r})\n"
-    return code + "print('all loaded')\n"
 
 
 @pytest.fixture()
@@ -522,6 +515,14 @@ class _GatedWheelhouse:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/"
 
+    def pip_env(self, tmp_path: Path) -> dict[str, str]:
+        """ortfix's environment with a pip configuration that takes wheels from this server only, uncached (so the
+        install downloads again after the preflight's resolution)."""
+        conf = tmp_path / "http-pip.conf"
+        conf.write_text(f"[global]\nno-index = true\nfind-links = {self.url}\ntrusted-host = 127.0.0.1\n"
+                        "no-cache-dir = true\n")
+        return ortfix_env(conf, tmp_path)
+
     def close(self) -> None:
         self.release.set()
         self.server.shutdown()
@@ -534,10 +535,7 @@ def test_ctrl_c_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wh
     python = cpu_venv / "bin" / "python"
     house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", cpu_venv / ".ortfix" / "transactions")
     try:
-        conf = tmp_path / "http-pip.conf"
-        conf.write_text(f"[global]\nno-index = true\nfind-links = {house.url}\ntrusted-host = 127.0.0.1\n"
-                        "no-cache-dir = true\n")
-        env = ortfix_env(conf, tmp_path)
+        env = house.pip_env(tmp_path)
         before = tree_state(cpu_venv)
         proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -636,10 +634,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
 
     house = _GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")
     try:
-        conf = tmp_path / "http-pip.conf"
-        conf.write_text(f"[global]\nno-index = true\nfind-links = {house.url}\ntrusted-host = 127.0.0.1\n"
-                        "no-cache-dir = true\n")
-        env = ortfix_env(conf, tmp_path)
+        env = house.pip_env(tmp_path)
         for key in [k for k in os.environ if k.startswith("PIP_")]:
             monkeypatch.delenv(key)
         for key in ("PIP_CONFIG_FILE", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS"):

@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from txtools import assert_same_tree, ortfix_json, tree_state
+from txtools import CU12_SONAMES, assert_same_tree, fresh_process, load_code, ortfix, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
 
-NEEDED = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libcufft.so.11", "libcudart.so.12",
-          "libcudnn.so.9", "libnvrtc.so.12"]
 
 
 def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
@@ -36,13 +34,11 @@ def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
     libs = doc["verification"]["loader"]["libraries"]
     # every library the provider links against loads; cuDNN's runtime-compiled engines may not (they need the
     # driver's libcuda.so.1), which `ortfix verify` reports as a note, not a failure
-    assert all(libs[name] is None for name in NEEDED), libs
+    assert all(libs[name] is None for name in CU12_SONAMES), libs
     assert not any(name.startswith("libonnxruntime_providers_cuda") for name in libs)
 
-    code = "import ctypes, onnxruntime\n" + "".join(f"ctypes.CDLL({n!r})\n" for n in NEEDED) + "print('loaded')\n"
-    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-                         check=False)
-    assert "loaded" in run.stdout, run.stderr
+    run = fresh_process(python, load_code())
+    assert "all loaded" in run.stdout, run.stderr
 
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
     assert_same_tree(before, tree_state(venv))
@@ -58,36 +54,26 @@ def real_gpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def _loads_everything(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-
-
-_LOAD = "import ctypes, onnxruntime\n" + "".join(f"ctypes.CDLL({n!r})\n" for n in NEEDED) + "print('loaded')\n"
-
-
 def test_real_gpu_venv_gets_the_preload_hook_and_rolls_back(real_gpu_venv: Path) -> None:
     python = real_gpu_venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
-    bare = {"PATH": "/usr/bin:/bin"}  # a fresh process as a user starts it: nothing set by hand
-    assert "loaded" not in _loads_everything([str(python), "-c", _LOAD], bare).stdout
+    assert "all loaded" not in fresh_process(python, load_code()).stdout
     before = tree_state(real_gpu_venv)
 
     doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
     assert doc["status"] == "applied", doc.get("verification")
     assert [s["kind"] for s in doc["transaction"]["steps"]] == ["write-file", "write-file"]
-    run = _loads_everything([str(python), "-c", _LOAD], bare)
-    assert "loaded" in run.stdout, run.stderr
+    run = fresh_process(python, load_code())
+    assert "all loaded" in run.stdout, run.stderr
     # and `ortfix verify` says so: level 1 passes (cuDNN's sub-libraries through libcudnn.so.9's RUNPATH), level 2
     # cannot run without a driver (the real provider segfaults there; ortfix reports it)
-    verify = subprocess.run([sys.executable, "-m", "ortfix", "verify", "--python", str(python), "--json"],
-                            capture_output=True, text=True, env=env, check=False)
-    levels = json.loads(verify.stdout)["levels"]
+    levels = json.loads(ortfix("verify", "--python", str(python), "--json", env=env).stdout)["levels"]
     assert levels[0]["status"] == "pass", levels[0]
     assert levels[1]["status"] == "not-run" and "no NVIDIA driver" in levels[1]["verdict"]
 
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
     assert_same_tree(before, tree_state(real_gpu_venv))
-    assert "loaded" not in _loads_everything([str(python), "-c", _LOAD], bare).stdout
+    assert "all loaded" not in fresh_process(python, load_code()).stdout
 
 
 def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Path) -> None:
@@ -104,9 +90,9 @@ def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Pat
         activate = prefix / "etc/conda/activate.d/ortfix-cuda-libs.sh"
         deactivate = prefix / "etc/conda/deactivate.d/ortfix-cuda-libs.sh"
         shell = {"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(prefix), "LD_LIBRARY_PATH": "/opt/a b:/opt/$c"}
-        run = _loads_everything(["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(activate), str(python), _LOAD],
-                                shell)
-        assert "loaded" in run.stdout, run.stderr
+        run = subprocess.run(["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(activate), str(python), load_code()],
+                             capture_output=True, text=True, env=shell, check=False)
+        assert "all loaded" in run.stdout, run.stderr
         show = 'printf "%s|" "${LD_LIBRARY_PATH-UNSET}"'
         out = subprocess.run(["sh", "-c", f'. "$1"; {show}; . "$2"; {show}', "sh", str(activate), str(deactivate)],
                              capture_output=True, text=True, env=shell, check=True).stdout.split("|")
@@ -136,13 +122,12 @@ def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse:
     env.update(PATH=f"{tools / 'bin'}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"))
     before = tree_state(venv)
 
-    proc = subprocess.run([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
-                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False)
+    proc = ortfix("apply", "--python", str(python), "--yes", env=env)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     uv = tools / "bin" / "uv"
     assert f"installing with uv: {uv} pip install --python {python}" in proc.stdout + proc.stderr
-    run = _loads_everything([str(python), "-c", _LOAD], {"PATH": "/usr/bin:/bin"})
-    assert "loaded" in run.stdout, run.stderr
+    run = fresh_process(python, load_code())
+    assert "all loaded" in run.stdout, run.stderr
 
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
     assert_same_tree(before, tree_state(venv))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import ortvenvs
-from checktools import check_json, codes, finding, plan_json, site_packages, tree_hash
+from checktools import check_json, codes, finding, nvidia_lib_path, plan_json, site_packages, tree_hash
 from support.fixtures import ld_so_list
 
 pytestmark = pytest.mark.realwheels
@@ -46,7 +46,7 @@ def test_gpu_with_extras_plan_installs_nothing(real_gpu_venv: Path) -> None:
 
 def test_real_provider_resolution_agrees_with_ld_so(real_gpu_venv: Path) -> None:
     sp = site_packages(real_gpu_venv)
-    dirs = ":".join(str(p) for p in sorted((sp / "nvidia").glob("*/lib")))
+    dirs = nvidia_lib_path(real_gpu_venv)
     _, doc = check_json(real_gpu_venv / "bin" / "python", env={"LD_LIBRARY_PATH": dirs})
     assert not codes(doc) & {"LIB001", "LIB002", "LIB003"}
     cuda = next(p for p in doc["facts"]["onnxruntime"][0]["providers"] if p["provider"] == "cuda")

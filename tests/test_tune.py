@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+from checktools import nvidia_lib_path
 from clitools import REPO, assert_one_line_error, run_ortfix
 from ortfix.errors import OrtfixError
 from ortfix.tune import ALGO_SEARCH, ARENA, configs, parse_shapes
-from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv, nvidia_lib_path
+from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv
 
 MODEL = REPO / "src" / "ortfix" / "models" / "verify_conv.onnx"
 SHAPES = ["--shapes", "1x3x16x16", "--shapes", "2x3x24x20;1x3x9x31"]

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from checktools import site_packages
+from checktools import nvidia_lib_path, site_packages
 from clitools import REPO, assert_one_line_error, run_ortfix
-from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv, nvidia_lib_path
+from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv
 from support.fixtures import make_venv, pip_install
 
 MODEL = REPO / "src" / "ortfix" / "models" / "verify_conv.onnx"
@@ -168,8 +168,7 @@ def crashing_gpu_venv(tmp_path: Path, wheelhouse: Path) -> Path:
 
 
 def _lib_env(venv: Path, **extra: str) -> dict[str, str]:
-    return {"LD_LIBRARY_PATH": ":".join(str(p) for p in sorted((site_packages(venv) / "nvidia").glob("*/lib"))),
-            **extra}
+    return {"LD_LIBRARY_PATH": nvidia_lib_path(venv), **extra}
 
 
 def test_segfaulting_provider_is_a_verdict_not_a_crash(crashing_gpu_venv: Path) -> None:

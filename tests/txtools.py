@@ -59,3 +59,22 @@ def one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str, code
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+# What libonnxruntime_providers_cuda.so of onnxruntime-gpu 1.22.0 links against from the NVIDIA wheels.
+CU12_SONAMES = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libcufft.so.11", "libcudart.so.12",
+                "libcudnn.so.9", "libnvrtc.so.12"]
+
+
+def fresh_process(python: Path, code: str, *, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The target as a user starts it: no variables set by hand, bytecode writing on (as by default)."""
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          env=dict(env) if env is not None else {"PATH": "/usr/bin:/bin"}, check=False)
+
+
+def load_code(provider: Path | None = None) -> str:
+    """A script that imports onnxruntime (so a preload hook fires), loads every CU12 SONAME and prints 'all loaded'."""
+    code = f"import ctypes, onnxruntime\nfor n in {CU12_SONAMES!r}:\n    ctypes.CDLL(n)\n"
+    if provider is not None:  # the fake provider is a stub: loading it is safe here (never with the real one)
+        code += f"ctypes.CDLL({str(provider)!r})\n"
+    return code + "print('all loaded')\n"
