@@ -26,12 +26,14 @@ def gpu_venv(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path
 
 def test_plain_forms_are_taken_and_the_rest_left_to_click() -> None:
     assert parse_check(["check"]) == {"python": None, "as_json": False, "driver_version": None,
-                                      "compute_capability": None}
+                                      "compute_capability": None, "fresh": False}
     assert parse_check(["check", "--python", "/x y", "--json", "--driver=550.54.14",
-                        "--compute-capability", "8.6"]) == {
-        "python": "/x y", "as_json": True, "driver_version": "550.54.14", "compute_capability": "8.6"}
+                        "--compute-capability", "8.6", "--fresh"]) == {
+        "python": "/x y", "as_json": True, "driver_version": "550.54.14", "compute_capability": "8.6",
+        "fresh": True}
     for argv in (["plan"], ["check", "--help"], ["check", "-h"], ["check", "--python"], ["check", "--jsn"],
-                 ["check", "--json", "--json"], ["check", "--python=", "x"], ["check", "--python", "--json"],
+                 ["check", "--json", "--json"], ["check", "--fresh", "--fresh"], ["check", "--python=", "x"],
+                 ["check", "--python", "--json"],
                  ["check", "extra"], []):
         assert parse_check(argv) is None, argv
 

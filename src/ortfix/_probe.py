@@ -5,14 +5,13 @@ ortfix at. It never imports onnxruntime (that can crash or cost 200 ms); it read
 """
 import sys
 
-# `python -c` puts the current directory first on sys.path; a user's json.py there must not hijack the probe.
+# `python -c` puts the current directory first on sys.path; a user's sysconfig.py there must not hijack the probe.
 if sys.path and sys.path[0] in ("", "."):
     del sys.path[0]
 
-import json
+# Only modules site.py has already loaded, plus sysconfig: json, re, platform and importlib.util cost the probe 12 ms
+# of its 31 (json.decoder alone pulls in re, enum, functools and collections), so it does without them.
 import os
-import platform
-import re
 import site
 import sysconfig
 
@@ -20,14 +19,34 @@ if False:  # typing is only for the type checker: importing it costs the probe 4
     from typing import Any, Dict, List, Optional  # noqa: F401
 
 PROBE_SCHEMA = 1
-INTERESTING = re.compile(r"^(onnxruntime|ort[-_]nightly|nvidia[-_]|torch$|tensorrt)", re.IGNORECASE)
+INTERESTING_PREFIXES = ("onnxruntime", "ort-nightly", "ort_nightly", "nvidia-", "nvidia_", "tensorrt")
+TORCH_LIB_PREFIXES = ("cud", "cublas", "cufft", "curand", "nvrtc", "nvJit",
+                      "libcud", "libcublas", "libcufft", "libcurand", "libnvrtc", "libnvJit")
+IDENTIFIER_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+IDENTIFIER_CHARS = IDENTIFIER_START + "0123456789"
+# Case folding as re.IGNORECASE does it for an ASCII pattern: A-Z, and the four non-ASCII letters it also matches to
+# i, i, s and k (str.lower() differs on them, and "İ".lower() is two characters).
+FOLD = {c: c + 32 for c in range(65, 91)}  # type: Dict[int, int]
+FOLD.update({0x130: 0x69, 0x131: 0x69, 0x17F: 0x73, 0x212A: 0x6B})
+# The escapes json.dumps writes short; encode_char() writes any other character outside " " to "~" as \uXXXX.
+JSON_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 ENV_VARS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CONDA_PREFIX",
             "CONDA_DEFAULT_ENV", "VIRTUAL_ENV", "PYTHONPATH", "ORT_CUDA_UNAVAILABLE")
 
 
 def normalize(name):
     # type: (str) -> str
-    return re.sub(r"[-_.]+", "-", name).lower()
+    # PEP 503: every run of "-", "_" and "." becomes one "-".
+    name = name.replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name.lower()
+
+
+def is_interesting(name_guess):
+    # type: (str) -> bool
+    folded = name_guess.translate(FOLD)
+    return folded in ("torch", "torch\n") or folded.startswith(INTERESTING_PREFIXES)  # as re's `torch$` did
 
 
 def read_text(path, limit=None):
@@ -38,6 +57,22 @@ def read_text(path, limit=None):
         return data.decode("utf-8", "replace")
     except OSError:
         return None
+
+
+def read_head(path, limit):
+    # type: (str, int) -> Optional[bytes]
+    # The first `limit` bytes with bare os.open/os.read: half the cost of open() for each of the thousands of
+    # METADATA files a big environment has, which only need a glance.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def metadata_headers(text):
@@ -104,8 +139,10 @@ def scan_distributions():
             stem = entry.rsplit(".", 1)[0]
             name_guess = stem.split("-", 1)[0]
             dist_dir = os.path.join(location, entry)
-            meta_path = os.path.join(dist_dir, meta_file) if os.path.isdir(dist_dir) else dist_dir
-            if INTERESTING.match(name_guess):
+            # A .dist-info is always a folder; an .egg-info may be the PKG-INFO file itself.
+            meta_path = (dist_dir + os.sep + meta_file if meta_file == "METADATA" or os.path.isdir(dist_dir)
+                         else dist_dir)
+            if is_interesting(name_guess):
                 text = read_text(meta_path) or ""
                 headers = metadata_headers(text)
                 name = (headers.get("name") or [name_guess])[0]
@@ -123,11 +160,11 @@ def scan_distributions():
                 continue
             # Everyone else matters only if it depends on onnxruntime: read just the headers, and only parse them
             # when the bytes mention onnxruntime at all (keeps 1,000 unrelated distributions cheap).
-            head = read_text(meta_path, 65536)
-            if not head or "onnxruntime" not in head:
+            head = read_head(meta_path, 65536)
+            if not head or b"onnxruntime" not in head:
                 continue
-            headers = metadata_headers(head)
-            reqs = [r for r in headers.get("requires-dist", []) if re.match(r"^\s*onnxruntime", r, re.I)]
+            headers = metadata_headers(head.decode("utf-8", "replace"))
+            reqs = [r for r in headers.get("requires-dist", []) if r.lstrip()[:11].translate(FOLD) == "onnxruntime"]
             if reqs:
                 dependents.append({
                     "name": (headers.get("name") or [name_guess])[0],
@@ -140,9 +177,40 @@ def scan_distributions():
 
 def parse_assignments(text):
     # type: (str) -> Dict[str, str]
+    # What re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(['\"])(.*?)\2\s*$", text, re.M) finds: `NAME = 'value'`
+    # lines, where the whitespace around "=" may span lines but the quoted value may not, and the closing quote is
+    # the last one on its line with only whitespace after it.
     out = {}  # type: Dict[str, str]
-    for m in re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(['\"])(.*?)\2\s*$", text, re.M):
-        out[m.group(1)] = m.group(3)
+    size = len(text)
+    start = 0
+    while start < size:
+        end = text.find("\n", start)  # where the next line starts, less one; the match's end when there is one
+        i = start
+        if text[i] in IDENTIFIER_START:
+            while i < size and text[i] in IDENTIFIER_CHARS:
+                i += 1
+            name = text[start:i]
+            while i < size and text[i].isspace():
+                i += 1
+            if i < size and text[i] == "=":
+                i += 1
+                while i < size and text[i].isspace():
+                    i += 1
+                if i < size and text[i] in "'\"":
+                    line_end = text.find("\n", i)
+                    if line_end < 0:
+                        line_end = size
+                    close = text.rfind(text[i], i + 1, line_end)
+                    if close > i and not text[close + 1:line_end].strip():
+                        out[name] = text[i + 1:close]
+                        # `\s*$` is greedy: the match ends at the last line end within the whitespace after it.
+                        after = line_end
+                        while after < size and text[after].isspace():
+                            after += 1
+                        end = size if after == size else text.rfind("\n", line_end, after)
+        if end < 0:
+            break
+        start = end + 1
     return out
 
 
@@ -178,7 +246,7 @@ def scan_torch():
         values = parse_assignments(read_text(version_file) or "")
         lib = os.path.join(pkg, "lib")
         try:
-            libs = sorted(n for n in os.listdir(lib) if re.match(r"^(lib)?(cud|cublas|cufft|curand|nvrtc|nvJit)", n))
+            libs = sorted(n for n in os.listdir(lib) if n.startswith(TORCH_LIB_PREFIXES))
         except OSError:
             libs = []
         return {"dir": pkg, "version": values.get("__version__"), "cuda": values.get("cuda"),
@@ -204,12 +272,13 @@ def environment_kind():
     is_venv = prefix != base or hasattr(sys, "real_prefix")
     is_conda = os.path.isdir(os.path.join(prefix, "conda-meta"))
     kind = "conda" if is_conda else "venv" if is_venv else "system"
+    paths = sysconfig.get_paths()
+    purelib = paths["purelib"]
+    platlib = paths["platlib"]
     try:
         site_packages = site.getsitepackages()
     except AttributeError:  # old virtualenv's site.py
-        site_packages = [sysconfig.get_paths()["purelib"]]
-    purelib = sysconfig.get_paths()["purelib"]
-    platlib = sysconfig.get_paths()["platlib"]
+        site_packages = [purelib]
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     return {
         "kind": kind,
@@ -225,29 +294,99 @@ def environment_kind():
     }
 
 
+def importable(name):
+    # type: (str) -> bool
+    # importlib.util.find_spec(name) is not None, without importing importlib (1.4 ms). setuptools' _distutils_hack
+    # finder is skipped: it finds nothing but distutils, and asked about pip it imports traceback (2.6 ms) to look at
+    # the stack.
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    for finder in sys.meta_path:
+        if type(finder).__module__ == "_distutils_hack":
+            continue
+        if hasattr(finder, "find_spec"):
+            found = finder.find_spec(name, None)
+        elif sys.version_info < (3, 12) and hasattr(finder, "find_module"):  # a legacy finder: 3.12 ignores them
+            found = finder.find_module(name, None)
+        else:
+            continue
+        if found is not None:
+            return True
+    return False
+
+
+def uname():
+    # type: () -> List[str]
+    if not hasattr(os, "uname"):  # Windows
+        import platform
+
+        result = platform.uname()
+        return [result.system, result.release, result.machine]
+    # What platform.uname() reports, without importing platform (1.7 ms): it blanks "unknown".
+    info = os.uname()
+    return ["" if v == "unknown" else v for v in (info.sysname, info.release, info.machine)]
+
+
+def encode(value):
+    # type: (Any) -> str
+    # json.dumps(value) byte for byte (ensure_ascii, so pure ASCII), for the types the probe reports: importing json
+    # would cost 8 ms.
+    if isinstance(value, str):
+        # Most strings are printable ASCII (isprintable() is exactly " " to "~" there) with nothing to escape.
+        if value.isprintable() and '"' not in value and "\\" not in value:
+            try:
+                value.encode("ascii")
+                return '"' + value + '"'
+            except UnicodeEncodeError:
+                pass
+        return '"' + "".join([encode_char(c) for c in value]) + '"'
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join([encode(key) + ": " + encode(item) for key, item in value.items()]) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join([encode(item) for item in value]) + "]"
+    raise TypeError("cannot encode %r" % type(value))
+
+
+def encode_char(c):
+    # type: (str) -> str
+    if " " <= c < "\x7f" or c in JSON_SHORT_ESCAPES:
+        return JSON_SHORT_ESCAPES.get(c, c)
+    code = ord(c)
+    if code > 0xFFFF:  # a UTF-16 surrogate pair; a lone surrogate (os.listdir's surrogateescape) stays as it is
+        code -= 0x10000
+        return "\\u%04x\\u%04x" % (0xD800 | code >> 10, 0xDC00 | code & 0x3FF)
+    return "\\u%04x" % code
+
+
 def main():
     # type: () -> None
-    import importlib.util
-
     dists = scan_distributions()
-    uname = platform.uname()
+    system, release, machine = uname()
     doc = {
         "probe_schema": PROBE_SCHEMA,
         "python": {
             "executable": sys.executable,
             "real_executable": os.path.realpath(sys.executable),
             "version": "%d.%d.%d" % sys.version_info[:3],
-            "implementation": platform.python_implementation().lower(),
+            "implementation": sys.implementation.name,
             "cache_tag": sys.implementation.cache_tag,
             "pointer_bits": 64 if sys.maxsize > 2 ** 32 else 32,
-            "has_pip": importlib.util.find_spec("pip") is not None,
+            "has_pip": importable("pip"),
         },
         "os": {
-            "system": uname.system,
-            "release": uname.release,
-            "machine": uname.machine,
+            "system": system,
+            "release": release,
+            "machine": machine,
             "glibc": glibc_version(),
-            "wsl": "microsoft" in uname.release.lower(),
+            "wsl": "microsoft" in release.lower(),
         },
         "env": environment_kind(),
         "environ": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
@@ -259,7 +398,8 @@ def main():
         "onnxruntime_dirs": scan_onnxruntime_dirs(),
         "torch": scan_torch(),
     }
-    sys.stdout.write(json.dumps(doc))
+    sys.stdout.write(encode(doc))
 
 
-main()
+if __name__ == "__main__":  # as under `python -c`; tests load the functions without running it
+    main()

@@ -72,11 +72,17 @@ def main() -> None:
 @_target_options
 @click.option("--driver", "driver_version", metavar="VERSION", help="Assume this NVIDIA driver version.")
 @click.option("--compute-capability", metavar="X.Y", help="Assume a GPU of this compute capability.")
+@click.option("--fresh", is_flag=True,
+              help="Look at everything again, even when nothing changed since an identical earlier check.")
 @_handle_errors
-def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None) -> None:
+def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
+          fresh: bool) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
 
     Exit status: 0 healthy, 1 problems found, 2 could not run.
+
+    An identical earlier check is replayed while nothing it looked at has changed (its probe of the environment
+    still runs); --fresh looks at everything again.
 
     \b
     Examples:
@@ -85,7 +91,7 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     """
     from ortfix.fastpath import check_command
 
-    sys.exit(check_command(python, as_json, driver_version, compute_capability, click.echo))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, click.echo, fresh=fresh))
 
 
 @main.command()

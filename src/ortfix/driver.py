@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortfix import subproc
+from ortfix import observed, subproc
 from ortfix.ldcache import LdCache
 
 _NVRM = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
@@ -112,6 +112,8 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
     gpus: tuple[Gpu, ...] = ()
     cuda_version = None
     if query_gpus and libcuda and root == Path("/"):
+        # The answer changes with the GPUs present, which /proc lists: the check cache compares that listing.
+        observed.saw("list", "/proc/driver/nvidia/gpus")
         queried = query_gpu_subprocess()
         if queried is not None:
             gpus = queried.gpus

@@ -2,7 +2,7 @@
 
 `check` is the command people run most and the one whose speed is measured (scripts/bench_check.py); click alone
 costs about a quarter of its run time. The entry point hands the plain forms of `check` here (`--python P`, `--json`,
-`--driver V`, `--compute-capability X.Y`, each at most once); anything else (help, a typo, a repeated option,
+`--driver V`, `--compute-capability X.Y`, `--fresh`, each at most once); anything else (help, a typo, a repeated option,
 another command) goes to the click CLI, which owns every message about the command line. Both paths call
 `check_command`, so they print the same thing and exit the same way (tests/test_fastpath.py compares them).
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from ortfix.errors import ExitCode, OrtfixError
 
+_FLAGS = {"--json": "as_json", "--fresh": "fresh"}
 _VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability"}
 
 
@@ -22,15 +23,16 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     """The keyword arguments of `check_command` for a plain `check` command line, or None to leave it to click."""
     if not argv or argv[0] != "check":
         return None
-    opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None}
+    opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None,
+                            "fresh": False}
     seen: set[str] = set()
     i = 1
     while i < len(argv):
         arg = argv[i]
         name, eq, inline = arg.partition("=")
         value: str | None = None
-        if arg == "--json":
-            key = "as_json"
+        if arg in _FLAGS:
+            key = _FLAGS[arg]
         elif name in _VALUED and eq:
             key, value = _VALUED[name], inline
         elif arg in _VALUED and i + 1 < len(argv):
@@ -47,17 +49,41 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-                  echo: Callable[[str], None]) -> int:
-    """Run `check` and print its report; the exit code. OrtfixError is the caller's to render."""
+                  echo: Callable[[str], None], fresh: bool = False) -> int:
+    """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
+
+    An identical earlier check is replayed while nothing it depended on has changed (checkcache.py); `fresh` skips
+    that."""
+    from ortfix.checkcache import saved_check
+
+    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability))
+    if saved is None:
+        output, code, _report = _check(python, as_json, driver_version, compute_capability)
+    else:
+        replayed = saved.replay()
+        if replayed is not None:
+            echo(replayed[0])
+            return replayed[1]
+        with saved.record() as keep:
+            output, code, report = _check(python, as_json, driver_version, compute_capability)
+            keep(output, code, report)
+    echo(output)
+    return code
+
+
+def _check(python: str | None, as_json: bool, driver_version: str | None,
+           compute_capability: str | None) -> tuple[str, int, str]:
+    """(what `check` prints, its exit code, the probe's report it was made from)."""
     from ortfix.commands import run_check
     from ortfix.report import check_json, dump_json, render_check
 
     result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
+    code = int(result.exit_code)
     if as_json:
-        echo(dump_json(check_json(result.facts, result.findings, int(result.exit_code))))
+        output = dump_json(check_json(result.facts, result.findings, code))
     else:
-        echo(render_check(result.facts, result.findings))
-    return int(result.exit_code)
+        output = render_check(result.facts, result.findings)
+    return output, code, result.facts.probe.report
 
 
 def run(opts: dict[str, Any]) -> int:

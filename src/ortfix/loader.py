@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from ortfix import elf as elfmod
+from ortfix import observed
 from ortfix.elfcache import ElfReader
 from ortfix.ldcache import LdCache
 
@@ -346,6 +347,7 @@ def _listdir(path: str) -> frozenset[str] | None:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return _EMPTY
+    observed.saw("list", path)  # the names may come from the in-process cache, without an os.listdir to record
     return _listdir_cached(path, mtime)
 
 
@@ -377,15 +379,9 @@ def find_interpreter(arch: str | None = None) -> str | None:
     return None
 
 
-@lru_cache(maxsize=4)
 def system_search_dirs(interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(default directories, glibc-hwcaps subdirectories) as the installed ld.so reports them (`ld.so --help`,
     glibc >= 2.33); the distribution's usual list when it cannot tell."""
-    import json
-
-    from ortfix import subproc
-    from ortfix.cachedir import cache_dir
-
     arch = platform.machine()
     fallback = (_FALLBACK_DIRS.get(arch, ("/lib64", "/usr/lib64", "/lib", "/usr/lib")), ())
     if interpreter is None:
@@ -393,10 +389,21 @@ def system_search_dirs(interpreter: str | None) -> tuple[tuple[str, ...], tuple[
     # ld.so's answer only changes with ld.so itself: cache it by the file's identity.
     try:
         st = os.stat(interpreter)
-        base = cache_dir()
-        cache_file = base / f"ldso-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}.json" if base else None
     except OSError:
-        cache_file = None
+        return _system_search_dirs(interpreter, None, fallback)
+    return _system_search_dirs(interpreter, f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}", fallback)
+
+
+@lru_cache(maxsize=4)
+def _system_search_dirs(interpreter: str, identity: str | None,
+                        fallback: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    import json
+
+    from ortfix import subproc
+    from ortfix.cachedir import cache_dir
+
+    base = cache_dir() if identity else None
+    cache_file = base / f"ldso-{identity}.json" if base else None
     if cache_file is not None:
         try:
             dirs_cached, hwcaps_cached = json.loads(cache_file.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,7 @@ class ProbeFacts:
     distribution_count: int
     ort_dirs: tuple[OrtDir, ...]
     torch: TorchInfo | None
+    report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (checkcache.py)
 
     def dist(self, normalized: str) -> Distribution | None:
         for d in self.distributions:
@@ -121,8 +122,8 @@ class ProbeFacts:
         return f"cp{major}{minor}"
 
 
-def finish_probe(proc: subprocess.Popen[str], python: Path) -> ProbeFacts:
-    done = subproc.finish(proc, timeout=60)
+def finish_probe(run: subprocess.Popen[str] | subprocess.CompletedProcess[str], python: Path) -> ProbeFacts:
+    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=60)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise OrtfixError(f"{python} is not a working Python interpreter (probe exited {done.returncode}: {last})")
@@ -132,14 +133,14 @@ def finish_probe(proc: subprocess.Popen[str], python: Path) -> ProbeFacts:
         raise OrtfixError(f"{python} is not a Python interpreter ortfix can inspect (no JSON from the probe)") from exc
     if not isinstance(doc, dict) or doc.get("probe_schema") != PROBE_SCHEMA:
         raise OrtfixError(f"{python}: the probe answered in an unknown format")
-    return parse_probe(doc)
+    return parse_probe(doc, report=done.stdout)
 
 
 def run_probe(python: Path) -> ProbeFacts:
     return finish_probe(start_probe(python), python)
 
 
-def parse_probe(doc: Mapping[str, Any]) -> ProbeFacts:
+def parse_probe(doc: Mapping[str, Any], report: str = "") -> ProbeFacts:
     py, osinfo, env = doc["python"], doc["os"], doc["env"]
     torch = doc.get("torch")
     return ProbeFacts(
@@ -189,4 +190,5 @@ def parse_probe(doc: Mapping[str, Any]) -> ProbeFacts:
         ),
         torch=TorchInfo(dir=torch["dir"], version=torch.get("version"), cuda=torch.get("cuda"),
                         lib_dir=torch["lib_dir"], libs=tuple(torch.get("libs") or ())) if torch else None,
+        report=report,
     )

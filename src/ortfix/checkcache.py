@@ -1,0 +1,140 @@
+"""Reuse what an identical earlier `ortfix check` printed, for as long as nothing it depends on has changed.
+
+A check depends on: ortfix itself (its version and the files of its package), the command line, the environment
+variables, working directory and user ortfix runs with, the probe's report from inside the target interpreter, and
+everything the check looked at on the file system. The probe runs every time (it reads the target's live state) and
+its report must match byte for byte; every file system observation of the earlier run is made again and must answer
+the same (observed.py). Anything else (another report, a changed file, an entry added to or removed from a folder
+the loader searches, another driver version in /sys) and the check runs in full.
+
+Racy timestamps: a file changed twice within one tick of the file system's clock keeps its mtime. So a result is
+saved only when everything it depends on is at least RACY_MARGIN_NS old; a just-installed environment is checked in
+full until it has settled.
+
+Only `check` uses this: `plan`, `apply` and `verify` always look afresh. `check --fresh`, ORTFIX_NO_CACHE=1 or
+Python < 3.11 bypass it. Kept free of dataclasses, typing and click: a replay is the fastest path ortfix has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from ortfix import __version__, observed, prefetch
+from ortfix.cachedir import cache_dir
+from ortfix.target import resolve_target
+
+SCHEMA = 1
+RACY_MARGIN_NS = 2_000_000_000
+MAX_ENTRIES = 64
+# Variables that differ between two shells without changing anything ortfix or the target sees.
+_ENV_NOISE = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
+
+Keep = Callable[[str, int, str], None]  # (output, exit code, the probe's report)
+
+
+class SavedCheck:
+    """The cache slot of one check command line: `replay` answers from it, `record` fills it."""
+
+    __slots__ = ("file", "key", "target")
+
+    def __init__(self, target: Path, file: Path, key: str) -> None:
+        self.target = target
+        self.file = file
+        self.key = key
+
+    def replay(self) -> tuple[str, int] | None:
+        """(output, exit code) of the earlier identical check, if everything it depended on still holds."""
+        try:
+            entry = json.loads(self.file.read_text(encoding="utf-8"))
+            if entry.get("schema") != SCHEMA or entry.get("key") != self.key:
+                return None
+            output, exit_code, report = entry["output"], entry["exit_code"], entry["probe"]
+            observations = entry["observations"]
+        except (OSError, ValueError, KeyError, AttributeError):
+            return None
+        if not isinstance(output, str) or not isinstance(exit_code, int) or not isinstance(observations, list):
+            return None
+        # The file system first: it needs no waiting, and when it has changed the probe is left to the full check.
+        if not observed.still_true(observations):
+            return None
+        probe = prefetch.finished(self.target)
+        if probe.returncode != 0 or probe.stdout != report:
+            return None
+        return output, exit_code
+
+    @contextlib.contextmanager
+    def record(self) -> Iterator[Keep]:
+        """Run the check inside the block and hand what it printed to the function the block gets."""
+        started_ns = time.time_ns()
+        kept: list[tuple[str, int, str]] = []
+        with observed.recording(ignored=[str(self.file.parent.parent)]) as recorder:
+            yield lambda output, exit_code, report: kept.append((output, exit_code, report))
+        if not kept or not kept[0][2] or recorder.unrepeatable:
+            return
+        observations = recorder.observations
+        if observed.newest_change_ns(observations) > started_ns - RACY_MARGIN_NS:
+            return  # something it depends on changed just now: it may change again within the same clock tick
+        output, exit_code, report = kept[0]
+        self._write({"schema": SCHEMA, "key": self.key, "exit_code": exit_code, "output": output,
+                     "probe": report, "observations": observations})
+
+    def _write(self, entry: dict[str, object]) -> None:
+        import tempfile
+
+        folder = self.file.parent
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".check-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(entry, f)
+                os.replace(tmp, self.file)
+            except OSError:
+                os.unlink(tmp)
+                raise
+            _prune(folder)
+
+
+def saved_check(python: str | None, options: Sequence[str | bool | None]) -> SavedCheck | None:
+    """The cache slot for `check` with this --python and these options; None where the cache is off."""
+    base = cache_dir()
+    if base is None or not observed.supported():
+        return None
+    target = resolve_target(python)
+    key = _key(target, options)
+    return SavedCheck(target, base / "checks" / f"{key[:32]}.json", key)
+
+
+def _key(target: Path, options: Sequence[str | bool | None]) -> str:
+    import hashlib
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    code = []
+    with os.scandir(package) as entries:
+        for entry in entries:
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                code.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
+    material = [
+        SCHEMA, __version__, sys.executable, sorted(code), str(target), list(options),
+        sorted((k, v) for k, v in os.environ.items() if k not in _ENV_NOISE),
+        os.getcwd(), os.getuid(), os.getgid(), sorted(os.getgroups()),
+    ]
+    return hashlib.sha256(json.dumps(material).encode("ascii")).hexdigest()
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest MAX_ENTRIES results (one per command line, environment and target)."""
+    dated = []
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError):
+            dated.append((path.stat().st_mtime_ns, path))
+    for _mtime, old in sorted(dated, reverse=True)[MAX_ENTRIES:]:
+        with contextlib.suppress(OSError):
+            old.unlink()

@@ -1,0 +1,362 @@
+"""The probe script (src/ortfix/_probe.py) on its own: it runs in the target interpreter with the standard library only
+and, to start fast, without json, re, platform or importlib. Its hand-written JSON encoder and string matching are
+checked here against json.dumps and the regular expressions it replaced, and its report against what those modules say
+inside a real venv."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ortfix
+from support.fixtures import make_venv
+
+PROBE = Path(ortfix.__file__).with_name("_probe.py")
+
+# What the probe used before it dropped `re`: the references its replacements must agree with.
+ASSIGNMENT_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(['\"])(.*?)\2\s*$", re.M)
+INTERESTING_RE = re.compile(r"^(onnxruntime|ort[-_]nightly|nvidia[-_]|torch$|tensorrt)", re.IGNORECASE)
+TORCH_LIB_RE = re.compile(r"^(lib)?(cud|cublas|cufft|curand|nvrtc|nvJit)")
+DEPENDENT_RE = re.compile(r"^\s*onnxruntime", re.I)
+
+# Modules the probe must not load: each costs milliseconds of its start-up.
+SLOW_MODULES = {"json", "re", "platform", "importlib.util", "importlib.machinery", "enum", "traceback", "typing"}
+
+# What the probe reports, worked out by the target interpreter with the modules the probe does without.
+EXPECTED_SCRIPT = """
+import importlib.util, json, os, platform, site, sys, sysconfig
+uname = platform.uname()
+print(json.dumps({
+    "executable": sys.executable,
+    "version": "%d.%d.%d" % sys.version_info[:3],
+    "implementation": platform.python_implementation().lower(),
+    "cache_tag": sys.implementation.cache_tag,
+    "has_pip": importlib.util.find_spec("pip") is not None,
+    "system": uname.system, "release": uname.release, "machine": uname.machine,
+    "purelib": sysconfig.get_paths()["purelib"], "platlib": sysconfig.get_paths()["platlib"],
+    "site_packages": site.getsitepackages(),
+    "user_site": site.getusersitepackages() if site.ENABLE_USER_SITE else None,
+    "prefix": sys.prefix, "base_prefix": sys.base_prefix,
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def probe() -> dict[str, Any]:
+    """The probe's functions, its source executed under a name other than __main__ so that main() does not run."""
+    namespace: dict[str, Any] = {"__name__": "probe_under_test"}
+    saved = list(sys.path)
+    try:
+        exec(compile(PROBE.read_text(encoding="utf-8"), str(PROBE), "exec"), namespace)
+    finally:
+        sys.path[:] = saved  # it drops a leading "" from sys.path, as `python -c` puts one there
+    return namespace
+
+
+def run_probe(python: Path | str, cwd: Path, pythonpath: str | None = None, epilogue: str = "") -> tuple[str, str]:
+    """Run the probe as ortfix does (`python -c SOURCE`); its stdout and stderr."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    source = PROBE.read_text(encoding="utf-8") + epilogue
+    proc = subprocess.run([str(python), "-c", source], capture_output=True, text=True, env=env, cwd=cwd,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def probe_doc(python: Path | str, cwd: Path, pythonpath: str | None = None) -> dict[str, Any]:
+    out, _ = run_probe(python, cwd, pythonpath)
+    assert out.isascii(), "the probe writes ASCII, as json.dumps does"
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The probe in real interpreters
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_pip", [False, True], ids=["no-pip", "pip"])
+def test_probe_reports_what_the_stdlib_says_in_a_venv(tmp_path: Path, with_pip: bool) -> None:
+    python = make_venv(tmp_path / "venv")
+    if with_pip:  # a stand-in: the probe only asks whether `pip` can be imported
+        site_dir = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+        (site_dir / "pip").mkdir()
+        (site_dir / "pip" / "__init__.py").write_text("")
+    expected = json.loads(subprocess.run([str(python), "-c", EXPECTED_SCRIPT], capture_output=True, text=True,
+                                         check=True, cwd=tmp_path).stdout)
+    doc = probe_doc(python, tmp_path)
+
+    assert expected["has_pip"] is with_pip
+    assert doc["probe_schema"] == 1
+    assert doc["python"] == {
+        "executable": expected["executable"],
+        "real_executable": os.path.realpath(expected["executable"]),
+        "version": expected["version"],
+        "implementation": expected["implementation"],
+        "cache_tag": expected["cache_tag"],
+        "pointer_bits": 64 if sys.maxsize > 2**32 else 32,
+        "has_pip": expected["has_pip"],
+    }
+    assert {k: doc["os"][k] for k in ("system", "release", "machine")} == {
+        k: expected[k] for k in ("system", "release", "machine")}
+    assert doc["os"]["wsl"] == ("microsoft" in expected["release"].lower())
+    env = doc["env"]
+    assert env["kind"] == "venv"
+    assert (env["prefix"], env["base_prefix"]) == (expected["prefix"], expected["base_prefix"])
+    assert (env["purelib"], env["platlib"]) == (expected["purelib"], expected["platlib"])
+    assert env["site_packages"] == expected["site_packages"]
+    assert env["user_site"] == expected["user_site"]
+    assert doc["distributions"] == [] and doc["dependents"] == [] and doc["torch"] is None
+
+
+def test_probe_in_the_test_interpreter_matches_find_spec(tmp_path: Path) -> None:
+    """This interpreter's venv may carry setuptools' distutils-precedence.pth, whose meta-path finder the probe skips:
+    the answer must still be importlib.util.find_spec's."""
+    import importlib.util
+    import platform
+
+    doc = probe_doc(sys.executable, tmp_path)
+    assert doc["python"]["has_pip"] == (importlib.util.find_spec("pip") is not None)
+    assert doc["python"]["implementation"] == platform.python_implementation().lower()
+    assert doc["os"]["machine"] == platform.uname().machine
+
+
+def test_probe_imports_none_of_the_slow_modules(tmp_path: Path) -> None:
+    python = make_venv(tmp_path / "venv")
+    report = "\nimport sys\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
+    _, loaded = run_probe(python, tmp_path, epilogue=report)
+    baseline = subprocess.run([str(python), "-c", report], capture_output=True, text=True, check=True,
+                              cwd=tmp_path).stderr
+    assert SLOW_MODULES & (set(loaded.split()) - set(baseline.split())) == set()
+
+
+def test_probe_source_is_python36_syntax(probe: dict[str, Any]) -> None:
+    ast.parse(PROBE.read_text(encoding="utf-8"), feature_version=(3, 6))
+    assert "main" in probe  # loaded without running it
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The JSON encoder
+# ---------------------------------------------------------------------------------------------------------------
+
+TRICKY_STRINGS = [
+    "", "plain", 'a"b\\c', "\u00e9", "caf\u00e9", "\u2028\u2029", "\U0001f600", "x\U0010ffffy", "\udcff",
+    "/tmp/\udcff\udc80/site-packages", "\ud800", "\udbff\udfff", "\x00\x1f\x7f\x80\x9f", "tab\tnew\nline\r\x08\x0c",
+    "</script>", "\ufeff\ufffe\uffff", "".join(chr(i) for i in range(0x80)),
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_STRINGS + [chr(i) for i in range(0x80)], ids=ascii)
+def test_encode_strings_as_json_dumps_does(probe: dict[str, Any], text: str) -> None:
+    encoded = probe["encode"](text)
+    assert encoded.isascii()
+    assert encoded == json.dumps(text)
+    assert json.loads(encoded) == json.loads(json.dumps(text))  # text itself, but for a pair of lone surrogates
+
+
+def test_encode_every_code_point(probe: dict[str, Any]) -> None:
+    step = 0x1000
+    for start in range(0, 0x110000, step):
+        text = "".join(chr(i) for i in range(start, start + step))
+        assert probe["encode"](text) == json.dumps(text), hex(start)
+
+
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, -1, 2**70, [], {}, (), [[]], {"a": {}}, [1, "x", None, True, False],
+    ("tuple", 3), {"k\u00e9y\n": ["v", {"n": [None, -0, 12345678901234567890]}]},
+    {"files": [["onnxruntime/capi/\udcff.so", "sha256=abc", 12], ["a,\"b\".txt", "", None]]},
+    {"": "", "\U0001f600": "\udcff"},
+], ids=repr)
+def test_encode_values_as_json_dumps_does(probe: dict[str, Any], value: Any) -> None:
+    encoded = probe["encode"](value)
+    assert encoded.isascii()
+    assert encoded == json.dumps(value)
+    assert json.loads(encoded) == json.loads(json.dumps(value))
+
+
+def test_encode_refuses_other_types(probe: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        probe["encode"]({"x": 1.5})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# String matching without `re`
+# ---------------------------------------------------------------------------------------------------------------
+
+ASSIGNMENT_TEXTS = [
+    "__version__ = '2.5.0+cu124'\ncuda = \"12.4\"\n",
+    "__version__='1.0'", "x = ''", "x = \"\"", "x = '", "x = 'a'b'", "x = 'a' # note", "x = 'it's'",
+    "x = \"a'b\"", "x = 'a\"", "x = 'a'  \t\r\n", "x = 'a'\r\ny = 'b'\r\n", "  x = 'a'", "1x = 'a'", "_x1 = 'a'",
+    "x\n= 'a'", "x =\n\n'a'\ny = 'b'", "x = 'a\nb'", "x = 'a'\n\n\ny = 'b'", "x = 'a' \x0b\x0c\x1c\n", "x = 'a'\u2028",
+    "x = 'a'\u2028z", "x = 'a'\u2028y = 'b'", "x = 'first'\nx = 'second'", "x = 'a'\n  \ny = 'b'\n", "x = 'é'",
+    "x = 'a'\ny == 'b'\nz = 'c'", "\n\nx = 'a'", "x = 'a'\n", "x = 'a' 'b'", "K = 'kelvin'", "x = ''''",
+    "cuda = None\ngit_version = 'abc'\n", "",
+]
+
+
+@pytest.mark.parametrize("text", ASSIGNMENT_TEXTS, ids=repr)
+def test_parse_assignments_matches_the_regex(probe: dict[str, Any], text: str) -> None:
+    expected = {m.group(1): m.group(3) for m in ASSIGNMENT_RE.finditer(text)}
+    assert probe["parse_assignments"](text) == expected
+
+
+def test_parse_assignments_matches_the_regex_on_random_text(probe: dict[str, Any]) -> None:
+    rng = random.Random(20240601)
+    pieces = ["A", "b", "_", "1", " ", "=", "'", '"', "\n", "\t", "\r", "\x0b", "\x1c", "\u2028", "\x85", "x", "\u00e9",
+              "\\", "#", "__version__ = '1.0'\n", "cuda = \"12.4\"\n"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(25)))
+        expected = {m.group(1): m.group(3) for m in ASSIGNMENT_RE.finditer(text)}
+        assert probe["parse_assignments"](text) == expected, repr(text)
+
+
+@pytest.mark.parametrize("name", [
+    "onnxruntime", "onnxruntime_gpu", "ONNXRuntime-GPU", "onnxruntimeX", " onnxruntime", "onnx", "",
+    "ort_nightly_gpu", "ort-nightly", "Ort.Nightly", "ortnightly",
+    "nvidia_cudnn_cu12", "NVIDIA-cublas", "nvidia", "nvidiax",
+    "torch", "Torch", "TORCH", "torch\n", "torch\n\n", "torchvision", "torch_tensorrt",
+    "tensorrt", "tensorrt_cu12_libs", "TensorRT",
+    # The non-ASCII letters re.IGNORECASE matches to ASCII ones (and one it does not).
+    "\u0130nvidia_x", "nv\u0131dia_x", "nv\u0130dia_x", "ten\u017eorrt", "ten\u017forrt", "tor\u212ah",
+    "onnxrunt\u0130me", "\u212aorch", "onnxruntime\u0130",
+], ids=ascii)
+def test_interesting_names_match_the_regex(probe: dict[str, Any], name: str) -> None:
+    assert probe["is_interesting"](name) == bool(INTERESTING_RE.match(name))
+
+
+@pytest.mark.parametrize("name", ["Foo.Bar_baz", "a--b__c..d", "-a-", "._a_.", "", "...", "A", "x-_.-y", "\u0130_x"],
+                         ids=ascii)
+def test_normalize_matches_the_regex(probe: dict[str, Any], name: str) -> None:
+    assert probe["normalize"](name) == re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.parametrize("requirement", [
+    "onnxruntime>=1.15", "  onnxruntime", "\tONNXRuntime-GPU ; extra == 'gpu'", "onnxruntime-extensions",
+    "onnx>=1.14", "sklearn-onnxruntime", "\u2028onnxruntime", "onnxrunt\u0131me", "onnxrunt\u0130me", "onnxruntim",
+    "",
+], ids=ascii)
+def test_dependent_requirements_match_the_regex(probe: dict[str, Any], requirement: str) -> None:
+    matched = requirement.lstrip()[:11].translate(probe["FOLD"]) == "onnxruntime"
+    assert matched == bool(DEPENDENT_RE.match(requirement))
+
+
+@pytest.mark.parametrize("name", [
+    "libcudnn.so.9", "libcublasLt.so.12", "libcufft.so.11", "libcurand.so.10", "libnvrtc.so.12", "libnvJitLink.so.12",
+    "libnvjitlink.so.12", "cudart64_12.dll", "nvrtc64_120_0.dll", "libc10.so", "libc10_cuda.so", "libtorch_cuda.so",
+    "lib", "libcu", "liblibcudnn", "LIBcudnn", "cublas64_12.dll",
+])
+def test_torch_lib_filter_matches_the_regex(probe: dict[str, Any], name: str) -> None:
+    assert name.startswith(probe["TORCH_LIB_PREFIXES"]) == bool(TORCH_LIB_RE.match(name))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scanning a site-packages folder
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def write_dist(site: Path, entry: str, metadata: str, **files: str) -> Path:
+    dist = site / entry
+    dist.mkdir()
+    (dist / ("PKG-INFO" if entry.endswith(".egg-info") else "METADATA")).write_text(metadata, encoding="utf-8")
+    for name, text in files.items():
+        (dist / name).write_text(text, encoding="utf-8")
+    return dist
+
+
+def test_probe_scans_distributions(tmp_path: Path) -> None:
+    # A folder name that is not UTF-8: the probe reports it as os.listdir decodes it (surrogateescape).
+    site = Path(os.fsdecode(bytes(tmp_path) + b"/site-\xff"))
+    site.mkdir()
+    write_dist(site, "onnxruntime_gpu-1.22.0.dist-info",
+               "Metadata-Version: 2.1\nName: onnxruntime-gpu\nVersion: 1.22.0\nRequires-Dist: numpy>=1.21\n"
+               "Requires-Dist: nvidia-cudnn-cu12~=9.0; extra == \"cudnn\"\n\nonnxruntime description\n",
+               INSTALLER="pip\n",
+               RECORD='onnxruntime/__init__.py,sha256=abc,123\n"onnxruntime/a,""b"".txt",,\n'
+                      "onnxruntime/caf\u00e9.txt,sha256=def,7\nbroken line\n")
+    write_dist(site, "nvidia_cudnn_cu12-9.1.0.70.dist-info", "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n",
+               INSTALLER="uv")
+    write_dist(site, "ORT_Nightly_GPU-1.23.0.dev1.dist-info", "Name: ort-nightly-gpu\nVersion: 1.23.0.dev1\n")
+    write_dist(site, "torch-2.5.0.dist-info", "Name: torch\nVersion: 2.5.0\n")
+    write_dist(site, "torchvision-0.20.0.dist-info", "Name: torchvision\nVersion: 0.20.0\nRequires-Dist: torch\n")
+    write_dist(site, "myapp-1.0.dist-info",
+               "Name: myapp\nVersion: 1.0\nRequires-Dist: numpy\nRequires-Dist: onnxruntime>=1.15\n"
+               "Requires-Dist:   ONNXRuntime-GPU ; extra == 'gpu'\nRequires-Dist: sklearn-onnxruntime\n")
+    write_dist(site, "extras_user-2.0.dist-info",
+               "Name: extras-user\nVersion: 2.0\nRequires-Dist: onnxruntime-extensions\n")
+    # Mentions onnxruntime only in its description and in a requirement that does not start with it: not a dependent.
+    write_dist(site, "docsonly-1.0.dist-info",
+               "Name: docsonly\nVersion: 1.0\nRequires-Dist: sklearn-onnxruntime\n\nRequires-Dist: onnxruntime\n")
+    (site / "legacy-0.1-py3.11.egg-info").write_text("Name: legacy\nVersion: 0.1\nRequires-Dist: onnxruntime\n")
+    (site / "not_a_dist.txt").write_text("onnxruntime")
+
+    torch = site / "torch"
+    (torch / "lib").mkdir(parents=True)
+    (torch / "version.py").write_text("__version__ = '2.5.0+cu124'\ngit_version = 'abc'\ncuda = \"12.4\"\n"
+                                      "debug = False\n")
+    for lib in ("libcudnn.so.9", "libc10.so", "libnvJitLink.so.12", "libnvjitlink.so", "libcublasLt.so.12"):
+        (torch / "lib" / lib).write_text("")
+    capi = site / "onnxruntime" / "capi"
+    capi.mkdir(parents=True)
+    (capi / "build_and_package_info.py").write_text("package_name = 'onnxruntime-gpu'\n__version__ = '1.22.0'\n"
+                                                    "cuda_version = '12.4'\ncudnn_version = '9.1'\n")
+    for name in ("onnxruntime_pybind11_state.so", "libonnxruntime_providers_cuda.so", "libfoo.so.1", "x.pyd",
+                 "readme.txt", "__init__.py"):
+        (capi / name).write_text("")
+
+    python = make_venv(tmp_path / "venv")
+    doc = probe_doc(python, tmp_path, pythonpath=str(site))
+
+    location = os.path.realpath(site)
+    assert "\udcff" in location and location in doc["sys_path"]
+    assert doc["environ"]["PYTHONPATH"] == str(site)
+
+    dists = {d["name"]: d for d in doc["distributions"]}
+    assert sorted(dists) == ["nvidia-cudnn-cu12", "onnxruntime-gpu", "ort-nightly-gpu", "torch"]
+    ort = dists["onnxruntime-gpu"]
+    assert ort == {
+        "name": "onnxruntime-gpu",
+        "normalized": "onnxruntime-gpu",
+        "version": "1.22.0",
+        "location": location,
+        "dist_info": os.path.join(location, "onnxruntime_gpu-1.22.0.dist-info"),
+        "requires": ["numpy>=1.21", 'nvidia-cudnn-cu12~=9.0; extra == "cudnn"'],
+        "installer": "pip",
+        "files": [["onnxruntime/__init__.py", "sha256=abc", 123], ['onnxruntime/a,"b".txt', "", None],
+                  ["onnxruntime/caf\u00e9.txt", "sha256=def", 7]],
+    }
+    assert dists["nvidia-cudnn-cu12"]["files"] == [] and dists["nvidia-cudnn-cu12"]["installer"] == "uv"
+    assert dists["ort-nightly-gpu"]["normalized"] == "ort-nightly-gpu"
+    assert dists["ort-nightly-gpu"]["files"] == []  # no RECORD
+    assert dists["torch"]["version"] == "2.5.0"
+
+    dependents = {d["name"]: d["requires"] for d in doc["dependents"]}
+    assert dependents == {
+        "myapp": ["onnxruntime>=1.15", "ONNXRuntime-GPU ; extra == 'gpu'"],
+        "extras-user": ["onnxruntime-extensions"],
+        "legacy": ["onnxruntime"],
+    }
+    entries = [e for d in doc["sys_path"] for e in os.listdir(d) if e.endswith((".dist-info", ".egg-info"))]
+    assert doc["distribution_count"] == len(entries) >= 9
+
+    assert doc["torch"] == {"dir": os.path.join(location, "torch"), "version": "2.5.0+cu124", "cuda": "12.4",
+                            "lib_dir": os.path.join(location, "torch", "lib"),
+                            "libs": ["libcublasLt.so.12", "libcudnn.so.9", "libnvJitLink.so.12"]}
+    assert doc["onnxruntime_dirs"] == [{
+        "package_dir": os.path.join(location, "onnxruntime"),
+        "location": location,
+        "build_info": {"package_name": "onnxruntime-gpu", "__version__": "1.22.0", "cuda_version": "12.4",
+                       "cudnn_version": "9.1"},
+        "files": ["libfoo.so.1", "libonnxruntime_providers_cuda.so", "onnxruntime_pybind11_state.so", "x.pyd"],
+    }]
