@@ -49,14 +49,25 @@ def is_interesting(name_guess):
     return folded in ("torch", "torch\n") or folded.startswith(INTERESTING_PREFIXES)  # as re's `torch$` did
 
 
-def read_text(path, limit=None):
-    # type: (str, Optional[int]) -> Optional[str]
+def read_text(path):
+    # type: (str) -> Optional[str]
     try:
         with open(path, "rb") as f:
-            data = f.read(limit) if limit else f.read()
+            data = f.read()
         return data.decode("utf-8", "replace")
     except OSError:
         return None
+
+
+def requires_onnxruntime(requirement):
+    # type: (str) -> bool
+    # A Requires-Dist value naming onnxruntime or one of its variants (case folded as re.IGNORECASE folds).
+    return requirement.lstrip()[:11].translate(FOLD) == "onnxruntime"
+
+
+def is_torch_cuda_lib(name):
+    # type: (str) -> bool
+    return name.startswith(TORCH_LIB_PREFIXES)
 
 
 def read_head(path, limit):
@@ -164,7 +175,7 @@ def scan_distributions():
             if not head or b"onnxruntime" not in head:
                 continue
             headers = metadata_headers(head.decode("utf-8", "replace"))
-            reqs = [r for r in headers.get("requires-dist", []) if r.lstrip()[:11].translate(FOLD) == "onnxruntime"]
+            reqs = [r for r in headers.get("requires-dist", []) if requires_onnxruntime(r)]
             if reqs:
                 dependents.append({
                     "name": (headers.get("name") or [name_guess])[0],
@@ -246,7 +257,7 @@ def scan_torch():
         values = parse_assignments(read_text(version_file) or "")
         lib = os.path.join(pkg, "lib")
         try:
-            libs = sorted(n for n in os.listdir(lib) if n.startswith(TORCH_LIB_PREFIXES))
+            libs = sorted(n for n in os.listdir(lib) if is_torch_cuda_lib(n))
         except OSError:
             libs = []
         return {"dir": pkg, "version": values.get("__version__"), "cuda": values.get("cuda"),
