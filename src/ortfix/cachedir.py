@@ -1,8 +1,9 @@
-"""Where ortfix keeps caches (parsed ELF headers, the validated matrix). Never required: a cache that cannot be read
-or written is skipped."""
+"""Where ortfix keeps caches (parsed ELF headers, the validated matrix, ld.so's search path, `check` results) and how
+they are written. Never required: a cache that cannot be read or written is skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -21,3 +22,25 @@ def cache_dir() -> Path | None:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("ortfix", appauthor=False))
+
+
+def write_json(path: Path, doc: object) -> bool:
+    """Write a cache file atomically (temp file in the same folder, then os.replace), so a reader never sees half of
+    one; False, and nothing left behind, when it cannot be written."""
+    import json
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    return True

@@ -22,11 +22,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ortfix import __version__, observed, prefetch
-from ortfix.cachedir import cache_dir
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.target import resolve_target
 
 SCHEMA = 1
@@ -34,9 +34,6 @@ RACY_MARGIN_NS = 2_000_000_000
 MAX_ENTRIES = 64
 # Variables that differ between two shells without changing anything ortfix or the target sees.
 _ENV_NOISE = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
-
-Keep = Callable[[str, int, str], None]  # (output, exit code, the probe's report)
-
 
 class SavedCheck:
     """The cache slot of one check command line: `replay` answers from it, `record` fills it."""
@@ -68,37 +65,21 @@ class SavedCheck:
             return None
         return output, exit_code
 
-    @contextlib.contextmanager
-    def record(self) -> Iterator[Keep]:
-        """Run the check inside the block and hand what it printed to the function the block gets."""
+    def record(self, check: Callable[[], tuple[str, int, str]]) -> tuple[str, int]:
+        """Run `check` (returning output, exit code and the probe's report) while recording what it looks at; keep
+        the result when it can be validated by looking again; (output, exit code)."""
         started_ns = time.time_ns()
-        kept: list[tuple[str, int, str]] = []
         with observed.recording(ignored=[str(self.file.parent.parent)]) as recorder:
-            yield lambda output, exit_code, report: kept.append((output, exit_code, report))
-        if not kept or not kept[0][2] or recorder.unrepeatable:
-            return
+            output, exit_code, report = check()
         observations = recorder.observations
-        if observed.newest_change_ns(observations) > started_ns - RACY_MARGIN_NS:
-            return  # something it depends on changed just now: it may change again within the same clock tick
-        output, exit_code, report = kept[0]
-        self._write({"schema": SCHEMA, "key": self.key, "exit_code": exit_code, "output": output,
-                     "probe": report, "observations": observations})
-
-    def _write(self, entry: dict[str, object]) -> None:
-        import tempfile
-
-        folder = self.file.parent
-        with contextlib.suppress(OSError):
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".check-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(entry, f)
-                os.replace(tmp, self.file)
-            except OSError:
-                os.unlink(tmp)
-                raise
-            _prune(folder)
+        # Something it depends on that changed just now may change again within the same clock tick, unseen.
+        settled = observed.newest_change_ns(observations) <= started_ns - RACY_MARGIN_NS
+        if report and settled and not recorder.unrepeatable:
+            entry = {"schema": SCHEMA, "key": self.key, "exit_code": exit_code, "output": output, "probe": report,
+                     "observations": observations}
+            if write_json(self.file, entry):
+                _prune(self.file.parent)
+        return output, exit_code
 
 
 def saved_check(python: str | None, options: Sequence[str | bool | None]) -> SavedCheck | None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from ortfix.cachedir import cache_dir
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.elf import ElfInfo, read_elf
 
 _CACHE_VERSION = 1
@@ -55,12 +54,7 @@ class ElfReader:
         entries = self._entries
         if len(entries) > _MAX_ENTRIES:
             entries = dict(list(entries.items())[-_MAX_ENTRIES:])
-        with contextlib.suppress(OSError):
-            self._file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self._file.parent, prefix=".elf-cache-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"version": _CACHE_VERSION, "entries": entries}, f)
-            os.replace(tmp, self._file)
+        if write_json(self._file, {"version": _CACHE_VERSION, "entries": entries}):
             self._dirty = False
 
 

@@ -67,9 +67,7 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
         if replayed is not None:
             echo(replayed[0])
             return replayed[1]
-        with saved.record() as keep:
-            output, code, report = _check(python, as_json, driver_version, compute_capability)
-            keep(output, code, report)
+        output, code = saved.record(lambda: _check(python, as_json, driver_version, compute_capability))
     echo(output)
     return code
 

@@ -400,7 +400,7 @@ def _system_search_dirs(interpreter: str, identity: str | None,
     import json
 
     from ortfix import subproc
-    from ortfix.cachedir import cache_dir
+    from ortfix.cachedir import cache_dir, write_json
 
     base = cache_dir() if identity else None
     cache_file = base / f"ldso-{identity}.json" if base else None
@@ -412,11 +412,7 @@ def _system_search_dirs(interpreter: str, identity: str | None,
             pass
     result = _ask_ld_so(interpreter, subproc) or fallback
     if cache_file is not None:
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            cache_file.write_text(json.dumps(result), encoding="utf-8")
-        except OSError:
-            pass
+        write_json(cache_file, result)
     return result
 
 

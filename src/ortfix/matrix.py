@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ortfix.cachedir import cache_dir
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.errors import OrtfixError
 
 SCHEMA_VERSION = 1
@@ -387,7 +386,7 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
         if missing:
             raise OrtfixError(f"{directory}: no matrix file of kind {', '.join(sorted(missing))}")
         if cache_file is not None:
-            _write_cache(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
+            write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
     return _build(docs, tuple(matrix_files))
 
 
@@ -403,15 +402,6 @@ def _cache_path(key: str) -> Path | None:
 
     base = cache_dir()
     return base / f"matrix-{zlib.crc32(key.encode()):08x}.json" if base else None
-
-
-def _write_cache(path: Path, doc: Mapping[str, Any]) -> None:
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".matrix-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
 
 
 def validate_document(data: bytes, name: str) -> dict[str, Any]:
