@@ -17,9 +17,10 @@ import pytest
 
 from checktools import nvidia_lib_path, site_packages
 from clitools import run_ortfix
+from ortfix.checkcache import RACY_MARGIN_NS
 from support.fixtures import build_stub_lib, fake_ort_cpu_wheel, make_venv, pip_install
 
-SETTLE_S = 2.2  # checkcache.RACY_MARGIN_NS: results that depend on files changed within 2 s are not kept
+SETTLE_S = RACY_MARGIN_NS / 1e9 + 0.2  # results that depend on files changed within the margin are not kept
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="the check cache records on Python >= 3.11")
 
