@@ -37,7 +37,7 @@ def write_json(path: Path, doc: object) -> bool:
         return False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
+            f.write(json.dumps(doc))  # json.dump streams through the pure-Python encoder: several times slower
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

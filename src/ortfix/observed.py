@@ -98,6 +98,7 @@ class Recorder:
     def __init__(self, ignored: Sequence[str] = ()) -> None:
         self._ignored = tuple(os.path.join(os.path.abspath(p), "") for p in ignored)
         self._seen: dict[tuple[str, str], list[Any]] = {}
+        self._kept: dict[str, bool] = {}  # path → recorded (not ignored)
         self.unrepeatable: str | None = None  # why the computation cannot be validated by looking again
 
     @property
@@ -108,20 +109,22 @@ class Recorder:
         if isinstance(path, int):
             return None  # a descriptor: what it refers to was recorded when it was opened
         text = os.fsdecode(os.fspath(path))
-        if text == os.devnull:
-            return None  # a child's stdin (subprocess opens it read-write): nothing that can change
-        absolute = os.path.abspath(text)
-        if absolute.startswith(self._ignored) or os.path.join(absolute, "") in self._ignored:
-            return None
-        return text
+        if text not in self._kept:  # the same paths come back hundreds of times in one check
+            absolute = os.path.abspath(text)
+            ignored = (text == os.devnull  # a child's stdin (subprocess opens it read-write): nothing can change
+                       or absolute.startswith(self._ignored) or os.path.join(absolute, "") in self._ignored)
+            self._kept[text] = not ignored
+        return text if self._kept[text] else None
 
-    def note(self, op: str, path: Any) -> None:
+    def note(self, op: str, path: Any, seen: os.stat_result | list[Any] | None = None) -> None:
+        """Record looking at `path`; `seen` is what the wrapped call itself got, which spares looking twice."""
         text = self._path(path)
         if text is None:
             return
-        ans = answer(op, text)
-        key = (op, text)
-        before = self._seen.setdefault(key, ans)
+        if isinstance(seen, os.stat_result):
+            seen = _stat_answer(seen, text)
+        ans = answer(op, text) if seen is None else seen
+        before = self._seen.setdefault((op, text), ans)
         if before != ans:
             self.unrepeatable = f"{text} changed while it was being looked at"
 
@@ -141,21 +144,31 @@ def saw(op: str, path: str) -> None:
 
 
 def _stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
-    if _active is not None:
-        if dir_fd is not None:
+    if _active is None or dir_fd is not None:
+        if _active is not None:
             _active.unrepeatable = "os.stat relative to a directory descriptor"
-        else:
-            _active.note("stat" if follow_symlinks else "lstat", path)
-    return _real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        return _real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    return _noted_stat(_real_stat, "stat" if follow_symlinks else "lstat", path, follow_symlinks=follow_symlinks)
 
 
 def _lstat(path: Any, *, dir_fd: int | None = None) -> os.stat_result:
-    if _active is not None:
-        if dir_fd is not None:
+    if _active is None or dir_fd is not None:
+        if _active is not None:
             _active.unrepeatable = "os.lstat relative to a directory descriptor"
-        else:
-            _active.note("lstat", path)
-    return _real_lstat(path, dir_fd=dir_fd)
+        return _real_lstat(path, dir_fd=dir_fd)
+    return _noted_stat(_real_lstat, "lstat", path)
+
+
+def _noted_stat(real: Any, op: str, path: Any, **kwargs: Any) -> os.stat_result:
+    recorder = _active
+    assert recorder is not None
+    try:
+        st: os.stat_result = real(path, **kwargs)
+    except OSError as exc:
+        recorder.note(op, path, _error(exc))
+        raise
+    recorder.note(op, path, st)
+    return st
 
 
 def _listdir(path: Any = ".") -> Any:
