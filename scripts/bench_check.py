@@ -49,15 +49,18 @@ def ensure_venv(venv: Path) -> Path:
     return python
 
 
-def median_time(argv: list[str], runs: int, env: dict[str, str]) -> float:
-    samples = []
+def median_times(argvs: list[list[str]], runs: int, env: dict[str, str]) -> list[float]:
+    """The median wall time of each command, their runs interleaved so that a machine that speeds up or slows down
+    during the measurement (this one does) weighs on each alike."""
+    samples: list[list[float]] = [[] for _ in argvs]
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
-        samples.append(time.perf_counter() - start)
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
-    return statistics.median(samples)
+        for argv, times in zip(argvs, samples):
+            start = time.perf_counter()
+            proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+            times.append(time.perf_counter() - start)
+            if proc.returncode not in (0, 1):
+                raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    return [statistics.median(times) for times in samples]
 
 
 def with_many_distributions(venv: Path, count: int) -> Path:
@@ -104,9 +107,8 @@ def main() -> None:
     python = ensure_venv(args.venv)
     check = [*ortfix, "check", "--python", str(python)]
     subprocess.run(check, stdout=subprocess.DEVNULL, env=env, check=False)  # warm the caches once
-    base = median_time([str(python), "-c", "import onnxruntime"], args.runs, env)
-    ours = median_time(check, args.runs, env)
-    fresh = median_time([*check, "--fresh"], args.runs, env)
+    base, ours, fresh = median_times([[str(python), "-c", "import onnxruntime"], check, [*check, "--fresh"]],
+                                     args.runs, env)
     print(f"import onnxruntime                  median {base * 1000:7.1f} ms  ({args.runs} runs)")
     print(f"ortfix check --python venv          median {ours * 1000:7.1f} ms  (repeated: replayed)")
     print(f"ortfix check --python venv --fresh  median {fresh * 1000:7.1f} ms  (everything looked at again)")
@@ -117,8 +119,7 @@ def main() -> None:
     check_many = [*ortfix, "check", "--python", str(many)]
     subprocess.run(check_many, stdout=subprocess.DEVNULL, env=env, check=False)
     for label, extra in (("replayed", []), ("fresh", ["--fresh"])):
-        ours_again = median_time([*check, *extra], args.runs, env)
-        ours_many = median_time([*check_many, *extra], args.runs, env)
+        ours_again, ours_many = median_times([[*check, *extra], [*check_many, *extra]], args.runs, env)
         print(f"ortfix check ({label}), +{args.distributions} distributions  median {ours_many * 1000:7.1f} ms "
               f"(same run without: {ours_again * 1000:.1f} ms)  growth {ours_many / ours_again:.2f}x   "
               "(target <= 1.2x)")
