@@ -34,7 +34,8 @@ from txtools import (
     tree_state,
 )
 
-BLOCKING = {"LIB001", "LIB002", "LIB003", "LIB005", "ORT001", "ORT002", "ORT003", "ORT006"}
+BLOCKING = {"LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "ORT001", "ORT002", "ORT003", "ORT006", "ORT007",
+            "ORT008"}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -383,14 +384,17 @@ def test_saved_plan_applies_and_stale_plan_is_refused(cpu_venv: Path, tmp_path: 
     plan_file = tmp_path / "plan.json"
     proc = ortfix("plan", "--python", str(python), "-o", str(plan_file), env=env)
     assert proc.returncode == 1 and plan_file.is_file(), proc.stderr
-    doc = ortfix_json("apply", str(plan_file), "--yes", env=env)
+    # The environment comes from --python, never from the file: without it, the plan's prefix is not the target.
+    one_line_error(ortfix("apply", str(plan_file), "--yes", env=env), "was made for", f"--python {cpu_venv}")
+    doc = ortfix_json("apply", str(plan_file), "--python", str(python), "--yes", env=env)
     assert doc["plan_source"] == str(plan_file) and doc["status"] == "applied"
     assert doc["transaction"]["plan_fingerprint"] == json.loads(plan_file.read_text())["fingerprint"]
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
 
     pip_install(python, "nvidia-curand-cu12", find_links=wheelhouse)  # the environment changes
     before = tree_state(cpu_venv)
-    one_line_error(ortfix("apply", str(plan_file), "--yes", env=env), "changed since", "make a new plan")
+    one_line_error(ortfix("apply", str(plan_file), "--python", str(python), "--yes", env=env), "changed since",
+                   "make a new plan")
     assert_same_tree(before, tree_state(cpu_venv))
 
 
@@ -435,8 +439,8 @@ def test_history_show_and_prune(cpu_venv: Path, env: dict[str, str]) -> None:
     shown = ortfix("history", "show", first, "--python", str(python), env=env)
     assert shown.returncode == 0 and "[reversed]" in shown.stdout and "rollback: ortfix rollback" in shown.stdout
     doc = ortfix_json("history", "show", second, "--python", str(python), env=env)
-    assert doc["journal"]["status"] == "applied" and doc["plan"]["schema"] == "ortfix.plan/1"
-    one_line_error(ortfix("history", "show", "nope", "--python", str(python), env=env), "no transaction nope")
+    assert doc["journal"]["status"] == "applied" and doc["plan"]["schema"] == "ortfix.plan/2"
+    one_line_error(ortfix("history", "show", "nope", "--python", str(python), env=env), "not a transaction id")
 
     second_stash = cpu_venv / ".ortfix" / "transactions" / second / "steps"
     pruned = ortfix_json("history", "prune", "--keep", "1", "--python", str(python), env=env)
@@ -581,10 +585,11 @@ def test_forged_step_record_is_refused(cpu_venv: Path, env: dict[str, str]) -> N
     journal = cpu_venv / ".ortfix" / "transactions" / tx_id / "journal.json"
     original = journal.read_bytes()
     doc = json.loads(original)
-    del doc["body"]["steps"][2]["record"]["tmp"]  # write-file without its temp-file record
+    del doc["body"]["steps"][2]["record"]["created_dirs"]  # write-file without the folders it created
     doc["sha256"] = sha256_bytes(canonical(doc["body"]))
     journal.write_text(json.dumps(doc))
-    one_line_error(ortfix("rollback", "--python", str(cpu_venv), "--yes", env=env), "step 3 lacks record field 'tmp'")
+    one_line_error(ortfix("rollback", "--python", str(cpu_venv), "--yes", env=env),
+                   "step 3 lacks record field 'created_dirs'")
     sidecar = next((journal.parent / "steps" / "1").glob("files.json"))
     journal.write_bytes(original)
     saved = sidecar.read_bytes()

@@ -34,6 +34,8 @@ class Env:
         pip_install(self.python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
         self.extra_dir = root / "extra-libs"
         self.extra_dir.mkdir()
+        # ortfix's own state, as after an apply: its presence must not stop check results from being kept
+        (root / "venv" / ".ortfix" / "transactions").mkdir(parents=True)
         self.cache = root / "cache"
         self.env = {"ORTFIX_CACHE_DIR": str(self.cache), "LD_LIBRARY_PATH": str(self.extra_dir)}
 
@@ -50,7 +52,8 @@ class Env:
         return site_packages(self.python.parent.parent)
 
 
-CHANGES = ["library-appears", "library-removed", "library-rewritten", "hook-written", "distribution-installed"]
+CHANGES = ["library-appears", "library-removed", "library-rewritten", "hook-written", "distribution-installed",
+           "transaction-damaged"]
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +132,18 @@ def _install_cpu_package(env: Env) -> None:
     pip_install(env.python, "onnxruntime==1.22.0", find_links=house)
 
 
+def _damaged_transaction(env: Env) -> None:
+    """A transaction folder whose journal is gone (TX001: cannot be read)."""
+    (env.python.parent.parent / ".ortfix" / "transactions" / "20260101T000000000Z-abcd").mkdir()
+
+
 CHANGE_FUNCTIONS: dict[str, Callable[[Env], None]] = {
     "library-appears": _link_nvidia_libs,
     "library-removed": _remove_cudnn,
     "library-rewritten": _rewrite_provider,
     "hook-written": _write_hook,
     "distribution-installed": _install_cpu_package,
+    "transaction-damaged": _damaged_transaction,
 }
 
 

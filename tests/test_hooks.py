@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ortfix import hooks
+from support.fixtures import make_venv
 
 NASTY = "env with space 'quote\" $HOME `x`"
 
@@ -87,3 +88,67 @@ def test_preload_hook_loads_only_when_onnxruntime_is_imported(tmp_path: Path) ->
     assert "after []" in proc.stdout  # the hook removed itself once it fired
     assert f"loaded {libc}" in proc.stderr
     assert hooks.read_preload_hook(str(site)) == [libc]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The preload hook never breaks the interpreter's start-up (or `import onnxruntime`), whatever became of its module
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _venv_with_preload_hook(tmp_path: Path, libraries: list[str]) -> tuple[Path, Path]:
+    """A real venv with the preload hook written by the real render functions; (its interpreter, its purelib)."""
+    python = make_venv(tmp_path / "venv")
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    module, pth = hooks.preload_paths(str(purelib))
+    module.write_text(hooks.render_preload_module(libraries, str(purelib)))
+    pth.write_text(hooks.render_preload_pth())
+    (purelib / "onnxruntime").mkdir()
+    (purelib / "onnxruntime" / "__init__.py").write_text("")
+    return python, purelib
+
+
+def _start(python: Path, code: str = "pass", **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", **env}, check=False)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "broken"])
+def test_preload_pth_is_silent_when_its_module_is_gone_or_broken(tmp_path: Path, damage: str) -> None:
+    python, purelib = _venv_with_preload_hook(tmp_path, ["libm.so.6"])
+    assert _start(python, "import sys; print('_ortfix_preload' in sys.modules)").stdout == "True\n"
+    module, _pth = hooks.preload_paths(str(purelib))
+    if damage == "deleted":
+        module.unlink()
+    else:
+        module.write_text("raise RuntimeError('half-written')\n")
+    for code in ("pass", "import onnxruntime; print('imported')"):
+        proc = _start(python, code)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = _start(python, "pass", ORTFIX_PRELOAD_DEBUG="1")
+    assert proc.returncode == 0
+    [line] = proc.stderr.splitlines()  # one line, even where site.py reads the .pth twice (Python 3.11 venvs)
+    assert line.startswith("ortfix preload: the preload hook is not active (")
+    assert ("ModuleNotFoundError" if damage == "deleted" else "RuntimeError: half-written") in line
+    assert hooks.PRELOAD_PTH in line and "ortfix rollback" in line
+
+
+def test_preload_module_never_raises(tmp_path: Path) -> None:
+    python, _purelib = _venv_with_preload_hook(tmp_path, ["/nonexistent/libcudnn.so.9", "libm.so.6"])
+    # A library that does not load is left to ORT's own message; ctypes missing (a stripped interpreter) is too.
+    for code in ("import onnxruntime; print('imported')",
+                 "import sys; sys.modules['ctypes'] = None; import onnxruntime; print('imported')"):
+        proc = _start(python, code)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "imported\n", ""), proc.stderr
+    proc = _start(python, "import sys; sys.modules['ctypes'] = None; import onnxruntime",
+                  ORTFIX_PRELOAD_DEBUG="1")
+    assert proc.returncode == 0
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("ortfix preload: cannot load anything: ") and "import of ctypes halted" in line
+
+
+def test_preload_pth_is_one_import_line() -> None:
+    line = hooks.render_preload_pth()
+    assert line.endswith("\n") and line.count("\n") == 1
+    assert line.startswith("import ")  # what makes site.py execute it
+    compile(line, "_ortfix_preload.pth", "exec")

@@ -334,10 +334,16 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
         "installer": "pip",
         "files": [["onnxruntime/__init__.py", "sha256=abc", 123], ['onnxruntime/a,"b".txt', "", None],
                   ["onnxruntime/caf\u00e9.txt", "sha256=def", 7]],
+        # neither file exists: the rows with a size are checked, the one without is not
+        "record": True,
+        "checked": 2,
+        "damaged": [["onnxruntime/__init__.py", 123, None, None], ["onnxruntime/caf\u00e9.txt", 7, None, None]],
     }
     assert dists["nvidia-cudnn-cu12"]["files"] == [] and dists["nvidia-cudnn-cu12"]["installer"] == "uv"
+    assert dists["nvidia-cudnn-cu12"]["record"] is False  # checked, and it has no RECORD
     assert dists["ort-nightly-gpu"]["normalized"] == "ort-nightly-gpu"
-    assert dists["ort-nightly-gpu"]["files"] == []  # no RECORD
+    assert dists["ort-nightly-gpu"]["files"] == [] and dists["ort-nightly-gpu"]["record"] is False  # no RECORD
+    assert dists["torch"]["record"] is None and dists["torch"]["damaged"] == []  # not checked
     assert dists["torch"]["version"] == "2.5.0"
 
     dependents = {d["name"]: d["requires"] for d in doc["dependents"]}
@@ -359,3 +365,44 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
                        "cudnn_version": "9.1"},
         "files": ["libfoo.so.1", "libonnxruntime_providers_cuda.so", "onnxruntime_pybind11_state.so", "x.pyd"],
     }]
+
+
+def test_probe_checks_installed_files_against_record_by_size(tmp_path: Path) -> None:
+    """ORT and NVIDIA .dist-info folders: every RECORD row with a size is stat'ed; bytecode and empty files are not
+    looked at; a file with the size another distribution in the folder lists for it was overwritten by that one."""
+    site = tmp_path / "site"
+    (site / "onnxruntime" / "capi").mkdir(parents=True)
+    (site / "nvidia" / "x" / "lib").mkdir(parents=True)
+    for rel, size in (("onnxruntime/__init__.py", 5), ("onnxruntime/capi/cut.so", 4),
+                      ("onnxruntime/capi/shared.so", 6), ("nvidia/x/lib/libok.so.1", 9)):
+        (site / rel).write_bytes(b"x" * size)
+    write_dist(site, "onnxruntime_gpu-1.22.0.dist-info", "Name: onnxruntime-gpu\nVersion: 1.22.0\n",
+               RECORD="onnxruntime/__init__.py,sha256=a,5\n"
+                      "onnxruntime/capi/cut.so,sha256=b,10\n"
+                      "onnxruntime/capi/gone.py,sha256=c,3\n"
+                      "onnxruntime/capi/shared.so,sha256=d,8\n"
+                      "onnxruntime/__pycache__/__init__.cpython-311.pyc,sha256=e,99\n"
+                      "onnxruntime/empty/__init__.py,sha256=f,0\n"
+                      "onnxruntime_gpu-1.22.0.dist-info/RECORD,,\n")
+    write_dist(site, "onnxruntime-1.22.0.dist-info", "Name: onnxruntime\nVersion: 1.22.0\n",
+               RECORD="onnxruntime/capi/shared.so,sha256=g,6\nonnxruntime/__init__.py,sha256=a,5\n")
+    write_dist(site, "nvidia_x_cu12-1.0.dist-info", "Name: nvidia-x-cu12\nVersion: 1.0\n",
+               RECORD="nvidia/__init__.py,sha256=h,0\nnvidia/x/lib/libok.so.1,sha256=i,9\n"
+                      "nvidia/x/lib/libgone.so.1,sha256=j,7\n")
+    write_dist(site, "nvidia_y_cu12-1.0.dist-info", "Name: nvidia-y-cu12\nVersion: 1.0\n")
+    (site / "onnxruntime_directml-1.0-py3.11.egg-info").write_text("Name: onnxruntime-directml\nVersion: 1.0\n")
+
+    doc = probe_doc(make_venv(tmp_path / "venv"), tmp_path, pythonpath=str(site))
+    dists = {d["name"]: d for d in doc["distributions"]}
+    gpu = dists["onnxruntime-gpu"]
+    assert (gpu["record"], gpu["checked"]) == (True, 4)
+    assert gpu["damaged"] == [["onnxruntime/capi/cut.so", 10, 4, None], ["onnxruntime/capi/gone.py", 3, None, None],
+                              ["onnxruntime/capi/shared.so", 8, 6, "onnxruntime"]]
+    assert len(gpu["files"]) == 7  # ORT rows are still reported in full
+    assert (dists["onnxruntime"]["record"], dists["onnxruntime"]["checked"], dists["onnxruntime"]["damaged"]) == \
+        (True, 2, [])
+    nvidia = dists["nvidia-x-cu12"]
+    assert nvidia == {**nvidia, "files": [], "record": True, "checked": 2,
+                      "damaged": [["nvidia/x/lib/libgone.so.1", 7, None, None]]}
+    assert (dists["nvidia-y-cu12"]["record"], dists["nvidia-y-cu12"]["damaged"]) == (False, [])
+    assert (dists["onnxruntime-directml"]["record"], dists["onnxruntime-directml"]["checked"]) == (None, 0)

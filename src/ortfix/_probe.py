@@ -20,6 +20,10 @@ if False:  # typing is only for the type checker: importing it costs the probe 4
 
 PROBE_SCHEMA = 1
 INTERESTING_PREFIXES = ("onnxruntime", "ort-nightly", "ort_nightly", "nvidia-", "nvidia_", "tensorrt")
+ORT_PREFIXES = ("onnxruntime", "ort-nightly")  # normalized names whose RECORD rows are reported
+# Normalized names whose installed files are checked against their RECORD (size only: hashing hundreds of MB on every
+# check is out of the question, and a pip stopped half-way leaves files missing or cut short, not altered).
+VERIFIED_PREFIXES = ("onnxruntime", "ort-nightly", "nvidia-")
 TORCH_LIB_PREFIXES = ("cud", "cublas", "cufft", "curand", "nvrtc", "nvJit",
                       "libcud", "libcublas", "libcufft", "libcurand", "libnvrtc", "libnvJit")
 IDENTIFIER_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
@@ -111,10 +115,11 @@ def search_dirs():
 
 
 def read_record(dist_dir):
-    # type: (str) -> List[List[Any]]
+    # type: (str) -> Optional[List[List[Any]]]
+    # None when there is no RECORD: pip writes it last, so a .dist-info without one is an install cut short.
     text = read_text(os.path.join(dist_dir, "RECORD"))
     if text is None:
-        return []
+        return None
     rows = []
     for line in text.splitlines():
         if not line:
@@ -129,9 +134,66 @@ def read_record(dist_dir):
     return rows
 
 
+def verify_record(location, rows):
+    # type: (str, List[List[Any]]) -> Any
+    # How many rows were checked, and those whose file is missing or has another size: [path, recorded size, size on
+    # disk or None, None] (mark_overwritten fills in the last item). Rows without a size (RECORD's own), empty files
+    # (a namespace folder's __init__.py, shared by every NVIDIA wheel and removed with the first one uninstalled) and
+    # cached bytecode (rewritten by any interpreter, removed by anyone) are not checked: none says the install is
+    # damaged.
+    bad = []
+    checked = 0
+    stat = os.stat
+    # Relative to the folder opened once (fstatat): a third cheaper than resolving the whole path for each row.
+    fd = None
+    if stat in os.supports_dir_fd:
+        try:
+            fd = os.open(location, os.O_RDONLY)
+        except OSError:
+            fd = None
+    try:
+        for path, _digest, size in rows:
+            if not size or path.endswith(".pyc"):
+                continue
+            checked += 1
+            try:
+                actual = (stat(path, dir_fd=fd) if fd is not None
+                          else stat(os.path.join(location, path))).st_size  # type: Optional[int]
+            except OSError:
+                actual = None
+            if actual != size:
+                bad.append([path, size, actual, None])
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return checked, bad
+
+
+def mark_overwritten(checked):
+    # type: (List[Any]) -> None
+    # A file with another size that another checked distribution in the same folder lists with exactly that size was
+    # overwritten by it (two ONNX Runtime builds, or two cuDNN majors, in one folder): not damage. Only looked at
+    # when something has another size, so a healthy environment pays nothing for it.
+    if not any(bad[2] is not None for entry, _rows in checked for bad in entry["damaged"]):
+        return
+    sizes = {}  # type: Dict[Any, List[Any]]
+    for entry, rows in checked:
+        for path, _digest, size in rows:
+            sizes.setdefault((entry["location"], path), []).append((entry["name"], size))
+    for entry, _rows in checked:
+        for bad in entry["damaged"]:
+            if bad[2] is None:
+                continue
+            for other, size in sizes.get((entry["location"], bad[0]), ()):
+                if other != entry["name"] and size == bad[2]:
+                    bad[3] = other
+                    break
+
+
 def scan_distributions():
     # type: () -> Dict[str, Any]
     interesting = []  # type: List[Dict[str, Any]]
+    checked = []  # type: List[Any]
     dependents = []  # type: List[Dict[str, Any]]
     total = 0
     for location in search_dirs():
@@ -157,17 +219,31 @@ def scan_distributions():
                 text = read_text(meta_path) or ""
                 headers = metadata_headers(text)
                 name = (headers.get("name") or [name_guess])[0]
-                record = read_record(dist_dir) if normalize(name).startswith(("onnxruntime", "ort-nightly")) else []
-                interesting.append({
+                normalized = normalize(name)
+                dist = {
                     "name": name,
-                    "normalized": normalize(name),
+                    "normalized": normalized,
                     "version": (headers.get("version") or [""])[0],
                     "location": location,
                     "dist_info": dist_dir,
                     "requires": headers.get("requires-dist", []),
                     "installer": (read_text(os.path.join(dist_dir, "INSTALLER")) or "").strip(),
-                    "files": record,
-                })
+                    "files": [],
+                    "record": None,  # whether a RECORD was found; None: not checked (torch, tensorrt, .egg-info)
+                    "checked": 0,  # RECORD rows compared with the file on disk
+                    "damaged": [],  # [path, recorded size, size on disk or None, overwritten by or None]
+                }  # type: Dict[str, Any]
+                if meta_file == "METADATA" and normalized.startswith(VERIFIED_PREFIXES):
+                    rows = read_record(dist_dir)
+                    if normalized.startswith(ORT_PREFIXES):
+                        dist["files"] = rows or []
+                    dist["record"] = rows is not None
+                    if rows:
+                        dist["checked"], dist["damaged"] = verify_record(location, rows)
+                        checked.append((dist, rows))
+                elif normalized.startswith(ORT_PREFIXES):
+                    dist["files"] = read_record(dist_dir) or []
+                interesting.append(dist)
                 continue
             # Everyone else matters only if it depends on onnxruntime: read just the headers, and only parse them
             # when the bytes mention onnxruntime at all (keeps 1,000 unrelated distributions cheap).
@@ -183,6 +259,7 @@ def scan_distributions():
                     "location": location,
                     "requires": reqs,
                 })
+    mark_overwritten(checked)
     return {"interesting": interesting, "dependents": dependents, "total": total}
 
 

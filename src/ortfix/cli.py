@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -16,14 +17,44 @@ from ortfix.errors import ExitCode, OrtfixError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# `ortfix --debug COMMAND`: unexpected errors come with their traceback (as with ORTFIX_DEBUG=1).
+_debug = False
+
+# click's own signals: usage errors it renders itself, --help/--version exits, an aborted prompt; and a standard
+# output closed by its reader (`ortfix check | head -1`), which click ends quietly with exit code 1.
+_CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)
+
+
+def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--python "" is refused here, for every command that takes --python (an empty value would otherwise read as
+    "not given" wherever a command falls back with `python or ...`)."""
+    if value is not None and not value:
+        raise OrtfixError("--python '': an empty path",
+                          hint="give an interpreter or an environment folder, or leave --python out")
+    return value
+
 
 def _target_options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(func)
     func = click.option(
-        "--python", "python", metavar="PATH",
+        "--python", "python", metavar="PATH", callback=_python_given,
         help="Interpreter (or environment folder) to inspect; default: the activated venv/conda env, else this "
              "Python.")(func)
     return func
+
+
+def _fail(exc: BaseException) -> NoReturn:
+    """Exit the way every command does: an OrtfixError as its one line and exit code, Ctrl-C as 130, anything else
+    (a bug) as one line saying so, its traceback only with --debug or ORTFIX_DEBUG=1."""
+    from ortfix.fastpath import report_unexpected
+
+    if isinstance(exc, OrtfixError):
+        click.echo(exc.rendered(), err=True)
+        sys.exit(int(exc.exit_code))
+    if isinstance(exc, KeyboardInterrupt):
+        click.echo("ortfix: interrupted", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    sys.exit(report_unexpected(exc, debug=_debug))
 
 
 def _handle_errors(func: F) -> F:
@@ -31,14 +62,32 @@ def _handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except OrtfixError as exc:
-            click.echo(exc.rendered(), err=True)
-            sys.exit(int(exc.exit_code))
-        except KeyboardInterrupt:
-            click.echo("ortfix: interrupted", err=True)
-            sys.exit(int(ExitCode.INTERRUPTED))
+        except _CLICK_FLOW:
+            raise
+        except (OrtfixError, KeyboardInterrupt, Exception) as exc:  # RecursionError, MemoryError included
+            _fail(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Group(click.Group):
+    """The top-level group: what goes wrong outside a command's own body (an option's validation, a subcommand
+    group) is rendered the same way as inside it (`_fail`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICK_FLOW:
+            raise
+        except (OrtfixError, KeyboardInterrupt, Exception) as exc:
+            _fail(exc)
+
+
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """--timeout: click's FloatRange lets nan and inf through."""
+    if not math.isfinite(value):
+        raise OrtfixError(f"--timeout {value}: expected a number of seconds, at least 1")
+    return value
 
 
 def _emit_json(doc: Any) -> None:
@@ -54,9 +103,11 @@ def _emit(result: Any, as_json: bool, to_json: Callable[[Any], Any], render: Cal
         click.echo(render(result))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ortfix")
-def main() -> None:
+@click.option("--debug", is_flag=True,
+              help="Show the traceback of an unexpected error (a bug in ortfix); also ORTFIX_DEBUG=1.")
+def main(debug: bool) -> None:
     """Make ONNX Runtime actually run on the GPU.
 
     \b
@@ -66,6 +117,8 @@ def main() -> None:
     ortfix rollback  undo the last transaction, byte for byte
     ortfix explain   what an ORT/CUDA/cuDNN error message means here
     """
+    global _debug
+    _debug = debug
 
 
 @main.command()
@@ -119,11 +172,12 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
       ortfix plan --driver 535.104.12 --compute-capability 8.6
     """
     from ortfix.commands import run_plan
+    from ortfix.fastpath import validate_machine_options
     from ortfix.plan import PlanOptions
     from ortfix.report import render_plan
 
-    if compute_capability and not _valid_cc(compute_capability):
-        raise OrtfixError(f"--compute-capability {compute_capability!r}: expected MAJOR.MINOR such as 8.6")
+    validate_machine_options(driver_version, compute_capability)
+    _validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
                       driver_version=driver_version, compute_capability=compute_capability)
     doc = result.plan.to_json()
@@ -141,16 +195,23 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     sys.exit(int(ExitCode.OK if result.plan.empty and not result.plan.unresolved else ExitCode.PROBLEMS))
 
 
-def _valid_cc(text: str) -> bool:
-    parts = text.split(".")
-    return len(parts) == 2 and all(p.isdigit() for p in parts)
+def _validate_ort_version(ort_version: str | None) -> None:
+    from packaging.version import InvalidVersion, Version
+
+    if ort_version is None:
+        return
+    try:
+        Version(ort_version)
+    except InvalidVersion as exc:
+        raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
 
 
 @main.command()
 @click.argument("text", required=False)
 @click.option("--file", "log_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the log from FILE ('-' for standard input).")
-@click.option("--python", "python", metavar="PATH", help="Connect the explanation to this environment's check.")
+@click.option("--python", "python", metavar="PATH", callback=_python_given,
+              help="Connect the explanation to this environment's check.")
 @click.option("--no-check", is_flag=True, help="Only explain the text; do not look at this machine.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")
 @_handle_errors
@@ -253,15 +314,21 @@ def _tx_ui(as_json: bool) -> Any:
               help="Plan for this CUDA major (when planning now).")
 @click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
               help="How to make libraries findable (when planning now).")
+@click.option("--system", is_flag=True,
+              help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
+                   "using it sees; refused without it.")
 @_handle_errors
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
-          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str) -> None:
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, system: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
     Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
     target interpreter must import onnxruntime and load every library the CUDA provider needs, and `ortfix check`
     must be clean of library/package errors; otherwise everything is rolled back. With PLAN.json (from
-    `ortfix plan -o`), exactly that plan is applied, and only if the environment has not changed since.
+    `ortfix plan -o`), that plan is applied only if ortfix plans exactly the same for the environment now (same
+    facts, options and actions): a plan file carries intent, and every command is built by ortfix itself. The
+    environment is the one --python names (or the active one), never one named in the file. A system Python is
+    changed only with --system.
 
     Exit status: 0 applied and verified (or nothing to do), 1 not applied (verification failed, cancelled) or,
     with --dry-run, changes pending; 2 could not run (nothing changed); 130 interrupted (rolled back).
@@ -279,6 +346,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     from ortfix.txreport import apply_json, render_apply
 
     _require_confirmation_possible(yes or dry_run)
+    _validate_ort_version(ort_version)
     if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
         raise OrtfixError("a saved plan is applied exactly as it is",
                           hint="--ort-version, --cuda and --hook only apply when planning now")
@@ -290,7 +358,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
         click.echo("", err=as_json)
     if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
-    result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json))
+    result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
     _emit(result, as_json, apply_json, render_apply)
     sys.exit(int(result.exit_code))
 
@@ -401,7 +469,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
               help="Input shapes for --model, e.g. 1x3x224x224 or input_ids=1x128,mask=1x128 (dynamic dimensions "
                    "default to 1).")
 @click.option("--timeout", type=click.FloatRange(1), default=300, show_default=True, metavar="SECONDS",
-              help="Give up on the session check after this long.")
+              callback=_finite_seconds, help="Give up on the session check after this long.")
 @_handle_errors
 def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: float) -> None:
     """Prove the GPU path works, level by level, each in a fresh process of the target interpreter.
@@ -447,7 +515,7 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
 @click.option("--runs", type=click.IntRange(1, 10000), default=5, show_default=True, metavar="N",
               help="Timed runs per phase (after the first run).")
 @click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True, metavar="SECONDS",
-              help="Give up on each part (CPU, CUDA) after this long.")
+              callback=_finite_seconds, help="Give up on each part (CPU, CUDA) after this long.")
 @click.option("--progress/--no-progress", default=None,
               help="Report progress on standard error (default: when it is a terminal).")
 @_handle_errors

@@ -50,9 +50,15 @@ def run_check(python: str | None, *, driver_version: str | None = None,
 
 def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | None = None,
              compute_capability: str | None = None) -> PlanResult:
+    from dataclasses import replace
+
     from ortfix.plan import make_plan
 
-    result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
+    # The machine the plan is for is part of what was asked: a saved plan keeps it, and is re-planned with it.
+    options = replace(options, driver_version=driver_version or options.driver_version,
+                      compute_capability=compute_capability or options.compute_capability)
+    result = run_check(python, driver_version=options.driver_version,
+                       compute_capability=options.compute_capability)
     return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))
 
 

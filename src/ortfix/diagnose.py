@@ -15,6 +15,7 @@ from ortfix.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import LibCopy, parse_lib_name, soname_major
 from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 from ortfix.matrix import Matrix
+from ortfix.probe import Distribution
 
 CPU_PACKAGE = "onnxruntime"
 GPU_PACKAGE = "onnxruntime-gpu"
@@ -56,6 +57,8 @@ CPU_AND_GPU = "ORT003"
 VARIANT_CONFLICT = "ORT004"
 DEPENDENT_PULLS_CPU = "ORT005"
 PROVIDER_MISSING = "ORT006"
+ORT_DAMAGED = "ORT007"
+ORT_ORPHANED = "ORT008"
 NO_DRIVER = "DRV001"
 DRIVER_TOO_OLD = "DRV002"
 REBOOT_NEEDED = "DRV003"
@@ -66,6 +69,7 @@ LIB_WRONG_MAJOR = "LIB003"
 LIB_SHADOWED = "LIB004"
 SONAME_LINK_MISSING = "LIB005"
 UNREADABLE_DIR = "LIB006"
+LIB_DAMAGED = "LIB007"
 TORCH_MISMATCH = "TORCH001"
 UNKNOWN_VERSION = "MTX001"
 MATRIX_DISAGREES = "MTX002"
@@ -75,6 +79,8 @@ INTERRUPTED = "TX001"
 def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings: list[Finding] = []
     findings += _packages(facts)
+    findings += _damaged(facts)
+    findings += _orphaned(facts)
     gpu = _gpu_install(facts)
     findings += _driver(facts, matrix, gpu)
     if gpu is not None:
@@ -157,6 +163,118 @@ def _packages(facts: Facts) -> list[Finding]:
             f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
             f"--no-deps next to {GPU_PACKAGE}",
             {"packages": [d.name for d in pulls]}))
+    return out
+
+
+# How many paths of a damaged distribution the evidence names.
+_EVIDENCE_PATHS = 5
+# Installers known to leave no RECORD on purpose; a .dist-info from any other (or from none: pip writes INSTALLER
+# just before RECORD) without one was cut short. The system's own folder (apt strips RECORD) is left alone too.
+_RECORD_WRITERS = ("", "pip", "uv")
+_SYSTEM_PACKAGES = "/usr/lib/"
+
+
+def _builds_onnxruntime(dist: Distribution) -> bool:
+    """A build that installs the `onnxruntime` import package (not onnxruntime-extensions, -genai...)."""
+    return (dist.normalized in (CPU_PACKAGE, GPU_PACKAGE, *OTHER_VARIANTS)
+            or any(path.startswith("onnxruntime/") for path, _, _ in dist.files))
+
+
+def dist_version(dist: Distribution) -> str | None:
+    """The installed version: from METADATA, else from the .dist-info folder's name (METADATA may be what is
+    damaged); None when neither is a version."""
+    stem = os.path.basename(dist.dist_info).rsplit(".", 1)[0]
+    for candidate in (dist.version, stem.rsplit("-", 1)[1] if "-" in stem else ""):
+        if not candidate:
+            continue
+        try:
+            return str(Version(candidate))
+        except InvalidVersion:
+            continue
+    return None
+
+
+def _damaged(facts: Facts) -> list[Finding]:
+    """ORT and NVIDIA distributions whose files do not match their RECORD: missing, cut short, or no RECORD at all."""
+    out: list[Finding] = []
+    for dist in facts.probe.distributions:
+        if dist.has_record is None:
+            continue
+        ort = _builds_onnxruntime(dist)
+        if not ort and not dist.normalized.startswith("nvidia-"):
+            continue
+        code = ORT_DAMAGED if ort else LIB_DAMAGED
+        version = dist_version(dist)
+        label = f"{dist.name} {version or dist.version or '(version unknown)'}"
+        pin = f"{dist.name}=={version}" if version else dist.name
+        if dist.has_record is False:
+            if dist.installer not in _RECORD_WRITERS or dist.location.startswith(_SYSTEM_PACKAGES):
+                continue
+            out.append(Finding(
+                code, Severity.ERROR,
+                f"{label} has no RECORD: its install was stopped before it finished (pip writes RECORD last)",
+                (f"{dist.dist_info}: no RECORD" + (f" (INSTALLER: {dist.installer})" if dist.installer else
+                                                   ", no INSTALLER"),),
+                f"move {dist.dist_info} out of {dist.location} (without a RECORD neither pip nor ortfix can "
+                f"uninstall it exactly), then run `ortfix plan` again to reinstall {pin}",
+                {"distribution": dist.name, "version": version, "record": False, "remove": []}))
+            continue
+        missing = [p for p in dist.damaged if p.actual is None]
+        wrong = [p for p in dist.damaged if p.actual is not None and p.overwritten_by is None]
+        if not missing and not wrong:
+            continue
+        parts = ([f"{len(missing)} of its {dist.checked} files {'is' if len(missing) == 1 else 'are'} missing"]
+                 if missing else [])
+        if wrong:
+            parts.append(f"{len(wrong)} {'has' if len(wrong) == 1 else 'have'} another size than its RECORD says")
+        shown = (missing + wrong)[:_EVIDENCE_PATHS]
+        evidence = [f"{dist.dist_info}/RECORD: {dist.checked} files checked by size, {len(missing)} missing, "
+                    f"{len(wrong)} with another size"]
+        evidence += [f"missing: {p.path}" if p.actual is None else
+                     f"cut short or changed: {p.path} ({p.actual} bytes on disk, RECORD says {p.size})" for p in shown]
+        if len(missing) + len(wrong) > len(shown):
+            evidence.append(f"... and {len(missing) + len(wrong) - len(shown)} more")
+        data: dict[str, Any] = {"distribution": dist.name, "version": version, "record": True,
+                                "missing": len(missing), "wrong_size": len(wrong), "paths": [p.path for p in shown],
+                                "remove": [dist.name], "reinstall": True}
+        if not ort:
+            data["requirement"] = pin
+        out.append(Finding(
+            code, Severity.ERROR,
+            f"{label} is damaged: {' and '.join(parts)} (an install or uninstall stopped half-way, or files were "
+            "deleted)",
+            tuple(evidence),
+            f"reinstall {pin}: move what is left of it aside, then install it again",
+            data))
+    return out
+
+
+def _orphaned(facts: Facts) -> list[Finding]:
+    """An `onnxruntime` folder that no installed distribution owns: pip writes the .dist-info last, so a pip stopped
+    half-way leaves the package's files (the CUDA provider, perhaps) and nothing that says they are installed."""
+    out: list[Finding] = []
+    probe = facts.probe
+    # Only where pip installs: an ONNX Runtime built from source and put on sys.path (PYTHONPATH, an editable
+    # install's .pth) has no .dist-info next to it either, and nothing is wrong with it.
+    installs_into = {os.path.realpath(d) for d in (*probe.site_packages, probe.purelib, probe.platlib,
+                                                   probe.user_site) if d}
+    for install in facts.ort:
+        location = install.dir.location
+        if os.path.realpath(location) not in installs_into:
+            continue
+        if any(d.location == location and _builds_onnxruntime(d) for d in facts.ort_distributions):
+            continue
+        build = " ".join(x for x in (install.package, install.version) if x)
+        out.append(Finding(
+            ORT_ORPHANED, Severity.ERROR,
+            f"{install.dir.package_dir} belongs to no installed distribution: an install of "
+            f"{build or 'ONNX Runtime'} was stopped before pip wrote its .dist-info",
+            (f"{install.dir.capi}: {', '.join(install.dir.files) or 'no libraries'}",
+             f"build_and_package_info.py: {build}" if build else "build_and_package_info.py: missing or unreadable",
+             f"no .dist-info in {location} lists files in onnxruntime/"),
+            f"install {GPU_PACKAGE} over it (pip overwrites what was left)",
+            {"package_dir": install.dir.package_dir, "location": location, "package": install.package,
+             "version": install.version}))
     return out
 
 
@@ -360,13 +478,24 @@ def _soname_links(facts: Facts) -> list[Finding]:
 
 
 def _interrupted(facts: Facts) -> list[Finding]:
-    return [Finding(
-        INTERRUPTED, Severity.ERROR,
-        f"ortfix transaction {t.id} was interrupted ({t.status.value}, {t.steps_started} of {t.steps_total} "
-        "steps begun): the environment may be half-changed",
-        (f"journal and stash: {t.folder}", f"started {t.created}"),
-        "run `ortfix rollback` to restore the state before it",
-        {"transaction": t.id}) for t in facts.interrupted]
+    out = []
+    for t in facts.interrupted:
+        if t.status is None:  # its journal cannot be read or trusted
+            out.append(Finding(
+                INTERRUPTED, Severity.ERROR,
+                f"ortfix transaction {t.id} cannot be read: the environment may be half-changed",
+                (f"journal and stash: {t.folder}", f"why: {t.error}"),
+                f"inspect it: `ortfix history show {t.id}`; ortfix will not apply anything while it is there",
+                {"transaction": t.id, "unreadable": True}))
+            continue
+        out.append(Finding(
+            INTERRUPTED, Severity.ERROR,
+            f"ortfix transaction {t.id} was interrupted ({t.status.value}, {t.steps_started} of {t.steps_total} "
+            "steps begun): the environment may be half-changed",
+            (f"journal and stash: {t.folder}", f"started {t.created}"),
+            "run `ortfix rollback` to restore the state before it",
+            {"transaction": t.id}))
+    return out
 
 
 def _unreadable(facts: Facts) -> list[Finding]:

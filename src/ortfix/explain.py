@@ -22,10 +22,10 @@ SCHEMA_VERSION = 1
 
 # The finding codes of README.md's "Findings" table; a pattern names one of them, or null when none applies.
 FINDING_CODES: tuple[str, ...] = (
-    "ORT001", "ORT002", "ORT003", "ORT004", "ORT005", "ORT006",
+    "ORT001", "ORT002", "ORT003", "ORT004", "ORT005", "ORT006", "ORT007", "ORT008",
     "DRV001", "DRV002", "DRV003",
     "GPU001",
-    "LIB001", "LIB002", "LIB003", "LIB004", "LIB005", "LIB006",
+    "LIB001", "LIB002", "LIB003", "LIB004", "LIB005", "LIB006", "LIB007",
     "TORCH001",
     "TX001",
     "MTX001", "MTX002",
@@ -211,6 +211,8 @@ def read_patterns_document(path: Path) -> dict[str, Any]:
         raise OrtfixError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
         doc = yaml.safe_load(text)
+    except RecursionError as exc:
+        raise OrtfixError(f"{path}: invalid YAML: nested too deeply") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

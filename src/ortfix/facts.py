@@ -7,12 +7,13 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortfix import hooks, prefetch
+from ortfix import hooks, prefetch, subproc
 from ortfix.driver import DriverFacts, detect_driver, overridden_driver
 from ortfix.elf import NotElf
 from ortfix.elfcache import ElfReader
@@ -97,7 +98,7 @@ class Facts:
 
     def fingerprint(self) -> str:
         """A hash of what a plan depends on; `apply` refuses a plan whose fingerprint no longer matches."""
-        doc = {
+        doc: dict[str, object] = {
             "python": self.probe.executable,
             "distributions": sorted((d.normalized, d.version, d.location) for d in self.probe.distributions),
             "ort": [(o.dir.package_dir, sorted(o.dir.files), o.version) for o in self.ort],
@@ -108,6 +109,10 @@ class Facts:
             "libraries": sorted(c.path for c in self.libraries),
             "matrix": self.matrix_version,
         }
+        damaged = sorted((d.dist_info, str(d.has_record), [(p.path, p.actual) for p in d.damaged])
+                         for d in self.probe.distributions if d.damaged or d.has_record is False)
+        if damaged:  # only then: a healthy environment keeps the fingerprint it always had
+            doc["damaged"] = damaged
         import hashlib
 
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -123,12 +128,17 @@ def gather(
 ) -> Facts:
     # The probe runs while ortfix reads the loader cache and the driver (it may already be running: prefetch).
     proc = prefetch.take(python) or start_probe(python)
-    cache = load_ld_cache()
-    base_driver = detect_driver(cache)
-    driver = (overridden_driver(driver_version, compute_capability, base_driver)
-              if driver_version or compute_capability else base_driver)
-    interpreter = find_interpreter()
-    default_dirs, hwcaps = system_search_dirs(interpreter)
+    try:
+        cache = load_ld_cache()
+        base_driver = detect_driver(cache)
+        driver = (overridden_driver(driver_version, compute_capability, base_driver)
+                  if driver_version or compute_capability else base_driver)
+        interpreter = find_interpreter()
+        default_dirs, hwcaps = system_search_dirs(interpreter)
+    except BaseException:
+        if not isinstance(proc, subprocess.CompletedProcess):
+            subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
+        raise
     probe = finish_probe(proc, python)
     if probe.system != "Linux":
         raise OrtfixError(f"{probe.system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
@@ -281,7 +291,8 @@ def _analyze_ort(
             needed = ()
     cuda_major = next((soname_major(n) for n in needed if n.startswith("libcudart.so.")), None)
     if cuda_major is None and info.get("cuda_version"):
-        cuda_major = int(info["cuda_version"].split(".")[0])
+        with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
+            cuda_major = int(info["cuda_version"].split(".")[0])
     builds = tuple(b for b in matrix.builds_for(version or "")
                    if b.package == (info.get("package_name") or b.package)
                    and (cuda_major is None or b.cuda_major == cuda_major))

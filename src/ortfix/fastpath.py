@@ -9,6 +9,7 @@ another command) goes to the click CLI, which owns every message about the comma
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -51,6 +52,60 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     return opts
 
 
+_DIGITS = frozenset("0123456789")
+
+
+def _dotted_numbers(text: str, parts: tuple[int, int]) -> bool:
+    """text is ASCII digits separated by dots, with between parts[0] and parts[1] numbers."""
+    numbers = text.split(".")
+    return parts[0] <= len(numbers) <= parts[1] and all(n and len(n) <= 9 and set(n) <= _DIGITS for n in numbers)
+
+
+def validate_machine_options(driver_version: str | None, compute_capability: str | None) -> None:
+    """`--driver` and `--compute-capability` of check and plan (both the click command and this fast path call it,
+    so both say the same): a usage error, before anything runs, when they do not look like what they stand for."""
+    if driver_version is not None and not _dotted_numbers(driver_version, (2, 4)):
+        raise OrtfixError(f"--driver {driver_version!r}: not an NVIDIA driver version",
+                          hint="digits separated by dots, e.g. 535.104.12 or 550.54")
+    if compute_capability is not None and not _dotted_numbers(compute_capability, (2, 2)):
+        raise OrtfixError(f"--compute-capability {compute_capability!r}: expected MAJOR.MINOR such as 8.6")
+
+
+def debug_requested() -> bool:
+    """ORTFIX_DEBUG=1 (anything but empty or 0): unexpected errors come with their traceback."""
+    return os.environ.get("ORTFIX_DEBUG", "") not in ("", "0")
+
+
+def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
+    """An exception nobody expected (a bug, or an input no check foresaw), as one line on stderr; the traceback
+    before it only with `--debug` (`debug`) or ORTFIX_DEBUG=1. Returns the exit code (2: could not run)."""
+    debug = debug or debug_requested()
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    message = " ".join(str(exc).split())
+    if len(message) > 500:
+        message = message[:500] + "…"
+    line = f"ortfix: error: unexpected {type(exc).__name__}" + (f": {message}" if message else "")
+    if not debug:
+        line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    return int(ExitCode.USAGE)
+
+
+def broken_pipe() -> int:
+    """Standard output was closed by its reader (`ortfix check | head -1`): not an error to report. Quietly, with
+    exit code 1, as click does; later writes (the interpreter's own flush at exit) go nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
@@ -58,6 +113,8 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
     An identical earlier check is replayed while nothing it depended on has changed (checkcache.py); `fresh` skips
     that."""
     from ortfix.checkcache import saved_check
+
+    validate_machine_options(driver_version, compute_capability)
 
     saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability))
     if saved is None:
@@ -101,3 +158,7 @@ def run(opts: dict[str, Any]) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ortfix: interrupted\n")
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return broken_pipe()
+    except Exception as exc:  # RecursionError included; what click's path does too (cli._handle_errors)
+        return report_unexpected(exc)

@@ -8,6 +8,12 @@ show them byte for byte and `apply` writes exactly that), and readers that recog
 - venv (and processes that never run `activate`: Jupyter kernels, systemd units, cron, IDEs): a `.pth` file imports a
   tiny module at start-up that only registers an import hook; when `onnxruntime` is first imported it loads the needed
   libraries by absolute path (RTLD_GLOBAL), so ORT's later `dlopen` finds them already in the process.
+
+A path that could break a hook file is refused by the render functions with an OrtfixError, before anything is
+written (so `plan` and `apply` both stop with one line): a control character (a newline would end a comment line of
+the shell hook and start a command) anywhere, and, for the shell hooks, a path that is not valid UTF-8. Every other
+character (spaces, quotes, `$`, backticks, backslashes) is quoted: single quotes in the shell hooks, `repr` in the
+preload module, which is why that one can also carry paths that are not valid UTF-8.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ortfix.errors import OrtfixError
+
 CONDA_HOOK_NAME = "ortfix-cuda-libs.sh"
 PRELOAD_MODULE = "_ortfix_preload.py"
 PRELOAD_PTH = "_ortfix_preload.pth"
@@ -28,6 +36,38 @@ _MARKER = "# Written by ortfix."
 def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
     base = Path(prefix) / "etc" / "conda"
     return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
+
+
+def _control_character(text: str) -> str | None:
+    """The first character of text that could end a line or drive a terminal: C0 and C1 controls, DEL, and the
+    Unicode line and paragraph separators."""
+    for ch in text:
+        code = ord(ch)
+        if code < 32 or 127 <= code < 160 or code in (0x2028, 0x2029):
+            return ch
+    return None
+
+
+def check_hook_path(path: str, what: str, *, shell: bool) -> None:
+    """Refuse a path that cannot be written into a hook file safely: any control character (a newline would end the
+    `# ortfix-dir:` comment line and start a command); for the shell hooks (`shell`), also one that is not valid
+    UTF-8 (surrogate escapes from the file system's bytes)."""
+    ch = _control_character(path)
+    if ch is not None:
+        raise OrtfixError(f"{what} {path!r} contains a control character ({ch!r}); ortfix cannot write a safe hook "
+                          "there", hint="move the environment to a plain path")
+    if shell:
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise OrtfixError(f"{what} {path!r} is not valid UTF-8; ortfix cannot write a safe shell hook there",
+                              hint="move the environment to a plain path") from exc
+
+
+def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
+    check_hook_path(prefix, "the environment's path", shell=True)
+    for d in dirs:
+        check_hook_path(d, "the library folder", shell=True)
 
 
 def _sh_quote(text: str) -> str:
@@ -57,6 +97,8 @@ def _saved_name(prefix: str) -> str:
 
 
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
+    """The activate.d hook; an OrtfixError for a prefix or folder that cannot be written into it safely."""
+    _check_conda_paths(dirs, prefix)
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(dirs)))
     assigns = "\n".join(f"_ortfix_{i}={_sh_dir(d, prefix)}" for i, d in enumerate(dirs))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(dirs)))
@@ -77,6 +119,8 @@ unset {unsets}
 
 
 def render_conda_deactivate(prefix: str) -> str:
+    """The deactivate.d hook; an OrtfixError for a prefix that cannot be written into it safely."""
+    _check_conda_paths((), prefix)
     saved = _saved_name(prefix)
     return f"""{_MARKER} Restores LD_LIBRARY_PATH exactly as it was before activate.d/{CONDA_HOOK_NAME} ran.
 if [ -n "${{{saved}_UNSET+x}}" ]; then
@@ -106,14 +150,29 @@ def preload_paths(site_packages: str) -> tuple[Path, Path]:
 
 
 def render_preload_pth() -> str:
-    # A .pth line that starts with "import" is executed by site.py at every start-up: keep it to one cheap import.
-    return "import _ortfix_preload\n"
+    """The .pth line. site.py executes a line that starts with "import" at every start-up of the interpreter and
+    prints a traceback when it raises, so the line must not raise, even with the module deleted. A .pth statement
+    is one line and a `try` cannot be written on one, hence the `exec` of a one-statement `try` (about 20 µs more
+    than a plain import; what to do on failure is compiled only when it fails). It says why it did nothing only when
+    ORTFIX_PRELOAD_DEBUG is set. On failure an empty module takes the name, so that the line stays quiet when site.py
+    runs it again (Python 3.11 processes a venv's .pth files twice)."""
+    on_failure = ("sys.modules['_ortfix_preload'] = type(sys)('_ortfix_preload')\n"
+                  "import os\n"
+                  "if os.environ.get('ORTFIX_PRELOAD_DEBUG'): sys.stderr.write('ortfix preload: the preload hook is "
+                  f"not active (%s: %s); delete {PRELOAD_PTH} from site-packages, or run ortfix rollback\\n' "
+                  "% (type(e).__name__, e))")
+    guarded = f"try:import _ortfix_preload\nexcept Exception as e:exec({on_failure!r})"
+    return f"import sys; exec({guarded!r})\n"
 
 
 def render_preload_module(libraries: Sequence[str], site_packages: str) -> str:
-    """The hook module. Paths inside site-packages are stored relative to it, so a moved venv keeps working."""
+    """The hook module. Paths inside site-packages are stored relative to it, so a moved venv keeps working. It never
+    raises, neither at start-up nor when onnxruntime is imported: a library that does not load is left to ORT's own
+    message (ORTFIX_PRELOAD_DEBUG=1 shows why)."""
+    check_hook_path(site_packages, "the site-packages folder", shell=False)
     entries = []
     for lib in libraries:
+        check_hook_path(lib, "the library", shell=False)
         rel = os.path.relpath(lib, site_packages)
         entries.append(rel if not rel.startswith("..") else lib)
     return f'''"""{_MARKER[2:]} Loads the CUDA/cuDNN libraries onnxruntime needs, by absolute path, just before
@@ -124,21 +183,32 @@ import sys
 LIBRARIES = {entries!r}
 
 
-def _load():
-    import ctypes
-    import os
+def _debug(message):
+    try:
+        import os
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    debug = os.environ.get("ORTFIX_PRELOAD_DEBUG")
+        if os.environ.get("ORTFIX_PRELOAD_DEBUG"):
+            sys.stderr.write("ortfix preload: %s\\n" % message)
+    except Exception:
+        pass
+
+
+def _load():
+    try:
+        import ctypes
+        import os
+
+        here = os.path.dirname(os.path.abspath(__file__))
+    except Exception as exc:
+        _debug("cannot load anything: %s: %s" % (type(exc).__name__, exc))
+        return
     for entry in LIBRARIES:
         path = os.path.join(here, entry)
         try:
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            if debug:
-                sys.stderr.write("ortfix preload: loaded %s\\n" % path)
-        except OSError as exc:
-            if debug:
-                sys.stderr.write("ortfix preload: %s\\n" % exc)
+            _debug("loaded %s" % path)
+        except Exception as exc:
+            _debug(exc)
 
 
 class _OrtfixPreload(object):
@@ -153,10 +223,13 @@ class _OrtfixPreload(object):
         return None
 
 
-if "onnxruntime" in sys.modules:
-    _load()
-else:
-    sys.meta_path.insert(0, _OrtfixPreload)
+try:
+    if "onnxruntime" in sys.modules:
+        _load()
+    else:
+        sys.meta_path.insert(0, _OrtfixPreload)
+except Exception as exc:
+    _debug("not installed: %s: %s" % (type(exc).__name__, exc))
 '''
 
 
@@ -167,7 +240,13 @@ def read_preload_hook(site_packages: str) -> list[str] | None:
         text = module.read_text(encoding="utf-8")
     except OSError:
         return None
-    if _MARKER[2:] not in text or not pth.exists():
+    if _MARKER[2:] not in text:
+        return None
+    try:
+        # the line ortfix writes now, and the plain `import _ortfix_preload` of earlier versions
+        if "import _ortfix_preload" not in pth.read_text(encoding="utf-8"):
+            return None
+    except (OSError, ValueError):
         return None
     m = re.search(r"^LIBRARIES = (\[.*\])$", text, re.M)
     if not m:

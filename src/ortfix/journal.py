@@ -19,11 +19,13 @@ journal is a listed state, never a traceback).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import re
 import secrets
-import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -31,10 +33,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ortfix.confine import EnvRoot, owner_name, trusted_owner, write_all
 from ortfix.errors import OrtfixError
-from ortfix.lock import is_held, state_dir
+from ortfix.lock import STATE_DIR, is_held, state_dir
 
-JOURNAL_SCHEMA = "ortfix.journal/1"
+JOURNAL_SCHEMA = "ortfix.journal/2"
 JOURNAL_NAME = "journal.json"
 PLAN_NAME = "plan.json"
 TRANSACTIONS = "transactions"
@@ -114,37 +117,6 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_fsynced(path: str | Path, data: bytes, mode: int, *, exclusive: bool = False) -> None:
-    """Write the whole file with exactly `mode` (not the umask's) and fsync it before returning."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write via a temp file in the same folder + fsync + os.replace + fsync of the folder."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_fsynced(tmp, data, mode)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # (de)serialisation
 # ---------------------------------------------------------------------------------------------------------------------
@@ -164,6 +136,11 @@ def transaction_json(tx: Transaction) -> dict[str, Any]:
             "verification": dict(tx.verification) if tx.verification is not None else None,
             "rollback": dict(tx.rollback) if tx.rollback is not None else None,
             "message": tx.message, "pruned": tx.pruned}
+
+
+def exact_fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any]:
+    """`doc` as a dict with exactly the `expected` keys, else ValueError naming the first missing or unknown one."""
+    return _fields(doc, expected, where)
 
 
 def _fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any]:
@@ -242,20 +219,34 @@ def encode(tx: Transaction) -> bytes:
     return (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def loads_json(data: bytes, where: str) -> Any:
+    """JSON read back from disk (a journal, a sidecar, a plan): untrusted. UTF-8 only, no NaN/Infinity; a document
+    nested too deeply for the decoder is a ValueError (one line), never a RecursionError. The callers' typed parsers
+    refuse any shape they do not expect."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{where} holds {name}, which is not JSON")
+
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except RecursionError as exc:
+        raise ValueError(f"{where} is nested too deeply") from exc
+
+
 def decode(data: bytes, where: str) -> Transaction:
     """The journal in `data`, or OrtfixError (one line) when it is unreadable, edited by hand or incomplete."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data, "the journal")
         outer = _fields(doc, ("schema", "sha256", "body"), "journal")
         if outer["schema"] != JOURNAL_SCHEMA:
-            raise ValueError(f"unknown schema {outer['schema']!r}")
+            raise ValueError(f"unknown schema {outer['schema']!r} (this ortfix reads {JOURNAL_SCHEMA})")
         if sha256_bytes(canonical(outer["body"])) != outer["sha256"]:
             raise OrtfixError(f"journal {where} does not match its checksum: it was edited by hand or damaged",
                               hint="ortfix will not guess how to undo it; restore the journal or undo by hand")
         return transaction_from(outer["body"])
     except OrtfixError:
         raise
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise OrtfixError(f"journal {where} is not a valid ortfix journal: {exc}",
                           hint="ortfix will not guess how to undo it; restore the journal or undo by hand") from exc
 
@@ -263,6 +254,17 @@ def decode(data: bytes, where: str) -> Transaction:
 # ---------------------------------------------------------------------------------------------------------------------
 # the store
 # ---------------------------------------------------------------------------------------------------------------------
+
+_ID = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{4}$")
+_NEW = ".new-"  # a transaction folder being prepared: renamed to its id once its journal is complete
+RESERVE_NAME = "reserve"
+RESERVE_BYTES = 4 << 20  # held on disk for the journal's rewrites and the folders a rollback re-creates
+JOURNAL_LIMIT = 64 << 20
+SIDECAR_LIMIT = 512 << 20
+
+
+def valid_id(tx_id: str) -> bool:
+    return bool(_ID.match(tx_id))
 
 
 @dataclass(frozen=True)
@@ -277,75 +279,170 @@ class HistoryEntry:
 
 
 class TransactionStore:
-    def __init__(self, prefix: str | Path) -> None:
+    """`<prefix>/.ortfix/transactions/`: every read and write goes through the environment's confined root (no
+    symbolic link is followed), and a journal is trusted only when it is owned by the user running ortfix or by the
+    environment's owner."""
+
+    def __init__(self, prefix: str | Path, root: EnvRoot | None = None) -> None:
         self.prefix = Path(prefix)
+        self.env = root if root is not None else EnvRoot(prefix)
+        self._own_root = root is None
         self.root = state_dir(prefix) / TRANSACTIONS
+        self.rel_root = f"{STATE_DIR}/{TRANSACTIONS}"
+
+    def close(self) -> None:
+        if self._own_root:
+            self.env.close()
+
+    def __enter__(self) -> TransactionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # paths: absolute ones for people, relative ones for the confined operations
+    def _check_id(self, tx_id: str) -> str:
+        if not valid_id(tx_id):
+            raise OrtfixError(f"{tx_id!r} is not a transaction id", hint="`ortfix history` lists them")
+        return tx_id
 
     def folder(self, tx_id: str) -> Path:
-        if not tx_id or "/" in tx_id or tx_id.startswith("."):
-            raise OrtfixError(f"{tx_id!r} is not a transaction id", hint="`ortfix history` lists them")
-        return self.root / tx_id
+        return self.root / self._check_id(tx_id)
+
+    def tx_rel(self, tx_id: str) -> str:
+        return f"{self.rel_root}/{self._check_id(tx_id)}"
+
+    def step_rel(self, tx_id: str, index: int) -> str:
+        return f"{self.tx_rel(tx_id)}/steps/{int(index)}"
+
+    def stash_rel(self, tx_id: str, index: int) -> str:
+        return self.step_rel(tx_id, index) + "/stash"
 
     def step_dir(self, tx_id: str, index: int) -> Path:
-        return self.folder(tx_id) / "steps" / str(index)
+        return self.folder(tx_id) / "steps" / str(int(index))
 
     def stash(self, tx_id: str, index: int) -> Path:
         return self.step_dir(tx_id, index) / "stash"
 
+    # creating a transaction: prepared under `.new-<id>`, renamed into place once plan and journal are written
+    def begin(self, tx_id: str) -> Path:
+        """Create the folder a transaction is prepared in (preflight's scratch space); returns its path."""
+        self._check_id(tx_id)
+        self.env.makedirs(self.rel_root)
+        self.env.mkdir(f"{self.rel_root}/{_NEW}{tx_id}", 0o755)
+        return self.root / f"{_NEW}{tx_id}"
+
+    def abandon(self, tx_id: str) -> None:
+        self.env.remove_tree(f"{self.rel_root}/{_NEW}{self._check_id(tx_id)}")
+
     def create(self, tx: Transaction, plan_bytes: bytes) -> None:
-        folder = self.folder(tx.id)
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / PLAN_NAME, plan_bytes)
-        atomic_write(folder / JOURNAL_NAME, encode(tx))
-        fsync_dir(self.root)
+        """Write the plan, the journal and the disk reserve into the prepared folder, then rename it to the id: a
+        transaction folder without a journal is never made by ortfix (it is damage, never cleaned up silently)."""
+        new = f"{self.rel_root}/{_NEW}{self._check_id(tx.id)}"
+        self.env.atomic_write(f"{new}/{PLAN_NAME}", plan_bytes)
+        self.env.atomic_write(f"{new}/{JOURNAL_NAME}", encode(tx))
+        self._make_reserve(f"{new}/{RESERVE_NAME}")
+        self.env.rename(new, self.tx_rel(tx.id), replace=False)
+        self.env.fsync_dir(self.rel_root)
+
+    def _make_reserve(self, rel: str) -> None:
+        def fill(fd: int) -> None:
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    raise
+                os.ftruncate(fd, 0)  # a filesystem without fallocate: write it out
+                for _ in range(RESERVE_BYTES >> 20):
+                    write_all(fd, b"\0" * (1 << 20))
+
+        self.env.create_new(rel, fill, 0o600)
+
+    def release_reserve(self, tx_id: str) -> bool:
+        """Free the disk space held for this transaction's undo; True when there was some to free."""
+        try:
+            self.env.unlink(f"{self.tx_rel(tx_id)}/{RESERVE_NAME}")
+            return True
+        except OSError:
+            return False
 
     def save(self, tx: Transaction) -> Transaction:
         tx = replace(tx, updated=now_iso())
-        atomic_write(self.folder(tx.id) / JOURNAL_NAME, encode(tx))
+        data = encode(tx)
+        rel = f"{self.tx_rel(tx.id)}/{JOURNAL_NAME}"
+        try:
+            self.env.atomic_write(rel, data)
+        except OSError as exc:
+            # A full disk: the reserve exists for exactly this. Free it and write again.
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self.release_reserve(tx.id):
+                raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc.strerror or exc}",
+                                  hint="free some disk space, then run `ortfix rollback`") from exc
+            try:
+                self.env.atomic_write(rel, data)
+            except OSError as exc2:
+                raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc2.strerror or exc2}",
+                                  hint="free some disk space, then run `ortfix rollback`") from exc2
         return tx
 
+    def _read_trusted(self, rel: str, limit: int) -> bytes:
+        data, st = self.env.read_bytes(rel, limit=limit)
+        if not trusted_owner(st.st_uid, self.env.uid):
+            raise OrtfixError(f"{self.prefix / rel} is owned by {owner_name(st.st_uid)}, neither you nor the "
+                              f"environment's owner ({owner_name(self.env.uid)})",
+                              hint="ortfix does not trust a journal of dubious ownership; inspect it, and undo by "
+                                   "hand if it is yours")
+        return data
+
     def load(self, tx_id: str) -> Transaction:
-        path = self.folder(tx_id) / JOURNAL_NAME
+        rel = f"{self.tx_rel(tx_id)}/{JOURNAL_NAME}"
+        path = self.prefix / rel
+        if not self.env.is_dir(self.tx_rel(tx_id)):
+            raise OrtfixError(f"no transaction {tx_id} in {self.prefix}", hint="`ortfix history` lists them")
         try:
-            data = path.read_bytes()
+            data = self._read_trusted(rel, JOURNAL_LIMIT)
         except FileNotFoundError as exc:
-            raise OrtfixError(f"no transaction {tx_id} in {self.prefix}", hint="`ortfix history` lists them") from exc
+            raise OrtfixError(f"journal {path} is missing", hint=f"inspect it: `ortfix history show {tx_id}`; "
+                              "ortfix will not guess what the transaction changed") from exc
         except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        tx = decode(data, str(path))
-        if tx.id != tx_id:
-            raise OrtfixError(f"journal {path} names transaction {tx.id}, not {tx_id}",
-                              hint="ortfix will not guess how to undo it")
-        plan = self.folder(tx_id) / PLAN_NAME
-        with contextlib.suppress(OSError):
-            if sha256_bytes(plan.read_bytes()) != tx.plan_sha256:
-                raise OrtfixError(f"{plan} does not match the checksum in its journal",
+            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}",
+                              hint=f"inspect it: `ortfix history show {tx_id}`") from exc
+        tx = _checked(decode(data, str(path)), tx_id, str(path), self.env.real, str(self.prefix))
+        plan = f"{self.tx_rel(tx_id)}/{PLAN_NAME}"
+        with contextlib.suppress(FileNotFoundError):
+            if sha256_bytes(self._read_trusted(plan, JOURNAL_LIMIT)) != tx.plan_sha256:
+                raise OrtfixError(f"{self.prefix / plan} does not match the checksum in its journal",
                                   hint="ortfix will not guess how to undo it")
         return tx
 
     def plan_doc(self, tx_id: str) -> dict[str, Any] | None:
         try:
-            doc = json.loads((self.folder(tx_id) / PLAN_NAME).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = loads_json(self._read_trusted(f"{self.tx_rel(tx_id)}/{PLAN_NAME}", JOURNAL_LIMIT), "plan")
+        except (OSError, ValueError, OrtfixError):
             return None
         return doc if isinstance(doc, dict) else None
 
     def ids(self) -> list[str]:
+        """Every transaction folder, with or without a readable journal (a damaged one must be seen)."""
         try:
-            names = os.listdir(self.root)
-        except OSError:
+            names = self.env.listdir(self.rel_root)
+        except (OSError, OrtfixError):
             return []
-        return sorted(n for n in names if not n.startswith(".") and (self.root / n / JOURNAL_NAME).is_file())
+        return sorted(n for n in names if valid_id(n) and self.env.is_dir(f"{self.rel_root}/{n}"))
 
-    def remove_unjournaled(self) -> None:
-        """Folders without a journal: left by a preflight that died (nothing had been changed). Under the lock."""
+    def remove_abandoned(self) -> None:
+        """`.new-<id>` folders: left by an apply that died before its journal was complete (nothing had been
+        changed). Under the lock. A transaction folder is never removed here, journal or not."""
         try:
-            names = os.listdir(self.root)
-        except OSError:
+            names = self.env.listdir(self.rel_root)
+        except (OSError, OrtfixError):
             return
         for n in names:
-            if not n.startswith(".") and (self.root / n).is_dir() and not (self.root / n / JOURNAL_NAME).exists():
-                shutil.rmtree(self.root / n, ignore_errors=True)
+            if n.startswith(_NEW) and valid_id(n[len(_NEW):]):
+                self.env.remove_tree(f"{self.rel_root}/{n}")
 
     def entries(self) -> list[HistoryEntry]:
         out = []
@@ -362,30 +459,69 @@ class TransactionStore:
 
     # sidecars: records too large for the journal, protected by a hash stored in it
     def write_sidecar(self, tx_id: str, index: int, name: str, doc: Any) -> str:
-        folder = self.step_dir(tx_id, index)
-        folder.mkdir(parents=True, exist_ok=True)
+        rel = self.step_rel(tx_id, index)
+        self.env.makedirs(rel)
         data = canonical(doc)
-        atomic_write(folder / f"{name}.json", data)
+        self.env.atomic_write(f"{rel}/{name}.json", data)
         return sha256_bytes(data)
 
     def read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> Any:
-        path = self.step_dir(tx_id, index) / f"{name}.json"
+        rel = f"{self.step_rel(tx_id, index)}/{name}.json"
+        path = self.prefix / rel
         try:
-            data = path.read_bytes()
+            data = self._read_trusted(rel, SIDECAR_LIMIT)
         except OSError as exc:
             raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}",
                               hint="ortfix will not guess how to undo this step") from exc
         if sha256_bytes(data) != sha256:
             raise OrtfixError(f"{path} does not match the checksum in its journal: edited by hand or damaged",
                               hint="ortfix will not guess how to undo this step")
-        return json.loads(data.decode("utf-8"))
+        try:
+            return loads_json(data, str(path))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise OrtfixError(f"{path} is not valid: {exc}", hint="ortfix will not guess how to undo this step"
+                              ) from exc
 
     def remove_stashes(self, tx_id: str) -> int:
         """Delete every step folder (stash and sidecars) of a transaction; the bytes freed on disk."""
-        steps = self.folder(tx_id) / "steps"
         freed = stash_size(self.folder(tx_id))
-        shutil.rmtree(steps, ignore_errors=True)
+        self.env.remove_tree(f"{self.tx_rel(tx_id)}/steps")
+        self.release_reserve(tx_id)
         return freed
+
+
+def _checked(tx: Transaction, tx_id: str, path: str, real_prefix: str, prefix: str) -> Transaction:
+    if tx.id != tx_id:
+        raise OrtfixError(f"journal {path} names transaction {tx.id}, not {tx_id}",
+                          hint="ortfix will not guess how to undo it")
+    if os.path.realpath(tx.prefix) != real_prefix:
+        raise OrtfixError(f"journal {path} was written for {tx.prefix}, not for {prefix}",
+                          hint="ortfix undoes a transaction only in the environment it was made in")
+    return tx
+
+
+def _read_plain(path: Path, env_uid: int) -> Transaction:
+    """A journal read for `check` (read-only): by path, so the check cache records it, never through a final link,
+    from a trusted owner."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise OrtfixError(f"journal {path} is missing") from exc
+    except OSError as exc:
+        raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > JOURNAL_LIMIT:
+            raise OrtfixError(f"journal {path} is not a regular file of at most {JOURNAL_LIMIT >> 20} MiB")
+        if not trusted_owner(st.st_uid, env_uid):
+            raise OrtfixError(f"{path} is owned by {owner_name(st.st_uid)}, neither you nor the environment's "
+                              f"owner ({owner_name(env_uid)})")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return decode(b"".join(chunks), str(path))
 
 
 def stash_size(folder: Path) -> int:
@@ -403,28 +539,38 @@ def stash_size(folder: Path) -> int:
 @dataclass(frozen=True)
 class InterruptedTransaction:
     id: str
-    status: TxStatus  # running (an apply that died) or rolling-back (a rollback that died)
+    status: TxStatus | None  # running (an apply that died), rolling-back (a rollback that died); None: unreadable
     created: str
     steps_started: int  # steps that are started or done: what `ortfix rollback` will undo
     steps_total: int
     folder: str
+    error: str | None = None  # why its journal cannot be read or trusted
 
 
 def interrupted_transactions(prefix: str | Path) -> list[InterruptedTransaction]:
-    """Transactions an apply or rollback left half-done (the process died), oldest first; empty while an
-    apply/rollback is running right now. For `ortfix check` (finding TX001: run `ortfix rollback`)."""
-    store = TransactionStore(prefix)
-    ids = store.ids()
+    """Transactions an apply or rollback left half-done (the process died), and transactions whose journal cannot be
+    read or trusted, oldest first; empty while an apply/rollback is running right now. For `ortfix check` (TX001)
+    and for `apply`, which refuses to start while one exists. Only reads, by path (so that a replayed `check` sees
+    a change here); what apply and rollback act on is read again through the confined store."""
+    root = state_dir(prefix) / TRANSACTIONS
+    try:
+        names = sorted(os.listdir(root))
+        env_uid = os.stat(prefix).st_uid
+    except OSError:
+        return []
+    ids = [n for n in names if valid_id(n) and os.path.isdir(root / n) and not os.path.islink(root / n)]
     if not ids or is_held(prefix):
         return []
+    real = os.path.realpath(prefix)
     out = []
     for tx_id in ids:
         try:
-            tx = store.load(tx_id)
-        except OrtfixError:
+            tx = _checked(_read_plain(root / tx_id / JOURNAL_NAME, env_uid), tx_id, str(root / tx_id / JOURNAL_NAME),
+                          real, str(prefix))
+        except OrtfixError as exc:
+            out.append(InterruptedTransaction(tx_id, None, "", 0, 0, str(root / tx_id), exc.one_line()))
             continue
         if tx.status in OPEN_STATUSES:
             started = sum(1 for s in tx.steps if s.state in (StepState.STARTED, StepState.DONE))
-            out.append(InterruptedTransaction(tx.id, tx.status, tx.created, started, len(tx.steps),
-                                              str(store.folder(tx.id))))
+            out.append(InterruptedTransaction(tx.id, tx.status, tx.created, started, len(tx.steps), str(root / tx.id)))
     return out

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,25 @@ class HeldLock:
     created: bool  # the lock file did not exist before (so a preflight that fails removes it again)
 
 
-def _holder(path: Path) -> str:
+def _holder(fd: int) -> str:
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
     except OSError:
         return ""
     return f" (pid {text})" if text.isdigit() else ""
+
+
+def _open_lock(prefix: str | Path, flags: int) -> int:
+    """The lock file, opened below the environment's descriptor without following any link (a link planted at
+    `.ortfix/lock` must not make root truncate another file)."""
+    from ortfix.confine import EnvRoot
+
+    with EnvRoot(prefix) as root, root.parent(f"{STATE_DIR}/{LOCK_NAME}") as (dfd, name):
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=dfd)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OrtfixError(f"{lock_path(prefix)} is not a regular file", hint="remove it; nothing was changed")
+        return fd
 
 
 def acquire(prefix: str | Path) -> HeldLock:
@@ -48,16 +62,17 @@ def acquire(prefix: str | Path) -> HeldLock:
     path = lock_path(prefix)
     created = not os.path.lexists(path)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _open_lock(prefix, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise OrtfixError(f"cannot create the lock file {path}: {exc.strerror or exc}",
-                          hint="is the environment writable?") from exc
+                          hint="is the environment writable? is it a symbolic link?") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        holder = _holder(fd)
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise OrtfixError(f"another ortfix apply or rollback is running on {Path(prefix)}{_holder(path)}",
+            raise OrtfixError(f"another ortfix apply or rollback is running on {Path(prefix)}{holder}",
                               hint="wait for it to finish, then try again") from exc
         raise OrtfixError(f"cannot lock {path}: {exc.strerror or exc}") from exc
     os.ftruncate(fd, 0)
@@ -68,8 +83,10 @@ def acquire(prefix: str | Path) -> HeldLock:
 def release(lock: HeldLock, *, remove: bool = False) -> None:
     """Drop the lock; `remove` also deletes the lock file (only a preflight that created it asks for that)."""
     if remove:
-        with contextlib.suppress(OSError):
-            os.unlink(lock.path)
+        from ortfix.confine import EnvRoot
+
+        with contextlib.suppress(OSError, OrtfixError), EnvRoot(lock.path.parent.parent) as root:
+            root.unlink(f"{STATE_DIR}/{LOCK_NAME}")
     with contextlib.suppress(OSError):
         fcntl.flock(lock.fd, fcntl.LOCK_UN)
     with contextlib.suppress(OSError):
@@ -87,9 +104,9 @@ def held(prefix: str | Path) -> Iterator[HeldLock]:
 
 def is_held(prefix: str | Path) -> bool:
     """Whether a live process holds the environment's lock right now (False when there is no lock file)."""
-    path = lock_path(prefix)
+    # Read-only, by path (`check` asks, and its cache records paths); never through a final link.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(lock_path(prefix), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return False
     try:

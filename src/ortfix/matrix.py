@@ -415,6 +415,8 @@ def validate_document(data: bytes, name: str) -> dict[str, Any]:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         doc = yaml.safe_load(text)
+    except RecursionError as exc:
+        raise OrtfixError(f"{name}: invalid YAML: nested too deeply") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name

@@ -112,7 +112,7 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
 
     def kill() -> None:
         timed_out.set()
-        proc.kill()
+        subproc.terminate_group(proc, timeout=0)  # a grandchild holding stdout must not keep the reader waiting
 
     err_lines: list[str] = []
 
@@ -145,9 +145,8 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
                 out_lines.append(line)
         proc.wait()
         reader.join(timeout=10)
-    except BaseException:  # Ctrl-C: the child goes too
-        proc.kill()
-        proc.wait()
+    except BaseException:  # Ctrl-C: the child and everything it started go too
+        subproc.terminate_group(proc, timeout=5)
         raise
     finally:
         timer.cancel()

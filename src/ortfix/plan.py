@@ -8,6 +8,7 @@ compatible copies (torch's, the conda prefix's) before installing duplicates, an
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -15,7 +16,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from ortfix import __version__, hooks
 from ortfix import diagnose as dx
@@ -26,7 +28,7 @@ from ortfix.inventory import LibCopy, parse_lib_name
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 from ortfix.matrix import Matrix, OrtBuild, WheelSpec
 
-PLAN_SCHEMA = "ortfix.plan/1"
+PLAN_SCHEMA = "ortfix.plan/2"
 
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
@@ -36,11 +38,18 @@ _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cu
 _TRACKS_TOOLKIT = ("nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas")
 
 
+HOOK_CHOICES = ("auto", "conda", "preload", "none")
+
+
 @dataclass(frozen=True)
 class PlanOptions:
+    """What the user asked for: part of the plan (a saved plan is re-planned from them and must come out the same)."""
+
     ort_version: str | None = None
     cuda_major: int | None = None
     hook: str = "auto"  # auto | conda | preload | none
+    driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
+    compute_capability: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,9 @@ class Plan:
     python: str
     prefix: str
     environment: str
-    fingerprint: str
+    fingerprint: str  # of the facts, the options and the actions: what `apply PLAN.json` must find again
+    facts_fingerprint: str  # of the facts alone: tells "the environment changed" from "the file was edited"
+    options: PlanOptions
     matrix_version: str
     installer: str | None
     target: Target | None
@@ -89,6 +100,13 @@ class Plan:
         return doc
 
 
+def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequence[Action]) -> str:
+    doc = {"facts": facts_fingerprint, "options": asdict(options),
+           "actions": [{"kind": a.kind, "details": dict(a.details)} for a in actions]}
+    data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
               *, now: datetime | None = None) -> Plan:
     codes = {f.code for f in findings}
@@ -100,13 +118,15 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     installer = _installer(facts)
     installed = _installed_gpu(facts)
     target = choose_target(facts, matrix, options, installed)
-    swap = _needs_swap(codes, installed, target, options)
+    repairs = _repairs(facts, by_code, target)
+    swap = _needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort)
 
     # 1. packages
     remove: list[str] = []
     for code in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING):
         for f in by_code.get(code, []):
             remove += [r for r in f.data.get("remove", []) if r not in remove]
+    remove += [r for r in repairs.remove if r not in remove]
     if swap and installed is not None and installed.package and target is not None:
         gpu_dist = next((d for d in facts.ort_distributions if d.normalized == installed.package), None)
         if gpu_dist and gpu_dist.version != target.version and gpu_dist.name not in remove:
@@ -119,8 +139,9 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}",
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
-                                                   dx.PROVIDER_MISSING))),
+            tuple(sorted({*(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
+                                                      dx.PROVIDER_MISSING)),
+                          *repairs.remove.get(name, ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
@@ -157,20 +178,22 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     if swap and target is not None:
         requirements.append(f"{target.package}=={target.version}")
     for wheel in to_install.values():
-        requirements.append(wheel.distribution + _cap(wheel, facts, matrix))
+        if canonicalize_name(wheel.distribution) not in repairs.requirements:  # reinstalled at its own version instead
+            requirements.append(wheel.distribution + _cap(wheel, facts, matrix))
+    requirements += [r for r in repairs.requirements.values() if r not in requirements]
     if requirements:
         if installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
-        argv = _install_argv(installer, facts, requirements)
-        fixes = tuple(sorted(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.NO_ORT,
-                                                       dx.PROVIDER_MISSING, dx.LIB_MISSING, dx.LIB_WRONG_MAJOR,
-                                                       dx.DRIVER_TOO_OLD)))
+        fixes = tuple(sorted({*(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
+                                                          dx.NO_ORT, dx.PROVIDER_MISSING, dx.LIB_MISSING,
+                                                          dx.LIB_WRONG_MAJOR, dx.DRIVER_TOO_OLD)),
+                              *repairs.installed_by(swap and target is not None)}))
         actions.append(Action(
             PIP_INSTALL, f"install {', '.join(requirements)}",
             tuple(f"+ {r}" for r in requirements),
             "the installed distributions are uninstalled by moving their files aside, then discarded",
             fixes,
-            {"requirements": requirements, "installer": installer, "argv": argv,
+            {"requirements": requirements, "installer": installer,
              "reinstall": any(f.data.get("reinstall") for f in by_code.get(dx.CPU_AND_GPU, []))}))
         if target is not None and target.index == "alternate":
             notes.append(f"{target.package} {target.version} for CUDA {target.cuda_major} is not on the default "
@@ -208,7 +231,9 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         python=facts.probe.executable,
         prefix=facts.probe.prefix,
         environment=facts.probe.env_kind,
-        fingerprint=facts.fingerprint(),
+        fingerprint=plan_fingerprint(facts.fingerprint(), options, actions),
+        facts_fingerprint=facts.fingerprint(),
+        options=options,
         matrix_version=matrix.data_version,
         installer=installer,
         target=target,
@@ -229,16 +254,103 @@ def _installed_gpu(facts: Facts) -> OrtInstall | None:
     return None
 
 
-def _needs_swap(codes: set[str], installed: OrtInstall | None, target: Target | None, options: PlanOptions) -> bool:
+@dataclass(frozen=True)
+class _Repairs:
+    """What the damaged-install findings ask of the plan."""
+
+    remove: Mapping[str, tuple[str, ...]]  # distribution → the codes its uninstall fixes (ORT007, LIB007)
+    requirements: Mapping[str, str]  # canonical NVIDIA distribution → name==installed version, to reinstall it
+    reinstall_ort: bool  # a damaged ORT build is uninstalled: the target build must be installed in its place
+    orphaned: bool  # an `onnxruntime` folder no distribution owns: the target build is installed over it
+
+    def installed_by(self, installs_target: bool) -> set[str]:
+        """The codes a pip-install fixes: LIB007 by the pinned reinstalls, ORT007/ORT008 by the target build."""
+        out = {dx.LIB_DAMAGED} if self.requirements else set()
+        if installs_target and self.reinstall_ort:
+            out.add(dx.ORT_DAMAGED)
+        if installs_target and self.orphaned:
+            out.add(dx.ORT_ORPHANED)
+        return out
+
+
+def _repairs(facts: Facts, by_code: Mapping[str, Sequence[Finding]], target: Target | None) -> _Repairs:
+    """A damaged distribution with a RECORD is uninstalled (what is left of it is moved aside) and installed again:
+    an NVIDIA wheel at exactly its installed version, an ORT build as the target build (there is none to install
+    when no build runs here: then it is left as it is, and reported). One without a RECORD cannot be uninstalled
+    exactly, and reinstalling over it would be a no-op for pip (its METADATA says it is installed): left unresolved.
+
+    Uninstalling an ORT build removes every file its RECORD lists, those another build in the same folder lists too
+    (onnxruntime/__init__.py...): that build would be left damaged (ORT007), so it is reinstalled as well."""
+    remove: dict[str, tuple[str, ...]] = {}
+    requirements: dict[str, str] = {}
+    reinstall_ort = False
+    for f in by_code.get(dx.ORT_DAMAGED, []):
+        if target is not None and f.data.get("remove"):
+            reinstall_ort = True
+            for name in f.data["remove"]:
+                remove[name] = (*remove.get(name, ()), dx.ORT_DAMAGED)
+    for f in by_code.get(dx.LIB_DAMAGED, []):
+        if f.data.get("remove") and f.data.get("requirement"):
+            for name in f.data["remove"]:
+                remove[name] = (*remove.get(name, ()), dx.LIB_DAMAGED)
+            requirements[canonicalize_name(str(f.data["distribution"]))] = str(f.data["requirement"])
+    if target is not None:
+        removed = {*remove, *(r for code in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING)
+                              for f in by_code.get(code, []) for r in f.data.get("remove", []))}
+        for name in _sharing_files(facts, removed):
+            remove.setdefault(name, ())
+            reinstall_ort = True
+    return _Repairs(remove, requirements, reinstall_ort, bool(by_code.get(dx.ORT_ORPHANED)))
+
+
+def _sharing_files(facts: Facts, removed: set[str]) -> list[str]:
+    """The ORT distributions that stay but share files with one that is uninstalled, in the same folder."""
+    gone = [d for d in facts.ort_distributions if d.name in removed]
+    out = []
+    for dist in facts.ort_distributions:
+        if dist.name in removed:
+            continue
+        own = {path for path, _, _ in dist.files if not path.endswith(".pyc")}
+        if any(other.location == dist.location and own.intersection(p for p, _, _ in other.files) for other in gone):
+            out.append(dist.name)
+    return out
+
+
+def _needs_swap(codes: set[str], installed: OrtInstall | None, target: Target | None, options: PlanOptions,
+                *, reinstall_ort: bool = False) -> bool:
     if target is None:
         return False
-    if codes & {dx.NO_ORT, dx.CPU_ONLY, dx.CPU_AND_GPU, dx.PROVIDER_MISSING, dx.DRIVER_TOO_OLD}:
+    if reinstall_ort or codes & {dx.NO_ORT, dx.CPU_ONLY, dx.CPU_AND_GPU, dx.PROVIDER_MISSING, dx.DRIVER_TOO_OLD,
+                                 dx.ORT_ORPHANED}:
         return True
     if installed is None:
         return bool(codes & {dx.VARIANT_CONFLICT})
-    if options.ort_version and installed.version and Version(options.ort_version) != Version(installed.version):
-        return True
+    if options.ort_version and installed.version:
+        try:
+            if Version(options.ort_version) != Version(installed.version):
+                return True
+        except InvalidVersion:
+            return True  # the installed version cannot be read (a damaged install): install the one asked for
     return bool(options.cuda_major and installed.cuda_major != options.cuda_major)
+
+
+def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
+    """The ORT version installed now, as far as a damaged install still tells it: the GPU build's
+    build_and_package_info.py, then the METADATA (or .dist-info name) of onnxruntime-gpu, then of onnxruntime, then
+    any `onnxruntime` folder's build info. Only a valid version counts; None when nothing says one."""
+    candidates = [installed.version if installed else None]
+    for name in (dx.GPU_PACKAGE, dx.CPU_PACKAGE):
+        candidates += [dx.dist_version(d) for d in facts.ort_distributions if d.normalized == name]
+    candidates += [o.version for o in facts.ort]
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            Version(candidate)
+        except InvalidVersion:
+            continue
+        return candidate
+    return None
 
 
 def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed: OrtInstall | None) -> Target | None:
@@ -247,8 +359,7 @@ def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     probe = facts.probe
     platform_tag = f"linux_{probe.machine}"
     reasons: list[str] = []
-    cpu = next((d for d in facts.ort_distributions if d.normalized == dx.CPU_PACKAGE), None)
-    current = (installed.version if installed else None) or (cpu.version if cpu else None)
+    current = _current_version(facts, installed)
 
     def runs_here(build: OrtBuild) -> bool:
         if build.index == "withdrawn":
@@ -380,13 +491,6 @@ def _installer(facts: Facts) -> str | None:
     if facts.uv:
         return "uv"
     return None
-
-
-def _install_argv(installer: str | None, facts: Facts, requirements: Sequence[str]) -> list[str]:
-    if installer == "uv" and facts.uv:
-        # the uv found now, by its path: the journal records exactly what ran
-        return [facts.uv, "pip", "install", "--python", facts.probe.executable, *requirements]
-    return [facts.probe.executable, "-m", "pip", "install", *requirements]
 
 
 def _hook_kind(facts: Facts, options: PlanOptions) -> str:

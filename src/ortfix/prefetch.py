@@ -78,6 +78,7 @@ def take(target: Path) -> ProbeRun | None:
     if early_target == target:
         return run
     if isinstance(run, subprocess.Popen):
-        run.kill()
-        run.communicate()
+        from ortfix import subproc
+
+        subproc.terminate_group(run, timeout=0)
     return None

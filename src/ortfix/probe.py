@@ -12,13 +12,14 @@ from typing import Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.target import resolve_target, start_probe
+from ortfix.target import PROBE_TIMEOUT, resolve_target, start_probe
 
 __all__ = [
     "Dependent",
     "Distribution",
     "OrtDir",
     "ProbeFacts",
+    "RecordProblem",
     "TorchInfo",
     "finish_probe",
     "parse_probe",
@@ -40,6 +41,18 @@ class Distribution:
     requires: tuple[str, ...]
     installer: str
     files: tuple[tuple[str, str, int | None], ...]  # RECORD rows (path, hash, size), read for ORT packages only
+    # The installed files checked against the RECORD (ORT and NVIDIA .dist-info folders; by size, never by hash):
+    has_record: bool | None = None  # None: not checked (torch, tensorrt, an .egg-info)
+    checked: int = 0  # RECORD rows compared with the file on disk
+    damaged: tuple[RecordProblem, ...] = ()  # the rows whose file is missing or has another size
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    path: str  # as the RECORD lists it, relative to the distribution's location
+    size: int  # what the RECORD says
+    actual: int | None  # on disk; None: missing
+    overwritten_by: str | None  # another checked distribution in the same folder that lists the file at this size
 
 
 @dataclass(frozen=True)
@@ -123,72 +136,200 @@ class ProbeFacts:
 
 
 def finish_probe(run: subprocess.Popen[str] | subprocess.CompletedProcess[str], python: Path) -> ProbeFacts:
-    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=60)
+    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise OrtfixError(f"{python} is not a working Python interpreter (probe exited {done.returncode}: {last})")
     try:
         doc = json.loads(done.stdout)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
         raise OrtfixError(f"{python} is not a Python interpreter ortfix can inspect (no JSON from the probe)") from exc
     if not isinstance(doc, dict) or doc.get("probe_schema") != PROBE_SCHEMA:
         raise OrtfixError(f"{python}: the probe answered in an unknown format")
-    return parse_probe(doc, report=done.stdout)
+    return parse_probe(doc, report=done.stdout, python=python)
 
 
 def run_probe(python: Path) -> ProbeFacts:
     return finish_probe(start_probe(python), python)
 
 
-def parse_probe(doc: Mapping[str, Any], report: str = "") -> ProbeFacts:
-    py, osinfo, env = doc["python"], doc["os"], doc["env"]
-    torch = doc.get("torch")
+_ENV_KINDS = ("venv", "conda", "system")
+
+
+class _Report:
+    """Typed access to the probe's JSON: every field read is checked, and a missing one or one of the wrong type is
+    a one-line OrtfixError naming it (a probe that was tampered with, or an interpreter that is not one)."""
+
+    def __init__(self, python: str | Path | None) -> None:
+        self.python = python
+
+    def fail(self, path: str, problem: str) -> OrtfixError:
+        who = f"the probe of {self.python}" if self.python is not None else "the probe"
+        return OrtfixError(f"{who} returned an incomplete report: field {path} {problem}",
+                           hint="is it a Python interpreter?")
+
+    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type[Any] | tuple[type[Any], ...],
+            *, optional: bool = False) -> Any:
+        if key not in obj or (optional and obj[key] is None):
+            if optional:
+                return None
+            raise self.fail(f"{path}.{key}" if path else key, "is missing")
+        value = obj[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # bool is an int to isinstance; a report never means True where it says a number
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join("object" if k is dict else "list" if k is list else k.__name__ for k in kinds)
+            raise self.fail(f"{path}.{key}" if path else key,
+                            f"is not {'an' if names[0] in 'aeiou' else 'a'} {names} (got {type(value).__name__})")
+        return value
+
+    def obj(self, obj: Mapping[str, Any], key: str, path: str = "") -> Mapping[str, Any]:
+        value: Mapping[str, Any] = self.get(obj, key, path, dict)
+        return value
+
+    def text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
+        value: str = self.get(obj, key, path, str)
+        return value
+
+    def opt_text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
+        value: str | None = self.get(obj, key, path, str, optional=True)
+        return value
+
+    def flag(self, obj: Mapping[str, Any], key: str, path: str = "") -> bool:
+        return bool(self.get(obj, key, path, bool, optional=True))
+
+    def integer(self, obj: Mapping[str, Any], key: str, path: str = "", default: int = 0) -> int:
+        value: int | None = self.get(obj, key, path, int, optional=True)
+        if value is not None and value < 0:
+            raise self.fail(f"{path}.{key}" if path else key, f"is negative ({value})")
+        return default if value is None else value
+
+    def items(self, obj: Mapping[str, Any], key: str, path: str = "") -> list[Any]:
+        value: list[Any] | None = self.get(obj, key, path, list, optional=True)
+        return [] if value is None else value
+
+    def texts(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[str, ...]:
+        where = f"{path}.{key}" if path else key
+        values = self.items(obj, key, path)
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")
+        return tuple(values)
+
+    def text_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
+        where = f"{path}.{key}" if path else key
+        value: Mapping[str, Any] | None = self.get(obj, key, path, dict, optional=True)
+        for k, v in (value or {}).items():
+            if not isinstance(v, str):
+                raise self.fail(f"{where}.{k}", f"is not a string (got {type(v).__name__})")
+        return dict(value or {})
+
+    def records(self, obj: Mapping[str, Any], key: str, path: str) -> list[tuple[Mapping[str, Any], str]]:
+        """The objects of a list field, each with its path for messages."""
+        where = f"{path}.{key}" if path else key
+        out: list[tuple[Mapping[str, Any], str]] = []
+        for i, item in enumerate(self.items(obj, key, path)):
+            if not isinstance(item, dict):
+                raise self.fail(f"{where}[{i}]", f"is not an object (got {type(item).__name__})")
+            out.append((item, f"{where}[{i}]"))
+        return out
+
+    def record_rows(self, obj: Mapping[str, Any], key: str, path: str) -> tuple[tuple[str, str, int | None], ...]:
+        where = f"{path}.{key}"
+        rows = []
+        for i, row in enumerate(self.items(obj, key, path)):
+            if (not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], str)
+                    or not isinstance(row[1], str)
+                    or not (row[2] is None or (isinstance(row[2], int) and not isinstance(row[2], bool)))):
+                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size]")
+            rows.append((row[0], row[1], row[2]))
+        return tuple(rows)
+
+
+def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[RecordProblem, ...]:
+    out = []
+    for i, row in enumerate(r.items(d, "damaged", where)):
+        if (not isinstance(row, list) or len(row) != 4 or not isinstance(row[0], str)
+                or not _is_int(row[1]) or not (row[2] is None or _is_int(row[2]))
+                or not (row[3] is None or isinstance(row[3], str))):
+            raise r.fail(f"{where}.damaged[{i}]", "is not [path, size, size on disk, overwritten by]")
+        out.append(RecordProblem(row[0], row[1], row[2], row[3]))
+    return tuple(out)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path | None = None) -> ProbeFacts:
+    """The probe's report, typed. Every field read is checked: a missing field, or one of the wrong type, is an
+    OrtfixError naming it (never a KeyError or TypeError)."""
+    r = _Report(python)
+    if not isinstance(doc, Mapping):
+        raise r.fail("(top level)", f"is not an object (got {type(doc).__name__})")
+    py, osinfo, env = r.obj(doc, "python"), r.obj(doc, "os"), r.obj(doc, "env")
+    version = r.text(py, "version", "python")
+    parts = version.split(".")
+    if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
+        raise r.fail("python.version", f"is not a Python version ({version!r})")
+    kind = r.text(env, "kind", "env")
+    if kind not in _ENV_KINDS:
+        raise r.fail("env.kind", f"is not one of {', '.join(_ENV_KINDS)} ({kind!r})")
+    pointer_bits = r.integer(py, "pointer_bits", "python", default=64)
+    if pointer_bits not in (32, 64):
+        raise r.fail("python.pointer_bits", f"is not 32 or 64 ({pointer_bits})")
+    torch = r.get(doc, "torch", "", dict, optional=True)
     return ProbeFacts(
-        executable=py["executable"],
-        real_executable=py["real_executable"],
-        python_version=py["version"],
-        cache_tag=py.get("cache_tag") or "",
-        pointer_bits=int(py.get("pointer_bits", 64)),
-        has_pip=bool(py.get("has_pip")),
-        system=osinfo["system"],
-        machine=osinfo["machine"],
-        glibc=osinfo.get("glibc"),
-        wsl=bool(osinfo.get("wsl")),
-        env_kind=env["kind"],
-        prefix=env["prefix"],
-        base_prefix=env["base_prefix"],
-        site_packages=tuple(env.get("site_packages") or ()),
-        purelib=env["purelib"],
-        platlib=env["platlib"],
-        user_site=env.get("user_site"),
-        prefix_writable=bool(env.get("prefix_writable")),
-        environ=dict(doc.get("environ") or {}),
-        cwd=doc.get("cwd") or "/",
-        sys_path=tuple(doc.get("sys_path") or ()),
+        executable=r.text(py, "executable", "python"),
+        real_executable=r.text(py, "real_executable", "python"),
+        python_version=version,
+        cache_tag=r.opt_text(py, "cache_tag", "python") or "",
+        pointer_bits=pointer_bits,
+        has_pip=r.flag(py, "has_pip", "python"),
+        system=r.text(osinfo, "system", "os"),
+        machine=r.text(osinfo, "machine", "os"),
+        glibc=r.opt_text(osinfo, "glibc", "os"),
+        wsl=r.flag(osinfo, "wsl", "os"),
+        env_kind=kind,
+        prefix=r.text(env, "prefix", "env"),
+        base_prefix=r.text(env, "base_prefix", "env"),
+        site_packages=r.texts(env, "site_packages", "env"),
+        purelib=r.text(env, "purelib", "env"),
+        platlib=r.text(env, "platlib", "env"),
+        user_site=r.opt_text(env, "user_site", "env"),
+        prefix_writable=r.flag(env, "prefix_writable", "env"),
+        environ=r.text_map(doc, "environ"),
+        cwd=r.opt_text(doc, "cwd") or "/",
+        sys_path=r.texts(doc, "sys_path"),
         distributions=tuple(
             Distribution(
-                name=d["name"],
-                normalized=d["normalized"],
-                version=d["version"],
-                location=d["location"],
-                dist_info=d["dist_info"],
-                requires=tuple(d.get("requires") or ()),
-                installer=d.get("installer") or "",
-                files=tuple((f[0], f[1], f[2]) for f in d.get("files") or ()),
+                name=r.text(d, "name", where),
+                normalized=r.text(d, "normalized", where),
+                version=r.text(d, "version", where),
+                location=r.text(d, "location", where),
+                dist_info=r.text(d, "dist_info", where),
+                requires=r.texts(d, "requires", where),
+                installer=r.opt_text(d, "installer", where) or "",
+                files=r.record_rows(d, "files", where),
+                has_record=r.get(d, "record", where, bool, optional=True),
+                checked=r.integer(d, "checked", where),
+                damaged=_record_problems(r, d, where),
             )
-            for d in doc.get("distributions") or ()
+            for d, where in r.records(doc, "distributions", "")
         ),
         dependents=tuple(
-            Dependent(name=d["name"], version=d["version"], requires=tuple(d.get("requires") or ()))
-            for d in doc.get("dependents") or ()
+            Dependent(name=r.text(d, "name", where), version=r.text(d, "version", where),
+                      requires=r.texts(d, "requires", where))
+            for d, where in r.records(doc, "dependents", "")
         ),
-        distribution_count=int(doc.get("distribution_count") or 0),
+        distribution_count=r.integer(doc, "distribution_count"),
         ort_dirs=tuple(
-            OrtDir(package_dir=o["package_dir"], location=o["location"], build_info=dict(o.get("build_info") or {}),
-                   files=tuple(o.get("files") or ()))
-            for o in doc.get("onnxruntime_dirs") or ()
+            OrtDir(package_dir=r.text(o, "package_dir", where), location=r.text(o, "location", where),
+                   build_info=r.text_map(o, "build_info", where), files=r.texts(o, "files", where))
+            for o, where in r.records(doc, "onnxruntime_dirs", "")
         ),
-        torch=TorchInfo(dir=torch["dir"], version=torch.get("version"), cuda=torch.get("cuda"),
-                        lib_dir=torch["lib_dir"], libs=tuple(torch.get("libs") or ())) if torch else None,
+        torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_text(torch, "version", "torch"),
+                        cuda=r.opt_text(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
+                        libs=r.texts(torch, "libs", "torch")) if torch else None,
         report=report,
     )

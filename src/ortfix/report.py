@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,13 @@ def render_plan(plan: Plan) -> str:
             removes += c.startswith("-")
             changes += c.startswith("~")
         if a.kind == "pip-install":
-            lines.append(f"     via: {' '.join(a.details['argv'])}")
+            reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
+            via = (f"uv pip install --python {shlex.quote(plan.python)} {reqs}" if a.details["installer"] == "uv"
+                   else f"{shlex.quote(plan.python)} -m pip install {reqs}")
+            lines.append(f"     via: {via}   (with your pip configuration)")
+        if a.kind == "write-file":
+            lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
+            lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
         lines.append(f"     undo: {a.undo}")
     if not plan.actions:
         lines.append("No changes needed." if not plan.unresolved else "No change ortfix can make fixes this.")

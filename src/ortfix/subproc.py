@@ -1,9 +1,22 @@
-"""Every subprocess ortfix starts goes through here: argv lists only, UTF-8, an environment chosen on purpose."""
+"""Every subprocess ortfix starts goes through here: argv lists only, UTF-8, an environment chosen on purpose.
+
+Every child runs in a session (and so a process group) of its own, and every wait has a limit: when it is reached, or
+when ortfix is interrupted, the child's whole process group is killed and its pipes closed. Killing only the child
+is not enough: a child that leaves a background process holding its stdout would keep `communicate` waiting forever.
+A child in its own session does not get the terminal's Ctrl-C; ortfix gets it (KeyboardInterrupt) and ends the
+group itself.
+
+`ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -11,6 +24,9 @@ from ortfix.errors import OrtfixError
 
 # Variables that change what a child Python or pip does behind our back.
 _PYTHON_NOISE = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONSAFEPATH")
+
+# How long a process group gets to end after SIGTERM before it gets SIGKILL.
+TERMINATE_GRACE = 5.0
 
 
 def child_env(base: Mapping[str, str] | None = None, **overrides: str | None) -> dict[str, str]:
@@ -32,50 +48,79 @@ def child_env(base: Mapping[str, str] | None = None, **overrides: str | None) ->
     return env
 
 
-def run(
-    argv: Sequence[str | Path],
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 60.0,
-    input_text: str | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run argv to completion and capture its output; a missing program is an OrtfixError, not a traceback."""
-    args = [str(a) for a in argv]
+def child_timeout(seconds: float) -> float:
+    """`seconds`, or less when ORTFIX_CHILD_TIMEOUT asks for less (a value that is not a positive number is
+    ignored)."""
+    text = os.environ.get("ORTFIX_CHILD_TIMEOUT")
+    if not text:
+        return seconds
     try:
-        return subprocess.run(
-            args,
-            env=dict(env) if env is not None else child_env(),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            input=input_text,
-            cwd=cwd,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise OrtfixError(f"cannot run {args[0]}: not found") from exc
-    except PermissionError as exc:
-        raise OrtfixError(f"cannot run {args[0]}: permission denied") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise OrtfixError(f"{Path(args[0]).name} did not finish within {timeout:.0f} s") from exc
+        cap = float(text)
+    except ValueError:
+        return seconds
+    return min(seconds, cap) if math.isfinite(cap) and cap > 0 else seconds
 
 
-def start(argv: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start argv in the background (so ortfix can do other work meanwhile); read it with `finish`."""
-    args = [str(a) for a in argv]
+def _name(proc: subprocess.Popen[str]) -> str:
+    args = proc.args
+    first = args[0] if isinstance(args, (list, tuple)) and args else args
+    return Path(str(first)).name
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send sig to the process group; False when it has no process left."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member became another user's (setuid): nothing more ortfix can do
+        return False
+    return True
+
+
+def _close_pipes(proc: subprocess.Popen[str]) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_GRACE) -> int | None:
+    """End `proc` and every process of its process group (a child of `start`/`run` leads a group of its own):
+    SIGTERM to the group, up to `timeout` seconds for it to end, then SIGKILL to whatever is left; then its pipes
+    are closed. Returns the child's exit status (None only if it could not be reaped).
+
+    Safe to call on a process that has already ended. Never waits for a pipe: a process that left the group (a
+    daemon that called setsid) can hold the child's output open forever."""
+    pgid = proc.pid  # start_new_session=True: the child is the leader of a group with its own pid as id
+    deadline = time.monotonic() + max(timeout, 0.0)
+    if _signal_group(pgid, signal.SIGTERM):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        # The leader may be gone while others of its group are still ending.
+        while time.monotonic() < deadline and _signal_group(pgid, 0):
+            time.sleep(0.02)
+        _signal_group(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored: only a hung kernel task
+        proc.wait(timeout=max(timeout, 1.0))
+    _close_pipes(proc)
+    return proc.returncode
+
+
+def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, cwd: Path | None = None
+           ) -> subprocess.Popen[str]:
     try:
         return subprocess.Popen(
             args,
             env=dict(env) if env is not None else child_env(),
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
             errors="replace",
+            cwd=cwd,
+            start_new_session=True,
         )
     except FileNotFoundError as exc:
         raise OrtfixError(f"cannot run {args[0]}: not found") from exc
@@ -85,12 +130,45 @@ def start(argv: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -
         raise OrtfixError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
 
 
-def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+    """Wait for proc to end and close its output, at most `timeout` seconds; on timeout or interruption its whole
+    process group is ended."""
+    limit = child_timeout(timeout)
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input_text, timeout=limit)
     except subprocess.TimeoutExpired as exc:
-        proc.kill()
-        proc.communicate()
-        name = proc.args[0] if isinstance(proc.args, list) else proc.args
-        raise OrtfixError(f"{Path(str(name)).name} did not finish within {timeout:.0f} s") from exc
+        terminate_group(proc, timeout=min(TERMINATE_GRACE, 2.0))
+        raise OrtfixError(f"{_name(proc)} did not finish within {limit:g} s",
+                          hint="it, or a process it started, kept running; all of them were stopped") from exc
+    except BaseException:  # Ctrl-C (the child, in its own session, did not get it) or anything else: no orphans
+        terminate_group(proc, timeout=min(TERMINATE_GRACE, 2.0))
+        raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run(
+    argv: Sequence[str | Path],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    input_text: str | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run argv to completion and capture its output; a missing program is an OrtfixError, not a traceback, and so
+    is a child (or anything it started) still holding its output after `timeout` seconds."""
+    args = [str(a) for a in argv]
+    proc = _popen(args, env, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL, cwd=cwd)
+    return _communicate(proc, timeout, input_text)
+
+
+def start(argv: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start argv in the background (so ortfix can do other work meanwhile), in a session of its own; read it with
+    `finish`, or end it (and everything it started) with `terminate_group`."""
+    return _popen([str(a) for a in argv], env, stdin=subprocess.DEVNULL)
+
+
+def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """Wait for a child of `start` (its output closed), at most `timeout` seconds; then its process group is killed
+    and this is an OrtfixError."""
+    return _communicate(proc, timeout)

@@ -13,23 +13,38 @@ from ortfix import subproc
 from ortfix.errors import OrtfixError
 
 PROBE_SOURCE = Path(__file__).with_name("_probe.py")
+# How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
+# with everything it started (subproc.finish). ORTFIX_CHILD_TIMEOUT lowers it for tests.
+PROBE_TIMEOUT = 60.0
 
 
 def resolve_target(python: str | None, environ: Mapping[str, str] | None = None) -> Path:
     """--python PATH (an interpreter or an environment folder), else the activated environment (VIRTUAL_ENV, then
-    CONDA_PREFIX), else the interpreter ortfix itself runs in."""
+    CONDA_PREFIX), else the interpreter ortfix itself runs in.
+
+    None means --python was not given; an empty string was given, and is refused rather than read as "not given"."""
     env = os.environ if environ is None else environ
-    if python:
-        path = Path(python).expanduser()
-        if path.is_dir():
-            for candidate in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe",
-                              path / "python.exe"):
-                if candidate.exists():
-                    return candidate.absolute()
-            raise OrtfixError(f"--python {python}: a folder with no bin/python in it",
-                              hint="give the interpreter's path or an environment folder")
-        if not path.exists():
-            raise OrtfixError(f"--python {python}: no such file")
+    if python is not None:
+        if not python:
+            raise OrtfixError("--python '': an empty path",
+                              hint="give an interpreter or an environment folder, or leave --python out")
+        try:
+            path = Path(python).expanduser()
+        except RuntimeError as exc:  # ~user/... for a user that does not exist
+            raise OrtfixError(f"--python {python}: {exc}",
+                              hint="give the path without ~, or an existing user's") from exc
+        try:
+            if path.is_dir():
+                for candidate in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe",
+                                  path / "python.exe"):
+                    if candidate.exists():
+                        return candidate.absolute()
+                raise OrtfixError(f"--python {python}: a folder with no bin/python in it",
+                                  hint="give the interpreter's path or an environment folder")
+            if not path.exists():
+                raise OrtfixError(f"--python {python}: no such file")
+        except OSError as exc:  # a name too long, a folder on the way that cannot be searched
+            raise OrtfixError(f"--python {python}: {exc.strerror or exc}") from exc
         return path.absolute()
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = env.get(var)
@@ -41,6 +56,8 @@ def resolve_target(python: str | None, environ: Mapping[str, str] | None = None)
 
 
 def start_probe(python: Path) -> subprocess.Popen[str]:
+    """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
+    timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
     source = PROBE_SOURCE.read_text(encoding="utf-8")
     # The user's environment as it is (LD_LIBRARY_PATH, PYTHONPATH...): the probe must see what their Python sees.
     env = dict(os.environ)

@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +34,12 @@ from ortfix.actions import (
     Resolution,
     StepContext,
     TargetEnv,
-    discard_dir,
+    discard_rel,
     handler_for,
+    open_env,
     resolve,
     test_crash,
+    verified,
 )
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.journal import (
@@ -59,9 +61,11 @@ if TYPE_CHECKING:
     from ortfix.plan import Plan
 
 # Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.
-BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "ORT001", "ORT002", "ORT003", "ORT006")
+BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "ORT001", "ORT002", "ORT003", "ORT006", "ORT007",
+            "ORT008")
 CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
 CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
+PAUSE_BEFORE = "ORTFIX_TEST_PAUSE_BEFORE_STEP"  # with ORTFIX_TEST_PAUSE_FILE: wait while that file exists
 _MARGIN = 32 << 20  # free space kept in hand on top of what the install needs
 
 
@@ -71,16 +75,36 @@ class Ui:
     output: Callable[[str, bool], None] = lambda line, is_err: None  # the installer's own output, streamed
 
 
-def target_env(facts: Facts) -> TargetEnv:
+def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
+    """The environment opened for changes (its root descriptor held; see confine.py). A system Python is changed only
+    when the user says so (`--system`): its hooks and packages affect every program that uses it."""
     p = facts.probe
-    return TargetEnv(python=p.executable, prefix=p.prefix, purelib=p.purelib, platlib=p.platlib,
-                     scripts=os.path.join(p.prefix, "bin"), env_kind=p.env_kind)
+    if p.env_kind == "system" and not system:
+        raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "
+                          "that uses it, and ortfix changes only venvs and conda environments by default",
+                          hint="make a venv (python3 -m venv) and use that, or pass --system to change it anyway")
+    return open_env(p.executable, p.prefix, p.purelib, p.platlib, os.path.join(p.prefix, "bin"), p.env_kind,
+                    uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
+
+
+def externally_managed(prefix: str, python_version: str) -> bool:
+    """PEP 668: the interpreter's stdlib folder holds EXTERNALLY-MANAGED (pip then refuses without
+    --break-system-packages)."""
+    short = ".".join(python_version.split(".")[:2])
+    return any(os.path.isfile(os.path.join(prefix, lib, f"python{short}", "EXTERNALLY-MANAGED"))
+               for lib in ("lib", "lib64"))
+
+
+def system_warning(env: TargetEnv) -> str:
+    return (f"--system: changing the system environment {env.prefix}: the packages and hooks written to "
+            f"{env.purelib} are seen by every program that runs {env.python}")
 
 
 def env_from_journal(tx: Transaction) -> TargetEnv:
+    """The environment a journal was written for; its paths are checked to lie inside the prefix the journal was
+    found in (TransactionStore.load checked the prefix itself)."""
     t = tx.target
-    return TargetEnv(python=t["python"], prefix=t["prefix"], purelib=t["purelib"], platlib=t["platlib"],
-                     scripts=t["scripts"], env_kind=t["env_kind"])
+    return open_env(t["python"], t["prefix"], t["purelib"], t["platlib"], t["scripts"], t["env_kind"])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -106,9 +130,10 @@ class Preflight:
     disk: DiskCheck | None
     problems: tuple[str, ...]
     commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
+    descriptions: tuple[tuple[str, ...], ...] = ()  # per step: the exact commands and file changes
 
     def describe(self) -> list[tuple[Step, list[str]]]:
-        return [(s, handler_for(s.kind).describe(self.env, s.details)) for s in self.steps]
+        return [(s, list(d)) for s, d in zip(self.steps, self.descriptions)]
 
 
 def _planned(index: int, kind: str, summary: str, origin: str, details: Mapping[str, Any],
@@ -134,6 +159,9 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path) -> tuple[list[Step], Reso
         if action.kind != PIP_INSTALL:
             steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details))
             continue
+        if action.details.get("installer") not in ("pip", "uv"):
+            raise OrtfixError("the target environment has no pip (and no uv was found)",
+                              hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
         resolution = resolve(env, action.details, workdir, replaced_elsewhere=uninstalled)
         commands.append(resolution.argv)
         for r in resolution.install:
@@ -200,14 +228,13 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
             why = _probe_write(folder)
             if why:
                 problems.append(why)
-    if not dry_run:
+    if not dry_run and os.path.isdir(envlock.state_dir(env.prefix)):
         why = _probe_write(str(envlock.state_dir(env.prefix)))
         if why:
             problems.append(why)
     steps, resolution, commands = _expand(env, plan, workdir)
     for step in steps:
-        problems += [f"step {step.index} ({step.summary}): {p}"
-                     for p in handler_for(step.kind).verify(env, step.details)]
+        problems += [f"step {step.index} ({step.summary}): {p}" for p in verified(env, step.kind, step.details)]
     disk = _disk(env, resolution)
     if disk is not None and disk.free_bytes < disk.needed_bytes:
         problems.append(f"not enough free space in {disk.where}: {_mib(disk.free_bytes)} free, "
@@ -216,7 +243,13 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
     tmp = tempfile.gettempdir()
     if disk is not None and disk.download_bytes and shutil.disk_usage(tmp).free < disk.download_bytes:
         problems.append(f"not enough free space in {tmp} for the downloads ({_mib(disk.download_bytes)})")
-    return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands))
+    descriptions = []
+    for step in steps:
+        try:
+            descriptions.append(tuple(handler_for(step.kind).describe(env, step.details)))
+        except OrtfixError as exc:
+            descriptions.append((exc.one_line(),))
+    return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands), tuple(descriptions))
 
 
 def _mib(n: int) -> str:
@@ -257,23 +290,69 @@ def _crash_point(var: str) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
+def _test_pause() -> None:
+    """Fault injection: create ORTFIX_TEST_PAUSE_FILE and wait (at most 120 s) until the test deletes it."""
+    import time
+
+    flag = os.environ.get("ORTFIX_TEST_PAUSE_FILE")
+    if not flag:
+        return
+    Path(flag).touch()
+    deadline = time.monotonic() + 120
+    while os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _replace_step(tx: Transaction, index: int, **changes: Any) -> Transaction:
     steps = tuple(replace(s, **changes) if s.index == index else s for s in tx.steps)
     return replace(tx, steps=steps)
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `docker stop`) or SIGHUP (the terminal closed): handled exactly like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 @contextlib.contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """Ctrl-C during a rollback would leave it half done: hold it until the rollback has finished."""
+def _stop_signals_interrupt() -> Iterator[None]:
+    """While steps run, SIGTERM and SIGHUP interrupt like Ctrl-C does, so the automatic rollback runs."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    previous: dict[int, Any] = {}
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, stop)
     except ValueError:  # not the main thread
-        yield
-        return
+        pass
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Ctrl-C, SIGTERM or SIGHUP during a rollback would leave it half done: hold them until it has finished."""
+    previous: dict[int, Any] = {}
+    try:
+        for sig in _STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _Runner:
@@ -298,14 +377,22 @@ class _Runner:
         return StepContext(self.store, self.tx.id, step.index, commit, self.ui.echo, self.ui.output, crash_midway)
 
     def run_steps(self) -> None:
+        with _stop_signals_interrupt():
+            self._run_steps()
+
+    def _run_steps(self) -> None:
         after, during = _crash_point(CRASH_AFTER), _crash_point(CRASH_DURING)
+        pause = _crash_point(PAUSE_BEFORE)
         for step in self.tx.steps:
+            if pause == step.index:
+                _test_pause()
             self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step.summary}")
             handler = handler_for(step.kind)
             try:
                 record = handler.execute(self.env, step, self.context(step, crash_midway=during == step.index))
             except BaseException as exc:
                 why = exc.one_line() if isinstance(exc, OrtfixError) else (
+                    f"terminated ({exc})" if isinstance(exc, Terminated) else
                     "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
                 self.save(replace(_replace_step(self.tx, step.index, error=why),
                                   message=f"step {step.index} ({step.summary}) failed: {why}"))
@@ -319,13 +406,21 @@ class _Runner:
         """Undo every started or done step, newest first; the journal says how far it got at every moment."""
         warnings: list[str] = []
         with _no_interrupts():
+            # The disk space held since the transaction began is what lets the undo proceed on a full disk.
+            self.store.release_reserve(self.tx.id)
             self.save(replace(self.tx, status=TxStatus.ROLLING_BACK,
                               rollback={"started": now_iso(), "finished": None, "reason": reason, "warnings": []}))
             for step in reversed(self.tx.steps):
                 if step.state not in (StepState.STARTED, StepState.DONE):
                     continue
                 self.ui.echo(f"undo [{step.index}/{len(self.tx.steps)}] {step.summary}")
-                got = handler_for(step.kind).reverse(self.env, step, self.context(step))
+                try:
+                    got = handler_for(step.kind).reverse(self.env, step, self.context(step))
+                except OSError as exc:
+                    raise OrtfixError(f"undoing step {step.index} ({step.summary}) failed: "
+                                      f"{exc.filename or ''}: {exc.strerror or exc}",
+                                      hint="fix that (free disk space?), then run `ortfix rollback` again; the "
+                                           "journal says how far it got") from exc
                 warnings += got
                 self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
             rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": warnings}
@@ -355,73 +450,99 @@ def verify_applied(env: TargetEnv, *, python: str) -> Verification:
 
 
 def apply_plan(plan: Plan, facts: Facts, *, dry_run: bool = False, keep_on_failure: bool = False,
-               plan_bytes: bytes | None = None, ui: Ui | None = None) -> ApplyOutcome:
+               plan_bytes: bytes | None = None, ui: Ui | None = None, system: bool = False) -> ApplyOutcome:
     ui = ui or Ui()
-    env = target_env(facts)
-    if dry_run:
-        with tempfile.TemporaryDirectory(prefix="ortfix-dry-run-") as tmp:
-            pf = preflight(env, plan, Path(tmp), dry_run=True)
-        return ApplyOutcome(pf, None, None)
-    state = envlock.state_dir(env.prefix)
-    made_state = not os.path.lexists(state)
+    env = target_env(facts, system=system)
     try:
-        state.mkdir(exist_ok=True)
+        if system:
+            ui.echo(system_warning(env))
+        if dry_run:
+            with tempfile.TemporaryDirectory(prefix="ortfix-dry-run-") as tmp:
+                pf = preflight(env, plan, Path(tmp), dry_run=True)
+            return ApplyOutcome(pf, None, None)
+        return _apply(plan, env, keep_on_failure, plan_bytes, ui)
+    finally:
+        env.fs.close()
+
+
+def _apply(plan: Plan, env: TargetEnv, keep_on_failure: bool, plan_bytes: bytes | None, ui: Ui) -> ApplyOutcome:
+    fs = env.fs
+    made_state = not fs.exists(envlock.STATE_DIR)
+    try:
+        if made_state:
+            fs.mkdir(envlock.STATE_DIR, 0o755)
+        elif not fs.is_dir(envlock.STATE_DIR):
+            raise OrtfixError(f"cannot write in the environment: {envlock.state_dir(env.prefix)} is not a folder "
+                              "(a file or a symbolic link is in the way)", hint="nothing was changed")
     except OSError as exc:
-        raise OrtfixError(f"cannot write in the environment: cannot create {state}: {exc.strerror or exc}",
-                          hint="nothing was changed") from exc
+        raise OrtfixError(f"cannot write in the environment: cannot create {envlock.state_dir(env.prefix)}: "
+                          f"{exc.strerror or exc}", hint="nothing was changed") from exc
     try:
         held = envlock.acquire(env.prefix)
     except OrtfixError:
         if made_state:
-            with contextlib.suppress(OSError):
-                state.rmdir()
+            fs.rmdir(envlock.STATE_DIR)
         raise
-    store = TransactionStore(env.prefix)
-    made_root = not store.root.exists()
+    store = TransactionStore(env.prefix, fs)
+    made_root = not fs.exists(store.rel_root)
     tx_id = new_id()
-    folder = store.folder(tx_id)
     try:
-        store.remove_unjournaled()
+        store.remove_abandoned()
         for other in store.entries():
+            if other.error is not None:
+                raise OrtfixError(f"transaction {other.id} cannot be read: {other.error}",
+                                  hint=f"inspect it: `ortfix history show {other.id}`; nothing was changed")
             if other.tx is not None and other.tx.status in OPEN_STATUSES:
                 raise OrtfixError(f"transaction {other.id} was interrupted ({other.tx.status.value}) and must be "
                                   "undone first", hint="run `ortfix rollback`; nothing was changed")
-        folder.mkdir(parents=True)
+        try:
+            workdir = store.begin(tx_id)
+        except OSError as exc:
+            raise OrtfixError(f"cannot write in {store.root}: {exc.strerror or exc}", hint="nothing was changed"
+                              ) from exc
         ui.echo("preflight: checking write access, disk space and what the installer will do")
-        pf = preflight(env, plan, folder, dry_run=False)
+        pf = preflight(env, plan, workdir, dry_run=False)
         if pf.problems:
             raise OrtfixError(f"preflight failed: {pf.problems[0]}"
                               + (f" (and {len(pf.problems) - 1} more)" if len(pf.problems) > 1 else ""),
                               hint="nothing was changed")
+        _create(store, plan, env, tx_id, pf, plan_bytes)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError, OrtfixError):
+            store.abandon(tx_id)
         if made_root:
-            with contextlib.suppress(OSError):
-                store.root.rmdir()
+            fs.rmdir(store.rel_root)
         envlock.release(held, remove=made_state)
         if made_state:
-            with contextlib.suppress(OSError):
-                state.rmdir()
+            fs.rmdir(envlock.STATE_DIR)
         raise
     try:
-        return _run(plan, env, store, tx_id, pf, plan_bytes, keep_on_failure, ui)
+        return _run(plan, env, store, tx_id, pf, keep_on_failure, ui)
     finally:
         envlock.release(held)
 
 
-def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Preflight, plan_bytes: bytes | None,
-         keep_on_failure: bool, ui: Ui) -> ApplyOutcome:
+def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf: Preflight,
+            plan_bytes: bytes | None) -> None:
     import json
 
     data = plan_bytes if plan_bytes is not None else (json.dumps(plan.to_json(), indent=2, default=str) + "\n"
                                                      ).encode()
     now = now_iso()
     tx = Transaction(id=tx_id, created=now, updated=now, ortfix_version=__version__, prefix=env.prefix,
-                     target={k: str(v) for k, v in asdict(env).items()}, installer=plan.installer,
+                     target=env.journaled(), installer=plan.installer,
                      plan_fingerprint=plan.fingerprint, plan_sha256=sha256_bytes(data), status=TxStatus.RUNNING,
                      steps=pf.steps, verification=None, rollback=None, message=None, pruned=False)
-    store.create(tx, data)
-    runner = _Runner(store, tx, env, ui)
+    try:
+        store.create(tx, data)
+    except OSError as exc:
+        raise OrtfixError(f"cannot write the journal in {store.root}: {exc.strerror or exc}",
+                          hint="free some disk space; nothing was changed") from exc
+
+
+def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Preflight, keep_on_failure: bool,
+         ui: Ui) -> ApplyOutcome:
+    runner = _Runner(store, store.load(tx_id), env, ui)
     ui.echo(f"transaction {tx_id} ({store.folder(tx_id)})")
     try:
         runner.run_steps()
@@ -435,10 +556,10 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Pr
             raise OrtfixError(f"{message}; the automatic rollback failed too: {why}",
                               hint="run `ortfix rollback` to finish it", exit_code=ExitCode.PROBLEMS) from exc
         tail = "; every change was rolled back" + (f" ({len(warnings)} warnings)" if warnings else "")
-        if interrupted:
-            free_discards(store, runner.tx, background=False)
-            raise OrtfixError("interrupted" + tail, exit_code=ExitCode.INTERRUPTED) from exc
         free_discards(store, runner.tx, background=False)
+        if interrupted:
+            what = f"terminated ({exc})" if isinstance(exc, Terminated) else "interrupted"
+            raise OrtfixError(what + tail, exit_code=ExitCode.INTERRUPTED) from exc
         raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
                           exit_code=ExitCode.PROBLEMS) from exc
     ui.echo("verifying in a fresh process of the target interpreter")
@@ -457,20 +578,29 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Pr
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
 
 
+_FREE_CODE = """import sys
+from ortfix.confine import EnvRoot
+with EnvRoot(sys.argv[1]) as root:
+    for rel in sys.argv[2:]:
+        root.remove_tree(rel)
+"""
+
+
 def free_discards(store: TransactionStore, tx: Transaction, *, background: bool) -> list[Path]:
-    """Delete what a rollback moved aside from the environment (the installed distributions). In the background
-    after a user's rollback: the environment is already restored, freeing gigabytes need not hold the prompt;
-    `history prune` frees whatever a background deletion did not get to."""
-    folders = [d for d in (discard_dir(store, tx.id, s.index) for s in tx.steps) if d.is_dir()]
-    if folders and background:
-        code = "import shutil, sys\nfor p in sys.argv[1:]:\n    shutil.rmtree(p, ignore_errors=True)\n"
+    """Delete what a rollback moved aside from the environment (the installed distributions), never following a
+    link. In the background after a user's rollback: the environment is already restored, freeing gigabytes need not
+    hold the prompt; `history prune` frees whatever a background deletion did not get to."""
+    rels = [r for r in (discard_rel(store, tx.id, s.index) for s in tx.steps) if store.env.is_dir(r)]
+    folders = [store.prefix / r for r in rels]
+    if rels and background:
         try:
-            subproc.start([sys.executable, "-c", code, *map(str, folders)])
+            subproc.start([sys.executable, "-c", _FREE_CODE, store.env.real, *rels])
             return folders
         except OrtfixError:
             pass
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+    for rel in rels:
+        with contextlib.suppress(OSError, OrtfixError):
+            store.env.remove_tree(rel)
     return folders
 
 
@@ -519,28 +649,47 @@ def steps_to_undo(tx: Transaction) -> tuple[Step, ...]:
 def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
              confirm: Callable[[Transaction], bool] | None = None) -> RollbackOutcome:
     ui = ui or Ui()
-    store = TransactionStore(prefix)
-    if not store.ids():
-        raise OrtfixError(f"no ortfix transaction in {prefix}", hint="nothing to roll back")
-    with envlock.held(prefix):
-        tx = select_for_rollback(store, tx_id)
-        for step in tx.steps:
-            why = handler_for(step.kind).check_step(step)
-            if why:
-                raise OrtfixError(f"journal of transaction {tx.id}: step {step.index} {why}",
-                                  hint="ortfix will not guess how to undo it; restore the journal or undo by hand")
-            if step.state in (StepState.STARTED, StepState.DONE):
-                for name, sha in dict(step.record.get("sidecars", {})).items():
-                    store.read_sidecar(tx.id, step.index, str(name), str(sha))  # checked before any change
-        if confirm is not None and not confirm(tx):
-            raise OrtfixError("rollback cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
-        undone = steps_to_undo(tx)
-        runner = _Runner(store, tx, env_from_journal(tx), ui)
-        reason = "ortfix rollback" + (" (resuming an interrupted rollback)" if tx.status is TxStatus.ROLLING_BACK
-                                      else " (after an interrupted apply)" if tx.status is TxStatus.RUNNING else "")
-        warnings = runner.reverse_all(reason)
-    freed = free_discards(store, runner.tx, background=True)  # after the lock is released
+    with TransactionStore(prefix) as store:
+        if not store.ids():
+            raise OrtfixError(f"no ortfix transaction in {prefix}", hint="nothing to roll back")
+        with envlock.held(prefix):
+            tx = select_for_rollback(store, tx_id)
+            env = env_from_journal(tx)
+            try:
+                runner = _Runner(store, tx, env, ui)
+                _check_undoable(store, tx, env, runner)
+                if confirm is not None and not confirm(tx):
+                    raise OrtfixError("rollback cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+                undone = steps_to_undo(tx)
+                reason = "ortfix rollback" + (
+                    " (resuming an interrupted rollback)" if tx.status is TxStatus.ROLLING_BACK
+                    else " (after an interrupted apply)" if tx.status is TxStatus.RUNNING else "")
+                warnings = runner.reverse_all(reason)
+            finally:
+                env.fs.close()
+        freed = free_discards(store, runner.tx, background=True)  # after the lock is released
     return RollbackOutcome(runner.tx, undone, tuple(warnings), tuple(str(f) for f in freed))
+
+
+def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, runner: _Runner) -> None:
+    """Everything a rollback relies on, checked before it changes anything: every step well-formed and inside the
+    environment, every sidecar matching its checksum, every stashed file present and unchanged."""
+    hint = "ortfix will not guess how to undo it; restore the journal or undo by hand"
+    for step in tx.steps:
+        why = handler_for(step.kind).check_step(env, step)
+        if why:
+            raise OrtfixError(f"journal of transaction {tx.id}: step {step.index} {why}", hint=hint)
+        if step.state in (StepState.STARTED, StepState.DONE):
+            for name, sha in dict(step.record.get("sidecars", {})).items():
+                store.read_sidecar(tx.id, step.index, str(name), str(sha))
+    problems: list[str] = []
+    for step in steps_to_undo(tx):
+        problems += handler_for(step.kind).check_undo(env, step, runner.context(step))
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise OrtfixError(f"transaction {tx.id} cannot be undone exactly: {'; '.join(problems[:3])}{more}",
+                          hint="nothing was changed; restore those files into the stash, or undo by hand "
+                               f"(`ortfix history show {tx.id}` lists what the transaction changed)")
 
 
 @dataclass(frozen=True)
@@ -554,7 +703,11 @@ class PruneOutcome:
 def prune(prefix: str, keep: int) -> PruneOutcome:
     if keep < 0:
         raise OrtfixError("--keep must be 0 or more")
-    store = TransactionStore(prefix)
+    with TransactionStore(prefix) as store:
+        return _prune(store, prefix, keep)
+
+
+def _prune(store: TransactionStore, prefix: str, keep: int) -> PruneOutcome:
     if not store.ids():
         return PruneOutcome((), (), (), 0)
     with envlock.held(prefix):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,7 @@ def render_dry_run(result: ApplyResult) -> str:
     pf = result.outcome.preflight
     lines = ["Dry run: nothing was changed. An apply would do this, as one transaction:", ""]
     for argv in pf.commands:
-        lines.append(f"preflight ran: {' '.join(argv)}")
+        lines.append(f"preflight ran: {shlex.join(argv)}")
     if pf.resolution is not None:
         for r in pf.resolution.install:
             extra = f" (replaces {r.replaces.name} {r.replaces.version}: moved aside first)" if r.replaces else ""
@@ -110,7 +111,7 @@ def render_apply(result: ApplyResult) -> str:
     if ver is not None:
         if ver.loader is not None:
             loaded = [x.soname for x in ver.loader.libraries if x.error is None]
-            lines.append(f"verify: {' '.join(ver.loader.argv[:-1])} <script>: import onnxruntime "
+            lines.append(f"verify: {shlex.join(ver.loader.argv[:-1])} <script>: import onnxruntime "
                          f"{'ok' if ver.loader.imported else 'FAILED'}; {len(loaded)}/{len(ver.loader.libraries)} "
                          "libraries load")
         lines += [f"  ✗ {p}" for p in ver.problems]
@@ -121,7 +122,8 @@ def render_apply(result: ApplyResult) -> str:
     if plan.unresolved:
         lines.append("Still needs you: " + "; ".join(f"{f.code} {f.summary}" for f in plan.unresolved))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
-        lines.append(f"Undo: ortfix rollback --python {plan.python}")
+        # a line to paste: the path is quoted for the shell (a prefix may hold spaces, quotes, `$(...)`, backticks)
+        lines.append(f"Undo: ortfix rollback --python {shlex.quote(plan.python)}")
     return "\n".join(lines)
 
 

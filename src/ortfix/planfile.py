@@ -1,0 +1,220 @@
+"""A saved plan (`ortfix plan -o plan.json`) read back for `ortfix apply plan.json`.
+
+A plan file carries intent, not commands: what was planned, for which environment, with which options. It may come
+from another machine, a colleague or a CI artifact, so it is untrusted input:
+
+1. read with a size limit, owned by the user running ortfix or by the environment's owner (as git trusts only its
+   owner's repositories);
+2. parsed strictly: known fields only, each of its type and size; the options are checked like the command line's;
+3. the target comes from `--python` (or the active environment), never from the file: the file's prefix must be
+   that environment's;
+4. every action's details are checked against the environment (`Handler.check_details`: plain requirements, only
+   ortfix's own hook files, modes from a fixed set, links named like libraries next to their file);
+5. the plan is made again from today's facts with the file's options, and its actions must be exactly the file's
+   (the fingerprint covers the facts, the options and the actions). What is applied is that plan, built by ortfix:
+   no argument list, path or content is ever taken from the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.actions import BadField, handler_for, open_env
+from ortfix.confine import owner_name, trusted_owner
+from ortfix.errors import OrtfixError
+from ortfix.journal import exact_fields as _fields
+from ortfix.journal import loads_json
+from ortfix.plan import HOOK_CHOICES, PLAN_SCHEMA, Plan, PlanOptions
+
+PLAN_FILE_LIMIT = 16 << 20
+_FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environment", "fingerprint",
+           "facts_fingerprint", "options", "matrix_version", "installer", "target", "actions", "unresolved", "notes")
+_ACTION_FIELDS = ("kind", "summary", "changes", "undo", "fixes", "details")
+_OPTION_FIELDS = ("ort_version", "cuda_major", "hook", "driver_version", "compute_capability")
+_DRIVER = re.compile(r"\d{2,4}(?:\.\d{1,4}){1,3}")
+_CC = re.compile(r"\d{1,2}\.\d{1,2}")
+
+
+@dataclass(frozen=True)
+class PlannedAction:
+    kind: str
+    details: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """What apply takes from a saved plan: the environment it is for, the options, and the actions to compare."""
+
+    path: str
+    data: bytes
+    owner: int
+    prefix: str
+    fingerprint: str
+    facts_fingerprint: str
+    options: PlanOptions
+    actions: tuple[PlannedAction, ...]
+
+
+def _bad(where: str, why: str) -> OrtfixError:
+    return OrtfixError(f"{where} is not a valid ortfix plan: {why}",
+                       hint="a plan carries intent, not commands; make a new one with `ortfix plan -o plan.json`")
+
+
+def _str(value: Any, what: str, *, limit: int = 4096, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or len(value) > limit or "\0" in value:
+        raise BadField(f"{what} is not a string of at most {limit} characters")
+    return value
+
+
+def _str_list(value: Any, what: str, *, items: int = 200, limit: int = 4096) -> list[str]:
+    if not isinstance(value, list) or len(value) > items:
+        raise BadField(f"{what} is not a list of at most {items} strings")
+    return [str(_str(v, what, limit=limit)) for v in value]
+
+
+def parse_options(doc: Any) -> PlanOptions:
+    d = _fields(doc, _OPTION_FIELDS, "options")
+    ort_version = _str(d["ort_version"], "options.ort_version", limit=64, optional=True)
+    if ort_version is not None:
+        try:
+            Version(ort_version)
+        except InvalidVersion as exc:
+            raise BadField(f"options.ort_version {ort_version!r} is not a version") from exc
+    cuda = d["cuda_major"]
+    if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
+        raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
+    hook = _str(d["hook"], "options.hook", limit=16)
+    if hook not in HOOK_CHOICES:
+        raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
+    driver = _str(d["driver_version"], "options.driver_version", limit=32, optional=True)
+    if driver is not None and not _DRIVER.fullmatch(driver):
+        raise BadField("options.driver_version is not a driver version such as 535.104.12")
+    cc = _str(d["compute_capability"], "options.compute_capability", limit=8, optional=True)
+    if cc is not None and not _CC.fullmatch(cc):
+        raise BadField("options.compute_capability is not MAJOR.MINOR")
+    return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=str(hook), driver_version=driver,
+                       compute_capability=cc)
+
+
+def _action(doc: Any, n: int) -> PlannedAction:
+    d = _fields(doc, _ACTION_FIELDS, f"action {n}")
+    kind = str(_str(d["kind"], f"action {n} kind", limit=32))
+    try:
+        handler = handler_for(kind)
+    except OrtfixError as exc:
+        raise BadField(f"action {n}: {exc.message}") from exc
+    _str(d["summary"], f"action {n} summary")
+    _str(d["undo"], f"action {n} undo")
+    _str_list(d["changes"], f"action {n} changes")
+    _str_list(d["fixes"], f"action {n} fixes", limit=16)
+    details = d["details"]
+    if not isinstance(details, dict):
+        raise BadField(f"action {n} details is not an object")
+    missing = sorted(handler.details_keys - set(details))
+    unknown = sorted(set(details) - handler.details_keys)
+    if unknown:
+        raise BadField(f"action {n} ({kind}) has an unknown detail {unknown[0]!r}")
+    if missing:
+        raise BadField(f"action {n} ({kind}) lacks detail {missing[0]!r}")
+    return PlannedAction(kind, details)
+
+
+def parse(doc: Any) -> tuple[str, str, str, PlanOptions, tuple[PlannedAction, ...]]:
+    """(prefix, fingerprint, facts fingerprint, options, actions) of a plan document; BadField when malformed."""
+    if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        raise BadField(f"its schema is {schema!r}, not {PLAN_SCHEMA}" if isinstance(schema, str)
+                       else f"it has no schema {PLAN_SCHEMA}")
+    d = _fields(doc, _FIELDS, "the plan")
+    for key in ("created", "ortfix_version", "python", "environment", "matrix_version"):
+        _str(d[key], key)
+    _str(d["installer"], "installer", limit=16, optional=True)
+    prefix = str(_str(d["prefix"], "prefix"))
+    fingerprint = str(_str(d["fingerprint"], "fingerprint", limit=64))
+    facts_fingerprint = str(_str(d["facts_fingerprint"], "facts_fingerprint", limit=64))
+    options = parse_options(d["options"])
+    if d["target"] is not None and not isinstance(d["target"], dict):
+        raise BadField("target is not an object")
+    for key, items in (("unresolved", 200), ("notes", 200)):
+        if not isinstance(d[key], list) or len(d[key]) > items:
+            raise BadField(f"{key} is not a list of at most {items} items")
+    actions = d["actions"]
+    if not isinstance(actions, list) or len(actions) > 100:
+        raise BadField("actions is not a list of at most 100 actions")
+    return prefix, fingerprint, facts_fingerprint, options, tuple(_action(a, i) for i, a in enumerate(actions, 1))
+
+
+def read_plan_file(path: Path) -> PlanFile:
+    where = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OrtfixError(f"{path} is not a regular file")
+        if st.st_size > PLAN_FILE_LIMIT:
+            raise _bad(where, f"it is larger than {PLAN_FILE_LIMIT >> 20} MiB")
+        data = os.read(fd, PLAN_FILE_LIMIT + 1)
+    finally:
+        os.close(fd)
+    if len(data) > PLAN_FILE_LIMIT:
+        raise _bad(where, f"it is larger than {PLAN_FILE_LIMIT >> 20} MiB")
+    try:
+        doc = loads_json(data, where)
+        prefix, fingerprint, facts_fingerprint, options, actions = parse(doc)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad(where, str(exc)) from exc
+    return PlanFile(where, data, st.st_uid, prefix, fingerprint, facts_fingerprint, options, actions)
+
+
+def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> None:
+    """Accept the saved plan only for the environment it was made for, from its trusted owner, with every action
+    valid there and exactly what ortfix plans now; OrtfixError naming the first reason otherwise."""
+    where = saved.path
+    if os.path.realpath(saved.prefix) != os.path.realpath(fresh.prefix):
+        raise OrtfixError(f"{where} was made for {saved.prefix}, not {fresh.prefix}",
+                          hint=f"apply it with --python {saved.prefix} (ortfix never takes the interpreter from "
+                               "the file), or make a new plan")
+    env_owner = os.stat(fresh.prefix).st_uid
+    if not trusted_owner(saved.owner, env_owner):
+        raise OrtfixError(f"{where} is owned by {owner_name(saved.owner)}, neither you nor the environment's owner "
+                          f"({owner_name(env_owner)})", hint="ortfix does not apply a plan of dubious ownership; "
+                                                             "make a new one with `ortfix plan -o plan.json`")
+    env = open_env(fresh.python, fresh.prefix, purelib, platlib, os.path.join(fresh.prefix, "bin"),
+                   fresh.environment)
+    try:
+        for n, action in enumerate(saved.actions, 1):
+            try:
+                handler_for(action.kind).check_details(env, action.details)
+            except (BadField, OrtfixError) as exc:
+                why = exc.one_line() if isinstance(exc, OrtfixError) else str(exc)
+                raise _bad(where, f"action {n} ({action.kind}): {why}") from exc
+    finally:
+        env.fs.close()
+    if saved.facts_fingerprint != fresh.facts_fingerprint:
+        raise OrtfixError(f"the environment changed since {where} was made (fingerprint {saved.facts_fingerprint}, "
+                          f"now {fresh.facts_fingerprint})", hint="make a new plan: `ortfix plan -o plan.json`")
+    mine = [(a.kind, _canonical(a.details)) for a in fresh.actions]
+    theirs = [(a.kind, _canonical(a.details)) for a in saved.actions]
+    if mine != theirs or saved.fingerprint != fresh.fingerprint:
+        first = next((i for i, (m, t) in enumerate(zip(mine, theirs), 1) if m != t), min(len(mine), len(theirs)) + 1)
+        raise OrtfixError(f"{where} does not hold what ortfix plans for this environment (first difference: action "
+                          f"{first}): the file was edited, or made by another ortfix version",
+                          hint="make a new plan with `ortfix plan -o plan.json` and review it")
+
+
+def _canonical(details: Mapping[str, Any]) -> str:
+    return json.dumps(details, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,267 @@
+"""Only what the transaction itself did is undone, and only while it is still what was recorded (issue: data safety).
+
+Real venvs, real pip, real wheels from the session wheelhouse; the real `ortfix` command. Each test makes the ordinary
+accident happen for real — a stashed file deleted, a later `pip install` writing into the folders an apply created,
+the journal lost, another pip running during the apply, SIGTERM during pip, the disk filling up during the install —
+and checks that nothing that is not ortfix's is lost and that the outcome is said in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checktools import site_packages
+from clitools import REPO
+from support.fixtures import build_wheel, fake_nvidia_wheel, pip_install
+from test_apply import (  # noqa: F401 (fixtures)
+    _GatedWheelhouse,
+    cpu_venv,
+    env,
+    pip_venv,
+    venv_template,
+)
+from txtools import assert_same_tree, fresh_process, one_line_error, ortfix, ortfix_json, tree_state
+
+
+def _apply(venv: Path, environ: dict[str, str]) -> str:
+    doc = ortfix_json("apply", "--python", str(venv / "bin" / "python"), "--yes", env=environ)
+    assert doc["status"] == "applied"
+    return str(doc["transaction"]["id"])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# D1: the stash is verified, whole, before a rollback changes anything
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_rollback_refuses_when_a_stashed_file_is_missing(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+    tx_id = _apply(cpu_venv, env)
+    stash = cpu_venv / ".ortfix" / "transactions" / tx_id / "steps" / "1" / "stash"
+    victim = next(p for p in stash.rglob("*.py") if p.name == "__init__.py")
+    saved = victim.read_bytes()
+    victim.unlink()
+    other = next(p for p in stash.rglob("*.so*") if p.is_file())
+    other.write_bytes(other.read_bytes() + b"\0")
+    before = tree_state(cpu_venv)
+    line = one_line_error(ortfix("rollback", "--python", str(cpu_venv), "--yes", env=env), "cannot be undone exactly",
+                          "missing from the stash", "nothing was changed")
+    assert str(victim) in line and str(other) in line  # the list says which
+    assert_same_tree(before, tree_state(cpu_venv))
+    assert ortfix_json("history", "--python", str(cpu_venv), env=env)["transactions"][0]["status"] == "applied"
+    victim.write_bytes(saved)
+    other.write_bytes(other.read_bytes()[:-1])
+    assert ortfix_json("rollback", "--python", str(cpu_venv), "--yes", env=env)["transaction"]["status"] == \
+        "rolled-back"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# D2: rollback removes only the files the install created, and only while unchanged since
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_rollback_keeps_what_a_later_pip_install_added_or_changed(cpu_venv: Path, tmp_path: Path,  # noqa: F811
+                                                                  env: dict[str, str]) -> None:  # noqa: F811
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    _apply(cpu_venv, env)
+    assert (sp / "nvidia").is_dir()
+    # later, the user installs another NVIDIA wheel into the same nvidia/ folder, and edits one of the files ORT put
+    later = tmp_path / "later"
+    later.mkdir()
+    fake_nvidia_wheel(later, "nvidia-cuda-runtime-cu11", "11.8.89", {"libcudart.so.11.0": "libcudart.so.11.0"},
+                      "nvidia/cuda_runtime/lib")
+    pip_install(python, "nvidia-cuda-runtime-cu11", find_links=later)
+    cu11 = next(sp.glob("nvidia_cuda_runtime_cu11-*.dist-info"))
+    cu11_files = [line.split(",")[0] for line in (cu11 / "RECORD").read_text().splitlines() if line]
+    edited = sp / "onnxruntime" / "capi" / "onnxruntime_validation.py"
+    if not edited.exists():
+        edited = next((sp / "onnxruntime").rglob("*.py"))
+    edited.write_text(edited.read_text() + "# the user's own change\n")
+
+    doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env, expect=1)
+    warnings = "\n".join(doc["warnings"])
+    assert str(edited) in warnings and "changed after the install" in warnings
+    assert "holds files this transaction did not install" in warnings
+    for rel in cu11_files:  # every file of the later package is still there
+        assert (sp / rel).exists(), rel
+    assert "# the user's own change" in edited.read_text()
+    ok = fresh_process(python, "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loads')".replace(
+        "sys.argv[1]", repr(str(sp / "nvidia/cuda_runtime/lib/libcudart.so.11.0"))))
+    assert "loads" in ok.stdout, ok.stderr
+    assert not list(sp.glob("onnxruntime_gpu-*.dist-info")) and not list(sp.glob("nvidia_cudnn_cu12-*.dist-info"))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# D3: a transaction whose journal is missing is never deleted, and blocks the next apply
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_missing_journal_is_reported_and_its_stash_kept(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+    python = str(cpu_venv / "bin" / "python")
+    tx_id = _apply(cpu_venv, env)
+    folder = cpu_venv / ".ortfix" / "transactions" / tx_id
+    (folder / "journal.json").unlink()
+    stash_files = sorted(p for p in (folder / "steps").rglob("*") if p.is_file())
+    assert len(stash_files) > 10
+    check = ortfix_json("check", "--python", python, "--fresh", env=env, expect=1)
+    [tx001] = [f for f in check["findings"] if f["code"] == "TX001"]
+    assert "cannot be read" in tx001["summary"] and f"ortfix history show {tx_id}" in tx001["fix"]
+    one_line_error(ortfix("rollback", "--python", python, "--yes", env=env), "journal", "is missing")
+    shown = ortfix("history", "show", tx_id, "--python", python, env=env)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr and "missing" in shown.stdout, shown
+    # uninstall the GPU build by hand so that apply has work to do: it must still refuse, and keep the folder
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "uninstall", "-y", "onnxruntime-gpu"],
+                   check=True, capture_output=True)
+    proc = ortfix("apply", "--python", python, "--yes", env=env)
+    one_line_error(proc, f"transaction {tx_id} cannot be read", "nothing was changed")
+    assert sorted(p for p in (folder / "steps").rglob("*") if p.is_file()) == stash_files
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# D4, L2: another pip during the install; SIGTERM during the install (both made deterministic by a gated wheelhouse)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _start_apply(python: Path, environ: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ,
+                            stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+
+
+def _pips_of(venv: Path) -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(venv) in cmd and "pip" in cmd and "install" in cmd:
+                out.append(cmd)
+    return out
+
+
+def _apply_interrupted_by(venv: Path, wheelhouse: Path, tmp_path: Path, during: Callable[[subprocess.Popen[str]], None]
+                          ) -> tuple[subprocess.Popen[str], str, str, dict[str, tuple[Any, ...]]]:
+    """Start `ortfix apply`, run `during` while its pip is held in the middle of the install, let pip go on; the
+    finished process, its output, and the tree as it was before."""
+    house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", venv / ".ortfix" / "transactions")
+    try:
+        environ = house.pip_env(tmp_path)
+        before = tree_state(venv)
+        proc = _start_apply(venv / "bin" / "python", environ)
+        reached = house.reached.wait(120)
+        if reached:
+            during(proc)
+        house.release.set()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        house.close()
+    assert reached, err[-2000:]
+    return proc, out, err, before
+
+
+def test_another_pip_during_apply_is_detected_and_its_work_kept(cpu_venv: Path, tmp_path: Path,  # noqa: F811
+                                                                 wheelhouse: Path) -> None:
+    python = cpu_venv / "bin" / "python"
+    other = tmp_path / "other"
+    other.mkdir()
+    build_wheel(other, "unrelated-pkg", "1.0", {"unrelated_pkg/__init__.py": b"VALUE = 42\n"})
+    def users_own_pip(_apply: subprocess.Popen[str]) -> None:  # at the same time as ortfix's
+        pip_install(python, "unrelated-pkg", find_links=other)
+
+    proc, out, err, before = _apply_interrupted_by(cpu_venv, wheelhouse, tmp_path, users_own_pip)
+    assert proc.returncode == 1, (out[-2000:], err[-2000:])
+    assert "the environment changed while pip was installing" in err and "every change was rolled back" in err
+    ok = fresh_process(python, "import unrelated_pkg; print(unrelated_pkg.VALUE)")
+    assert ok.stdout.strip() == "42", ok.stderr
+    after = tree_state(cpu_venv)
+    theirs = {k for k in after if "unrelated_pkg" in k}
+    assert theirs and {k: v for k, v in after.items() if k not in theirs} == before
+
+
+def test_sigterm_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wheelhouse: Path) -> None:  # noqa: F811
+    # what `kill` and `docker stop` send: to ortfix alone
+    proc, out, err, before = _apply_interrupted_by(cpu_venv, wheelhouse, tmp_path,
+                                                   lambda p: os.kill(p.pid, signal.SIGTERM))
+    assert proc.returncode == 130, (out[-2000:], err[-2000:])
+    assert "terminated (SIGTERM); every change was rolled back" in err
+    assert_same_tree(before, tree_state(cpu_venv))
+    assert not _pips_of(cpu_venv)  # the installer's whole process group went with it
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# B2: the disk fills during a real install: the automatic rollback needs no new space, leaves no temp files
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "small-disk"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)], capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    """Write zeros until the filesystem says ENOSPC, down to single bytes: the disk is then truly full."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for size in (1 << 20, 1 << 16, 4096, 512, 1):
+            block = b"\0" * size
+            try:
+                while os.write(fd, block):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_disk_full_during_the_install_rolls_back(small_disk: Path, tmp_path: Path, wheelhouse: Path,
+                                                 venv_template: Path, env: dict[str, str]) -> None:  # noqa: F811
+    """Preflight sees enough room; then the disk fills up (another process, a log) just before pip runs: pip fails,
+    and the automatic rollback must succeed on the full disk (the space reserved when the transaction began)."""
+    import time
+
+    python = pip_venv(venv_template, small_disk / "venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    venv = python.parent.parent
+    pause = tmp_path / "paused"
+    environ = {**env, "ORTFIX_TEST_PAUSE_BEFORE_STEP": "2", "ORTFIX_TEST_PAUSE_FILE": str(pause)}
+    before = tree_state(venv)
+    proc = _start_apply(python, environ)
+    deadline = time.monotonic() + 120
+    while not pause.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reached = pause.exists()
+    filler = _fill(small_disk)
+    pause.unlink(missing_ok=True)
+    out, err = proc.communicate(timeout=300)
+    assert reached, err[-2000:]
+    assert proc.returncode == 1, (out[-2000:], err[-2000:])
+    assert "No space left on device" in out + err and "Traceback" not in err, err[-3000:]
+    assert "every change was rolled back" in err, err[-3000:]
+    assert not [p for p in (venv / ".ortfix").rglob("*.tmp")]
+    filler.unlink()
+    assert_same_tree(before, tree_state(venv))
+    [tx] = ortfix_json("history", "--python", str(python), env=env)["transactions"]
+    assert tx["status"] == "rolled-back"
