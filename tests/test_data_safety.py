@@ -188,12 +188,13 @@ def test_another_pip_during_apply_is_detected_and_its_work_kept(cpu_venv: Path, 
     assert theirs and {k: v for k, v in after.items() if k not in theirs} == before
 
 
-def test_sigterm_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wheelhouse: Path) -> None:  # noqa: F811
-    # what `kill` and `docker stop` send: to ortfix alone
-    proc, out, err, before = _apply_interrupted_by(cpu_venv, wheelhouse, tmp_path,
-                                                   lambda p: os.kill(p.pid, signal.SIGTERM))
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cpu_venv: Path,  # noqa: F811
+                                                         tmp_path: Path, wheelhouse: Path) -> None:
+    # what `kill` and `docker stop` send (or a closed terminal): to ortfix alone
+    proc, out, err, before = _apply_interrupted_by(cpu_venv, wheelhouse, tmp_path, lambda p: os.kill(p.pid, sig))
     assert proc.returncode == 130, (out[-2000:], err[-2000:])
-    assert "terminated (SIGTERM); every change was rolled back" in err
+    assert f"terminated ({sig.name}); every change was rolled back" in err
     assert_same_tree(before, tree_state(cpu_venv))
     assert not _pips_of(cpu_venv)  # the installer's whole process group went with it
 
@@ -265,3 +266,22 @@ def test_disk_full_during_the_install_rolls_back(small_disk: Path, tmp_path: Pat
     assert_same_tree(before, tree_state(venv))
     [tx] = ortfix_json("history", "--python", str(python), env=env)["transactions"]
     assert tx["status"] == "rolled-back"
+
+
+def test_rollback_on_a_full_disk_after_a_crash(small_disk: Path, tmp_path: Path, wheelhouse: Path,
+                                               venv_template: Path, env: dict[str, str]) -> None:  # noqa: F811
+    """An apply killed (kill -9) after its install; the disk then fills to the last byte. `ortfix rollback` needs no
+    new space (it frees the transaction's reserve first) and leaves no temp file behind."""
+    python = pip_venv(venv_template, small_disk / "venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    venv = python.parent.parent
+    before = tree_state(venv)
+    crashed = ortfix("apply", "--python", str(python), "--yes", env={**env, "ORTFIX_TEST_CRASH_AFTER_STEP": "2"})
+    assert crashed.returncode == 99, crashed.stderr
+    filler = _fill(small_disk)
+    assert os.statvfs(small_disk).f_bavail == 0
+    doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert doc["transaction"]["status"] == "rolled-back"
+    assert not [p for p in (venv / ".ortfix").rglob("*.tmp")]
+    filler.unlink()
+    assert_same_tree(before, tree_state(venv))
