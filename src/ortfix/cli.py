@@ -337,7 +337,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     Examples:
       ortfix apply
       ortfix apply --dry-run
-      ortfix apply plan.json --yes
+      ortfix apply plan.json --python ~/venvs/infer --yes
       ortfix apply --python ~/venvs/infer --yes --json
     """
     from ortfix.plan import PlanOptions
