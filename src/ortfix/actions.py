@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlparse
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ortfix import hooks, subproc
@@ -224,6 +223,8 @@ def requirement(text: str) -> str:
     path, no option, no extras, no marker). Raises BadField otherwise."""
     if not isinstance(text, str) or not _REQUIREMENT.fullmatch(text):
         raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
+    from packaging.requirements import InvalidRequirement, Requirement  # here: rollback never needs it
+
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -580,9 +581,9 @@ class PipUninstall(Handler):
         dirs = {d: _dir_meta(fs, d) for d in sorted(candidates) if fs.is_dir(d)}
         files: list[list[Any]] = []
         size = 0
+        stats, digests = fs.stat_many(paths), fs.sha256_many(paths)
         for rel in paths:
-            st = fs.lstat(rel)
-            digest = fs.sha256(rel)
+            st, digest = stats[rel], digests[rel]
             if st is None or digest is None:
                 continue
             files.append([rel, digest, *_fingerprint(st)])  # a rename keeps inode, size and mtime
@@ -590,11 +591,17 @@ class PipUninstall(Handler):
         sha = ctx.write_sidecar("files", {"files": files, "dirs": dirs})
         record = {"sidecars": {"files": sha}, "files": len(files), "bytes": size}
         ctx.commit(record)
-        for i, entry in enumerate(files):
-            rel = str(entry[0])
-            if ctx.crash_midway and i == len(files) // 2:
+        moved = 0
+
+        def midway(_src: str, _st: os.stat_result) -> None:
+            nonlocal moved
+            moved += 1
+            if ctx.crash_midway and moved > len(files) // 2:
                 test_crash()
-            fs.rename(rel, f"{ctx.stash_rel}/{rel}", make_parents=True, replace=False)
+
+        kept = fs.move_many(((str(f[0]), f"{ctx.stash_rel}/{f[0]}") for f in files), replace=False, veto=midway)
+        if kept:
+            raise OrtfixError(f"cannot stash {env.abs(kept[0].src)}: {env.abs(kept[0].dst)} exists")
         _remove_empty_dirs(fs, dirs)
         fs.fsync_dir(location)
         return record
@@ -629,16 +636,18 @@ class PipUninstall(Handler):
             return []
         files, _dirs = self._files(env, step, ctx)
         problems = []
+        stashed = env.fs.stat_many(f"{ctx.stash_rel}/{rel}" for rel, _d, _f in files)
+        in_place = env.fs.stat_many(rel for rel, _d, _f in files)
         for rel, digest, fp in files:
-            stashed = f"{ctx.stash_rel}/{rel}"
-            st = env.fs.lstat(stashed)
+            copy = f"{ctx.stash_rel}/{rel}"
+            st = stashed[copy]
             if st is not None:
-                if _fingerprint(st) != fp and env.fs.sha256(stashed) != digest:
-                    problems.append(f"{env.abs(stashed)} was changed since it was stashed")
+                if _fingerprint(st) != fp and env.fs.sha256(copy) != digest:
+                    problems.append(f"{env.abs(copy)} was changed since it was stashed")
                 continue
-            here = env.fs.lstat(rel)  # never moved, or already moved back: the very same file (a rename keeps it)
+            here = in_place[rel]  # never moved, or already moved back: the very same file (a rename keeps it)
             if here is None or _fingerprint(here) != fp:
-                problems.append(f"{env.abs(stashed)} is missing from the stash")
+                problems.append(f"{env.abs(copy)} is missing from the stash")
         return problems
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
@@ -650,14 +659,9 @@ class PipUninstall(Handler):
         for rel in sorted(dirs, key=lambda r: (r.count("/"), r)):
             if not fs.is_dir(rel):
                 _make_dir(fs, rel, dirs[rel])
-        for rel, _digest, _fp in files:
-            src = f"{ctx.stash_rel}/{rel}"
-            if not fs.exists(src):
-                continue  # never moved, or already moved back
-            if fs.exists(rel):
-                warnings.append(f"{env.abs(rel)} exists again; the stashed copy stays in {env.abs(src)}")
-                continue
-            fs.rename(src, rel, make_parents=True, replace=False)
+        # never moved, or already moved back: no source, skipped; in the way: kept in the stash, said
+        for kept in fs.move_many(((f"{ctx.stash_rel}/{rel}", rel) for rel, _d, _f in files), replace=False):
+            warnings.append(f"{env.abs(kept.dst)} exists again; the stashed copy stays in {env.abs(kept.src)}")
         _remove_empty_dirs(fs, {d for rel, _d, _f in files for d in _parents(f"{ctx.stash_rel}/{rel}", ctx.step_rel)})
         return warnings
 
@@ -1168,21 +1172,17 @@ class PipInstall(Handler):
         diff: dict[str, list[str]] | None = None
         if sidecars.get("created"):
             files, dirs = self._created(step, ctx)
-            for rel in sorted(files):
-                _digest, *fp = files[rel]
-                st = fs.lstat(rel)
-                if st is None:
-                    continue
+
+            def changed(rel: str, st: os.stat_result) -> str | None:
                 # Only the very file the install wrote, untouched since: anything else (edited, or written again by
                 # a later installer, even with the same bytes) is someone else's now.
-                if stat.S_ISDIR(st.st_mode) or _fingerprint(st) != fp:
-                    warnings.append(f"{env.abs(rel)} was changed after the install; left in place")
-                    continue
-                if rel.endswith(".py"):  # bytecode a later run cached for it
-                    for pyc in cached_bytecode(fs, rel):
-                        if pyc not in files:
-                            fs.rename(pyc, f"{discard}/{pyc}", make_parents=True)
-                fs.rename(rel, f"{discard}/{rel}", make_parents=True)
+                if rel in files and (stat.S_ISDIR(st.st_mode) or _fingerprint(st) != files[rel][1:]):
+                    return f"{env.abs(rel)} was changed after the install; left in place"
+                return None
+
+            later = _later_bytecode(fs, files)  # what a later run cached for the install's modules
+            moves = ((rel, f"{discard}/{rel}") for rel in [*sorted(files), *later])
+            warnings += [k.why for k in fs.move_many(moves, veto=changed) if k.why]
             for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
                 fs.rmdir(f"{d}/{_PYC_CACHE}")  # emptied above (bytecode a later run cached for the install's files)
                 if fs.is_dir(d) and not fs.rmdir(d):
@@ -1232,6 +1232,26 @@ class PipInstall(Handler):
         return [f"+ {r}" for r in step.details.get("requirements", [])]
 
 
+def _later_bytecode(fs: EnvRoot, files: Mapping[str, Any]) -> list[str]:
+    """Bytecode an interpreter cached after the install for the modules it wrote (not in its RECORD)."""
+    stems: dict[str, set[str]] = {}
+    for rel in files:
+        if rel.endswith(".py"):
+            folder, _, name = rel.rpartition("/")
+            stems.setdefault(f"{folder}/{_PYC_CACHE}" if folder else _PYC_CACHE, set()).add(name[:-3])
+    out = []
+    for cache, names in stems.items():
+        try:
+            listing = fs.listdir(cache)
+        except (OSError, OrtfixError):
+            continue
+        for entry in sorted(listing):
+            rel = f"{cache}/{entry}"
+            if rel not in files and entry.endswith(".pyc") and entry.split(".", 1)[0] in names:
+                out.append(rel)
+    return out
+
+
 def _attribute(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]], after: Mapping[str, list[Any]]
                ) -> tuple[dict[str, list[Any]], list[str], list[dict[str, str]]]:
     """What this install wrote, by the installer's own account: the RECORD rows of the distributions it reports
@@ -1254,14 +1274,14 @@ def _attribute(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str
             rows = read_record(env, os.path.dirname(rel), rel)
         except OrtfixError:
             continue
-        for row in rows:
-            if row.rel not in created and row.rel not in changed:
-                continue
-            st = env.fs.lstat(row.rel)
+        wrote = [row for row in rows if row.rel in created or row.rel in changed]
+        stats = env.fs.stat_many(row.rel for row in wrote)
+        unhashed = env.fs.sha256_many(row.rel for row in wrote if not row.sha256)
+        for row in wrote:
+            st = stats[row.rel]
             if st is None or stat.S_ISDIR(st.st_mode):
                 continue
-            digest = row.sha256 or env.fs.sha256(row.rel)
-            ours[row.rel] = [digest, *_fingerprint(st)]
+            ours[row.rel] = [row.sha256 or unhashed.get(row.rel), *_fingerprint(st)]
     parents = _parents_of(ours)
     dirs = sorted(d for d in created if after.get(d, ["?"])[0] == "d" and d in parents)
     return ours, dirs, installed

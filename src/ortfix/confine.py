@@ -18,8 +18,9 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
@@ -35,6 +36,14 @@ class ConfinementError(OrtfixError):
                                        "symbolic link; nothing was changed by this operation")
 
 
+def _by_folder(rels: Iterable[str]) -> dict[tuple[str, ...], list[tuple[str, str]]]:
+    out: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    for rel in rels:
+        parts = _parts(rel)
+        out.setdefault(tuple(parts[:-1]), []).append((rel, parts[-1]))
+    return out
+
+
 def _parts(rel: str) -> list[str]:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if not parts or any(p == ".." for p in parts) or "\0" in rel or rel.startswith("/"):
@@ -45,6 +54,15 @@ def _parts(rel: str) -> list[str]:
 def check_rel(rel: str) -> str:
     """`rel` if it is a plain relative path (no `..`, not absolute, no NUL), else ConfinementError."""
     return "/".join(_parts(rel))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An entry `move_many` left where it was: vetoed (`why`), or its destination exists (`why` None)."""
+
+    src: str
+    dst: str
+    why: str | None
 
 
 class EnvRoot:
@@ -152,6 +170,86 @@ class EnvRoot:
         finally:
             os.close(fd)
 
+    # -- many entries at once: each folder is walked once, when its first entry is reached --------------------
+
+    def stat_many(self, rels: Iterable[str]) -> dict[str, os.stat_result | None]:
+        """lstat of each entry (None when it or a folder on the way is missing)."""
+        out: dict[str, os.stat_result | None] = {}
+        for folder, names in _by_folder(rels).items():
+            try:
+                fd = self._walk(list(folder), create=False)
+            except (FileNotFoundError, NotADirectoryError):
+                out.update({rel: None for rel, _ in names})
+                continue
+            try:
+                for rel, name in names:
+                    try:
+                        out[rel] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    except (FileNotFoundError, NotADirectoryError):
+                        out[rel] = None
+            finally:
+                os.close(fd)
+        return out
+
+    def sha256_many(self, rels: Iterable[str]) -> dict[str, str | None]:
+        """`sha256` of each entry, each folder walked once."""
+        out: dict[str, str | None] = {}
+        for folder, names in _by_folder(rels).items():
+            try:
+                fd = self._walk(list(folder), create=False)
+            except (FileNotFoundError, NotADirectoryError):
+                out.update({rel: None for rel, _ in names})
+                continue
+            try:
+                for rel, name in names:
+                    out[rel] = _sha256_at(fd, name)
+            finally:
+                os.close(fd)
+        return out
+
+    def move_many(self, moves: Iterable[tuple[str, str]], *, replace: bool = True,
+                  veto: Callable[[str, os.stat_result], str | None] | None = None) -> list[Kept]:
+        """Move each (src, dst) — an entry itself, never what a link points to — creating the destination's folders.
+        Source and destination folders are each walked once per folder, when the first entry in them is moved.
+        `veto(src, stat)` may keep an entry where it is by returning why; missing sources are skipped. What stayed:
+        vetoed entries, and with `replace=False` those whose destination exists (`why` None)."""
+        groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[tuple[str, str, str, str]]] = {}
+        for src, dst in moves:
+            sp, dp = _parts(src), _parts(dst)
+            groups.setdefault((tuple(sp[:-1]), tuple(dp[:-1])), []).append((src, sp[-1], dp[-1], dst))
+        kept: list[Kept] = []
+        for (sfolder, dfolder), items in groups.items():
+            try:
+                sfd = self._walk(list(sfolder), create=False)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            try:
+                dfd = -1
+                for src, sname, dname, dst in items:
+                    try:
+                        st = os.stat(sname, dir_fd=sfd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    why = veto(src, st) if veto is not None else None
+                    if why is not None:
+                        kept.append(Kept(src, dst, why))
+                        continue
+                    if dfd < 0:
+                        dfd = self._walk(list(dfolder), create=True)
+                    if not replace:
+                        try:
+                            os.stat(dname, dir_fd=dfd, follow_symlinks=False)
+                            kept.append(Kept(src, dst, None))
+                            continue
+                        except FileNotFoundError:
+                            pass
+                    os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
+            finally:
+                os.close(sfd)
+                if dfd >= 0:
+                    os.close(dfd)
+        return kept
+
     # -- queries -------------------------------------------------------------------------------------------------
 
     def lstat(self, rel: str) -> os.stat_result | None:
@@ -214,30 +312,9 @@ class EnvRoot:
         """sha256 of a regular file's content; "link:<target>" for a link; None when missing or another kind."""
         try:
             with self.parent(rel) as (dfd, name):
-                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    return "link:" + os.readlink(name, dir_fd=dfd)
-                if not stat.S_ISREG(st.st_mode):
-                    return None
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+                return _sha256_at(dfd, name)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return None
-            raise
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            h = hashlib.sha256()
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                h.update(chunk)
-            return h.hexdigest()
-        finally:
-            os.close(fd)
 
     # -- changes -------------------------------------------------------------------------------------------------
 
@@ -356,6 +433,31 @@ class EnvRoot:
                 _remove_tree_at(pfd, name)
         except (FileNotFoundError, NotADirectoryError):
             pass
+
+
+def _sha256_at(dfd: int, name: str) -> str | None:
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            return "link:" + os.readlink(name, dir_fd=dfd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def write_all(fd: int, data: bytes) -> None:

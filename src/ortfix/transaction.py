@@ -54,11 +54,11 @@ from ortfix.journal import (
     sha256_bytes,
 )
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL
-from ortfix.verify import LoadCheck
 
 if TYPE_CHECKING:
     from ortfix.facts import Facts
     from ortfix.plan import Plan
+    from ortfix.verify import LoadCheck
 
 # Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.
 BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "ORT001", "ORT002", "ORT003", "ORT006", "ORT007",
