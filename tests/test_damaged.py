@@ -215,6 +215,32 @@ def test_pip_stopped_mid_install_leaves_a_folder_nobody_owns(tmp_path: Path, whe
     assert "ORT008" not in codes(doc)
 
 
+def test_apply_repairs_a_half_installed_build_and_rollback_restores_it(tmp_path: Path, wheelhouse: Path,
+                                                                        venv_template: Path) -> None:  # noqa: F811
+    """ORT008 end to end: apply installs the build over what the stopped pip left (those files are saved first),
+    the result is whole; rollback brings back exactly the half-installed state, nothing more, nothing less."""
+    python = pip_venv(venv_template, tmp_path / "venv")
+    venv = python.parent.parent
+    wheel = wheel_with_big_file(wheelhouse, tmp_path / "house", PYBIND, 2 << 20)
+    pip_stopped_by_file_size(python, wheel, 1 << 20)
+    sp = site_packages(venv)
+    assert (sp / "onnxruntime").is_dir() and not list(sp.glob("onnxruntime*.dist-info"))
+    environ = ortfix_env(pip_config(tmp_path, wheelhouse), tmp_path)
+    before = tree_state(venv)
+
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=environ)
+    assert doc["status"] == "applied", doc
+    [dist_info] = sp.glob("onnxruntime_gpu-1.22.0.dist-info")
+    for rel, size in record_rows(dist_info):  # every file pip lists is there, whole
+        if size is not None:
+            assert (sp / rel).stat().st_size == size, rel
+    _, after = check_json(python, *MACHINE)
+    assert not codes(after) & DAMAGE_CODES
+
+    ortfix_json("rollback", "--python", str(python), "--yes", env=environ)
+    assert_same_tree(before, tree_state(venv))
+
+
 def test_pip_stopped_before_it_wrote_record(tmp_path: Path, wheelhouse: Path) -> None:
     """pip stopped after the .dist-info's METADATA but before RECORD (written last): neither pip nor ortfix can
     uninstall that exactly, and pip would call it installed; check says so, the plan leaves it unresolved."""
