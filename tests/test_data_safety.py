@@ -31,6 +31,11 @@ from test_apply import (  # noqa: F401 (fixtures)
 from txtools import assert_same_tree, fresh_process, one_line_error, ortfix, ortfix_json, tree_state
 
 
+def around(venv: Path) -> dict[str, tuple[Any, ...]]:
+    """Everything in the folder that holds the environment, except the environment itself: must never change."""
+    return {k: v for k, v in tree_state(venv.parent).items() if k != venv.name and not k.startswith(venv.name + "/")}
+
+
 def _apply(venv: Path, environ: dict[str, str]) -> str:
     doc = ortfix_json("apply", "--python", str(venv / "bin" / "python"), "--yes", env=environ)
     assert doc["status"] == "applied"
@@ -50,11 +55,12 @@ def test_rollback_refuses_when_a_stashed_file_is_missing(cpu_venv: Path, env: di
     victim.unlink()
     other = next(p for p in stash.rglob("*.so*") if p.is_file())
     other.write_bytes(other.read_bytes() + b"\0")
-    before = tree_state(cpu_venv)
+    before, outside = tree_state(cpu_venv), around(cpu_venv)
     line = one_line_error(ortfix("rollback", "--python", str(cpu_venv), "--yes", env=env), "cannot be undone exactly",
                           "missing from the stash", "nothing was changed")
     assert str(victim) in line and str(other) in line  # the list says which
     assert_same_tree(before, tree_state(cpu_venv))
+    assert_same_tree(outside, around(cpu_venv))
     assert ortfix_json("history", "--python", str(cpu_venv), env=env)["transactions"][0]["status"] == "applied"
     victim.write_bytes(saved)
     other.write_bytes(other.read_bytes()[:-1])
@@ -85,8 +91,10 @@ def test_rollback_keeps_what_a_later_pip_install_added_or_changed(cpu_venv: Path
     if not edited.exists():
         edited = next((sp / "onnxruntime").rglob("*.py"))
     edited.write_text(edited.read_text() + "# the user's own change\n")
+    outside = around(cpu_venv)
 
     doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env, expect=1)
+    assert_same_tree(outside, around(cpu_venv))
     warnings = "\n".join(doc["warnings"])
     assert str(edited) in warnings and "changed after the install" in warnings
     assert "holds files this transaction did not install" in warnings
@@ -120,8 +128,10 @@ def test_missing_journal_is_reported_and_its_stash_kept(cpu_venv: Path, env: dic
     # uninstall the GPU build by hand so that apply has work to do: it must still refuse, and keep the folder
     subprocess.run([sys.executable, "-m", "pip", "--python", python, "uninstall", "-y", "onnxruntime-gpu"],
                    check=True, capture_output=True)
+    outside = around(cpu_venv)
     proc = ortfix("apply", "--python", python, "--yes", env=env)
     one_line_error(proc, f"transaction {tx_id} cannot be read", "nothing was changed")
+    assert_same_tree(outside, around(cpu_venv))
     assert sorted(p for p in (folder / "steps").rglob("*") if p.is_file()) == stash_files
 
 
@@ -156,7 +166,7 @@ def _apply_interrupted_by(venv: Path, wheelhouse: Path, tmp_path: Path, during: 
     house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", venv / ".ortfix" / "transactions")
     try:
         environ = house.pip_env(tmp_path)
-        before = tree_state(venv)
+        before, outside = tree_state(venv), around(venv)
         proc = _start_apply(venv / "bin" / "python", environ)
         reached = house.reached.wait(120)
         if reached:
@@ -166,6 +176,7 @@ def _apply_interrupted_by(venv: Path, wheelhouse: Path, tmp_path: Path, during: 
     finally:
         house.close()
     assert reached, err[-2000:]
+    assert_same_tree(outside, around(venv))
     return proc, out, err, before
 
 
