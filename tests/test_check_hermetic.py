@@ -234,10 +234,20 @@ def test_soname_link_missing(tmp_path: Path, wheelhouse: Path) -> None:
     assert link["details"]["path"].endswith("nvidia/cudnn/lib/libcudnn.so.9")
 
 
-def test_torch_with_other_majors(gpu_venv: Path, tmp_path: Path) -> None:
+# torch/version.py as torch 1.x wrote it, and as torch 2.x does (annotated: `cuda: Optional[str] = '11.8'`)
+TORCH_VERSION_FILES = {
+    "torch-1.x": b"__version__ = '2.3.0+cu118'\ncuda = '11.8'\n",
+    "torch-2.x": (b"from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+                  b"__version__ = '2.3.0+cu118'\ndebug = False\ncuda: Optional[str] = '11.8'\n"
+                  b"git_version = '6a7f4ec0e9a1b2c3d4e5f60718293a4b5c6d7e8f'\nhip: Optional[str] = None\n"),
+}
+
+
+@pytest.mark.parametrize("style", sorted(TORCH_VERSION_FILES))
+def test_torch_with_other_majors(style: str, gpu_venv: Path, tmp_path: Path) -> None:
     extra = tmp_path / "extra"
     build_wheel(extra, "torch", "2.3.0+cu118",
-                {"torch/__init__.py": b"", "torch/version.py": b"__version__ = '2.3.0+cu118'\ncuda = '11.8'\n"},
+                {"torch/__init__.py": b"", "torch/version.py": TORCH_VERSION_FILES[style]},
                 requires=["nvidia-cudnn-cu11==8.7.0.84"])
     pip_install(gpu_venv / "bin" / "python", "torch", find_links=extra, no_deps=True)
     _, doc = check_json(gpu_venv / "bin" / "python")

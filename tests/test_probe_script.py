@@ -23,7 +23,8 @@ from support.fixtures import make_venv
 PROBE = Path(ortfix.__file__).with_name("_probe.py")
 
 # What the probe used before it dropped `re`: the references its replacements must agree with.
-ASSIGNMENT_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(['\"])(.*?)\2\s*$", re.M)
+# `NAME = 'value'`, or annotated (`cuda: Optional[str] = '12.4'`, torch 2.x's version.py)
+ASSIGNMENT_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=\s*(['\"])(.*?)\2\s*$", re.M)
 INTERESTING_RE = re.compile(r"^(onnxruntime|ort[-_]nightly|nvidia[-_]|torch$|tensorrt)", re.IGNORECASE)
 TORCH_LIB_RE = re.compile(r"^(lib)?(cud|cublas|cufft|curand|nvrtc|nvJit)")
 DEPENDENT_RE = re.compile(r"^\s*onnxruntime", re.I)
@@ -203,6 +204,8 @@ ASSIGNMENT_TEXTS = [
     "x = 'a'\u2028z", "x = 'a'\u2028y = 'b'", "x = 'first'\nx = 'second'", "x = 'a'\n  \ny = 'b'\n", "x = 'é'",
     "x = 'a'\ny == 'b'\nz = 'c'", "\n\nx = 'a'", "x = 'a'\n", "x = 'a' 'b'", "K = 'kelvin'", "x = ''''",
     "cuda = None\ngit_version = 'abc'\n", "",
+    "cuda: Optional[str] = '12.4'\n", "hip: Optional[str] = None\n", "x: int = 'a'", "x : str= 'a'", "x:\n= 'a'",
+    "x: str == 'b'", "x: Dict[str, str] = 'a'\ny: = 'b'", "x:= 'a'", "x: 'a' = 'b'", "x::= 'a'",
 ]
 
 
@@ -215,7 +218,7 @@ def test_parse_assignments_matches_the_regex(probe: dict[str, Any], text: str) -
 def test_parse_assignments_matches_the_regex_on_random_text(probe: dict[str, Any]) -> None:
     rng = random.Random(20240601)
     pieces = ["A", "b", "_", "1", " ", "=", "'", '"', "\n", "\t", "\r", "\x0b", "\x1c", "\u2028", "\x85", "x", "\u00e9",
-              "\\", "#", "__version__ = '1.0'\n", "cuda = \"12.4\"\n"]
+              "\\", "#", "__version__ = '1.0'\n", "cuda = \"12.4\"\n", ":", "[", "cuda: Optional[str] = '12.4'\n"]
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(25)))
         expected = {m.group(1): m.group(3) for m in ASSIGNMENT_RE.finditer(text)}

@@ -265,9 +265,10 @@ def scan_distributions():
 
 def parse_assignments(text):
     # type: (str) -> Dict[str, str]
-    # What re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(['\"])(.*?)\2\s*$", text, re.M) finds: `NAME = 'value'`
-    # lines, where the whitespace around "=" may span lines but the quoted value may not, and the closing quote is
-    # the last one on its line with only whitespace after it.
+    # What re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=\s*(['\"])(.*?)\2\s*$", text, re.M) finds:
+    # `NAME = 'value'` lines, also annotated (`NAME: type = 'value'`, the annotation on one line), where the whitespace
+    # around "=" may span lines but the quoted value may not, and the closing quote is the last one on its line with
+    # only whitespace after it.
     out = {}  # type: Dict[str, str]
     size = len(text)
     start = 0
@@ -280,6 +281,9 @@ def parse_assignments(text):
             name = text[start:i]
             while i < size and text[i].isspace():
                 i += 1
+            if i < size and text[i] == ":":  # an annotation (torch 2.x: `cuda: Optional[str] = '12.4'`), one line
+                while i < size and text[i] not in "=\n":
+                    i += 1
             if i < size and text[i] == "=":
                 i += 1
                 while i < size and text[i].isspace():
