@@ -4,6 +4,7 @@ entries), installed by real pip into real venvs, diagnosed by the real `ortfix` 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,26 @@ def test_dependents_pull_cpu_back(gpu_venv: Path, tmp_path: Path) -> None:
     _rc, doc = check_json(gpu_venv / "bin" / "python")
     f = finding(doc, "ORT005")
     assert "needs-cpu-ort" in " ".join(f["evidence"])
+
+
+def test_dependents_evidence_shows_only_the_marker_branches_that_apply(gpu_venv: Path, tmp_path: Path) -> None:
+    """One requirement per Python version, as real packages write them: only the branch of this interpreter is
+    evidence; a package whose every branch is for other Pythons (or an extra) pulls nothing."""
+    python = gpu_venv / "bin" / "python"
+    here = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    extra = tmp_path / "extra"
+    build_wheel(extra, "branchy", "1.0", {"branchy/__init__.py": b""}, requires=[
+        f'onnxruntime>=1.16; python_version < "{here}"', f'onnxruntime>=1.20; python_version == "{here}"',
+        f'onnxruntime>=1.22; python_version > "{here}"', 'onnxruntime-extensions; extra == "ext"'])
+    build_wheel(extra, "elsewhere", "1.0", {"elsewhere/__init__.py": b""}, requires=[
+        f'onnxruntime; python_version < "{here}"', 'onnxruntime; extra == "cpu"'])
+    pip_install(python, "branchy", "elsewhere", find_links=extra, no_deps=True)
+    _rc, doc = check_json(python)
+    f = finding(doc, "ORT005")
+    assert f["data"]["packages"] == ["branchy"]
+    [line] = f["evidence"]
+    assert line == f'branchy 1.0 requires onnxruntime>=1.20; python_version == "{here}"', line
 
 
 def test_driver_given_too_old_and_new_enough(gpu_venv: Path) -> None:

@@ -153,13 +153,15 @@ def _packages(facts: Facts) -> list[Finding]:
             tuple(f"{o.dir.capi}: {', '.join(o.dir.files) or 'no libraries'}" for o in facts.ort),
             f"reinstall {GPU_PACKAGE} {gpu.version}",
             {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
-    pulls = [d for d in facts.probe.dependents if any(_names_cpu_package(r) for r in d.requires)]
+    marker_env = _marker_environment(facts)
+    pulling = {d.name: [r for r in d.requires if _names_cpu_package(r, marker_env)] for d in facts.probe.dependents}
+    pulls = [d for d in facts.probe.dependents if pulling[d.name]]
     if pulls and (gpu or cpu):
         out.append(Finding(
             DEPENDENT_PULLS_CPU, Severity.WARNING,
             f"{len(pulls)} installed package(s) depend on the CPU package '{CPU_PACKAGE}' and will pull it back in "
             "on the next install or upgrade, overwriting the GPU build",
-            tuple(f"{d.name} {d.version} requires {'; '.join(d.requires)}" for d in pulls),
+            tuple(f"{d.name} {d.version} requires {'; '.join(pulling[d.name])}" for d in pulls),
             f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
             f"--no-deps next to {GPU_PACKAGE}",
             {"packages": [d.name for d in pulls]}))
@@ -278,14 +280,31 @@ def _orphaned(facts: Facts) -> list[Finding]:
     return out
 
 
-def _names_cpu_package(requirement: str) -> bool:
+def _marker_environment(facts: Facts) -> dict[str, str]:
+    """PEP 508 marker values of the target interpreter (from its probe), for the markers of its dependents."""
+    version = facts.probe.python_version
+    return {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version,
+            "sys_platform": facts.probe.system.lower(), "platform_system": facts.probe.system,
+            "platform_machine": facts.probe.machine, "os_name": "posix" if facts.probe.system != "Windows" else "nt",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+
+
+def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
+    """Whether the requirement asks for the CPU package on this interpreter (its marker, if any, applies here; a
+    requirement of an extra applies only when that extra is asked for, which nothing here says)."""
+    from packaging.markers import UndefinedEnvironmentName
     from packaging.requirements import InvalidRequirement, Requirement  # costs 15 ms: only when needed
 
     try:
         req = Requirement(requirement)
     except InvalidRequirement:
         return False
-    return req.name.lower().replace("_", "-") == CPU_PACKAGE
+    if req.name.lower().replace("_", "-") != CPU_PACKAGE:
+        return False
+    try:
+        return req.marker is None or req.marker.evaluate(environment)
+    except UndefinedEnvironmentName:
+        return True  # a marker ortfix cannot judge: say it, rather than hide it
 
 
 def _driver(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
