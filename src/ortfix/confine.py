@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ortfix.errors import OrtfixError
 
+_T = TypeVar("_T")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -172,40 +174,29 @@ class EnvRoot:
 
     # -- many entries at once: each folder is walked once, when its first entry is reached --------------------
 
-    def stat_many(self, rels: Iterable[str]) -> dict[str, os.stat_result | None]:
-        """lstat of each entry (None when it or a folder on the way is missing)."""
-        out: dict[str, os.stat_result | None] = {}
+    def _each(self, rels: Iterable[str], at: Callable[[int, str], _T], missing: _T) -> dict[str, _T]:
+        """`at(folder descriptor, name)` for each entry, each folder walked once; `missing` where a folder is."""
+        out: dict[str, _T] = {}
         for folder, names in _by_folder(rels).items():
             try:
                 fd = self._walk(list(folder), create=False)
             except (FileNotFoundError, NotADirectoryError):
-                out.update({rel: None for rel, _ in names})
+                out.update({rel: missing for rel, _ in names})
                 continue
             try:
                 for rel, name in names:
-                    try:
-                        out[rel] = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    except (FileNotFoundError, NotADirectoryError):
-                        out[rel] = None
+                    out[rel] = at(fd, name)
             finally:
                 os.close(fd)
         return out
 
+    def stat_many(self, rels: Iterable[str]) -> dict[str, os.stat_result | None]:
+        """lstat of each entry (None when it or a folder on the way is missing)."""
+        return self._each(rels, _lstat_at, None)
+
     def sha256_many(self, rels: Iterable[str]) -> dict[str, str | None]:
         """`sha256` of each entry, each folder walked once."""
-        out: dict[str, str | None] = {}
-        for folder, names in _by_folder(rels).items():
-            try:
-                fd = self._walk(list(folder), create=False)
-            except (FileNotFoundError, NotADirectoryError):
-                out.update({rel: None for rel, _ in names})
-                continue
-            try:
-                for rel, name in names:
-                    out[rel] = _sha256_at(fd, name)
-            finally:
-                os.close(fd)
-        return out
+        return self._each(rels, _sha256_at, None)
 
     def move_many(self, moves: Iterable[tuple[str, str]], *, replace: bool = True,
                   veto: Callable[[str, os.stat_result], str | None] | None = None) -> list[Kept]:
@@ -433,6 +424,13 @@ class EnvRoot:
                 _remove_tree_at(pfd, name)
         except (FileNotFoundError, NotADirectoryError):
             pass
+
+
+def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _sha256_at(dfd: int, name: str) -> str | None:
