@@ -146,10 +146,6 @@ class StepContext:
     def stash_rel(self) -> str:
         return self.store.stash_rel(self.tx_id, self.index)
 
-    @property
-    def stash(self) -> Path:
-        return self.store.stash(self.tx_id, self.index)
-
     def write_sidecar(self, name: str, doc: Any) -> str:
         return self.store.write_sidecar(self.tx_id, self.index, name, doc)
 

@@ -21,7 +21,6 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from ortfix.errors import OrtfixError
@@ -508,7 +507,3 @@ def trusted_owner(uid: int, env_owner: int) -> bool:
     """Whether a file ortfix reads back (a journal, a plan) may be trusted: owned by the user running ortfix or by
     the environment's owner, as git trusts only repositories of their owner."""
     return uid in (os.geteuid(), env_owner)
-
-
-def real_dir(path: str | Path) -> str:
-    return os.path.realpath(os.fspath(path))

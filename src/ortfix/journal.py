@@ -322,12 +322,6 @@ class TransactionStore:
     def stash_rel(self, tx_id: str, index: int) -> str:
         return self.step_rel(tx_id, index) + "/stash"
 
-    def step_dir(self, tx_id: str, index: int) -> Path:
-        return self.folder(tx_id) / "steps" / str(int(index))
-
-    def stash(self, tx_id: str, index: int) -> Path:
-        return self.step_dir(tx_id, index) / "stash"
-
     # creating a transaction: prepared under `.new-<id>`, renamed into place once plan and journal are written
     def begin(self, tx_id: str) -> Path:
         """Create the folder a transaction is prepared in (preflight's scratch space); returns its path."""

@@ -102,8 +102,6 @@ def prepare_apply(python: str | None, plan_file: Path | None, options: PlanOptio
     from ortfix.commands import run_plan
     from ortfix.planfile import check_against, read_plan_file
 
-    if python is not None and not python.strip():
-        raise OrtfixError("--python is empty", hint="give an interpreter or an environment folder")
     if plan_file is None:
         result = run_plan(python, options)
         return PreparedApply(result.check, result.plan, None, "planned now")
