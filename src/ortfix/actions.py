@@ -48,6 +48,7 @@ from packaging.utils import canonicalize_name
 from ortfix import hooks, subproc
 from ortfix.confine import ConfinementError, EnvRoot, check_rel
 from ortfix.errors import OrtfixError
+from ortfix.fields import BadField, want_bool, want_dict, want_int, want_list, want_sha, want_str
 from ortfix.journal import Step, StepState, TransactionStore
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 
@@ -161,52 +162,6 @@ def test_crash() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 # typed reading of untrusted details and records
 # ---------------------------------------------------------------------------------------------------------------------
-
-
-class BadField(ValueError):
-    """A detail or record field of the wrong type or shape."""
-
-
-def want_str(doc: Mapping[str, Any], key: str, *, limit: int = 4096) -> str:
-    value = doc.get(key)
-    if not isinstance(value, str) or len(value) > limit or "\0" in value:
-        raise BadField(f"field {key!r} is not a string of at most {limit} characters")
-    return value
-
-
-def want_bool(doc: Mapping[str, Any], key: str) -> bool:
-    value = doc.get(key)
-    if not isinstance(value, bool):
-        raise BadField(f"field {key!r} is not true or false")
-    return value
-
-
-def want_int(doc: Mapping[str, Any], key: str, *, low: int = 0, high: int = 1 << 62) -> int:
-    value = doc.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise BadField(f"field {key!r} is not a whole number from {low} to {high}")
-    return value
-
-
-def want_list(doc: Mapping[str, Any], key: str, *, limit: int = 1_000_000) -> list[Any]:
-    value = doc.get(key)
-    if not isinstance(value, list) or len(value) > limit:
-        raise BadField(f"field {key!r} is not a list of at most {limit} items")
-    return value
-
-
-def want_dict(doc: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = doc.get(key)
-    if not isinstance(value, dict):
-        raise BadField(f"field {key!r} is not an object")
-    return value
-
-
-def want_sha(doc: Mapping[str, Any], key: str) -> str:
-    value = want_str(doc, key, limit=64)
-    if not re.fullmatch(r"[0-9a-f]{64}", value):
-        raise BadField(f"field {key!r} is not a sha256")
-    return value
 
 
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")

@@ -26,7 +26,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
@@ -35,6 +35,7 @@ from typing import Any
 
 from ortfix.confine import EnvRoot, owner_name, trusted_owner, write_all
 from ortfix.errors import OrtfixError
+from ortfix.fields import exact_fields
 from ortfix.lock import STATE_DIR, is_held, state_dir
 
 JOURNAL_SCHEMA = "ortfix.journal/2"
@@ -138,23 +139,6 @@ def transaction_json(tx: Transaction) -> dict[str, Any]:
             "message": tx.message, "pruned": tx.pruned}
 
 
-def exact_fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any]:
-    """`doc` as a dict with exactly the `expected` keys, else ValueError naming the first missing or unknown one."""
-    return _fields(doc, expected, where)
-
-
-def _fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any]:
-    if not isinstance(doc, dict):
-        raise ValueError(f"{where} is not an object")
-    missing = [k for k in expected if k not in doc]
-    unknown = sorted(k for k in doc if k not in expected)
-    if missing:
-        raise ValueError(f"{where} lacks field {missing[0]!r}")
-    if unknown:
-        raise ValueError(f"{where} has an unknown field {unknown[0]!r}")
-    return doc
-
-
 def _typed(value: Any, types: type | tuple[type, ...], what: str) -> Any:
     if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
         raise ValueError(f"{what} has the wrong type")
@@ -166,7 +150,7 @@ def _opt_str(value: Any, what: str) -> str | None:
 
 
 def _step_from(doc: Any, n: int) -> Step:
-    d = _fields(doc, _STEP_FIELDS, f"step {n}")
+    d = exact_fields(doc, _STEP_FIELDS, f"step {n}")
     try:
         state = StepState(d["state"])
     except ValueError as exc:
@@ -185,13 +169,13 @@ _TARGET_FIELDS = ("python", "prefix", "purelib", "platlib", "scripts", "env_kind
 
 
 def _target(doc: Any) -> dict[str, str]:
-    d = _fields(doc, _TARGET_FIELDS, "target")
+    d = exact_fields(doc, _TARGET_FIELDS, "target")
     return {k: str(_typed(d[k], str, f"target {k}")) for k in _TARGET_FIELDS}
 
 
 def transaction_from(body: Any) -> Transaction:
     """Strict: raises ValueError naming the first missing, unknown or mistyped field."""
-    d = _fields(body, _TX_FIELDS, "journal body")
+    d = exact_fields(body, _TX_FIELDS, "journal body")
     try:
         status = TxStatus(d["status"])
     except ValueError as exc:
@@ -237,7 +221,7 @@ def decode(data: bytes, where: str) -> Transaction:
     """The journal in `data`, or OrtfixError (one line) when it is unreadable, edited by hand or incomplete."""
     try:
         doc = loads_json(data, "the journal")
-        outer = _fields(doc, ("schema", "sha256", "body"), "journal")
+        outer = exact_fields(doc, ("schema", "sha256", "body"), "journal")
         if outer["schema"] != JOURNAL_SCHEMA:
             raise ValueError(f"unknown schema {outer['schema']!r} (this ortfix reads {JOURNAL_SCHEMA})")
         if sha256_bytes(canonical(outer["body"])) != outer["sha256"]:

@@ -28,10 +28,18 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ortfix.actions import BadField, handler_for, open_env
+from ortfix.actions import handler_for, open_env
 from ortfix.confine import owner_name, trusted_owner
 from ortfix.errors import OrtfixError
-from ortfix.journal import exact_fields as _fields
+from ortfix.fields import (
+    BadField,
+    exact_fields,
+    want_dict,
+    want_list,
+    want_opt_str,
+    want_str,
+    want_str_list,
+)
 from ortfix.journal import loads_json
 from ortfix.plan import HOOK_CHOICES, PLAN_SCHEMA, Plan, PlanOptions
 
@@ -69,23 +77,9 @@ def _bad(where: str, why: str) -> OrtfixError:
                        hint="a plan carries intent, not commands; make a new one with `ortfix plan -o plan.json`")
 
 
-def _str(value: Any, what: str, *, limit: int = 4096, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or len(value) > limit or "\0" in value:
-        raise BadField(f"{what} is not a string of at most {limit} characters")
-    return value
-
-
-def _str_list(value: Any, what: str, *, items: int = 200, limit: int = 4096) -> list[str]:
-    if not isinstance(value, list) or len(value) > items:
-        raise BadField(f"{what} is not a list of at most {items} strings")
-    return [str(_str(v, what, limit=limit)) for v in value]
-
-
 def parse_options(doc: Any) -> PlanOptions:
-    d = _fields(doc, _OPTION_FIELDS, "options")
-    ort_version = _str(d["ort_version"], "options.ort_version", limit=64, optional=True)
+    d = exact_fields(doc, _OPTION_FIELDS, "options")
+    ort_version = want_opt_str(d, "ort_version", limit=64, where="options")
     if ort_version is not None:
         try:
             Version(ort_version)
@@ -94,33 +88,32 @@ def parse_options(doc: Any) -> PlanOptions:
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
         raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
-    hook = _str(d["hook"], "options.hook", limit=16)
+    hook = want_str(d, "hook", limit=16, where="options")
     if hook not in HOOK_CHOICES:
         raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
-    driver = _str(d["driver_version"], "options.driver_version", limit=32, optional=True)
+    driver = want_opt_str(d, "driver_version", limit=32, where="options")
     if driver is not None and not _DRIVER.fullmatch(driver):
         raise BadField("options.driver_version is not a driver version such as 535.104.12")
-    cc = _str(d["compute_capability"], "options.compute_capability", limit=8, optional=True)
+    cc = want_opt_str(d, "compute_capability", limit=8, where="options")
     if cc is not None and not _CC.fullmatch(cc):
         raise BadField("options.compute_capability is not MAJOR.MINOR")
-    return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=str(hook), driver_version=driver,
+    return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
                        compute_capability=cc)
 
 
 def _action(doc: Any, n: int) -> PlannedAction:
-    d = _fields(doc, _ACTION_FIELDS, f"action {n}")
-    kind = str(_str(d["kind"], f"action {n} kind", limit=32))
+    where = f"action {n}"
+    d = exact_fields(doc, _ACTION_FIELDS, where)
+    kind = want_str(d, "kind", limit=32, where=where)
     try:
         handler = handler_for(kind)
     except OrtfixError as exc:
         raise BadField(f"action {n}: {exc.message}") from exc
-    _str(d["summary"], f"action {n} summary")
-    _str(d["undo"], f"action {n} undo")
-    _str_list(d["changes"], f"action {n} changes")
-    _str_list(d["fixes"], f"action {n} fixes", limit=16)
-    details = d["details"]
-    if not isinstance(details, dict):
-        raise BadField(f"action {n} details is not an object")
+    want_str(d, "summary", where=where)
+    want_str(d, "undo", where=where)
+    want_str_list(d, "changes", where=where)
+    want_str_list(d, "fixes", limit=16, where=where)
+    details = want_dict(d, "details", where=where)
     missing = sorted(handler.details_keys - set(details))
     unknown = sorted(set(details) - handler.details_keys)
     if unknown:
@@ -136,23 +129,17 @@ def parse(doc: Any) -> tuple[str, str, str, PlanOptions, tuple[PlannedAction, ..
         schema = doc.get("schema") if isinstance(doc, dict) else None
         raise BadField(f"its schema is {schema!r}, not {PLAN_SCHEMA}" if isinstance(schema, str)
                        else f"it has no schema {PLAN_SCHEMA}")
-    d = _fields(doc, _FIELDS, "the plan")
+    d = exact_fields(doc, _FIELDS, "the plan")
     for key in ("created", "ortfix_version", "python", "environment", "matrix_version"):
-        _str(d[key], key)
-    _str(d["installer"], "installer", limit=16, optional=True)
-    prefix = str(_str(d["prefix"], "prefix"))
-    fingerprint = str(_str(d["fingerprint"], "fingerprint", limit=64))
-    facts_fingerprint = str(_str(d["facts_fingerprint"], "facts_fingerprint", limit=64))
-    options = parse_options(d["options"])
-    if d["target"] is not None and not isinstance(d["target"], dict):
-        raise BadField("target is not an object")
-    for key, items in (("unresolved", 200), ("notes", 200)):
-        if not isinstance(d[key], list) or len(d[key]) > items:
-            raise BadField(f"{key} is not a list of at most {items} items")
-    actions = d["actions"]
-    if not isinstance(actions, list) or len(actions) > 100:
-        raise BadField("actions is not a list of at most 100 actions")
-    return prefix, fingerprint, facts_fingerprint, options, tuple(_action(a, i) for i, a in enumerate(actions, 1))
+        want_str(d, key)
+    want_opt_str(d, "installer", limit=16)
+    if d["target"] is not None:
+        want_dict(d, "target")
+    want_list(d, "unresolved", limit=200)
+    want_list(d, "notes", limit=200)
+    actions = want_list(d, "actions", limit=100)
+    return (want_str(d, "prefix"), want_str(d, "fingerprint", limit=64), want_str(d, "facts_fingerprint", limit=64),
+            parse_options(d["options"]), tuple(_action(a, i) for i, a in enumerate(actions, 1)))
 
 
 def read_plan_file(path: Path) -> PlanFile:
