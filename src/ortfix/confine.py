@@ -278,25 +278,7 @@ class EnvRoot:
                 if exc.errno == errno.ELOOP:
                     raise ConfinementError(f"{self.abs(rel)} is a symbolic link") from exc
                 raise
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise OrtfixError(f"{self.abs(rel)} is not a regular file")
-            if st.st_size > limit:
-                raise OrtfixError(f"{self.abs(rel)} is larger than {limit} bytes: not an ortfix file")
-            chunks = []
-            total = 0
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise OrtfixError(f"{self.abs(rel)} is larger than {limit} bytes: not an ortfix file")
-                chunks.append(chunk)
-            return b"".join(chunks), st
-        finally:
-            os.close(fd)
+        return read_regular(fd, self.abs(rel), limit)
 
     def sha256(self, rel: str) -> str | None:
         """sha256 of a regular file's content; "link:<target>" for a link; None when missing or another kind."""
@@ -503,7 +485,29 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def trusted_owner(uid: int, env_owner: int) -> bool:
-    """Whether a file ortfix reads back (a journal, a plan) may be trusted: owned by the user running ortfix or by
-    the environment's owner, as git trusts only repositories of their owner."""
-    return uid in (os.geteuid(), env_owner)
+def require_trusted_owner(uid: int, env_owner: int, where: str, *, hint: str) -> None:
+    """A file ortfix reads back (a journal, a plan) is trusted only when it is owned by the user running ortfix or by
+    the environment's owner, as git trusts only repositories of their owner; OrtfixError otherwise."""
+    if uid not in (os.geteuid(), env_owner):
+        raise OrtfixError(f"{where} is owned by {owner_name(uid)}, neither you nor the environment's owner "
+                          f"({owner_name(env_owner)})", hint=hint)
+
+
+def read_regular(fd: int, where: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """All of an open regular file (at most `limit` bytes, else OrtfixError) and its stat; closes `fd`."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OrtfixError(f"{where} is not a regular file")
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > limit:
+                break
+            chunks.append(chunk)
+        if st.st_size > limit or total > limit:
+            raise OrtfixError(f"{where} is larger than {limit >> 20} MiB: not an ortfix file")
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import secrets
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -33,7 +32,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ortfix.confine import EnvRoot, owner_name, trusted_owner, write_all
+from ortfix.confine import EnvRoot, read_regular, require_trusted_owner, write_all
 from ortfix.errors import OrtfixError
 from ortfix.fields import exact_fields
 from ortfix.lock import STATE_DIR, is_held, state_dir
@@ -239,6 +238,7 @@ def decode(data: bytes, where: str) -> Transaction:
 # the store
 # ---------------------------------------------------------------------------------------------------------------------
 
+_DUBIOUS = "ortfix does not trust a journal of dubious ownership; inspect it, and undo by hand if it is yours"
 _ID = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{4}$")
 _NEW = ".new-"  # a transaction folder being prepared: renamed to its id once its journal is complete
 RESERVE_NAME = "reserve"
@@ -273,6 +273,7 @@ class TransactionStore:
         self._own_root = root is None
         self.root = state_dir(prefix) / TRANSACTIONS
         self.rel_root = f"{STATE_DIR}/{TRANSACTIONS}"
+        self._sidecars: dict[tuple[str, int, str, str], Any] = {}
 
     def close(self) -> None:
         if self._own_root:
@@ -352,27 +353,19 @@ class TransactionStore:
         tx = replace(tx, updated=now_iso())
         data = encode(tx)
         rel = f"{self.tx_rel(tx.id)}/{JOURNAL_NAME}"
-        try:
-            self.env.atomic_write(rel, data)
-        except OSError as exc:
-            # A full disk: the reserve exists for exactly this. Free it and write again.
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self.release_reserve(tx.id):
-                raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc.strerror or exc}",
-                                  hint="free some disk space, then run `ortfix rollback`") from exc
+        while True:
             try:
                 self.env.atomic_write(rel, data)
-            except OSError as exc2:
-                raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc2.strerror or exc2}",
-                                  hint="free some disk space, then run `ortfix rollback`") from exc2
-        return tx
+                return tx
+            except OSError as exc:
+                # A full disk: the reserve exists for exactly this. Free it (once) and write again.
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self.release_reserve(tx.id):
+                    raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc.strerror or exc}",
+                                      hint="free some disk space, then run `ortfix rollback`") from exc
 
     def _read_trusted(self, rel: str, limit: int) -> bytes:
         data, st = self.env.read_bytes(rel, limit=limit)
-        if not trusted_owner(st.st_uid, self.env.uid):
-            raise OrtfixError(f"{self.prefix / rel} is owned by {owner_name(st.st_uid)}, neither you nor the "
-                              f"environment's owner ({owner_name(self.env.uid)})",
-                              hint="ortfix does not trust a journal of dubious ownership; inspect it, and undo by "
-                                   "hand if it is yours")
+        require_trusted_owner(st.st_uid, self.env.uid, str(self.prefix / rel), hint=_DUBIOUS)
         return data
 
     def load(self, tx_id: str) -> Transaction:
@@ -423,17 +416,15 @@ class TransactionStore:
                 self.env.remove_tree(f"{self.rel_root}/{n}")
 
     def entries(self) -> list[HistoryEntry]:
-        out = []
-        for tx_id in self.ids():
-            folder = self.root / tx_id
-            tx: Transaction | None = None
-            error: str | None = None
-            try:
-                tx = self.load(tx_id)
-            except OrtfixError as exc:
-                error = exc.message
-            out.append(HistoryEntry(tx_id, folder, tx, error, stash_size(folder)))
-        return out
+        return [self.entry(tx_id) for tx_id in self.ids()]
+
+    def entry(self, tx_id: str) -> HistoryEntry:
+        """One transaction as `history` shows it: its journal, or why it cannot be trusted."""
+        folder = self.folder(tx_id)
+        try:
+            return HistoryEntry(tx_id, folder, self.load(tx_id), None, stash_size(folder))
+        except OrtfixError as exc:
+            return HistoryEntry(tx_id, folder, None, exc.message, stash_size(folder))
 
     # sidecars: records too large for the journal, protected by a hash stored in it
     def write_sidecar(self, tx_id: str, index: int, name: str, doc: Any) -> str:
@@ -444,6 +435,14 @@ class TransactionStore:
         return sha256_bytes(data)
 
     def read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> Any:
+        """The sidecar, checked against the hash its journal holds. What was checked once is kept: a rollback
+        verifies every sidecar before it changes anything, then undoes from exactly those."""
+        key = (tx_id, index, name, sha256)
+        if key not in self._sidecars:
+            self._sidecars[key] = self._read_sidecar(tx_id, index, name, sha256)
+        return self._sidecars[key]
+
+    def _read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> Any:
         rel = f"{self.step_rel(tx_id, index)}/{name}.json"
         path = self.prefix / rel
         try:
@@ -487,19 +486,9 @@ def _read_plain(path: Path, env_uid: int) -> Transaction:
         raise OrtfixError(f"journal {path} is missing") from exc
     except OSError as exc:
         raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > JOURNAL_LIMIT:
-            raise OrtfixError(f"journal {path} is not a regular file of at most {JOURNAL_LIMIT >> 20} MiB")
-        if not trusted_owner(st.st_uid, env_uid):
-            raise OrtfixError(f"{path} is owned by {owner_name(st.st_uid)}, neither you nor the environment's "
-                              f"owner ({owner_name(env_uid)})")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return decode(b"".join(chunks), str(path))
+    data, st = read_regular(fd, f"journal {path}", JOURNAL_LIMIT)
+    require_trusted_owner(st.st_uid, env_uid, str(path), hint=_DUBIOUS)
+    return decode(data, str(path))
 
 
 def stash_size(folder: Path) -> int:

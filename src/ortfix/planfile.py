@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ortfix.actions import handler_for, open_env
-from ortfix.confine import owner_name, trusted_owner
+from ortfix.confine import read_regular, require_trusted_owner
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
     BadField,
@@ -148,17 +147,7 @@ def read_plan_file(path: Path) -> PlanFile:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OrtfixError(f"{path} is not a regular file")
-        if st.st_size > PLAN_FILE_LIMIT:
-            raise _bad(where, f"it is larger than {PLAN_FILE_LIMIT >> 20} MiB")
-        data = os.read(fd, PLAN_FILE_LIMIT + 1)
-    finally:
-        os.close(fd)
-    if len(data) > PLAN_FILE_LIMIT:
-        raise _bad(where, f"it is larger than {PLAN_FILE_LIMIT >> 20} MiB")
+    data, st = read_regular(fd, where, PLAN_FILE_LIMIT)
     try:
         doc = loads_json(data, where)
         prefix, fingerprint, facts_fingerprint, options, actions = parse(doc)
@@ -175,14 +164,11 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
         raise OrtfixError(f"{where} was made for {saved.prefix}, not {fresh.prefix}",
                           hint=f"apply it with --python {saved.prefix} (ortfix never takes the interpreter from "
                                "the file), or make a new plan")
-    env_owner = os.stat(fresh.prefix).st_uid
-    if not trusted_owner(saved.owner, env_owner):
-        raise OrtfixError(f"{where} is owned by {owner_name(saved.owner)}, neither you nor the environment's owner "
-                          f"({owner_name(env_owner)})", hint="ortfix does not apply a plan of dubious ownership; "
-                                                             "make a new one with `ortfix plan -o plan.json`")
     env = open_env(fresh.python, fresh.prefix, purelib, platlib, os.path.join(fresh.prefix, "bin"),
                    fresh.environment)
     try:
+        require_trusted_owner(saved.owner, env.fs.uid, where, hint="ortfix does not apply a plan of dubious "
+                              "ownership; make a new one with `ortfix plan -o plan.json`")
         for n, action in enumerate(saved.actions, 1):
             try:
                 handler_for(action.kind).check_details(env, action.details)

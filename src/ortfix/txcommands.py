@@ -136,10 +136,10 @@ def run_history(python: str | None) -> HistoryResult:
 def run_history_show(python: str | None, tx_id: str) -> ShowResult:
     prefix = environment_prefix(python)
     with TransactionStore(prefix) as store:
-        store.folder(tx_id)  # a malformed id is refused here
-        entry = next((e for e in store.entries() if e.id == tx_id), None)
-        if entry is None:
+        if tx_id not in store.ids():  # a malformed id is refused by store.folder first
+            store.folder(tx_id)
             raise OrtfixError(f"no transaction {tx_id} in {prefix}", hint="`ortfix history` lists them")
+        entry = store.entry(tx_id)
         return ShowResult(prefix, entry, store.plan_doc(tx_id) if entry.tx is not None else None)
 
 
