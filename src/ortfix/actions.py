@@ -283,19 +283,28 @@ def verified(env: TargetEnv, kind: str, details: Mapping[str, Any]) -> list[str]
 _PYC_CACHE = "__pycache__"
 
 
-def _pyc_pattern(stem: str) -> re.Pattern[str]:
-    return re.compile(re.escape(stem) + r"\.[A-Za-z0-9_-]+(?:\.opt-\d+)?\.pyc$")
+_PYC_TAIL = re.compile(r"\.[A-Za-z0-9_-]+(?:\.opt-\d+)?\.pyc")  # `<stem>` + this: `__pycache__/<stem>.<tag>.pyc`
 
 
-def cached_bytecode(fs: EnvRoot, py_rel: str) -> list[str]:
-    """The `__pycache__/<stem>.<tag>[.opt-N].pyc` files an interpreter wrote for a .py file (rel paths)."""
-    folder = f"{os.path.dirname(py_rel)}/{_PYC_CACHE}" if "/" in py_rel else _PYC_CACHE
-    try:
-        names = fs.listdir(folder)
-    except (OSError, OrtfixError):
-        return []
-    pattern = _pyc_pattern(os.path.basename(py_rel)[:-3])
-    return [f"{folder}/{n}" for n in sorted(names) if pattern.match(n)]
+def cached_bytecode(fs: EnvRoot, rels: Iterable[str]) -> list[str]:
+    """The `__pycache__/<stem>.<tag>[.opt-N].pyc` files an interpreter wrote for the .py files among `rels`
+    (rel paths); each `__pycache__` folder is listed once."""
+    stems: dict[str, set[str]] = {}
+    for rel in rels:
+        if rel.endswith(".py"):
+            folder, _, name = rel.rpartition("/")
+            stems.setdefault(f"{folder}/{_PYC_CACHE}" if folder else _PYC_CACHE, set()).add(name[:-3])
+    out = []
+    for cache, names in stems.items():
+        try:
+            listing = fs.listdir(cache)
+        except (OSError, OrtfixError):
+            continue
+        for entry in sorted(listing):
+            stem = entry.split(".", 1)[0]  # a module's name holds no dot
+            if stem in names and _PYC_TAIL.fullmatch(entry, len(stem)):
+                out.append(f"{cache}/{entry}")
+    return out
 
 
 def _fingerprint(st: os.stat_result) -> list[int]:
@@ -444,13 +453,10 @@ def record_paths(env: TargetEnv, location_rel: str, dist_info_rel: str) -> list[
     """What uninstalling a distribution removes: its RECORD rows, every file in its .dist-info, and the bytecode the
     interpreter cached for its modules; rel paths of those that exist."""
     paths: dict[str, None] = {r.rel: None for r in read_record(env, location_rel, dist_info_rel)}
-    for p in _walk_rel(env.fs, dist_info_rel):
-        paths[p] = None
-    for p in list(paths):
-        if p.endswith(".py"):
-            for pyc in cached_bytecode(env.fs, p):
-                paths[pyc] = None
-    return [p for p in paths if env.fs.exists(p)]
+    paths.update(dict.fromkeys(_walk_rel(env.fs, dist_info_rel)))
+    paths.update(dict.fromkeys(cached_bytecode(env.fs, list(paths))))
+    present = env.fs.stat_many(paths)
+    return [p for p in paths if present[p] is not None]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -883,13 +889,7 @@ def _fingerprint_list(item: Any, n: int) -> list[Any]:
 
 
 def _parents_of(rels: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for rel in rels:
-        d = os.path.dirname(rel)
-        while d and d not in out:
-            out.add(d)
-            d = os.path.dirname(d)
-    return out
+    return {d for rel in rels for d in _parents(rel)}
 
 
 class PipInstall(Handler):
@@ -948,17 +948,18 @@ class PipInstall(Handler):
         before = _snapshot(roots, env.prefix)
         protect_rel = ctx.step_rel + "/protect"
         protected: list[list[Any]] = []
-        for rel in self._protect_candidates(env, step, before):
-            digest = fs.sha256(rel)
-            st = fs.lstat(rel)
-            if digest is None or st is None:
+        candidates = self._protect_candidates(env, step, before)
+        for rel, digest in fs.sha256_many(candidates).items():
+            if digest is None:
                 continue
             try:
                 fs.link(rel, f"{protect_rel}/{rel}", make_parents=True)
             except OSError:
                 fs.copy(rel, f"{protect_rel}/{rel}", make_parents=True)
-            copy = fs.lstat(f"{protect_rel}/{rel}")
-            protected.append([rel, digest, *_fingerprint(copy if copy is not None else st)])
+            protected.append([rel, digest])
+        copies = fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
+        protected = [[rel, digest, *_fingerprint(st)] for rel, digest in protected
+                     if (st := copies[f"{protect_rel}/{rel}"]) is not None]
         report_dir = tempfile.mkdtemp(prefix="ortfix-pip-report-")  # private (0700), outside the environment
         try:
             report = Path(report_dir) / "report.json"
@@ -1097,14 +1098,17 @@ class PipInstall(Handler):
             self._created(step, ctx)
         problems = []
         protect_rel = ctx.step_rel + "/protect"
-        for rel, digest, *fp in step.record.get("protected", []):
+        protected = step.record.get("protected", [])
+        copies = env.fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
+        in_place = env.fs.stat_many(p[0] for p in protected)
+        for rel, digest, *fp in protected:
             copy = f"{protect_rel}/{rel}"
-            st = env.fs.lstat(copy)
+            st = copies[copy]
             if st is not None:
                 if _fingerprint(st) != fp and env.fs.sha256(copy) != digest:
                     problems.append(f"{env.abs(copy)} was changed since it was saved")
             else:  # saved aside by hard link: put back, it is the very same file (or it was never replaced)
-                here = env.fs.lstat(rel)
+                here = in_place[rel]
                 if here is None or (_fingerprint(here) != fp and env.fs.sha256(rel) != digest):
                     problems.append(f"{env.abs(copy)} (the earlier {env.abs(rel)}) is missing from the stash")
         return problems
@@ -1131,7 +1135,7 @@ class PipInstall(Handler):
                     return f"{env.abs(rel)} was changed after the install; left in place"
                 return None
 
-            later = _later_bytecode(fs, files)  # what a later run cached for the install's modules
+            later = [p for p in cached_bytecode(fs, files) if p not in files]  # a later run cached it
             moves = ((rel, f"{discard}/{rel}") for rel in [*sorted(files), *later])
             warnings += [k.why for k in fs.move_many(moves, veto=changed) if k.why]
             for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
@@ -1148,21 +1152,16 @@ class PipInstall(Handler):
             diff = _diff(before, _snapshot(roots, env.prefix))
             claimed = _claimed_by_others(env, step, diff)
             created = [r for r in diff["created"] if r not in claimed]
-            for rel in sorted(r for r in created if (fs.lstat(r) is not None and not fs.is_dir(r))):
-                fs.rename(rel, f"{discard}/{rel}", make_parents=True)
-            _remove_empty_dirs(fs, [r for r in created if fs.is_dir(r)])
+            folders = [r for r, st in fs.stat_many(created).items() if st is not None and stat.S_ISDIR(st.st_mode)]
+            fs.move_many((rel, f"{discard}/{rel}") for rel in sorted(set(created) - set(folders)))
+            _remove_empty_dirs(fs, folders)
             for rel in sorted(claimed)[:1]:
                 warnings.append(f"{env.abs(rel)} belongs to a distribution another installer wrote meanwhile; kept")
         protect_rel = ctx.step_rel + "/protect"
-        for rel, _digest, *_fp in step.record.get("protected", []):
-            src = f"{protect_rel}/{rel}"
-            if not fs.exists(src):
-                continue
-            if fs.exists(rel):
-                warnings.append(f"{env.abs(rel)} was changed after the install; its earlier content stays in "
-                                f"{env.abs(src)}")
-                continue
-            fs.rename(src, rel, make_parents=True, replace=False)
+        restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in step.record.get("protected", []))
+        for kept in fs.move_many(restore, replace=False):  # a copy gone was put back already
+            warnings.append(f"{env.abs(kept.dst)} was changed after the install; its earlier content stays in "
+                            f"{env.abs(kept.src)}")
         overwritten = step.record.get("overwritten")
         if overwritten is None and diff is not None:
             saved = {p[0] for p in step.record.get("protected", [])}
@@ -1181,26 +1180,6 @@ class PipInstall(Handler):
         if installed:
             return [f"+ {d['name']} {d['version']}" for d in installed if isinstance(d, dict)]
         return [f"+ {r}" for r in step.details.get("requirements", [])]
-
-
-def _later_bytecode(fs: EnvRoot, files: Mapping[str, Any]) -> list[str]:
-    """Bytecode an interpreter cached after the install for the modules it wrote (not in its RECORD)."""
-    stems: dict[str, set[str]] = {}
-    for rel in files:
-        if rel.endswith(".py"):
-            folder, _, name = rel.rpartition("/")
-            stems.setdefault(f"{folder}/{_PYC_CACHE}" if folder else _PYC_CACHE, set()).add(name[:-3])
-    out = []
-    for cache, names in stems.items():
-        try:
-            listing = fs.listdir(cache)
-        except (OSError, OrtfixError):
-            continue
-        for entry in sorted(listing):
-            rel = f"{cache}/{entry}"
-            if rel not in files and entry.endswith(".pyc") and entry.split(".", 1)[0] in names:
-                out.append(rel)
-    return out
 
 
 def _attribute(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]], after: Mapping[str, list[Any]]
@@ -1406,7 +1385,7 @@ class WriteFile(Handler):
                 fs.rename(rel, aside, make_parents=True)
                 warnings.append(f"{path} was changed after ortfix wrote it; removed, and kept as {env.abs(aside)}")
         if rel.endswith(".py"):
-            for pyc in cached_bytecode(fs, rel):
+            for pyc in cached_bytecode(fs, [rel]):
                 with contextlib.suppress(OSError):
                     fs.unlink(pyc)
             if not record.get("pycache_existed"):
