@@ -32,8 +32,17 @@ from txtools import assert_same_tree, fresh_process, one_line_error, ortfix, ort
 
 
 def around(venv: Path) -> dict[str, tuple[Any, ...]]:
-    """Everything in the folder that holds the environment, except the environment itself: must never change."""
-    return {k: v for k, v in tree_state(venv.parent).items() if k != venv.name and not k.startswith(venv.name + "/")}
+    """Everything in the folder that holds the environment, except the environment itself (not even walked: a
+    rollback's background deletion may be at work in it): must never change."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for entry in venv.parent.iterdir():
+        if entry.name == venv.name:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            out.update({f"{entry.name}/{k}": v for k, v in tree_state(entry).items()})
+        out[entry.name] = ("l", os.readlink(entry)) if entry.is_symlink() else (
+            ("d",) if entry.is_dir() else ("f", entry.read_bytes()))
+    return out
 
 
 def _apply(venv: Path, environ: dict[str, str]) -> str:
