@@ -419,3 +419,43 @@ def test_output_closed_by_its_reader_is_not_an_error(fast: bool) -> None:
     finally:
         os.close(write_end)
     assert (proc.returncode, proc.stderr) == (1, "")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# ending children from another thread; probes started early and never taken
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: str) -> None:
+    """ortrun's time limit ends the child from a timer thread while the main thread reads its output: the pipes
+    must not be closed under that reader (it raised "I/O operation on closed file" in most runs)."""
+    from ortfix import ortrun
+
+    script = f"yes line | head -c 200000000; sleep {marker}"
+    for _ in range(10):  # a race: it broke in 1 to 8 runs of 10 before
+        outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), timeout=0.2)
+        assert outcome.timed_out and outcome.returncode is None
+    assert _alive_with(marker) == []
+
+
+def test_terminate_group_can_leave_the_pipes_to_their_reader(marker: str) -> None:
+    """What makes the timeout above safe, deterministically: ended with close_pipes=False, the child's pipes stay
+    open for the thread reading them, which then reads to end-of-file."""
+    proc = subproc.start(["sh", "-c", f"echo before; sleep {marker}"])
+    assert proc.stdout is not None and proc.stdout.readline() == "before\n"
+    subproc.terminate_group(proc, timeout=0, close_pipes=False)
+    assert not proc.stdout.closed and proc.stdout.read() == ""
+    subproc.close_child_pipes(proc)
+    assert proc.stdout.closed and _alive_with(marker) == []
+
+
+def test_an_early_probe_is_ended_when_the_command_fails_before_using_it(tmp_path: Path, marker: str) -> None:
+    """`check` starts the probe before it reads its options; a bad option ends the command first. The probe (here a
+    fake interpreter that sleeps) must not be left running."""
+    fake = _script(tmp_path / "python", f"exec sleep {marker}\n")
+    proc = run_ortfix("check", "--python", str(fake), "--driver", "banana", timeout=45)
+    assert_one_line_error(proc, "--driver")
+    deadline = time.monotonic() + 5
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive_with(marker) == []

@@ -112,7 +112,8 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
 
     def kill() -> None:
         timed_out.set()
-        subproc.terminate_group(proc, timeout=0)  # a grandchild holding stdout must not keep the reader waiting
+        # from the timer's thread, while the main thread reads stdout: its reads end once the whole group is gone
+        subproc.terminate_group(proc, timeout=0, close_pipes=False)
 
     err_lines: list[str] = []
 
@@ -146,10 +147,12 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
         proc.wait()
         reader.join(timeout=10)
     except BaseException:  # Ctrl-C: the child and everything it started go too
-        subproc.terminate_group(proc, timeout=5)
+        subproc.terminate_group(proc, timeout=5, close_pipes=False)  # the stderr reader thread is still reading
         raise
     finally:
         timer.cancel()
+        reader.join(timeout=10)  # then nobody reads the pipes any more: close them
+        subproc.close_child_pipes(proc)
     log = tuple(_ANSI.sub("", line).rstrip("\n") for line in (*out_lines, *err_lines))
     return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out.is_set() else proc.returncode,
                       timed_out.is_set(), log, timeout)

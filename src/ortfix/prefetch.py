@@ -53,6 +53,26 @@ def start(argv: Sequence[str]) -> None:
         _started = (target, start_probe(target))
     except OrtfixError:
         _started = None
+        return
+    import atexit
+
+    atexit.register(_drop)  # an error before the check takes it (a bad option, Ctrl-C) must not leave it running
+
+
+def _drop() -> None:
+    run = take_any()
+    if isinstance(run, subprocess.Popen) and run.poll() is None:
+        from ortfix import subproc
+
+        subproc.terminate_group(run, timeout=0)
+
+
+def take_any() -> ProbeRun | None:
+    """Whatever probe was started early, taken so that nobody else gets it."""
+    global _started
+    run = _started[1] if _started is not None else None
+    _started = None
+    return run
 
 
 def finished(target: Path) -> subprocess.CompletedProcess[str]:
@@ -60,10 +80,10 @@ def finished(target: Path) -> subprocess.CompletedProcess[str]:
     the `take` that follows, so the probe runs once however many look at its report."""
     global _started
     from ortfix import subproc
-    from ortfix.target import start_probe
+    from ortfix.target import PROBE_TIMEOUT, start_probe
 
     run = take(target) or start_probe(target)
-    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=60)
+    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
     _started = (target, done)
     return done
 

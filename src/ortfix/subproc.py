@@ -78,20 +78,22 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def _close_pipes(proc: subprocess.Popen[str]) -> None:
+def close_child_pipes(proc: subprocess.Popen[str]) -> None:
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
 
 
-def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_GRACE) -> int | None:
+def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_GRACE,
+                    close_pipes: bool = True) -> int | None:
     """End `proc` and every process of its process group (a child of `start`/`run` leads a group of its own):
     SIGTERM to the group, up to `timeout` seconds for it to end, then SIGKILL to whatever is left; then its pipes
     are closed. Returns the child's exit status (None only if it could not be reaped).
 
     Safe to call on a process that has already ended. Never waits for a pipe: a process that left the group (a
-    daemon that called setsid) can hold the child's output open forever."""
+    daemon that called setsid) can hold the child's output open forever. `close_pipes=False` when another thread is
+    reading them (it gets end-of-file once the group is gone; closing under it would break its read)."""
     pgid = proc.pid  # start_new_session=True: the child is the leader of a group with its own pid as id
     deadline = time.monotonic() + max(timeout, 0.0)
     if _signal_group(pgid, signal.SIGTERM):
@@ -103,7 +105,8 @@ def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_G
         _signal_group(pgid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored: only a hung kernel task
         proc.wait(timeout=max(timeout, 1.0))
-    _close_pipes(proc)
+    if close_pipes:
+        close_child_pipes(proc)
     return proc.returncode
 
 
