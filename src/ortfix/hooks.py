@@ -64,10 +64,19 @@ def check_hook_path(path: str, what: str, *, shell: bool) -> None:
                               hint="move the environment to a plain path") from exc
 
 
+_LOADER_SPECIAL = re.compile(r"[:;]|\$\{?(?:ORIGIN|LIB|PLATFORM)\b")
+
+
 def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
-    check_hook_path(prefix, "the environment's path", shell=True)
-    for d in dirs:
-        check_hook_path(d, "the library folder", shell=True)
+    """The folders go onto LD_LIBRARY_PATH, which the loader splits at ':' and ';' and in which it expands $ORIGIN,
+    $LIB and $PLATFORM: a path with any of them would add other folders (relative ones: the current directory's)."""
+    for path, what in ((prefix, "the environment's path"), *((d, "the library folder") for d in dirs)):
+        check_hook_path(path, what, shell=True)
+        special = _LOADER_SPECIAL.search(path)
+        if special:
+            raise OrtfixError(f"{what} {path!r} contains {special.group(0)!r}, which the loader reads in "
+                              "LD_LIBRARY_PATH as a separator or a variable; ortfix cannot put it there safely",
+                              hint="move the environment to a plain path")
 
 
 def _sh_quote(text: str) -> str:
