@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -385,7 +386,8 @@ def test_saved_plan_applies_and_stale_plan_is_refused(cpu_venv: Path, tmp_path: 
     proc = ortfix("plan", "--python", str(python), "-o", str(plan_file), env=env)
     assert proc.returncode == 1 and plan_file.is_file(), proc.stderr
     # The environment comes from --python, never from the file: without it, the plan's prefix is not the target.
-    one_line_error(ortfix("apply", str(plan_file), "--yes", env=env), "was made for", f"--python {cpu_venv}")
+    one_line_error(ortfix("apply", str(plan_file), "--yes", env=env), "was made for",
+                   f"--python {shlex.quote(str(cpu_venv))}")  # quoted: the hint is pasted into a shell
     doc = ortfix_json("apply", str(plan_file), "--python", str(python), "--yes", env=env)
     assert doc["plan_source"] == str(plan_file) and doc["status"] == "applied"
     assert doc["transaction"]["plan_fingerprint"] == json.loads(plan_file.read_text())["fingerprint"]

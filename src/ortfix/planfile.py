@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,9 +162,9 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
     valid there and exactly what ortfix plans now; OrtfixError naming the first reason otherwise."""
     where = saved.path
     if os.path.realpath(saved.prefix) != os.path.realpath(fresh.prefix):
-        raise OrtfixError(f"{where} was made for {saved.prefix}, not {fresh.prefix}",
-                          hint=f"apply it with --python {saved.prefix} (ortfix never takes the interpreter from "
-                               "the file), or make a new plan")
+        raise OrtfixError(f"{where} was made for {saved.prefix!r}, not {fresh.prefix}",
+                          hint=f"apply it with --python {shlex.quote(saved.prefix)} (ortfix never takes the "
+                               "interpreter from the file), or make a new plan")
     env = open_env(fresh.python, fresh.prefix, purelib, platlib, os.path.join(fresh.prefix, "bin"),
                    fresh.environment)
     try:
