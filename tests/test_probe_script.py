@@ -409,3 +409,10 @@ def test_probe_checks_installed_files_against_record_by_size(tmp_path: Path) -> 
                       "damaged": [["nvidia/x/lib/libgone.so.1", 7, None, None]]}
     assert (dists["nvidia-y-cu12"]["record"], dists["nvidia-y-cu12"]["damaged"]) == (False, [])
     assert (dists["onnxruntime-directml"]["record"], dists["onnxruntime-directml"]["checked"]) == (None, 0)
+
+
+def test_record_sizes_are_plain_digits_only(probe: dict[str, Any], tmp_path: Path) -> None:
+    """str.isdigit() says yes to '²' (and int() then fails): a RECORD row's size must be ASCII digits, else None."""
+    (tmp_path / "RECORD").write_text("a.py,sha256=x,12\nb.py,sha256=y,\u00b2\nc.py,,\nd.py,,\u0663\n", encoding="utf-8")
+    assert probe["read_record"](str(tmp_path)) == [["a.py", "sha256=x", 12], ["b.py", "sha256=y", None],
+                                                   ["c.py", "", None], ["d.py", "", None]]

@@ -130,7 +130,7 @@ def read_record(dist_dir):
         path, digest, size = parts
         if path.startswith('"') and path.endswith('"'):
             path = path[1:-1].replace('""', '"')
-        rows.append([path, digest, int(size) if size.isdigit() else None])
+        rows.append([path, digest, int(size) if size and not size.strip("0123456789") else None])
     return rows
 
 
