@@ -365,3 +365,17 @@ def test_plan_reuses_torch_bundled_libraries(tmp_path: Path, wheelhouse: Path) -
     assert any(r.startswith("nvidia-cuda-runtime-cu12") for r in reqs)
     module = next(a for a in plan["actions"] if a["details"].get("path", "").endswith("_ortfix_preload.py"))
     assert "torch/lib/libcudnn.so.9" in module["details"]["content"]
+
+
+def test_a_marker_ortfix_cannot_compare_does_not_stop_the_check(gpu_venv: Path) -> None:
+    """Installed metadata is anybody's: `python_version ~= "x"` cannot be compared (packaging raises). The
+    requirement is then reported rather than judged, and check still runs."""
+    sp = site_packages(gpu_venv)
+    dist_info = sp / "oddmarker-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text('Metadata-Version: 2.1\nName: oddmarker\nVersion: 1.0\n'
+                                        'Requires-Dist: onnxruntime; python_version ~= "x"\n')
+    rc, doc = check_json(gpu_venv / "bin" / "python")
+    assert rc == 1, doc
+    f = finding(doc, "ORT005")
+    assert f["data"]["packages"] == ["oddmarker"]

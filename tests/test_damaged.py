@@ -288,6 +288,24 @@ def test_nvidia_wheel_with_a_missing_file(gpu_venv: Path) -> None:
     assert "LIB007" not in {f["code"] for f in plan["unresolved"]}
 
 
+def test_a_damaged_wheel_the_plan_cannot_repair_stays_unresolved(gpu_venv: Path) -> None:
+    """Two damaged NVIDIA wheels: one with a file missing (repaired: uninstalled and pinned again), one without a
+    RECORD (no exact uninstall exists). The plan's repair of the first must not count as fixing the second."""
+    python = gpu_venv / "bin" / "python"
+    sp = site_packages(gpu_venv)
+    (sp / "nvidia/cublas/lib/libcublasLt.so.12").unlink()
+    [curand] = sp.glob("nvidia_curand_cu12-*.dist-info")
+    (curand / "RECORD").unlink()
+
+    _, doc = check_json(python, *MACHINE)
+    damaged = sorted(x["data"]["distribution"] for x in doc["findings"] if x["code"] == "LIB007")
+    assert damaged == ["nvidia-cublas-cu12", "nvidia-curand-cu12"]
+    _, plan = plan_json(python, *MACHINE)
+    assert uninstalls(plan) == ["nvidia-cublas-cu12"]
+    unresolved = [f for f in plan["unresolved"] if f["code"] == "LIB007"]
+    assert [f["data"]["distribution"] for f in unresolved] == ["nvidia-curand-cu12"]
+
+
 def test_nvidia_wheel_with_its_metadata_emptied_is_pinned_by_its_folder_name(gpu_venv: Path) -> None:
     """METADATA cut to nothing: no name, no version in it; the .dist-info folder's name still says both."""
     python = gpu_venv / "bin" / "python"

@@ -385,3 +385,24 @@ def test_system_python_is_refused_without_system() -> None:
     if "No changes needed" in proc.stdout:
         pytest.skip("the system Python needs no change here")
     one_line_error(proc, "is a system Python", "--system")
+
+
+def test_forged_record_fields_are_refused_and_history_still_lists(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+    """Record fields read back for `history` and for the undo: a malformed `installed` entry, and a write-file step
+    claiming to have created a folder that is not one of its file's folders (rollback would rmdir it)."""
+    python = str(cpu_venv / "bin" / "python")
+    tx_id = ortfix_json("apply", "--python", python, "--yes", env=env)["transaction"]["id"]
+    journal = cpu_venv / ".ortfix" / "transactions" / tx_id / "journal.json"
+
+    original = resign(journal, lambda body: step_of(body, "pip-install")["record"]["installed"].append({"x": 1}))
+    listing = ortfix("history", "--python", python, env=env)
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
+    one_line_error(ortfix("rollback", "--python", python, "--yes", env=env), "installed field 'name'")
+
+    journal.write_bytes(original)
+    resign(journal, lambda body: step_of(body, "write-file")["record"].update(created_dirs=["include"]))
+    before = tree_state(cpu_venv)
+    one_line_error(ortfix("rollback", "--python", python, "--yes", env=env), "is not a folder of")
+    assert_same_tree(before, tree_state(cpu_venv))
+    journal.write_bytes(original)
+    assert ortfix_json("rollback", "--python", python, "--yes", env=env)["transaction"]["status"] == "rolled-back"

@@ -48,7 +48,18 @@ from packaging.utils import canonicalize_name
 from ortfix import hooks, subproc
 from ortfix.confine import ConfinementError, EnvRoot, check_rel
 from ortfix.errors import OrtfixError
-from ortfix.fields import BadField, want_bool, want_dict, want_int, want_list, want_sha, want_str
+from ortfix.fields import (
+    BadField,
+    distribution_name,
+    requirement,
+    want_bool,
+    want_dict,
+    want_int,
+    want_list,
+    want_sha,
+    want_str,
+    want_str_list,
+)
 from ortfix.journal import Step, StepState, TransactionStore
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 
@@ -162,33 +173,6 @@ def test_crash() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 # typed reading of untrusted details and records
 # ---------------------------------------------------------------------------------------------------------------------
-
-
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
-_VERSION_CLAUSE = r"\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[0-9][0-9A-Za-z.+!*_-]{0,63}\s*"
-_REQUIREMENT = re.compile(_NAME.pattern + rf"(?:{_VERSION_CLAUSE}(?:,{_VERSION_CLAUSE})*)?")
-
-
-def requirement(text: str) -> str:
-    """A requirement as ortfix installs it: a distribution name and version specifiers, nothing else (no URL, no
-    path, no option, no extras, no marker). Raises BadField otherwise."""
-    if not isinstance(text, str) or not _REQUIREMENT.fullmatch(text):
-        raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
-    from packaging.requirements import InvalidRequirement, Requirement  # here: rollback never needs it
-
-    try:
-        req = Requirement(text)
-    except InvalidRequirement as exc:
-        raise BadField(f"{text!r} is not a valid requirement: {exc}") from exc
-    if req.url or req.marker or req.extras:
-        raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
-    return text
-
-
-def distribution_name(text: str) -> str:
-    if not isinstance(text, str) or not _NAME.fullmatch(text):
-        raise BadField(f"{text!r} is not a distribution name")
-    return text
 
 
 class Handler(ABC):
@@ -323,7 +307,9 @@ def _dir_meta(fs: EnvRoot, rel: str) -> list[int]:
 
 def _make_dir(fs: EnvRoot, rel: str, meta: Sequence[int]) -> None:
     fs.mkdir(rel, int(meta[0]) & 0o1777)
-    if os.geteuid() == 0 and len(meta) == 3:
+    # Running as root, the folder gets its recorded owner back, but only when that is the environment's owner: the
+    # record comes from the journal, and must not hand a folder to anyone else.
+    if os.geteuid() == 0 and len(meta) == 3 and meta[1] == fs.uid:
         with contextlib.suppress(OSError):
             fs.chown(rel, int(meta[1]), int(meta[2]))
 
@@ -920,9 +906,22 @@ class PipInstall(Handler):
         for item in want_list(step.record, "protected"):
             item = _fingerprint_list(item, 5)
             check_rel(item[0] if isinstance(item[0], str) else "")
-        for arg in want_list(step.record, "argv", limit=1000):
-            if not isinstance(arg, str):
-                raise BadField("field 'argv' is not a list of strings")
+        want_str_list(step.record, "argv", items=1000)
+        if "pid" in step.record:
+            want_int(step.record, "pid")
+        if "created" in step.record:
+            want_int(step.record, "created")
+        for key in ("overwritten", "foreign"):
+            if key in step.record:
+                for rel in want_str_list(step.record, key, items=1_000_000):
+                    check_rel(rel)
+        for key in ("installed", "resolution"):
+            for item in want_list(step.record, key) if key in step.record else []:
+                if not isinstance(item, dict):
+                    raise BadField(f"field {key!r} is not a list of objects")
+        for item in step.record.get("installed", []):
+            for field_name in ("name", "version", "dist_info"):
+                want_str(item, field_name, where="installed")
 
     def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         problems = [f"{d} is not writable" for d in (*env.site_dirs, env.scripts)
@@ -1030,7 +1029,7 @@ class PipInstall(Handler):
                 self._crash_when_writing(proc, roots)
             rc = proc.wait()
         except BaseException:
-            subproc.terminate_group(proc, timeout=30)
+            subproc.terminate_group(proc, timeout=30, close_pipes=False)  # the output threads are still reading
             raise
         for t in threads:
             t.join(timeout=5)
@@ -1178,7 +1177,7 @@ class PipInstall(Handler):
     def changes(self, step: Step) -> list[str]:
         installed = step.record.get("installed")
         if installed:
-            return [f"+ {d['name']} {d['version']}" for d in installed if isinstance(d, dict)]
+            return [f"+ {d.get('name')} {d.get('version')}" for d in installed if isinstance(d, dict)]
         return [f"+ {r}" for r in step.details.get("requirements", [])]
 
 
@@ -1291,8 +1290,10 @@ class WriteFile(Handler):
         want_bool(step.record, "existed")
         if step.record["existed"]:
             want_sha(step.record, "saved_sha256")
-        for d in want_list(step.record, "created_dirs", limit=16):
-            check_rel(d if isinstance(d, str) else "")
+        parents = set(_parents(self._rel(env, step.details)))
+        for d in want_str_list(step.record, "created_dirs", items=16):
+            if check_rel(d) not in parents:
+                raise BadField(f"created folder {d!r} is not a folder of {step.details['path']}")
         want_bool(step.record, "pycache_existed")
 
     def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:

@@ -239,8 +239,8 @@ def _damaged(facts: Facts) -> list[Finding]:
         data: dict[str, Any] = {"distribution": dist.name, "version": version, "record": True,
                                 "missing": len(missing), "wrong_size": len(wrong), "paths": [p.path for p in shown],
                                 "remove": [dist.name], "reinstall": True}
-        if not ort:
-            data["requirement"] = pin
+        if not ort and version and _plain_name(dist.name):
+            data["requirement"] = pin  # else left unresolved: no exact wheel to reinstall is known
         out.append(Finding(
             code, Severity.ERROR,
             f"{label} is damaged: {' and '.join(parts)} (an install or uninstall stopped half-way, or files were "
@@ -284,6 +284,7 @@ def _marker_environment(facts: Facts) -> dict[str, str]:
     """PEP 508 marker values of the target interpreter (from its probe), for the markers of its dependents."""
     version = facts.probe.python_version
     return {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version,
+            "implementation_version": version,
             "sys_platform": facts.probe.system.lower(), "platform_system": facts.probe.system,
             "platform_machine": facts.probe.machine, "os_name": "posix" if facts.probe.system != "Windows" else "nt",
             "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
@@ -292,7 +293,7 @@ def _marker_environment(facts: Facts) -> dict[str, str]:
 def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
     """Whether the requirement asks for the CPU package on this interpreter (its marker, if any, applies here; a
     requirement of an extra applies only when that extra is asked for, which nothing here says)."""
-    from packaging.markers import UndefinedEnvironmentName
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
     from packaging.requirements import InvalidRequirement, Requirement  # costs 15 ms: only when needed
 
     try:
@@ -303,7 +304,7 @@ def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
         return False
     try:
         return req.marker is None or req.marker.evaluate(environment)
-    except UndefinedEnvironmentName:
+    except (UndefinedComparison, UndefinedEnvironmentName):
         return True  # a marker ortfix cannot judge: say it, rather than hide it
 
 
@@ -588,3 +589,14 @@ def finding_json(f: Finding) -> dict[str, Any]:
 
 def problems(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity is not Severity.INFO]
+
+
+def _plain_name(name: str) -> bool:
+    """A distribution name as read from METADATA is used in a requirement only when it is a plain name."""
+    from ortfix.fields import BadField, distribution_name
+
+    try:
+        distribution_name(name)
+    except BadField:
+        return False
+    return True

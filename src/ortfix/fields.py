@@ -87,3 +87,30 @@ def want_sha(doc: Mapping[str, Any], key: str, *, where: str = "") -> str:
     if not _SHA256.fullmatch(value):
         raise BadField(f"{_name(key, where)} is not a sha256")
     return value
+
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
+_VERSION_CLAUSE = r"\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[0-9][0-9A-Za-z.+!*_-]{0,63}\s*"
+_REQUIREMENT = re.compile(_NAME.pattern + rf"(?:{_VERSION_CLAUSE}(?:,{_VERSION_CLAUSE})*)?")
+
+
+def requirement(text: str) -> str:
+    """A requirement as ortfix installs it: a distribution name and version specifiers, nothing else (no URL, no
+    path, no option, no extras, no marker). Raises BadField otherwise."""
+    if not isinstance(text, str) or not _REQUIREMENT.fullmatch(text):
+        raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
+    from packaging.requirements import InvalidRequirement, Requirement  # here: rollback never needs it
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        raise BadField(f"{text!r} is not a valid requirement: {exc}") from exc
+    if req.url or req.marker or req.extras:
+        raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
+    return text
+
+
+def distribution_name(text: str) -> str:
+    if not isinstance(text, str) or not _NAME.fullmatch(text):
+        raise BadField(f"{text!r} is not a distribution name")
+    return text

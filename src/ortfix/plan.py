@@ -244,6 +244,10 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
 
 
 def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
+    if finding.code in (dx.ORT_DAMAGED, dx.LIB_DAMAGED):  # one finding per distribution: its own uninstall or none
+        name = finding.data.get("distribution")
+        if not any(a.kind == PIP_UNINSTALL and a.details.get("distribution") == name for a in actions):
+            return False
     return any(finding.code in a.fixes for a in actions)
 
 
@@ -266,7 +270,7 @@ class _Repairs:
     def installed_by(self, installs_target: bool) -> set[str]:
         """The codes a pip-install fixes: LIB007 by the pinned reinstalls, ORT007/ORT008 by the target build."""
         out = {dx.LIB_DAMAGED} if self.requirements else set()
-        if installs_target and self.reinstall_ort:
+        if installs_target and any(dx.ORT_DAMAGED in codes for codes in self.remove.values()):
             out.add(dx.ORT_DAMAGED)
         if installs_target and self.orphaned:
             out.add(dx.ORT_ORPHANED)
