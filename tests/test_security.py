@@ -126,7 +126,12 @@ def _extra_action_field(doc: dict[str, Any], venv: Path, outside: Path) -> None:
     _action(doc, "pip-install")["run"] = "anything"
 
 
+def _driver(doc: dict[str, Any], venv: Path, outside: Path) -> None:
+    doc["options"]["driver_version"] = "\uff15\uff15\uff10.\uff15\uff14"  # full-width "550.54": refused
+
+
 EDITS: dict[str, tuple[Callable[[dict[str, Any], Path, Path], None], str]] = {
+    "driver-option": (_driver, "not an NVIDIA driver version"),
     "argv": (_argv, "unknown detail 'argv'"),
     "editable": (_set_requirements("-e", "OUTSIDE"), "not a plain requirement"),
     "index-abbreviated": (_set_requirements("onnxruntime-gpu==1.22.0", "--ind=http://127.0.0.1:9/simple"),
@@ -406,3 +411,15 @@ def test_forged_record_fields_are_refused_and_history_still_lists(cpu_venv: Path
     assert_same_tree(before, tree_state(cpu_venv))
     journal.write_bytes(original)
     assert ortfix_json("rollback", "--python", python, "--yes", env=env)["transaction"]["status"] == "rolled-back"
+
+
+def test_plan_options_are_judged_as_on_the_command_line(planned: tuple[Path, dict[str, Any], dict[str, str], Path],
+                                                        tmp_path: Path) -> None:
+    """`--driver 1.2` is a driver version the command line accepts: the plan file it saves is accepted as well."""
+    venv, _original, environ, _outside = planned
+    plan_file = tmp_path / "plan.json"
+    proc = ortfix("plan", "--python", str(venv), "--driver", "1.2", "-o", str(plan_file), env=environ)
+    assert proc.returncode in (0, 1), proc.stderr
+    proc = ortfix("apply", str(plan_file), "--python", str(venv), "--dry-run", env=environ)
+    assert "not a valid ortfix plan" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr

@@ -172,12 +172,12 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
       ortfix plan --driver 535.104.12 --compute-capability 8.6
     """
     from ortfix.commands import run_plan
-    from ortfix.fastpath import validate_machine_options
+    from ortfix.fastpath import validate_machine_options, validate_ort_version
     from ortfix.plan import PlanOptions
     from ortfix.report import render_plan
 
     validate_machine_options(driver_version, compute_capability)
-    _validate_ort_version(ort_version)
+    validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
                       driver_version=driver_version, compute_capability=compute_capability)
     doc = result.plan.to_json()
@@ -193,17 +193,6 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
         if output is not None:
             click.echo(f"Saved to {output}.")
     sys.exit(int(ExitCode.OK if result.plan.empty and not result.plan.unresolved else ExitCode.PROBLEMS))
-
-
-def _validate_ort_version(ort_version: str | None) -> None:
-    from packaging.version import InvalidVersion, Version
-
-    if ort_version is None:
-        return
-    try:
-        Version(ort_version)
-    except InvalidVersion as exc:
-        raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
 
 
 @main.command()
@@ -340,13 +329,14 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
       ortfix apply plan.json --python ~/venvs/infer --yes
       ortfix apply --python ~/venvs/infer --yes --json
     """
+    from ortfix.fastpath import validate_ort_version
     from ortfix.plan import PlanOptions
     from ortfix.report import render_plan
     from ortfix.txcommands import prepare_apply, run_apply
     from ortfix.txreport import apply_json, render_apply
 
     _require_confirmation_possible(yes or dry_run)
-    _validate_ort_version(ort_version)
+    validate_ort_version(ort_version)
     if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
         raise OrtfixError("a saved plan is applied exactly as it is",
                           hint="--ort-version, --cuda and --hook only apply when planning now")

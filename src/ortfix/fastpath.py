@@ -71,6 +71,18 @@ def validate_machine_options(driver_version: str | None, compute_capability: str
         raise OrtfixError(f"--compute-capability {compute_capability!r}: expected MAJOR.MINOR such as 8.6")
 
 
+def validate_ort_version(ort_version: str | None) -> None:
+    """`--ort-version` of plan and apply: a usage error when it is not a version."""
+    from packaging.version import InvalidVersion, Version
+
+    if ort_version is None:
+        return
+    try:
+        Version(ort_version)
+    except InvalidVersion as exc:
+        raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
+
+
 def debug_requested() -> bool:
     """ORTFIX_DEBUG=1 (anything but empty or 0): unexpected errors come with their traceback."""
     return os.environ.get("ORTFIX_DEBUG", "") not in ("", "0")

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.actions import handler_for, open_env
 from ortfix.confine import read_regular, require_trusted_owner
 from ortfix.errors import OrtfixError
+from ortfix.fastpath import validate_machine_options, validate_ort_version
 from ortfix.fields import (
     BadField,
     exact_fields,
@@ -48,8 +46,6 @@ _FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environme
            "facts_fingerprint", "options", "matrix_version", "installer", "target", "actions", "unresolved", "notes")
 _ACTION_FIELDS = ("kind", "summary", "changes", "undo", "fixes", "details")
 _OPTION_FIELDS = ("ort_version", "cuda_major", "hook", "driver_version", "compute_capability")
-_DRIVER = re.compile(r"\d{2,4}(?:\.\d{1,4}){1,3}")
-_CC = re.compile(r"\d{1,2}\.\d{1,2}")
 
 
 @dataclass(frozen=True)
@@ -80,11 +76,6 @@ def _bad(where: str, why: str) -> OrtfixError:
 def parse_options(doc: Any) -> PlanOptions:
     d = exact_fields(doc, _OPTION_FIELDS, "options")
     ort_version = want_opt_str(d, "ort_version", limit=64, where="options")
-    if ort_version is not None:
-        try:
-            Version(ort_version)
-        except InvalidVersion as exc:
-            raise BadField(f"options.ort_version {ort_version!r} is not a version") from exc
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
         raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
@@ -92,11 +83,12 @@ def parse_options(doc: Any) -> PlanOptions:
     if hook not in HOOK_CHOICES:
         raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
     driver = want_opt_str(d, "driver_version", limit=32, where="options")
-    if driver is not None and not _DRIVER.fullmatch(driver):
-        raise BadField("options.driver_version is not a driver version such as 535.104.12")
     cc = want_opt_str(d, "compute_capability", limit=8, where="options")
-    if cc is not None and not _CC.fullmatch(cc):
-        raise BadField("options.compute_capability is not MAJOR.MINOR")
+    try:  # judged exactly as on the command line
+        validate_ort_version(ort_version)
+        validate_machine_options(driver, cc)
+    except OrtfixError as exc:
+        raise BadField(f"options: {exc.message}") from exc
     return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
                        compute_capability=cc)
 
