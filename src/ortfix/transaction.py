@@ -319,40 +319,34 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 @contextlib.contextmanager
-def _stop_signals_interrupt() -> Iterator[None]:
+def _signals(signums: tuple[int, ...], handler: Any) -> Iterator[None]:
+    """`handler` for these signals while the block runs, the previous handlers after it (main thread only)."""
+    previous: dict[int, Any] = {}
+    try:
+        for signum in signums:
+            previous[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
     """While steps run, SIGTERM and SIGHUP interrupt like Ctrl-C does, so the automatic rollback runs."""
-
-    def stop(signum: int, _frame: object) -> None:
-        raise Terminated(signum)
-
-    previous: dict[int, Any] = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, stop)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return _signals((signal.SIGTERM, signal.SIGHUP), _raise_terminated)
 
 
-@contextlib.contextmanager
-def _no_interrupts() -> Iterator[None]:
+def _no_interrupts() -> contextlib.AbstractContextManager[None]:
     """Ctrl-C, SIGTERM or SIGHUP during a rollback would leave it half done: hold them until it has finished."""
-    previous: dict[int, Any] = {}
-    try:
-        for sig in _STOP_SIGNALS:
-            previous[sig] = signal.signal(sig, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return _signals(_STOP_SIGNALS, signal.SIG_IGN)
 
 
 class _Runner:
