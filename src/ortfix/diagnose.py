@@ -170,8 +170,9 @@ def _packages(facts: Facts) -> list[Finding]:
 
 # How many paths of a damaged distribution the evidence names.
 _EVIDENCE_PATHS = 5
-# Installers known to leave no RECORD on purpose; a .dist-info from any other (or from none: pip writes INSTALLER
-# just before RECORD) without one was cut short. The system's own folder (apt strips RECORD) is left alone too.
+# Installers that always write RECORD: "" (no INSTALLER file: pip writes it just before RECORD), pip and uv. A
+# .dist-info of theirs without a RECORD was cut short; any other installer may leave none on purpose, and so may
+# the system's own folder (apt strips RECORD): those are left alone.
 _RECORD_WRITERS = ("", "pip", "uv")
 _SYSTEM_PACKAGES = "/usr/lib/"
 

@@ -224,6 +224,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                      "toolkit or your distribution")
     if swap and target is not None:
         notes += list(target.reasons)
+    facts_fingerprint = facts.fingerprint()
     return Plan(
         schema=PLAN_SCHEMA,
         created=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
@@ -231,8 +232,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         python=facts.probe.executable,
         prefix=facts.probe.prefix,
         environment=facts.probe.env_kind,
-        fingerprint=plan_fingerprint(facts.fingerprint(), options, actions),
-        facts_fingerprint=facts.fingerprint(),
+        fingerprint=plan_fingerprint(facts_fingerprint, options, actions),
+        facts_fingerprint=facts_fingerprint,
         options=options,
         matrix_version=matrix.data_version,
         installer=installer,
