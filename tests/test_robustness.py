@@ -317,7 +317,7 @@ def test_matrix_file_nested_too_deep_on_both_paths(tmp_path: Path) -> None:
 
 RAISE = """
 import sys
-from ortfix.fastpath import report_unexpected
+from ortfix.errors import report_unexpected
 
 def deeper(n):
     return deeper(n + 1)

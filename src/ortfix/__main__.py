@@ -19,19 +19,10 @@ def entry() -> None:
         from ortfix.cli import main
 
         main()
-    except KeyboardInterrupt:
-        sys.stderr.write("ortfix: interrupted\n")
-        sys.exit(130)
-    except Exception as exc:  # outside any command (the commands render their own): still one line
-        from ortfix.errors import OrtfixError
-        from ortfix.fastpath import broken_pipe, report_unexpected
+    except (KeyboardInterrupt, Exception) as exc:  # the fast path's, and anything outside a click command
+        from ortfix.errors import exit_for
 
-        if isinstance(exc, BrokenPipeError):
-            sys.exit(broken_pipe())
-        if isinstance(exc, OrtfixError):
-            sys.stderr.write(exc.rendered() + "\n")
-            sys.exit(int(exc.exit_code))
-        sys.exit(report_unexpected(exc, debug=argv[:1] == ["--debug"]))
+        sys.exit(exit_for(exc, debug=argv[:1] == ["--debug"]))
 
 
 if __name__ == "__main__":

@@ -6,19 +6,15 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from ortfix import __version__
-from ortfix.errors import ExitCode, OrtfixError
+from ortfix.errors import ExitCode, OrtfixError, exit_for
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# `ortfix --debug COMMAND`: unexpected errors come with their traceback (as with ORTFIX_DEBUG=1).
-_debug = False
 
 # click's own signals: usage errors it renders itself, --help/--version exits, an aborted prompt; and a standard
 # output closed by its reader (`ortfix check | head -1`), which click ends quietly with exit code 1.
@@ -43,44 +39,17 @@ def _target_options(func: F) -> F:
     return func
 
 
-def _fail(exc: BaseException) -> NoReturn:
-    """Exit the way every command does: an OrtfixError as its one line and exit code, Ctrl-C as 130, anything else
-    (a bug) as one line saying so, its traceback only with --debug or ORTFIX_DEBUG=1."""
-    from ortfix.fastpath import report_unexpected
-
-    if isinstance(exc, OrtfixError):
-        click.echo(exc.rendered(), err=True)
-        sys.exit(int(exc.exit_code))
-    if isinstance(exc, KeyboardInterrupt):
-        click.echo("ortfix: interrupted", err=True)
-        sys.exit(int(ExitCode.INTERRUPTED))
-    sys.exit(report_unexpected(exc, debug=_debug))
-
-
-def _handle_errors(func: F) -> F:
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except _CLICK_FLOW:
-            raise
-        except (OrtfixError, KeyboardInterrupt, Exception) as exc:  # RecursionError, MemoryError included
-            _fail(exc)
-
-    return wrapper  # type: ignore[return-value]
-
-
 class _Group(click.Group):
-    """The top-level group: what goes wrong outside a command's own body (an option's validation, a subcommand
-    group) is rendered the same way as inside it (`_fail`)."""
+    """The top-level group: whatever goes wrong in a command (its body, an option's validation, a subcommand group)
+    ends it the way every command ends (errors.exit_for); `ortfix --debug` adds the traceback of a bug."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except _CLICK_FLOW:
             raise
-        except (OrtfixError, KeyboardInterrupt, Exception) as exc:
-            _fail(exc)
+        except (KeyboardInterrupt, Exception) as exc:  # RecursionError and MemoryError included
+            sys.exit(exit_for(exc, debug=bool(ctx.params.get("debug"))))
 
 
 def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -117,8 +86,6 @@ def main(debug: bool) -> None:
     ortfix rollback  undo the last transaction, byte for byte
     ortfix explain   what an ORT/CUDA/cuDNN error message means here
     """
-    global _debug
-    _debug = debug
 
 
 @main.command()
@@ -127,7 +94,6 @@ def main(debug: bool) -> None:
 @click.option("--compute-capability", metavar="X.Y", help="Assume a GPU of this compute capability.")
 @click.option("--fresh", is_flag=True,
               help="Look at everything again, even when nothing changed since an identical earlier check.")
-@_handle_errors
 def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
           fresh: bool) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
@@ -158,7 +124,6 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 @click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability.")
 @click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
               help="How to make libraries findable: conda activate.d hooks, a preload hook, or not at all.")
-@_handle_errors
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
          driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
@@ -203,7 +168,6 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
               help="Connect the explanation to this environment's check.")
 @click.option("--no-check", is_flag=True, help="Only explain the text; do not look at this machine.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")
-@_handle_errors
 def explain(text: str | None, log_file: Path | None, python: str | None, no_check: bool, as_json: bool) -> None:
     """Explain an ONNX Runtime / CUDA / cuDNN error message, and why it happens on this machine.
 
@@ -241,7 +205,6 @@ def matrix() -> None:
 
 @matrix.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
-@_handle_errors
 def matrix_show(as_json: bool) -> None:
     """Print the builds, CUDA majors and NVIDIA wheels ortfix knows."""
     from dataclasses import asdict
@@ -258,7 +221,6 @@ def matrix_show(as_json: bool) -> None:
 
 @matrix.command("validate")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-@_handle_errors
 def matrix_validate(files: tuple[Path, ...]) -> None:
     """Validate matrix FILES (default: the matrix ortfix uses); prints file:line of the first problem."""
     from ortfix.matrix import compat_files, default_compat_dir, validate_document
@@ -306,7 +268,6 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--system", is_flag=True,
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
-@_handle_errors
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
           keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, system: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
@@ -357,7 +318,6 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
 @_target_options
 @click.argument("tx_id", required=False, metavar="[ID]")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
-@_handle_errors
 def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) -> None:
     """Undo the last ortfix transaction (or transaction ID), byte for byte, offline.
 
@@ -391,7 +351,6 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
 @main.group(invoke_without_command=True)
 @_target_options
 @click.pass_context
-@_handle_errors
 def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
     """List ortfix transactions: time, what changed, status, stash size.
 
@@ -416,7 +375,6 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
 @_target_options
 @click.argument("tx_id", metavar="ID")
 @click.pass_context
-@_handle_errors
 def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: str) -> None:
     """Show one transaction: every step, its state, what it changed, the verification and any rollback."""
     from ortfix.txcommands import run_history_show
@@ -433,7 +391,6 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
 @click.option("--keep", type=click.IntRange(0), required=True, metavar="N",
               help="Keep the stashes of the newest N transactions.")
 @click.pass_context
-@_handle_errors
 def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: int) -> None:
     """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
     rolled back; their journals stay listed)."""
@@ -460,7 +417,6 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
                    "default to 1).")
 @click.option("--timeout", type=click.FloatRange(1), default=300, show_default=True, metavar="SECONDS",
               callback=_finite_seconds, help="Give up on the session check after this long.")
-@_handle_errors
 def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: float) -> None:
     """Prove the GPU path works, level by level, each in a fresh process of the target interpreter.
 
@@ -508,7 +464,6 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
               callback=_finite_seconds, help="Give up on each part (CPU, CUDA) after this long.")
 @click.option("--progress/--no-progress", default=None,
               help="Report progress on standard error (default: when it is a terminal).")
-@_handle_errors
 def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: int,
          timeout: float, progress: bool | None) -> None:
     """Time MODEL on the CPU and on CUDA under the provider options that matter for dynamic shapes.

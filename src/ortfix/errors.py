@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from enum import IntEnum
 
 
@@ -30,3 +32,58 @@ class OrtfixError(Exception):
     def rendered(self) -> str:
         """The line every command prints on stderr."""
         return f"ortfix: error: {self.one_line()}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# how every command ends when something goes wrong (the entry point and the click group both call `exit_for`)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def exit_for(exc: BaseException, *, debug: bool = False) -> int:
+    """Say on stderr how the command ended, in one line, and return its exit code: an OrtfixError as its line and
+    code, Ctrl-C as 130, standard output closed by its reader quietly as 1, anything else (a bug) as one line saying
+    so, with its traceback only with `--debug` or ORTFIX_DEBUG=1."""
+    if isinstance(exc, OrtfixError):
+        sys.stderr.write(exc.rendered() + "\n")
+        return int(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        sys.stderr.write("ortfix: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    if isinstance(exc, BrokenPipeError):
+        return broken_pipe()
+    return report_unexpected(exc, debug=debug)
+
+
+def debug_requested() -> bool:
+    """ORTFIX_DEBUG=1 (anything but empty or 0): unexpected errors come with their traceback."""
+    return os.environ.get("ORTFIX_DEBUG", "") not in ("", "0")
+
+
+def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
+    """An exception nobody expected (a bug, or an input no check foresaw), as one line on stderr; the traceback
+    before it only with `--debug` (`debug`) or ORTFIX_DEBUG=1. Returns the exit code (2: could not run)."""
+    debug = debug or debug_requested()
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    message = " ".join(str(exc).split())
+    if len(message) > 500:
+        message = message[:500] + "…"
+    line = f"ortfix: error: unexpected {type(exc).__name__}" + (f": {message}" if message else "")
+    if not debug:
+        line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    return int(ExitCode.USAGE)
+
+
+def broken_pipe() -> int:
+    """Standard output was closed by its reader (`ortfix check | head -1`): not an error to report. Quietly, with
+    exit code 1, as click does; later writes (the interpreter's own flush at exit) go nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 1

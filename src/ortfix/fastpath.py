@@ -9,11 +9,10 @@ another command) goes to the click CLI, which owns every message about the comma
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ortfix.errors import ExitCode, OrtfixError
+from ortfix.errors import OrtfixError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
@@ -83,41 +82,6 @@ def validate_ort_version(ort_version: str | None) -> None:
         raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
 
 
-def debug_requested() -> bool:
-    """ORTFIX_DEBUG=1 (anything but empty or 0): unexpected errors come with their traceback."""
-    return os.environ.get("ORTFIX_DEBUG", "") not in ("", "0")
-
-
-def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
-    """An exception nobody expected (a bug, or an input no check foresaw), as one line on stderr; the traceback
-    before it only with `--debug` (`debug`) or ORTFIX_DEBUG=1. Returns the exit code (2: could not run)."""
-    debug = debug or debug_requested()
-    if debug:
-        import traceback
-
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    message = " ".join(str(exc).split())
-    if len(message) > 500:
-        message = message[:500] + "…"
-    line = f"ortfix: error: unexpected {type(exc).__name__}" + (f": {message}" if message else "")
-    if not debug:
-        line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-    return int(ExitCode.USAGE)
-
-
-def broken_pipe() -> int:
-    """Standard output was closed by its reader (`ortfix check | head -1`): not an error to report. Quietly, with
-    exit code 1, as click does; later writes (the interpreter's own flush at exit) go nowhere."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    return 1
-
-
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
@@ -157,20 +121,11 @@ def _check(python: str | None, as_json: bool, driver_version: str | None,
 
 
 def run(opts: dict[str, Any]) -> int:
+    """The exit code of a plain `check`; what goes wrong is rendered by the entry point (errors.exit_for)."""
+
     def echo(text: str) -> None:
         sys.stdout.write(text + "\n")
 
-    try:
-        code = check_command(**opts, echo=echo)
-        sys.stdout.flush()
-        return code
-    except OrtfixError as exc:
-        sys.stderr.write(exc.rendered() + "\n")
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("ortfix: interrupted\n")
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        return broken_pipe()
-    except Exception as exc:  # RecursionError included; what click's path does too (cli._handle_errors)
-        return report_unexpected(exc)
+    code = check_command(**opts, echo=echo)
+    sys.stdout.flush()
+    return code
