@@ -24,10 +24,9 @@ _CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abo
 def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """--python "" is refused here, for every command that takes --python (an empty value would otherwise read as
     "not given" wherever a command falls back with `python or ...`)."""
-    if value is not None and not value:
-        raise OrtfixError("--python '': an empty path",
-                          hint="give an interpreter or an environment folder, or leave --python out")
-    return value
+    from ortfix.target import refuse_empty_python
+
+    return refuse_empty_python(value)
 
 
 def _target_options(func: F) -> F:

@@ -18,6 +18,14 @@ PROBE_SOURCE = Path(__file__).with_name("_probe.py")
 PROBE_TIMEOUT = 60.0
 
 
+def refuse_empty_python(python: str | None) -> str | None:
+    """--python '' was given (and would read as "not given" wherever a fallback says `python or ...`): refused."""
+    if python is not None and not python:
+        raise OrtfixError("--python '': an empty path",
+                          hint="give an interpreter or an environment folder, or leave --python out")
+    return python
+
+
 def resolve_target(python: str | None, environ: Mapping[str, str] | None = None) -> Path:
     """--python PATH (an interpreter or an environment folder), else the activated environment (VIRTUAL_ENV, then
     CONDA_PREFIX), else the interpreter ortfix itself runs in.
@@ -25,9 +33,7 @@ def resolve_target(python: str | None, environ: Mapping[str, str] | None = None)
     None means --python was not given; an empty string was given, and is refused rather than read as "not given"."""
     env = os.environ if environ is None else environ
     if python is not None:
-        if not python:
-            raise OrtfixError("--python '': an empty path",
-                              hint="give an interpreter or an environment folder, or leave --python out")
+        refuse_empty_python(python)
         try:
             path = Path(python).expanduser()
         except RuntimeError as exc:  # ~user/... for a user that does not exist
