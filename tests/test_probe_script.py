@@ -416,3 +416,16 @@ def test_record_sizes_are_plain_digits_only(probe: dict[str, Any], tmp_path: Pat
     (tmp_path / "RECORD").write_text("a.py,sha256=x,12\nb.py,sha256=y,\u00b2\nc.py,,\nd.py,,\u0663\n", encoding="utf-8")
     assert probe["read_record"](str(tmp_path)) == [["a.py", "sha256=x", 12], ["b.py", "sha256=y", None],
                                                    ["c.py", "", None], ["d.py", "", None]]
+
+
+def test_probe_leaves_the_files_of_other_onnxruntime_packages_alone(tmp_path: Path) -> None:
+    """onnxruntime-genai and -extensions are no ORT build (they do not install `onnxruntime/`): `check` does not judge
+    them, so the probe, which runs on every check, does not stat their files either."""
+    site = tmp_path / "site"
+    (site / "onnxruntime_genai").mkdir(parents=True)
+    write_dist(site, "onnxruntime_genai-0.5.0.dist-info", "Name: onnxruntime-genai\nVersion: 0.5.0\n",
+               RECORD="onnxruntime_genai/__init__.py,sha256=a,5\nonnxruntime_genai/gone.so,sha256=b,9\n")
+    doc = probe_doc(make_venv(tmp_path / "venv"), tmp_path, pythonpath=str(site))
+    [genai] = [d for d in doc["distributions"] if d["normalized"] == "onnxruntime-genai"]
+    assert genai["record"] is True and len(genai["files"]) == 2
+    assert (genai["checked"], genai["damaged"]) == (0, [])

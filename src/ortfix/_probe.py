@@ -233,16 +233,19 @@ def scan_distributions():
                     "checked": 0,  # RECORD rows compared with the file on disk
                     "damaged": [],  # [path, recorded size, size on disk or None, overwritten by or None]
                 }  # type: Dict[str, Any]
-                if meta_file == "METADATA" and normalized.startswith(VERIFIED_PREFIXES):
-                    rows = read_record(dist_dir)
-                    if normalized.startswith(ORT_PREFIXES):
-                        dist["files"] = rows or []
+                ort = normalized.startswith(ORT_PREFIXES)
+                verified = meta_file == "METADATA" and normalized.startswith(VERIFIED_PREFIXES)
+                rows = read_record(dist_dir) if ort or verified else None
+                if ort:
+                    dist["files"] = rows or []
+                if verified:
                     dist["record"] = rows is not None
-                    if rows:
+                    # Sizes are compared only where ortfix judges them: NVIDIA wheels and the ORT builds that
+                    # install the `onnxruntime` package (not onnxruntime-genai, -extensions...: every check pays).
+                    if rows and (normalized.startswith("nvidia-")
+                                 or any(row[0].startswith("onnxruntime/") for row in rows)):
                         dist["checked"], dist["damaged"] = verify_record(location, rows)
                         checked.append((dist, rows))
-                elif normalized.startswith(ORT_PREFIXES):
-                    dist["files"] = read_record(dist_dir) or []
                 interesting.append(dist)
                 continue
             # Everyone else matters only if it depends on onnxruntime: read just the headers, and only parse them
