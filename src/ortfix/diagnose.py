@@ -4,7 +4,7 @@ implies (as data the planner acts on, and as a sentence for people)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -154,17 +154,17 @@ def _packages(facts: Facts) -> list[Finding]:
             f"reinstall {GPU_PACKAGE} {gpu.version}",
             {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
     marker_env = _marker_environment(facts)
-    pulling = {d.name: [r for r in d.requires if _names_cpu_package(r, marker_env)] for d in facts.probe.dependents}
-    pulls = [d for d in facts.probe.dependents if pulling[d.name]]
+    pulls = [(d, reqs) for d in facts.probe.dependents
+             if (reqs := [r for r in d.requires if _names_cpu_package(r, marker_env)])]
     if pulls and (gpu or cpu):
         out.append(Finding(
             DEPENDENT_PULLS_CPU, Severity.WARNING,
             f"{len(pulls)} installed package(s) depend on the CPU package '{CPU_PACKAGE}' and will pull it back in "
             "on the next install or upgrade, overwriting the GPU build",
-            tuple(f"{d.name} {d.version} requires {'; '.join(pulling[d.name])}" for d in pulls),
+            tuple(f"{d.name} {d.version} requires {'; '.join(reqs)}" for d, reqs in pulls),
             f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
             f"--no-deps next to {GPU_PACKAGE}",
-            {"packages": [d.name for d in pulls]}))
+            {"packages": [d.name for d, _reqs in pulls]}))
     return out
 
 
@@ -187,13 +187,19 @@ def dist_version(dist: Distribution) -> str | None:
     """The installed version: from METADATA, else from the .dist-info folder's name (METADATA may be what is
     damaged); None when neither is a version."""
     stem = os.path.basename(dist.dist_info).rsplit(".", 1)[0]
-    for candidate in (dist.version, stem.rsplit("-", 1)[1] if "-" in stem else ""):
-        if not candidate:
-            continue
-        try:
-            return str(Version(candidate))
-        except InvalidVersion:
-            continue
+    found = first_version((dist.version, stem.rsplit("-", 1)[1] if "-" in stem else None))
+    return str(Version(found)) if found else None
+
+
+def first_version(candidates: Iterable[str | None]) -> str | None:
+    """The first candidate that is a valid version, as written; None when none is."""
+    for candidate in candidates:
+        if candidate:
+            try:
+                Version(candidate)
+                return candidate
+            except InvalidVersion:
+                continue
     return None
 
 

@@ -40,6 +40,9 @@ _TRACKS_TOOLKIT = ("nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas")
 
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
 
+# Package findings whose data names distributions to uninstall.
+_UNINSTALL_CODES = (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING)
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -118,15 +121,15 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     installer = _installer(facts)
     installed = _installed_gpu(facts)
     target = choose_target(facts, matrix, options, installed)
-    repairs = _repairs(facts, by_code, target)
+    asked: list[str] = []  # what the package findings ask to uninstall
+    for code in _UNINSTALL_CODES:
+        for f in by_code.get(code, []):
+            asked += [r for r in f.data.get("remove", []) if r not in asked]
+    repairs = _repairs(facts, by_code, target, asked)
     swap = _needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort)
 
     # 1. packages
-    remove: list[str] = []
-    for code in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING):
-        for f in by_code.get(code, []):
-            remove += [r for r in f.data.get("remove", []) if r not in remove]
-    remove += [r for r in repairs.remove if r not in remove]
+    remove = [*asked, *(r for r in repairs.remove if r not in asked)]
     if swap and installed is not None and installed.package and target is not None:
         gpu_dist = next((d for d in facts.ort_distributions if d.normalized == installed.package), None)
         if gpu_dist and gpu_dist.version != target.version and gpu_dist.name not in remove:
@@ -139,9 +142,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}",
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted({*(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
-                                                      dx.PROVIDER_MISSING)),
-                          *repairs.remove.get(name, ())})),
+            tuple(sorted({*(c for c in codes if c in _UNINSTALL_CODES), *repairs.remove.get(name, ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
@@ -184,10 +185,9 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     if requirements:
         if installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
-        fixes = tuple(sorted({*(c for c in codes if c in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT,
-                                                          dx.NO_ORT, dx.PROVIDER_MISSING, dx.LIB_MISSING,
+        fixes = tuple(sorted({*(c for c in codes if c in (*_UNINSTALL_CODES, dx.NO_ORT, dx.LIB_MISSING,
                                                           dx.LIB_WRONG_MAJOR, dx.DRIVER_TOO_OLD)),
-                              *repairs.installed_by(swap and target is not None)}))
+                              *repairs.installed_by(swap and target is not None, codes)}))
         actions.append(Action(
             PIP_INSTALL, f"install {', '.join(requirements)}",
             tuple(f"+ {r}" for r in requirements),
@@ -266,19 +266,19 @@ class _Repairs:
     remove: Mapping[str, tuple[str, ...]]  # distribution → the codes its uninstall fixes (ORT007, LIB007)
     requirements: Mapping[str, str]  # canonical NVIDIA distribution → name==installed version, to reinstall it
     reinstall_ort: bool  # a damaged ORT build is uninstalled: the target build must be installed in its place
-    orphaned: bool  # an `onnxruntime` folder no distribution owns: the target build is installed over it
 
-    def installed_by(self, installs_target: bool) -> set[str]:
+    def installed_by(self, installs_target: bool, codes: set[str]) -> set[str]:
         """The codes a pip-install fixes: LIB007 by the pinned reinstalls, ORT007/ORT008 by the target build."""
         out = {dx.LIB_DAMAGED} if self.requirements else set()
         if installs_target and any(dx.ORT_DAMAGED in codes for codes in self.remove.values()):
             out.add(dx.ORT_DAMAGED)
-        if installs_target and self.orphaned:
+        if installs_target and dx.ORT_ORPHANED in codes:  # the target build is installed over the leftover folder
             out.add(dx.ORT_ORPHANED)
         return out
 
 
-def _repairs(facts: Facts, by_code: Mapping[str, Sequence[Finding]], target: Target | None) -> _Repairs:
+def _repairs(facts: Facts, by_code: Mapping[str, Sequence[Finding]], target: Target | None,
+             asked: Sequence[str]) -> _Repairs:
     """A damaged distribution with a RECORD is uninstalled (what is left of it is moved aside) and installed again:
     an NVIDIA wheel at exactly its installed version, an ORT build as the target build (there is none to install
     when no build runs here: then it is left as it is, and reported). One without a RECORD cannot be uninstalled
@@ -300,12 +300,10 @@ def _repairs(facts: Facts, by_code: Mapping[str, Sequence[Finding]], target: Tar
                 remove[name] = (*remove.get(name, ()), dx.LIB_DAMAGED)
             requirements[canonicalize_name(str(f.data["distribution"]))] = str(f.data["requirement"])
     if target is not None:
-        removed = {*remove, *(r for code in (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING)
-                              for f in by_code.get(code, []) for r in f.data.get("remove", []))}
-        for name in _sharing_files(facts, removed):
+        for name in _sharing_files(facts, {*remove, *asked}):
             remove.setdefault(name, ())
             reinstall_ort = True
-    return _Repairs(remove, requirements, reinstall_ort, bool(by_code.get(dx.ORT_ORPHANED)))
+    return _Repairs(remove, requirements, reinstall_ort)
 
 
 def _sharing_files(facts: Facts, removed: set[str]) -> list[str]:
@@ -347,15 +345,7 @@ def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
     for name in (dx.GPU_PACKAGE, dx.CPU_PACKAGE):
         candidates += [dx.dist_version(d) for d in facts.ort_distributions if d.normalized == name]
     candidates += [o.version for o in facts.ort]
-    for candidate in candidates:
-        if not candidate:
-            continue
-        try:
-            Version(candidate)
-        except InvalidVersion:
-            continue
-        return candidate
-    return None
+    return dx.first_version(candidates)
 
 
 def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed: OrtInstall | None) -> Target | None:
