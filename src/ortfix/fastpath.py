@@ -51,13 +51,10 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     return opts
 
 
-_DIGITS = frozenset("0123456789")
-
-
 def _dotted_numbers(text: str, parts: tuple[int, int]) -> bool:
     """text is ASCII digits separated by dots, with between parts[0] and parts[1] numbers."""
     numbers = text.split(".")
-    return parts[0] <= len(numbers) <= parts[1] and all(n and len(n) <= 9 and set(n) <= _DIGITS for n in numbers)
+    return parts[0] <= len(numbers) <= parts[1] and all(n.isascii() and n.isdigit() and len(n) <= 9 for n in numbers)
 
 
 def validate_machine_options(driver_version: str | None, compute_capability: str | None) -> None:

@@ -62,9 +62,8 @@ def child_timeout(seconds: float) -> float:
 
 
 def _name(proc: subprocess.Popen[str]) -> str:
-    args = proc.args
-    first = args[0] if isinstance(args, (list, tuple)) and args else args
-    return Path(str(first)).name
+    args = proc.args  # always a list here (_popen), but typed as anything Popen takes
+    return Path(str(args[0] if isinstance(args, list) and args else args)).name
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -140,12 +139,11 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
     limit = child_timeout(timeout)
     try:
         out, err = proc.communicate(input_text, timeout=limit)
-    except subprocess.TimeoutExpired as exc:
-        terminate_group(proc, timeout=min(TERMINATE_GRACE, 2.0))
-        raise OrtfixError(f"{_name(proc)} did not finish within {limit:g} s",
-                          hint="it, or a process it started, kept running; all of them were stopped") from exc
-    except BaseException:  # Ctrl-C (the child, in its own session, did not get it) or anything else: no orphans
-        terminate_group(proc, timeout=min(TERMINATE_GRACE, 2.0))
+    except BaseException as exc:  # the limit, Ctrl-C (the child, in its own session, did not get it)...: no orphans
+        terminate_group(proc, timeout=2.0)
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise OrtfixError(f"{_name(proc)} did not finish within {limit:g} s",
+                              hint="it, or a process it started, kept running; all of them were stopped") from exc
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
