@@ -316,6 +316,18 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
     for name in ("onnxruntime_pybind11_state.so", "libonnxruntime_providers_cuda.so", "libfoo.so.1", "x.pyd",
                  "readme.txt", "__init__.py"):
         (capi / name).write_text("")
+    # As onnxruntime-gpu 1.15.1's capi/_ld_preload.py reads (its providers NEED no CUDA library).
+    (capi / "_ld_preload.py").write_text(
+        "# This file can be modified by setup.py when building a manylinux2010 wheel\n"
+        "from ctypes import CDLL, RTLD_GLOBAL\ntry:\n"
+        '    _libcublasLt = CDLL("libcublasLt.so.11", mode=RTLD_GLOBAL)\n'
+        '    _libcudnn = CDLL("libcudnn.so.8", mode=RTLD_GLOBAL)\n'
+        '    _libcudart = CDLL("libcudart.so.11.0", mode=RTLD_GLOBAL)\n'
+        'except OSError:\n    import os\n    os.environ["ORT_CUDA_UNAVAILABLE"] = "1"\n'
+        "from ctypes import CDLL, RTLD_GLOBAL\ntry:\n"
+        '    _libcudnn = CDLL("libcudnn.so.8", mode=RTLD_GLOBAL)\n'
+        '    _libnvinfer = CDLL("libnvinfer.so.8", mode=RTLD_GLOBAL)\n'
+        'except OSError:\n    import os\n    os.environ["ORT_TENSORRT_UNAVAILABLE"] = "1"\n')
 
     python = make_venv(tmp_path / "venv")
     doc = probe_doc(python, tmp_path, pythonpath=str(site))
@@ -366,6 +378,7 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
         "location": location,
         "build_info": {"package_name": "onnxruntime-gpu", "__version__": "1.22.0", "cuda_version": "12.4",
                        "cudnn_version": "9.1"},
+        "preload": [["libcublasLt.so.11", "libcudnn.so.8", "libcudart.so.11.0"], ["libcudnn.so.8", "libnvinfer.so.8"]],
         "files": ["libfoo.so.1", "libonnxruntime_providers_cuda.so", "onnxruntime_pybind11_state.so", "x.pyd"],
     }]
 

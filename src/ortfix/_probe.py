@@ -309,6 +309,24 @@ def parse_assignments(text):
     return out
 
 
+def preload_blocks(text):
+    # type: (str) -> List[List[str]]
+    # The libraries `_ld_preload.py` loads at `import onnxruntime` (releases before 1.16, whose providers NEED no CUDA
+    # library): one `try:` block of `CDLL("libcublas.so.11", mode=RTLD_GLOBAL)` lines per provider.
+    blocks = []  # type: List[List[str]]
+    for chunk in text.split("try:")[1:]:
+        names = []  # type: List[str]
+        for call in chunk.split("CDLL(")[1:]:
+            call = call.lstrip()
+            if call[:1] in ("'", '"'):
+                end = call.find(call[0], 1)
+                if end > 1:
+                    names.append(call[1:end])
+        if names:
+            blocks.append(names)
+    return blocks
+
+
 def scan_onnxruntime_dirs():
     # type: () -> List[Dict[str, Any]]
     found = []
@@ -326,6 +344,7 @@ def scan_onnxruntime_dirs():
             "package_dir": pkg,
             "location": location,
             "build_info": parse_assignments(info_text),
+            "preload": preload_blocks(read_text(os.path.join(capi, "_ld_preload.py")) or ""),
             "files": [n for n in names if n.endswith((".so", ".dll", ".pyd", ".dylib")) or ".so." in n],
         })
     return found

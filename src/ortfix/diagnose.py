@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ortfix.facts import Facts, OrtInstall, ProviderLoad
+from ortfix.facts import DRIVER_LIBRARIES, Facts, OrtInstall, ProviderLoad
 from ortfix.inventory import LibCopy, parse_lib_name, soname_major
 from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 from ortfix.matrix import Matrix
@@ -26,8 +26,6 @@ OTHER_VARIANTS = ("onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-t
                   "ort-nightly-directml", "onnxruntime-gpu-cuda11", "onnxruntime-gpu-cuda12")
 
 
-# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ links libcuda.so.1 directly).
-DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
 
 
 class Severity(str, Enum):

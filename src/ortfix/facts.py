@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,9 @@ from ortfix.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_p
 if TYPE_CHECKING:
     from ortfix.journal import InterruptedTransaction
 
+# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
+DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
+
 PROVIDER_LIBS = {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"}
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
 
@@ -38,6 +41,9 @@ class ProviderLoad:
     needed: tuple[str, ...]  # the provider's own DT_NEEDED
     resolutions: tuple[Resolution, ...]  # every library mapped for it, transitively, plus the lazily loaded ones
     error: str | None = None
+    # The libraries among them that NEED the driver's own libraries (directly or through another): they cannot load
+    # on a machine without the NVIDIA driver, whatever the environment holds.
+    needs_driver: tuple[str, ...] = ()
 
     @property
     def missing(self) -> list[Resolution]:
@@ -53,12 +59,13 @@ class ProviderLoad:
 @dataclass(frozen=True)
 class OrtInstall:
     dir: OrtDir
-    package: str | None  # package_name in build_and_package_info.py
-    version: str | None
+    package: str | None  # the distribution that owns the folder's extension module, else build_and_package_info.py
+    version: str | None  # that distribution's version, else build_and_package_info.py's
     cuda_version: str | None  # cuda_version in build_and_package_info.py
     owners: tuple[str, ...]  # distributions whose RECORD lists this folder's extension module
     winner: str | None  # the distribution whose copy of the extension module is the one on disk
     cuda_major: int | None  # from the provider's NEEDED libcudart (the binary), else the build info
+    cuda_source: str | None  # where cuda_major was read: binary | build info | matrix
     cudnn_major: int | None
     builds: tuple[OrtBuild, ...]  # matrix rows for this version and CUDA major (empty: unknown to the matrix)
     providers: tuple[ProviderLoad, ...]
@@ -144,7 +151,7 @@ def gather(
         raise OrtfixError(f"{probe.system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
                           hint="Windows support is on the roadmap")
     reader = reader or ElfReader()
-    libraries = tuple(scan(probe, cache, reader))
+    libraries = tuple(scan(probe, cache, reader, matrix))
 
     prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
     preloaded = tuple(hooks.read_preload_hook(probe.purelib) or ())
@@ -259,6 +266,12 @@ def _owners(ort_dir: OrtDir, probe: ProbeFacts) -> tuple[tuple[str, ...], str | 
     return tuple(owners), owners[0] if len(owners) == 1 else None
 
 
+def _owning_distribution(ort_dir: OrtDir, probe: ProbeFacts, owners: tuple[str, ...],
+                         winner: str | None) -> Distribution | None:
+    name = winner or (owners[0] if len(owners) == 1 else None)
+    return next((d for d in probe.distributions if d.name == name and d.location == ort_dir.location), None)
+
+
 def _record_hash(path: str) -> str:
     import base64
     import hashlib
@@ -280,8 +293,12 @@ def _analyze_ort(
     preloaded: tuple[str, ...],
 ) -> OrtInstall:
     info = ort_dir.build_info
-    version = info.get("__version__")
     owners, winner = _owners(ort_dir, probe)
+    # Which build this is: the distribution whose RECORD owns the extension module (build_and_package_info.py is
+    # missing from many releases: 1.17.1, 1.19.2, 1.20.2 and everything before 1.18), else that file.
+    owner = _owning_distribution(ort_dir, probe, owners, winner)
+    package = owner.normalized if owner else info.get("package_name")
+    version = (owner.installed_version if owner else None) or info.get("__version__")
     cuda_lib = ort_dir.lib(PROVIDER_LIBS["cuda"])
     needed: tuple[str, ...] = ()
     if cuda_lib:
@@ -289,16 +306,20 @@ def _analyze_ort(
             needed = reader.read(cuda_lib).needed
         except (NotElf, OSError):
             needed = ()
-    cuda_major = next((soname_major(n) for n in needed if n.startswith("libcudart.so.")), None)
+    # The CUDA and cuDNN majors: what the provider NEEDs, else what _ld_preload.py loads for it (before 1.16), else
+    # the build info, else the matrix row of this release.
+    linked = (*needed, *ort_dir.preload_cuda)
+    cuda_major = next((soname_major(n) for n in linked if n.startswith("libcudart.so.")), None)
+    cuda_source = "binary" if cuda_major is not None else None
     if cuda_major is None and info.get("cuda_version"):
         with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
             cuda_major = int(info["cuda_version"].split(".")[0])
+            cuda_source = "build info"
     builds = tuple(b for b in matrix.builds_for(version or "")
-                   if b.package == (info.get("package_name") or b.package)
-                   and (cuda_major is None or b.cuda_major == cuda_major))
-    if cuda_major is None and builds:
-        cuda_major = builds[0].cuda_major
-    cudnn_major = next((soname_major(n) for n in needed if n.startswith("libcudnn.so.")), None)
+                   if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
+    if cuda_major is None and len({b.cuda_major for b in builds}) == 1:
+        cuda_major, cuda_source = builds[0].cuda_major, "matrix"
+    cudnn_major = next((soname_major(n) for n in linked if n.startswith("libcudnn.so.")), None)
     if cudnn_major is None and builds:
         cudnn_major = builds[0].cudnn_major
     providers = []
@@ -306,14 +327,17 @@ def _analyze_ort(
         lib = ort_dir.lib(lib_name)
         if lib is None:
             continue
-        lazy = builds[0].cuda_lazy if builds and provider == "cuda" else ()
+        lazy: tuple[str, ...] = ()
+        if provider == "cuda":
+            lazy = ort_dir.preload_cuda or (builds[0].cuda_lazy if builds else ())
         providers.append(simulate_provider(provider, lib, ort_dir, probe, config, reader, interpreter, preloaded,
                                            lazy, matrix, cudnn_major))
     return OrtInstall(
         dir=ort_dir,
-        package=info.get("package_name"),
+        package=package,
         version=version,
         cuda_version=info.get("cuda_version"),
+        cuda_source=cuda_source,
         owners=owners,
         winner=winner,
         cuda_major=cuda_major,
@@ -374,7 +398,29 @@ def simulate_provider(
         needed = reader.read(library).needed
     except (NotElf, OSError) as exc:
         return ProviderLoad(provider, library, (), (), error=str(exc))
-    return ProviderLoad(provider, library, needed, tuple(resolutions))
+    return ProviderLoad(provider, library, needed, tuple(resolutions),
+                        needs_driver=_needing_driver(resolutions, reader))
+
+
+def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader) -> tuple[str, ...]:
+    """The resolved libraries whose NEEDED entries lead to a driver library. Read from each file's own NEEDED (a
+    library the preload hook mapped first resolves as 'already loaded', without its dependencies listed again)."""
+    where = {r.name: r.path for r in resolutions if r.path}
+    needs: dict[str, tuple[str, ...]] = {}
+    for name, path in where.items():
+        try:
+            needs[name] = reader.read(path).needed
+        except (NotElf, OSError):
+            needs[name] = ()
+    bad = set(DRIVER_LIBRARIES)
+    grew = True
+    while grew:
+        grew = False
+        for name, deps in needs.items():
+            if name not in bad and bad.intersection(deps):
+                bad.add(name)
+                grew = True
+    return tuple(n for n in where if n in bad and n not in DRIVER_LIBRARIES)
 
 
 def facts_summary(facts: Facts) -> dict[str, object]:
@@ -395,6 +441,7 @@ def facts_summary(facts: Facts) -> dict[str, object]:
                 "version": o.version,
                 "cuda_version": o.cuda_version,
                 "cuda_major": o.cuda_major,
+                "cuda_source": o.cuda_source,
                 "cudnn_major": o.cudnn_major,
                 "owners": list(o.owners),
                 "in_matrix": bool(o.builds),

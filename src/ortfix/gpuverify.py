@@ -141,12 +141,22 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
     trt = _provider(install, "tensorrt")
     trt_names = provider_sonames(trt) if trt and not trt.error and _tensorrt_installed(facts) else []
     resolutions = [*cuda.resolutions, *(trt.resolutions if trt_names and trt else ())]
-    check = check_loadable(python, [*cuda_names, *trt_names], prefix=facts.probe.prefix, conda_hook=conda_hook,
-                           requester_dirs=requester_runpath_dirs(resolutions))
+    # One rule for every release: a library that NEEDs the driver's libcuda.so.1 (cuDNN 9's runtime-compiled
+    # engines, directly NEEDed by the 1.20 provider, loaded by the preload hook for others) cannot load on a machine
+    # without the driver; it is not loaded there, and said so.
+    no_driver = no_gpu_reason(facts.driver) is not None
+    skipped = [n for n in dict.fromkeys((*cuda.needs_driver, *(trt.needs_driver if trt_names and trt else ())))
+               if no_driver and n in (*cuda_names, *trt_names)]
+    check = check_loadable(python, [n for n in (*cuda_names, *trt_names) if n not in skipped],
+                           prefix=facts.probe.prefix, conda_hook=conda_hook,
+                           requester_dirs=requester_runpath_dirs(resolutions), cuda_major=install.cuda_major)
     errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
     data: dict[str, Any] = {"check": check.to_json(), "cuda": cuda_names, "tensorrt": trt_names,
                             "tensorrt_checked": bool(trt_names)}
     notes: list[str] = []
+    if skipped:
+        data["need_driver"] = {n: "needs the NVIDIA driver's libcuda.so.1" for n in skipped}
+        notes += [f"{n}: not loaded: it needs the NVIDIA driver's libcuda.so.1, absent here" for n in skipped]
     via = [x.soname for x in check.libraries if x.via_requester and x.error is None]
     if via:
         notes.append(f"{', '.join(via)}: found through the RUNPATH of the library that loads them (as cuDNN "
@@ -161,11 +171,14 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
     # Libraries that need the driver's own libcuda.so.1 (cuDNN's runtime-compiled engines do) cannot load on a
     # machine without a driver: that says nothing about the environment, and the provider cannot start here anyway.
     driver_only = {n: e for n, e in errors.items() if _DRIVER_LIB.search(e or "")}
-    if driver_only and no_gpu_reason(facts.driver):
+    if driver_only and no_driver:  # what the simulation did not foresee (a library it resolved elsewhere)
         for name in driver_only:
             errors.pop(name)
-        data["need_driver"] = driver_only
+        data["need_driver"] = {**data.get("need_driver", {}), **driver_only}
         notes += [f"{n}: not loaded: it needs the NVIDIA driver's libcuda.so.1, absent here" for n in driver_only]
+    if check.mixed_majors:
+        return Level(1, "loader", Status.FAIL, check.mixed_majors, tuple(check.failures),
+                     fix="`ortfix plan` shows the change that leaves one CUDA major", data=data, load_check=check)
     cuda_bad = [n for n in cuda_names if n in errors]
     trt_bad = [n for n in trt_names if n in errors]
     if cuda_bad or trt_bad:

@@ -7,11 +7,12 @@ import glob
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortfix.elf import NotElf
 from ortfix.elfcache import ElfReader
 from ortfix.ldcache import LdCache
+from ortfix.matrix import Matrix
 from ortfix.probe import ProbeFacts
 
 # lib<family>.so[.<version>]: the families ORT's CUDA and TensorRT providers use.
@@ -38,6 +39,8 @@ class LibCopy:
     version: str | None  # the full version from the real file's name (libcudnn.so.8.9.2 → 8.9.2)
     origin: str
     inside_env: bool  # under the target environment's prefix
+    # The CUDA major the copy was built for (see cuda_major_of); None when nothing tells.
+    cuda_major: int | None = None
 
     @property
     def name(self) -> str:
@@ -61,6 +64,51 @@ def soname_major(soname: str) -> int | None:
     if parsed and parsed[1]:
         return parsed[1][0]
     return None
+
+
+# Families whose SONAME major names the CUDA major: libcudart.so.12 is CUDA 12; cuFFT is one ahead (libcufft.so.11
+# ships with CUDA 12). libcurand.so.10, cuSPARSE, cuSOLVER and cuDNN do not tell: their ELF or their wheel must.
+_CUDA_MAJOR_BY_SONAME = {"cudart": 0, "cublas": 0, "cublasLt": 0, "nvrtc": 0, "nvJitLink": 0, "cufft": 1}
+_LINKS_CUDA = ("libcudart.so.", "libcublasLt.so.", "libcublas.so.", "libnvrtc.so.", "libnvJitLink.so.")
+
+
+def cuda_major_by_name(soname: str) -> int | None:
+    """The CUDA major a library's SONAME alone says (libcudart.so.12 → 12, libcufft.so.12 → 13), else None."""
+    parsed = parse_lib_name(soname)
+    if not parsed or not parsed[1] or parsed[0] not in _CUDA_MAJOR_BY_SONAME:
+        return None
+    return parsed[1][0] + _CUDA_MAJOR_BY_SONAME[parsed[0]]
+
+
+def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
+    """Folder of an installed NVIDIA wheel → the CUDA majors of the wheels installed there (nvidia-cudnn-cu12 and
+    nvidia-cudnn-cu13 both install into nvidia/cudnn/lib; nvidia-curand-cu11 and -cu12 into nvidia/curand/lib)."""
+    rows = [(w.distribution, w.dir, c.major) for c in matrix.cuda.values() for w in c.wheels]
+    rows += [(r.wheel.distribution, r.wheel.dir, r.cuda_major) for r in matrix.cudnn]
+    out: dict[str, set[int]] = {}
+    for dist in probe.distributions:
+        for name, folder, major in rows:
+            if dist.normalized == name:
+                out.setdefault(os.path.realpath(os.path.join(dist.location, folder)), set()).add(major)
+    return out
+
+
+def cuda_major_of(copy: LibCopy, reader: ElfReader, wheel_majors: dict[str, set[int]]) -> int | None:
+    """The CUDA major a copy was built for: its SONAME (libcudart.so.12), else the CUDA libraries it NEEDs
+    (libcurand.so.10 of CUDA 13 NEEDs libcudart.so.13), else the NVIDIA wheel installed in its folder."""
+    by_name = cuda_major_by_name(copy.soname or copy.name)
+    if by_name is not None:
+        return by_name
+    if not copy.family.startswith(("cudnn", "nvinfer", "nvonnxparser")):
+        try:
+            needed = reader.read(os.path.realpath(copy.path)).needed
+        except (NotElf, OSError):
+            needed = ()
+        for name in needed:
+            if name.startswith(_LINKS_CUDA):
+                return cuda_major_by_name(name)
+    majors = wheel_majors.get(os.path.realpath(copy.directory), set())
+    return next(iter(majors)) if len(majors) == 1 else None
 
 
 def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
@@ -104,12 +152,13 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
     return out
 
 
-def scan(probe: ProbeFacts, cache: LdCache, reader: ElfReader) -> list[LibCopy]:
+def scan(probe: ProbeFacts, cache: LdCache, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
     prefix = os.path.realpath(probe.prefix) + os.sep
     copies: list[LibCopy] = []
     for directory, origin in candidate_dirs(probe, cache):
         copies.extend(_scan_dir(directory, origin, prefix, reader))
-    return copies
+    wheel_majors = _wheel_majors(probe, matrix)
+    return [replace(c, cuda_major=cuda_major_of(c, reader, wheel_majors)) for c in copies]
 
 
 def _scan_dir(directory: str, origin: str, prefix: str, reader: ElfReader) -> Iterable[LibCopy]:

@@ -23,10 +23,11 @@ from ortfix import __version__, hooks
 from ortfix import diagnose as dx
 from ortfix.diagnose import Finding, Severity, finding_json
 from ortfix.errors import OrtfixError
-from ortfix.facts import Facts, OrtInstall
-from ortfix.inventory import LibCopy, parse_lib_name
+from ortfix.facts import DRIVER_LIBRARIES, Facts, OrtInstall
+from ortfix.inventory import LibCopy, cuda_major_by_name, parse_lib_name
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 from ortfix.matrix import Matrix, OrtBuild, WheelSpec
+from ortfix.probe import Distribution
 
 PLAN_SCHEMA = "ortfix.plan/2"
 
@@ -39,6 +40,11 @@ _TRACKS_TOOLKIT = ("nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas")
 
 
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
+
+# The oldest long-term driver branch still widely deployed (R535 LTSB, which ran until June 2026 per NVIDIA's
+# "Supported Drivers and CUDA Toolkit Versions" table; R570 until February 2026, R580 LTSB until August 2028): with no
+# driver to go by, a build whose CUDA major runs on it is preferred (today: CUDA 12 over CUDA 13, which needs R580).
+_WIDELY_DEPLOYED_DRIVER = "535.54.03"
 
 # Package findings whose data names distributions to uninstall.
 _UNINSTALL_CODES = (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING)
@@ -126,26 +132,22 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         for f in by_code.get(code, []):
             asked += [r for r in f.data.get("remove", []) if r not in asked]
     repairs = _repairs(facts, by_code, target, asked)
-    swap = _needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort)
+    arch_error = any(f.severity is Severity.ERROR for f in by_code.get(dx.GPU_ARCH, []))
+    swap = _needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort, arch_error=arch_error)
+    if not swap and installed is not None:
+        # The plan keeps the installed build: that is the target, and every action serves it.
+        target = _installed_target(installed) or target
 
     # 1. packages
     remove = [*asked, *(r for r in repairs.remove if r not in asked)]
     if swap and installed is not None and installed.package and target is not None:
         gpu_dist = next((d for d in facts.ort_distributions if d.normalized == installed.package), None)
-        if gpu_dist and gpu_dist.version != target.version and gpu_dist.name not in remove:
+        # Another version, or the same version built for another CUDA major (from a separate feed): pip would take
+        # the installed one as satisfying `==version`, so it is uninstalled first.
+        other_build = gpu_dist is not None and (gpu_dist.installed_version != target.version
+                                                or installed.cuda_major != target.cuda_major)
+        if gpu_dist and other_build and gpu_dist.name not in remove:
             remove.append(gpu_dist.name)
-    for name in remove:
-        dist = next((d for d in facts.probe.distributions if d.name == name), None)
-        if dist is None:
-            continue
-        actions.append(Action(
-            PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}",
-            (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
-            "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted({*(c for c in codes if c in _UNINSTALL_CODES), *repairs.remove.get(name, ())})),
-            {"distribution": dist.name, "version": dist.version, "location": dist.location,
-             "dist_info": dist.dist_info}))
-
     # 2. libraries: which sonames the (target) build needs, and for each: findable, reusable, or to install
     needs = _needed_sonames(facts, matrix, target, installed, swap)
     site = facts.probe.purelib
@@ -156,11 +158,20 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     cuda_major = target.cuda_major if target else (installed.cuda_major if installed else None)
     cudnn_major = target.cudnn_major if target else (installed.cudnn_major if installed else None)
     shadowed = {f.data["soname"]: f for f in by_code.get(dx.LIB_SHADOWED, [])}
+    majors = _majors_by_path(facts.libraries)
+
+    def fits(path: str) -> bool:
+        """A copy built for the target's CUDA major (or one nothing tells the major of): a stack mixes no majors."""
+        major = majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+        return cuda_major is None or major is None or major == cuda_major
+
     for soname in needs:
-        if soname in dx.DRIVER_LIBRARIES:
+        if soname in DRIVER_LIBRARIES:
             continue
         found = facts.findable.get(soname)
-        own = [c for c in copies.get(soname, []) if c.inside_env]
+        if found and not fits(found):
+            found = None  # the loader finds a copy of another CUDA major: it cannot stand in
+        own = [c for c in copies.get(soname, []) if c.inside_env and fits(c.path)]
         if found and soname not in shadowed:
             continue  # the loader already finds a copy
         if own:
@@ -175,6 +186,28 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         to_install[wheel.distribution] = wheel
         hook_libs[soname] = os.path.join(site, wheel.dir, soname)
 
+    # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
+    # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.
+    replaced: dict[str, WheelSpec] = {}
+    for wheel in to_install.values():
+        for occupant in _occupying(facts, matrix, wheel):
+            if occupant.name not in remove:
+                remove.append(occupant.name)
+                replaced[occupant.name] = wheel
+    for name in remove:
+        dist = next((d for d in facts.probe.distributions if d.name == name), None)
+        if dist is None:
+            continue
+        why = (f" ({replaced[name].distribution} installs into the same folder, {replaced[name].dir})"
+               if name in replaced else "")
+        actions.append(Action(
+            PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}{why}",
+            (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
+            "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
+            tuple(sorted({*(c for c in codes if c in _UNINSTALL_CODES), *repairs.remove.get(name, ())})),
+            {"distribution": dist.name, "version": dist.version, "location": dist.location,
+             "dist_info": dist.dist_info}))
+
     requirements: list[str] = []
     if swap and target is not None:
         requirements.append(f"{target.package}=={target.version}")
@@ -187,7 +220,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
         fixes = tuple(sorted({*(c for c in codes if c in (*_UNINSTALL_CODES, dx.NO_ORT, dx.LIB_MISSING,
                                                           dx.LIB_WRONG_MAJOR, dx.DRIVER_TOO_OLD)),
-                              *repairs.installed_by(swap and target is not None, codes)}))
+                              *repairs.installed_by(swap and target is not None, codes),
+                              *((dx.GPU_ARCH,) if swap and arch_error else ())}))
         actions.append(Action(
             PIP_INSTALL, f"install {', '.join(requirements)}",
             tuple(f"+ {r}" for r in requirements),
@@ -319,8 +353,16 @@ def _sharing_files(facts: Facts, removed: set[str]) -> list[str]:
     return out
 
 
+def _installed_target(installed: OrtInstall) -> Target | None:
+    if not (installed.package and installed.version and installed.cuda_major):
+        return None
+    index = installed.builds[0].index if installed.builds else "installed"
+    return Target(package=installed.package, version=installed.version, cuda_major=installed.cuda_major,
+                  cudnn_major=installed.cudnn_major, index=index, reasons=())
+
+
 def _needs_swap(codes: set[str], installed: OrtInstall | None, target: Target | None, options: PlanOptions,
-                *, reinstall_ort: bool = False) -> bool:
+                *, reinstall_ort: bool = False, arch_error: bool = False) -> bool:
     if target is None:
         return False
     if reinstall_ort or codes & {dx.NO_ORT, dx.CPU_ONLY, dx.CPU_AND_GPU, dx.PROVIDER_MISSING, dx.DRIVER_TOO_OLD,
@@ -328,6 +370,8 @@ def _needs_swap(codes: set[str], installed: OrtInstall | None, target: Target | 
         return True
     if installed is None:
         return bool(codes & {dx.VARIANT_CONFLICT})
+    if arch_error and (installed.version != target.version or installed.cuda_major != target.cuda_major):
+        return True  # the GPU is older than anything the installed build runs on: another build is the fix
     if options.ort_version and installed.version:
         try:
             if Version(options.ort_version) != Version(installed.version):
@@ -415,15 +459,24 @@ def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     torch_cuda = int(torch.cuda.split(".")[0]) if torch and torch.cuda else None
     torch_cudnn = dx.torch_cudnn_major(facts)
 
-    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, Version]:
+    driver_known = bool(facts.driver.version)
+
+    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, Version]:
         v, b = item
         shares_torch = int(torch_cuda == b.cuda_major and (torch_cudnn in (None, b.cudnn_major)))
-        return (int(b.index == "default"), shares_torch, v)
+        # No driver to go by: prefer a build that also runs on the long-term driver branches still in use.
+        broad = int(not driver_known and matrix.driver_supports_major(_WIDELY_DEPLOYED_DRIVER, b.cuda_major) is True)
+        return (int(b.index == "default"), shares_torch, broad, v)
 
     version, build = max(usable, key=rank)
     if torch_cuda is not None and torch_cuda == build.cuda_major:
         reasons.append(f"CUDA {build.cuda_major} matches torch {torch.version if torch else ''}, so its "
                        "libraries can be shared")
+    cuda_row = matrix.cuda_major(build.cuda_major)
+    if not driver_known and cuda_row is not None:
+        reasons.append(f"{build.package} {version} is built for CUDA {build.cuda_major}: the machine it runs on needs "
+                       f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
+                       "another machine, plan with --driver VERSION)")
     return Target(package=build.package, version=str(version), cuda_major=build.cuda_major,
                   cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))
 
@@ -455,6 +508,20 @@ def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> b
     own = [c for c in facts.libraries if c.soname == name and c.inside_env]
     found = facts.findable.get(name)
     return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
+
+
+def _occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
+    """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into."""
+    rows = {(w.distribution, w.dir) for c in matrix.cuda.values() for w in c.wheels}
+    rows |= {(r.wheel.distribution, r.wheel.dir) for r in matrix.cudnn}
+    site = os.path.realpath(facts.probe.purelib)
+    return [d for d in facts.probe.distributions
+            if d.normalized != wheel.distribution and os.path.realpath(d.location) == site
+            and (d.normalized, wheel.dir) in rows]
+
+
+def _majors_by_path(copies: Sequence[LibCopy]) -> dict[str, int | None]:
+    return {os.path.realpath(c.path): c.cuda_major for c in copies}
 
 
 def _copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:

@@ -46,6 +46,21 @@ class Distribution:
     checked: int = 0  # RECORD rows compared with the file on disk
     damaged: tuple[RecordProblem, ...] = ()  # the rows whose file is missing or has another size
 
+    @property
+    def installed_version(self) -> str | None:
+        """The installed version, normalised: from METADATA, else from the .dist-info folder's name (METADATA may be
+        what is damaged); None when neither is a version."""
+        from packaging.version import InvalidVersion, Version
+
+        stem = os.path.basename(self.dist_info).rsplit(".", 1)[0]
+        for candidate in (self.version, stem.rsplit("-", 1)[1] if "-" in stem else None):
+            if candidate:
+                try:
+                    return str(Version(candidate))
+                except InvalidVersion:
+                    continue
+        return None
+
 
 @dataclass(frozen=True)
 class RecordProblem:
@@ -68,6 +83,16 @@ class OrtDir:
     location: str
     build_info: Mapping[str, str]
     files: tuple[str, ...]  # shared libraries in onnxruntime/capi
+    # What capi/_ld_preload.py loads at import, one tuple per provider (releases before 1.16; empty after).
+    preload: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def preload_cuda(self) -> tuple[str, ...]:
+        """The libraries `_ld_preload.py` loads for the CUDA provider (the block without TensorRT's libnvinfer)."""
+        for block in self.preload:
+            if not any(name.startswith("libnvinfer") for name in block):
+                return block
+        return ()
 
     @property
     def capi(self) -> str:
@@ -216,6 +241,10 @@ class _Report:
                 raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")
         return tuple(values)
 
+    def text_lists(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[tuple[str, ...], ...]:
+        where = f"{path}.{key}" if path else key
+        return tuple(self.texts({str(i): v}, str(i), where) for i, v in enumerate(self.items(obj, key, path)))
+
     def text_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
         where = f"{path}.{key}" if path else key
         value: Mapping[str, Any] | None = self.get(obj, key, path, dict, optional=True)
@@ -325,7 +354,8 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
         distribution_count=r.integer(doc, "distribution_count"),
         ort_dirs=tuple(
             OrtDir(package_dir=r.text(o, "package_dir", where), location=r.text(o, "location", where),
-                   build_info=r.text_map(o, "build_info", where), files=r.texts(o, "files", where))
+                   build_info=r.text_map(o, "build_info", where), files=r.texts(o, "files", where),
+                   preload=r.text_lists(o, "preload", where))
             for o, where in r.records(doc, "onnxruntime_dirs", "")
         ),
         torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_text(torch, "version", "torch"),

@@ -16,11 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.inventory import cuda_major_by_name
 from ortfix.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 
 VERIFY_SCHEMA = "ortfix.verify/1"
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
 _MARK = "ORTFIX-VERIFY:"
+# The mapped files whose name tells the CUDA major they belong to (inventory.cuda_major_by_name): the process must
+# hold one major only (a libcurand.so.10 of CUDA 13 in a CUDA 12 stack maps libcudart.so.13 next to .so.12).
+_MAJOR_FAMILIES = ("libcudart.so.", "libcublas.so.", "libcublasLt.so.", "libnvrtc.so.", "libnvJitLink.so.",
+                   "libcufft.so.")
 
 # Runs inside the target (any Python 3): standard library only, one JSON line out. A library that its requester
 # finds through the requester's own DT_RUNPATH/DT_RPATH (cuDNN 9 dlopens its sub-libraries by SONAME from
@@ -58,6 +63,18 @@ for name in names:
         except OSError as exc:
             out["libraries"][name] = str(exc)
         break
+mapped = []
+try:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6:
+                path = fields[5].strip()
+                if os.path.basename(path).startswith(%(families)r) and path not in mapped:
+                    mapped.append(path)
+except (OSError, ValueError):
+    mapped = None
+out["mapped"] = mapped
 sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
 """
 
@@ -76,16 +93,44 @@ class LoadCheck:
     import_error: str | None
     libraries: tuple[LibLoad, ...]
     process_error: str | None  # the process itself failed (crashed, no JSON)
+    mapped: tuple[str, ...] = ()  # CUDA libraries in the process's /proc/self/maps afterwards
+    cuda_major: int | None = None  # the major the build needs (None: not known)
+
+    @property
+    def majors(self) -> dict[int, list[str]]:
+        """CUDA major → the mapped files of that major."""
+        out: dict[int, list[str]] = {}
+        for path in self.mapped:
+            major = cuda_major_by_name(_soname_of(os.path.basename(path)))
+            if major is not None:
+                out.setdefault(major, []).append(path)
+        return out
+
+    @property
+    def mixed_majors(self) -> str | None:
+        """Why the process's CUDA libraries are not one stack of the build's major; None when they are."""
+        majors = self.majors
+        if len(majors) > 1:
+            return ("libraries of CUDA " + " and ".join(f"{m} ({majors[m][0]})" for m in sorted(majors)) +
+                    " are mapped into one process: a stack mixes no majors")
+        if majors and self.cuda_major is not None and self.cuda_major not in majors:
+            major = next(iter(majors))
+            return (f"the process maps CUDA {major} libraries ({majors[major][0]}); the build needs CUDA "
+                    f"{self.cuda_major}")
+        return None
 
     @property
     def ok(self) -> bool:
-        return self.imported and self.process_error is None and all(x.error is None for x in self.libraries)
+        return (self.imported and self.process_error is None and all(x.error is None for x in self.libraries)
+                and self.mixed_majors is None)
 
     @property
     def failures(self) -> list[str]:
         out = []
         if self.process_error:
             out.append(self.process_error)
+        if self.mixed_majors:
+            out.append(self.mixed_majors)
         if not self.imported:
             out.append(f"import onnxruntime failed: {self.import_error}")
         out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error]
@@ -95,14 +140,15 @@ class LoadCheck:
         return {"schema": VERIFY_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
                 "import_error": self.import_error, "process_error": self.process_error,
                 "libraries": {x.soname: x.error for x in self.libraries},
-                "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester}}
+                "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
+                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors}
 
 
 def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] | None = None) -> str:
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
     runpaths = {n: list(d) for n, d in (requester_dirs or {}).items() if n in names}
     return _SCRIPT % {"names": json.dumps(names), "runpaths": json.dumps(runpaths), "provider": PROVIDER_PREFIX,
-                      "mark": _MARK}
+                      "mark": _MARK, "families": _MAJOR_FAMILIES}
 
 
 def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
@@ -118,7 +164,8 @@ def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
 
 
 def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
-                   requester_dirs: Mapping[str, Sequence[str]] | None = None, timeout: float = 300.0) -> LoadCheck:
+                   requester_dirs: Mapping[str, Sequence[str]] | None = None, timeout: float = 300.0,
+                   cuda_major: int | None = None) -> LoadCheck:
     """Start the target as a user would (plain `python -c`, or after sourcing the conda activate.d hook) and load
     every SONAME; the provider library itself is filtered out whatever the caller passes. `requester_dirs`: for a
     SONAME its requester finds through its own RUNPATH/RPATH, the folders that names (see _SCRIPT)."""
@@ -138,7 +185,14 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
     imported = doc.get("import") == "ok"
     via = doc.get("via_requester") or {}
     libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported"), via.get(n)) for n in names)
-    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None)
+    mapped = tuple(p for p in doc.get("mapped") or () if isinstance(p, str))
+    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major)
+
+
+def _soname_of(file_name: str) -> str:
+    """libcudart.so.12.9.79 → libcudart.so.12 (the SONAME's major is the first version part)."""
+    stem, _, version = file_name.partition(".so.")
+    return f"{stem}.so.{version.split('.')[0]}" if version else file_name
 
 
 def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:
