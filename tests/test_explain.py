@@ -14,8 +14,10 @@ import yaml
 
 from ortfix.errors import OrtfixError
 from ortfix.explain import (
+    ANALYSES,
     ERROR_PATTERNS_SCHEMA,
     FINDING_CODES,
+    Explanation,
     Pattern,
     explain_text,
     explanation_to_dict,
@@ -61,7 +63,7 @@ def test_errors_yaml_validates_against_the_schema() -> None:
 
 def test_header() -> None:
     head = ERRORS_YAML.read_text(encoding="utf-8").splitlines()[:3]
-    assert head == ["schema_version: 1", "kind: error-patterns", 'data_version: "2026.11.22"']
+    assert head == ["schema_version: 1", "kind: error-patterns", 'data_version: "2026.11.23"']
 
 
 def test_at_least_twenty_distinct_patterns(patterns: list[Pattern]) -> None:
@@ -124,8 +126,7 @@ UNRELATED = {
         "    a = np.zeros((2, 3)) + np.zeros((4,))\n"
         "ValueError: operands could not be broadcast together with shapes (2,3) (4,) \n"
     ),
-    "numpy-abi": "ImportError: numpy.core.multiarray failed to import\n"
-                 "A module that was compiled using NumPy 1.x cannot be run in NumPy 2.0.0 as it may crash.",
+    "numpy-version": "numpy 2.1.3 installed; import numpy as np; np.__version__ == '2.1.3'",
     "pip-resolver": (
         "ERROR: Cannot install onnxruntime-gpu==1.19.2 and numpy==2.1.0 because these package versions have "
         "conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested numpy==2.1.0\n"
@@ -133,9 +134,10 @@ UNRELATED = {
         "ERROR: ResolutionImpossible: for help visit "
         "https://pip.pypa.io/en/latest/topics/dependency-resolution/#dealing-with-dependency-conflicts\n"
     ),
-    "pip-no-version": "ERROR: Could not find a version that satisfies the requirement onnxruntime-gpu==1.16.3 "
-                      "(from versions: 1.17.0, 1.17.1, 1.18.0)\n"
-                      "ERROR: No matching distribution found for onnxruntime-gpu==1.16.3",
+    "pip-other-package": "ERROR: Could not find a version that satisfies the requirement torch==2.0.0 "
+                         "(from versions: 2.2.0, 2.2.1)\nERROR: No matching distribution found for torch==2.0.0",
+    "ort-info-log": "[I:onnxruntime:, transformer_memcpy.cc:329 AddCopyNode] Add MemcpyFromHost after input_ids "
+                    "for CUDAExecutionProvider",
     "healthy-providers": "['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'AzureExecutionProvider', "
                          "'CPUExecutionProvider']",
     "nvidia-smi": "| NVIDIA-SMI 535.104.12             Driver Version: 535.104.12   CUDA Version: 12.2     |",
@@ -217,7 +219,8 @@ def test_explanation_to_dict(patterns: list[Pattern]) -> None:
     d = explanation_to_dict(explain_text("libcudnn.so.9: cannot open shared object file", patterns)[0])
     assert d["pattern"] == "cudnn9-not-found" and d["finding"] == "LIB002" and d["line"] == 1
     assert d["groups"] == {"soname": "libcudnn.so.9"}
-    assert set(d) == {"pattern", "finding", "line", "matched", "groups", "title", "cause", "fix"}
+    assert set(d) == {"pattern", "finding", "line", "matched", "groups", "title", "cause", "fix", "details"}
+    assert d["details"] == []
 
 
 # --- loading: bad data is an OrtfixError ---------------------------------------------------------------------------
@@ -291,3 +294,284 @@ def test_load_default_patterns_reports_file_and_problem(tmp_path: Path, monkeypa
 
     (tmp_path / "errors.yaml").write_text(yaml.safe_dump(_one_row()), encoding="utf-8")
     assert [p.id for p in load_default_patterns()] == ["demo"]
+
+
+# --- unless and analysis: the row mechanics -------------------------------------------------------------------------
+
+
+def test_unless_leaves_out_a_row_when_the_named_row_matched() -> None:
+    doc = _one_row(id="specific", regex="disk full: (?P<disk>\\w+)")
+    doc["patterns"].append({**doc["patterns"][0], "id": "generic", "regex": "disk full", "unless": ["specific"]})
+    patterns = load_patterns(doc)
+    assert [e.pattern_id for e in explain_text("disk full: sda", patterns)] == ["specific"]
+    assert [e.pattern_id for e in explain_text("disk full", patterns)] == ["generic"]
+
+
+def test_unless_must_name_another_row() -> None:
+    with pytest.raises(OrtfixError, match="'nobody'"):
+        load_patterns(_one_row(unless=["nobody"]))
+    with pytest.raises(OrtfixError, match="no other row"):
+        load_patterns(_one_row(id="me", unless=["me"]))
+
+
+def test_unknown_analysis_is_rejected() -> None:
+    with pytest.raises(OrtfixError, match="unknown analysis 'guess'"):
+        load_patterns(_one_row(analysis="guess"))
+    errors = list(jsonschema.Draft202012Validator(ERROR_PATTERNS_SCHEMA).iter_errors(_one_row(analysis="guess")))
+    assert errors
+
+
+@pytest.mark.parametrize("name", ANALYSES)
+def test_every_analysis_the_schema_allows_runs_on_any_text(name: str) -> None:
+    [p] = load_patterns(_one_row(analysis=name))
+    [e] = explain_text("a demo error and nothing else", [p])
+    assert e.cause.endswith("c") and all(isinstance(d, str) and d for d in e.details)
+
+
+# --- the messages added for the issue "explain misses common real messages" ----------------------------------------
+# Each text is a verbatim report (source in compat/errors.yaml) inside the log lines a user pastes with it. Expected
+# facts about releases are read from compat/ort.yaml here, independently of ortfix's matrix code.
+
+ORT_YAML = REPO / "compat" / "ort.yaml"
+NEW_IDS = (
+    "pip-onnxruntime-gpu-version-not-found", "pip-onnxruntime-gpu-no-matching-distribution",
+    "numpy2-runs-module-built-for-numpy1", "numpy-older-than-module-needs", "numpy-multiarray-failed-to-import",
+    "numpy-dtype-size-changed", "cuda-initialization-error", "cuda-invalid-device-ordinal",
+    "cuda-ptx-unsupported-toolchain", "cuda-illegal-memory-access", "cpu-session-cannot-run-memcpy-nodes",
+    "cuda-memcpy-nodes-added", "nodes-not-assigned-to-preferred-provider",
+)
+
+
+def _gpu_rows(version: str, index: str = "default") -> list[dict[str, Any]]:
+    rows = yaml.safe_load(ORT_YAML.read_text(encoding="utf-8"))["releases"]
+    return [r for r in rows if r["package"] == "onnxruntime-gpu" and r["index"] == index and version in r["versions"]]
+
+
+def _python_tags(version: str) -> set[str]:
+    return {t for r in _gpu_rows(version) for t in r.get("python_tags", [])}
+
+
+def _one(text: str, patterns: list[Pattern]) -> Explanation:
+    found = explain_text(text, patterns)
+    assert len(found) == 1, [e.pattern_id for e in found]
+    return found[0]
+
+
+DEEP_LIVE_CAM_947 = (
+    "(venv) C:\\Deep-Live-Cam>pip install -r requirements.txt\n"
+    "Collecting numpy>=1.23.5 (from -r requirements.txt (line 3))\n"
+    "  Using cached numpy-2.2.3-cp312-cp312-win_amd64.whl.metadata (60 kB)\n"
+    "ERROR: Could not find a version that satisfies the requirement onnxruntime-gpu==1.16.3 (from versions: 1.17.0, "
+    "1.17.1, 1.18.0, 1.18.1, 1.19.0, 1.19.2, 1.20.0, 1.20.1)\n"
+    "ERROR: No matching distribution found for onnxruntime-gpu==1.16.3\n"
+)
+HALLO2_74 = (
+    "Collecting onnx==1.16.1 (from -r requirements.txt (line 24))\n"
+    "ERROR: Could not find a version that satisfies the requirement onnxruntime-gpu==1.18.0 (from versions: 1.12.0, "
+    "1.12.1, 1.13.1, 1.14.0, 1.14.1, 1.15.0, 1.15.1, 1.16.0, 1.16.1, 1.16.2, 1.16.3, 1.18.1, 1.19.0, 1.19.2, "
+    "1.20.0, 1.20.1)\n"
+    "ERROR: No matching distribution found for onnxruntime-gpu==1.18.0\n"
+)
+
+
+def test_pip_offered_versions_point_at_the_python_version(patterns: list[Pattern]) -> None:
+    e = _one(DEEP_LIVE_CAM_947, patterns)
+    assert e.pattern_id == "pip-onnxruntime-gpu-version-not-found" and e.finding is None and e.line == 4
+    assert e.groups["requirement"] == "onnxruntime-gpu==1.16.3"
+    assert e.groups["offered"].split(", ")[0] == "1.17.0" and e.groups["offered"].endswith("1.20.1")
+    offered = ["1.17.0", "1.17.1", "1.18.0", "1.18.1", "1.19.0", "1.19.2", "1.20.0", "1.20.1"]
+    common = set.intersection(*(_python_tags(v) for v in offered if _python_tags(v)))  # 1.20.1: not in ort.yaml
+    [likely] = sorted(common - _python_tags("1.16.3"))
+    details = " ".join(e.details)
+    assert "lacks the asked 1.16.3" in details
+    assert f"CPython {likely[2]}.{likely[3:]}" in details  # cp312: the Python this user really had (issue #947)
+    assert e.cause.startswith(e.details[0]) and "from versions:" in e.cause
+
+
+def test_pip_says_which_build_of_the_asked_version_lives_on_a_separate_feed(patterns: list[Pattern]) -> None:
+    e = _one(HALLO2_74, patterns)
+    [default] = {r["cuda_major"] for r in _gpu_rows("1.18.0")}
+    [alternate] = {r["cuda_major"] for r in _gpu_rows("1.18.0", "alternate")}
+    details = " ".join(e.details)
+    assert f"1.18.0 is the CUDA {default} build" in details
+    assert f"CUDA {alternate} build lives on a separate feed, configured in your pip configuration" in details
+    assert "1.20.1" in details and "lacks the asked 1.18.0" in details
+    assert "manylinux" in details  # the offered releases share cp310 with 1.18.0: not the Python version
+
+
+def test_pip_last_line_alone_and_a_withdrawn_release(patterns: list[Pattern]) -> None:
+    e = _one("  Downloading diffusers-0.25.1-py3-none-any.whl.metadata (19 kB)\n"
+             "ERROR: No matching distribution found for onnxruntime-gpu==1.19.2\n", patterns)
+    assert e.pattern_id == "pip-onnxruntime-gpu-no-matching-distribution"
+    tags = sorted(_python_tags("1.19.2"), key=lambda t: int(t[3:]))
+    assert f"1.19.2 has wheels for {tags[0]}-{tags[-1]}" in " ".join(e.details)
+    withdrawn = _one("ERROR: No matching distribution found for onnxruntime-gpu==1.8.1", patterns)
+    assert _gpu_rows("1.8.1") == [] and _gpu_rows("1.8.1", "withdrawn")
+    assert "1.8.1 is no longer published" in " ".join(withdrawn.details)
+
+
+def test_pip_none_at_all(patterns: list[Pattern]) -> None:
+    e = _one("Collecting insightface==0.7.3\nERROR: Could not find a version that satisfies the requirement "
+             "onnxruntime-gpu (from versions: none)\nERROR: No matching distribution found for onnxruntime-gpu\n",
+             patterns)
+    assert e.groups == {"requirement": "onnxruntime-gpu", "offered": "none"}
+    assert "no onnxruntime-gpu release at all" in e.details[0]
+
+
+DEEP_LIVE_CAM_1055 = """\
+PS C:\\WINDOWS\\system32\\Deep-Live-Cam> python run.py --execution-provider cuda
+
+A module that was compiled using NumPy 1.x cannot be run in
+NumPy 2.1.3 as it may crash. To support both 1.x and 2.x
+versions of NumPy, modules must be compiled with NumPy 2.0.
+Some module may need to rebuild instead e.g. with 'pybind11>=2.12'.
+
+If you are a user of the module, the easiest solution will be to
+downgrade to 'numpy<2' or try to upgrade the affected module.
+We expect that some modules will need time to support NumPy 2.
+
+Traceback (most recent call last):  File "C:\\WINDOWS\\system32\\Deep-Live-Cam\\run.py", line 3, in <module>
+    from modules import core
+  File "C:\\WINDOWS\\system32\\Deep-Live-Cam\\modules\\core.py", line 15, in <module>
+    import onnxruntime
+  File "C:\\Python310\\lib\\site-packages\\onnxruntime\\__init__.py", line 23, in <module>
+    from onnxruntime.capi._pybind_state import ExecutionMode  # noqa: F401
+  File "C:\\Python310\\lib\\site-packages\\onnxruntime\\capi\\_pybind_state.py", line 32, in <module>
+    from .onnxruntime_pybind11_state import *  # noqa
+AttributeError: _ARRAY_API not found
+ImportError: numpy.core.multiarray failed to import
+"""
+
+
+def test_numpy2_under_an_old_onnxruntime_is_one_explanation(patterns: list[Pattern]) -> None:
+    e = _one(DEEP_LIVE_CAM_1055, patterns)  # the multiarray line below it is not explained a second time
+    assert e.pattern_id == "numpy2-runs-module-built-for-numpy1" and e.line == 3
+    assert e.groups == {"numpy": "2.1.3"}
+    details = " ".join(e.details)
+    assert "NumPy in use is 2.1.3" in details and "onnxruntime_pybind11_state" in details
+    assert '"numpy<2"' in e.fix and "1.19" in e.fix
+    assert "1.19.0 is the first release built against NumPy 2" in e.cause
+    alone = _one("Traceback (most recent call last):\nImportError: numpy.core.multiarray failed to import\n", patterns)
+    assert alone.pattern_id == "numpy-multiarray-failed-to-import"
+    assert not any("onnxruntime_pybind11_state" in d for d in alone.details)  # this traceback does not say so
+
+
+def test_numpy_older_than_the_build(patterns: list[Pattern]) -> None:
+    text = (">>> import onnxruntime\nRuntimeError: module compiled against API version 0xf but this version of "
+            "numpy is 0xd\nImportError: numpy.core.multiarray failed to import\n\nThe above exception was the direct "
+            "cause of the following exception:\n\nSystemError: <built-in function __import__> returned a result with "
+            "an error set\n")
+    e = _one(text, patterns)
+    assert e.pattern_id == "numpy-older-than-module-needs" and e.groups == {"kind": "API", "built": "f",
+                                                                             "running": "d"}
+    assert "NumPy is older than the one the module was built with" in " ".join(e.details)
+    abi = _one("RuntimeError: module compiled against ABI version 0x1000009 but this version of numpy is 0x2000000",
+               patterns)
+    assert abi.pattern_id == "numpy2-runs-module-built-for-numpy1"
+
+
+@pytest.mark.parametrize(("expected", "got", "built", "running"), [
+    ("96", "88", "NumPy 1.x", "NumPy 2.x"),  # sizeof(PyArray_Descr): 96 bytes in NumPy 1.x, 88 in NumPy 2 (64-bit)
+    ("88", "96", "NumPy 2.x", "NumPy 1.x"),
+])
+def test_numpy_dtype_size_says_which_way(patterns: list[Pattern], expected: str, got: str, built: str,
+                                         running: str) -> None:
+    text = ("got prompt\n!!! Exception during processing !!! numpy.dtype size changed, may indicate binary "
+            f"incompatibility. Expected {expected} from C header, got {got} from PyObject\nTraceback (most recent "
+            "call last):\n")
+    e = _one(text, patterns)
+    assert e.pattern_id == "numpy-dtype-size-changed" and e.line == 2
+    assert f"built against {built} and runs under {running}" in " ".join(e.details)
+
+
+STEP_AUDIO_28 = """\
+2025-05-07 09:14:14.906816010 [W:onnxruntime:, transformer_memcpy.cc:83 ApplyImpl] 10 Memcpy nodes are added to \
+the graph main_graph for CUDAExecutionProvider. It might have negative impact on performance (including unable to \
+run CUDA graph). Set session_options.log_severity_level=1 to see the detail logs before this message.
+2025-05-07 09:14:14.907946469 [W:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp] Some nodes \
+were not assigned to the preferred execution providers which may or may not have an negative impact on performance. \
+e.g. ORT explicitly assigns shape related ops to CPU to improve perf.
+2025-05-07 09:14:14.907955128 [W:onnxruntime:, session_state.cc:1265 VerifyEachNodeIsAssignedToAnEp] Rerunning \
+with verbose output on a non-minimal build will show node assignments.
+"""
+
+
+def test_performance_warnings_are_explained_as_warnings(patterns: list[Pattern]) -> None:
+    found = {e.pattern_id: e for e in explain_text(STEP_AUDIO_28, patterns)}
+    assert set(found) == {"cuda-memcpy-nodes-added", "nodes-not-assigned-to-preferred-provider"}
+    memcpy, placement = found["cuda-memcpy-nodes-added"], found["nodes-not-assigned-to-preferred-provider"]
+    assert memcpy.groups == {"count": "10", "graph": "main_graph", "provider": "CUDAExecutionProvider"}
+    assert (memcpy.line, placement.line) == (1, 2)
+    for e in (memcpy, placement):
+        assert e.finding is None and e.title.startswith("warning, not an error")
+        assert "log_severity_level" in e.fix and "ort.set_default_logger_severity(3)" in e.fix
+        assert "ortfix tune MODEL" in e.fix
+    assert "CUDA graph" in memcpy.cause and '"CPUExecutionProvider"]' in placement.fix
+    wrapped = "Memcpy nodes are added to the graph\nmain_graph for CUDAExecutionProvider. It might have"
+    assert _one(wrapped, patterns).groups == {"graph": "main_graph", "provider": "CUDAExecutionProvider"}
+
+
+@pytest.mark.parametrize(("text", "pattern_id", "finding", "groups"), [
+    ("Traceback (most recent call last):\n  File \"/opt/conda/lib/python3.10/site-packages/onnxruntime/capi/"
+     "onnxruntime_inference_collection.py\", line 217, in run\n    return self._sess.run(output_names, input_feed, "
+     "run_options)\nonnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : CUDA failure 3: "
+     "initialization error ; GPU=32764 ; hostname=dcd468bff115 ; file=/onnxruntime_src/onnxruntime/core/providers/"
+     "cuda/cuda_execution_provider.cc ; line=388 ; expr=cudaSetDevice(GetDeviceId()); \n",
+     "cuda-initialization-error", None, {}),
+    ("Inference device: GPU\n/onnxruntime_src/onnxruntime/core/providers/cuda/cuda_call.cc:121 bool onnxruntime::"
+     "CudaCall(ERRTYPE, const char*, const char*, ERRTYPE, const char*) [with ERRTYPE = cudaError; bool THRW = true] "
+     "CUDA failure 101: invalid device ordinal ; GPU=0 ; hostname=4dbec2b03d4e ; expr=cudaSetDevice(info_.device_id);",
+     "cuda-invalid-device-ordinal", None, {}),
+    ("    generator.append_tokens(input_ids)\nonnxruntime_genai.onnxruntime_genai.OrtException: Non-zero status code "
+     "returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: CUDA error "
+     "cudaErrorUnsupportedPtxVersion:the provided PTX was compiled with an unsupported toolchain.\n",
+     "cuda-ptx-unsupported-toolchain", "DRV002", {}),
+    ("Applied providers: ['CUDAExecutionProvider', 'CPUExecutionProvider'], with options: {'CUDAExecutionProvider': "
+     "{'device_id': '0'}}\n2025-02-02 21:40:08.2047006 [E:onnxruntime:Default, cuda_call.cc:119 onnxruntime::CudaCall] "
+     "CUDA failure 700: an illegal memory access was encountered ; GPU=0 ; hostname=DESKTOP ; "
+     "expr=cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));\n",
+     "cuda-illegal-memory-access", None, {}),
+    ("opt_model = ORTModelForSequenceClassification.from_pretrained('onnx-optimized-wecheck-model')\n"
+     "NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for MemcpyToHost(1) "
+     "node with name 'Memcpy_token_167'\n",
+     "cpu-session-cannot-run-memcpy-nodes", "ORT002", {"op": "MemcpyToHost"}),
+])
+def test_more_frequent_runtime_messages(patterns: list[Pattern], text: str, pattern_id: str, finding: str | None,
+                                        groups: dict[str, str]) -> None:
+    found = {e.pattern_id: e for e in explain_text(text, patterns)}
+    assert pattern_id in found, sorted(found)
+    assert found[pattern_id].finding == finding and found[pattern_id].groups == groups
+
+
+@pytest.mark.parametrize(("text", "pattern_id"), [
+    ("CUDA failure 100: no CUDA-capable device is detected ; GPU=32712 ; hostname=HOME-PC", "cuda-no-device"),
+    ("CUDNN failure 5000: CUDNN_STATUS_EXECUTION_FAILED ; GPU=0", "cudnn-call-failed"),
+    ("CUDNN failure 4: CUDNN_STATUS_INTERNAL_ERROR ; GPU=0 ; hostname=x", "cudnn-call-failed"),
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*", "cuda-provider-not-created-require"),
+    ("CUDA error cudaErrorNoKernelImageForDevice:no kernel image is available for execution on the device",
+     "gpu-architecture-not-in-build"),
+    ('LoadLibrary failed with error 126 "" when trying to load "C:\\x\\onnxruntime_providers_cuda.dll"',
+     "windows-provider-loadlibrary-126"),
+])
+def test_the_issues_other_examples_were_already_recognised(patterns: list[Pattern], text: str,
+                                                           pattern_id: str) -> None:
+    assert pattern_id in _ids(text, patterns)
+
+
+def test_new_rows_name_no_host_and_explain_without_a_machine(patterns: list[Pattern]) -> None:
+    by_id = {p.id: p for p in patterns}
+    for pid in NEW_IDS:
+        p = by_id[pid]
+        for example in p.examples:
+            for e in explain_text(example, patterns):
+                text = " ".join((e.title, e.cause, e.fix))
+                assert "://" not in text and ".org" not in text and "pypi" not in text.lower(), pid
+
+
+def test_pip_requires_python_line_is_read(patterns: list[Pattern]) -> None:
+    [spec] = {r["requires_python"] for r in _gpu_rows("1.21.0")}
+    text = (f"ERROR: Ignored the following versions that require a different python version: 1.21.0 Requires-Python "
+            f"{spec}; 1.21.1 Requires-Python {spec}\nERROR: Could not find a version that satisfies the requirement "
+            "onnxruntime-gpu==1.21.0 (from versions: 1.17.0, 1.17.1, 1.18.0, 1.18.1, 1.19.0, 1.19.2)\n")
+    e = _one(text, patterns)
+    assert f"pip skipped 1.21.0 because it requires Python {spec}." in e.details
