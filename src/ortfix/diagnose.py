@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ortfix.facts import DRIVER_LIBRARIES, Facts, OrtInstall, ProviderLoad
-from ortfix.inventory import LibCopy, parse_lib_name, soname_major
+from ortfix.inventory import LibCopy, cuda_major_by_name, parse_lib_name, soname_major
 from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 from ortfix.matrix import Matrix
 from ortfix.probe import Distribution
@@ -68,6 +68,7 @@ LIB_SHADOWED = "LIB004"
 SONAME_LINK_MISSING = "LIB005"
 UNREADABLE_DIR = "LIB006"
 LIB_DAMAGED = "LIB007"
+LIB_OTHER_CUDA = "LIB008"
 TORCH_MISMATCH = "TORCH001"
 UNKNOWN_VERSION = "MTX001"
 MATRIX_DISAGREES = "MTX002"
@@ -95,16 +96,20 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
 
 
 def _gpu_install(facts: Facts) -> OrtInstall | None:
-    """The ORT folder whose build is a GPU one (has the CUDA provider), if the import would pick it."""
-    for install in facts.ort:
-        if any(p.provider == "cuda" for p in install.providers) and install.package != CPU_PACKAGE:
-            return install
+    """The ORT folder `import onnxruntime` picks (the first on sys.path), if its build is a GPU one."""
+    active = facts.active_ort
+    if active is not None and any(p.provider == "cuda" for p in active.providers) and active.package != CPU_PACKAGE:
+        return active
     return None
 
 
 def _packages(facts: Facts) -> list[Finding]:
     out: list[Finding] = []
-    dists = {d.normalized: d for d in facts.ort_distributions}
+    # Only the builds in the folder `import onnxruntime` picks compete: in a --system-site-packages venv, the base's
+    # onnxruntime behind the venv's own is shadowed, not installed "into the same folder".
+    active = facts.active_ort
+    dists = {d.normalized: d for d in facts.ort_distributions
+             if active is None or os.path.realpath(d.location) == os.path.realpath(active.dir.location)}
     cpu = dists.get(CPU_PACKAGE)
     gpu = dists.get(GPU_PACKAGE)
     variants = [d for n, d in dists.items() if n in OTHER_VARIANTS]
@@ -447,6 +452,7 @@ def _libraries(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Fi
             tuple(f"{c.path} ({c.origin}{', ' + c.version if c.version else ''})" for c in others),
             f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
             {"soname": name, "present": [c.path for c in others]}))
+    out += _other_cuda_major(facts, gpu, provider)
     prefix = os.path.realpath(facts.probe.prefix) + os.sep
     seen: set[str] = set()
     for res in provider.resolutions:
@@ -470,6 +476,31 @@ def _libraries(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Fi
             "put the environment's folder first: conda activate.d hook or preload hook",
             {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
     return out
+
+
+def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
+    """Libraries that resolve to a copy built for another CUDA major than the build's: the process would map two
+    CUDA runtimes (a libcurand.so.10 of CUDA 13 NEEDs libcudart.so.13), or cuDNN would dlopen another cuBLAS."""
+    if gpu.cuda_major is None:
+        return []
+    majors = {os.path.realpath(c.path): c.cuda_major for c in facts.libraries}
+    wrong: dict[str, tuple[str, int]] = {}
+    for res in provider.resolutions:
+        if res.path is None or res.name in wrong or res.name in DRIVER_LIBRARIES:
+            continue
+        major = majors.get(os.path.realpath(res.path), cuda_major_by_name(res.name))
+        if major is not None and major != gpu.cuda_major:
+            wrong[res.name] = (res.path, major)
+    if not wrong:
+        return []
+    return [Finding(
+        LIB_OTHER_CUDA, Severity.ERROR,
+        f"{len(wrong)} librar{'y resolves' if len(wrong) == 1 else 'ies resolve'} to copies built for another CUDA "
+        f"major than {gpu.package} {gpu.version} (CUDA {gpu.cuda_major}): {', '.join(wrong)}",
+        tuple(f"{name}: {path} (CUDA {major})" for name, (path, major) in wrong.items()),
+        f"install the CUDA {gpu.cuda_major} wheels that ship them and load those first; a process must not mix "
+        "CUDA majors",
+        {"sonames": list(wrong), "cuda_major": gpu.cuda_major})]
 
 
 def _file_version(path: str) -> str | None:

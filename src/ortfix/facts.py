@@ -100,6 +100,11 @@ class Facts:
         return [d for d in self.probe.distributions if d.normalized.startswith(prefix)]
 
     @property
+    def active_ort(self) -> OrtInstall | None:
+        """The `onnxruntime` folder a plain `import onnxruntime` gets: the first on the target's sys.path."""
+        return self.ort[0] if self.ort else None
+
+    @property
     def ort_distributions(self) -> list[Distribution]:
         return [d for d in self.probe.distributions if d.normalized.startswith(ORT_DISTRIBUTION_PREFIXES)]
 

@@ -194,9 +194,15 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             if occupant.name not in remove:
                 remove.append(occupant.name)
                 replaced[occupant.name] = wheel
+    inside = os.path.realpath(facts.probe.prefix) + os.sep
     for name in remove:
         dist = next((d for d in facts.probe.distributions if d.name == name), None)
         if dist is None:
+            continue
+        if not (os.path.realpath(dist.location) + os.sep).startswith(inside):
+            # Never a change outside the environment: what is installed into it comes first on its sys.path.
+            notes.append(f"{dist.name} {dist.version} in {dist.location} is outside this environment and stays; "
+                         "what this plan installs into the environment is imported before it")
             continue
         why = (f" ({replaced[name].distribution} installs into the same folder, {replaced[name].dir})"
                if name in replaced else "")
@@ -219,7 +225,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         if installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
         fixes = tuple(sorted({*(c for c in codes if c in (*_UNINSTALL_CODES, dx.NO_ORT, dx.LIB_MISSING,
-                                                          dx.LIB_WRONG_MAJOR, dx.DRIVER_TOO_OLD)),
+                                                          dx.LIB_WRONG_MAJOR, dx.DRIVER_TOO_OLD, dx.LIB_OTHER_CUDA)),
                               *repairs.installed_by(swap and target is not None, codes),
                               *((dx.GPU_ARCH,) if swap and arch_error else ())}))
         actions.append(Action(
@@ -287,10 +293,8 @@ def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
 
 
 def _installed_gpu(facts: Facts) -> OrtInstall | None:
-    for install in facts.ort:
-        if install.providers and install.package != dx.CPU_PACKAGE:
-            return install
-    return None
+    active = facts.active_ort
+    return active if active is not None and active.providers and active.package != dx.CPU_PACKAGE else None
 
 
 @dataclass(frozen=True)
@@ -501,10 +505,15 @@ def _needed_sonames(facts: Facts, matrix: Matrix, target: Target | None, install
 
 
 def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> bool:
+    majors = _majors_by_path(facts.libraries)
     for provider in installed.providers:
         for r in provider.resolutions:
             if r.name == name and r.path is None:
                 return True
+            if r.name == name and r.path is not None and installed.cuda_major is not None:
+                major: int | None = majors.get(os.path.realpath(r.path), cuda_major_by_name(name))
+                if major is not None and major != installed.cuda_major:
+                    return True  # a copy of another CUDA major (LIB008)
     own = [c for c in facts.libraries if c.soname == name and c.inside_env]
     found = facts.findable.get(name)
     return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
@@ -575,7 +584,7 @@ def _order(hook_libs: Mapping[str, str]) -> list[str]:
 
 def _hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[str]) -> list[Action]:
     fixes = tuple(sorted(c for c in codes if c in (dx.LIB_NOT_ON_PATH, dx.LIB_SHADOWED, dx.LIB_MISSING,
-                                                   dx.LIB_WRONG_MAJOR, dx.SONAME_LINK_MISSING)))
+                                                   dx.LIB_WRONG_MAJOR, dx.SONAME_LINK_MISSING, dx.LIB_OTHER_CUDA)))
     if kind == "conda":
         dirs = list(dict.fromkeys(os.path.dirname(p) for p in _order(hook_libs)))
         activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)

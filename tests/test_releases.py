@@ -1,0 +1,288 @@
+"""Every release line, on real wheels: `check` names the build exactly, `plan` is coherent for the installed build and
+for driver bands of each CUDA major (every requirement resolves on the configured index), and no plan mixes CUDA
+majors. The expected majors are read off the wheels themselves (../shared/facts/ort-gpu-wheels.md), not from ortfix.
+
+One venv per release holds the ORT wheel alone (`--no-deps`); pip's cache keeps reruns quick."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from checktools import site_packages
+from clitools import run_ortfix
+
+pytestmark = pytest.mark.realwheels
+
+REPO = Path(__file__).resolve().parents[1]
+
+# CUDA and cuDNN major of each release line's provider library (readelf -d / _ld_preload.py of the real wheels).
+RELEASES: dict[str, tuple[int, int]] = {
+    "1.15.1": (11, 8), "1.16.3": (11, 8), "1.17.1": (11, 8), "1.18.1": (11, 8),
+    "1.19.2": (12, 9), "1.20.2": (12, 9), "1.21.1": (12, 9), "1.22.0": (12, 9), "1.23.2": (12, 9),
+    "1.24.4": (12, 9), "1.25.1": (12, 9), "1.26.0": (12, 9),
+    "1.27.0": (13, 9), "1.28.0": (13, 9), "1.29.0": (13, 9), "1.30.0": (13, 9), "1.31.1": (13, 9),
+}
+# One driver per band: CUDA 11 only (11.4), CUDA 12.0 exactly, the last CUDA 12 driver (12.9), CUDA 13.
+DRIVER_BANDS = ("470.57.02", "525.60.13", "575.51.03", "580.65.06")
+
+
+def _wheels_by_major() -> dict[int, set[str]]:
+    """The NVIDIA distributions of each CUDA major, from the matrix data (compat/cuda.yaml)."""
+    doc = yaml.safe_load((REPO / "compat" / "cuda.yaml").read_text(encoding="utf-8"))
+    out: dict[int, set[str]] = {}
+    for row in doc["cuda"]:
+        out.setdefault(row["major"], set()).update(w["distribution"] for w in row["wheels"])
+    for row in doc["cudnn"]:
+        out.setdefault(row["cuda_major"], set()).add(row["distribution"])
+    return out
+
+
+WHEELS = _wheels_by_major()
+
+
+def _venv(root: Path, *requirements: str) -> Path:
+    venv = root / "venv"
+    if (root / "complete").exists():
+        return venv
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", "--disable-pip-version-check", *requirements], check=True)
+    (root / "complete").write_text("\n".join(requirements))
+    return venv
+
+
+@pytest.fixture(scope="module")
+def release_venv(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    base = tmp_path_factory.getbasetemp() / "releases"
+
+    def make(version: str) -> Path:
+        return _venv(base / version, f"onnxruntime-gpu=={version}")
+
+    return make
+
+
+def _json(args: list[str]) -> dict[str, Any]:
+    result = run_ortfix(*args, "--json", timeout=300)
+    assert result.returncode in (0, 1), result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def _requirements(plan: dict[str, Any]) -> list[str]:
+    return [r for a in plan["actions"] if a["kind"] == "pip-install" for r in a["details"]["requirements"]]
+
+
+def _hook_libraries(plan: dict[str, Any]) -> list[str]:
+    for action in plan["actions"]:
+        if action["kind"] == "write-file" and action["details"]["path"].endswith("_ortfix_preload.py"):
+            for line in action["details"]["content"].splitlines():
+                if line.startswith("LIBRARIES = "):
+                    libraries: list[str] = ast.literal_eval(line.split("=", 1)[1].strip())
+                    return libraries
+    return []
+
+
+def _name(requirement: str) -> str:
+    for i, ch in enumerate(requirement):
+        if ch in "=<>~!;[ ":
+            return requirement[:i]
+    return requirement
+
+
+def assert_coherent(plan: dict[str, Any], installed: str) -> None:
+    """The header's target is what every action serves: a build swap is an uninstall plus `==version`; every NVIDIA
+    wheel and every library the hook loads is of the target's CUDA major."""
+    target = plan["target"]
+    assert target is not None, plan["notes"]
+    reqs = _requirements(plan)
+    pinned = [r for r in reqs if _name(r) == "onnxruntime-gpu"]
+    uninstalled = [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
+    if pinned:
+        assert pinned == [f"onnxruntime-gpu=={target['version']}"]
+        assert "onnxruntime-gpu" in uninstalled or target["version"] == installed
+    else:
+        assert target["version"] == installed and target["cuda_major"] == RELEASES[installed][0], target
+    major = target["cuda_major"]
+    for req in reqs:
+        if _name(req) != "onnxruntime-gpu":
+            assert _name(req) in WHEELS[major], f"{req} is not a CUDA {major} wheel"
+    for lib in _hook_libraries(plan):
+        assert ("nvidia/cu13/" in lib) == (major == 13) or lib.startswith("nvidia/cudnn/"), (major, lib)
+    assert not [n for n in plan["notes"] if "no NVIDIA pip wheel is known" in n], plan["notes"]
+    assert {f["code"] for f in plan["unresolved"]} <= {"DRV001"}, plan["unresolved"]
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES, key=lambda v: tuple(map(int, v.split(".")))))
+def test_release_identified_and_planned(release_venv: Any, version: str) -> None:
+    venv = release_venv(version)
+    python = str(venv / "bin" / "python")
+    check = _json(["check", "--python", python])
+    [ort] = check["facts"]["onnxruntime"]
+    cuda, cudnn = RELEASES[version]
+    assert (ort["package"], ort["version"], ort["cuda_major"], ort["cudnn_major"]) == (
+        "onnxruntime-gpu", version, cuda, cudnn)
+    assert ort["in_matrix"] is True
+    codes = {f["code"] for f in check["findings"]}
+    assert not codes & {"MTX001", "MTX002"}, check["findings"]  # the matrix knows it and agrees with the binary
+
+    assert_coherent(_json(["plan", "--python", python]), version)
+    for driver in DRIVER_BANDS:
+        plan = _json(["plan", "--python", python, "--driver", driver])
+        assert_coherent(plan, version)
+        if plan["target"]["index"] == "default":
+            _assert_resolves(_requirements(plan))
+
+
+_RESOLVED: dict[tuple[str, ...], None] = {}
+
+
+def _assert_resolves(requirements: list[str]) -> None:
+    """Every pinned or capped requirement has a wheel for this Python and platform on the configured index."""
+    key = tuple(sorted(requirements))
+    if not requirements or key in _RESOLVED:
+        return
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
+                             "--quiet", "--disable-pip-version-check", "--only-binary=:all:", *requirements],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, f"{requirements}: {result.stderr.strip().splitlines()[-1:]}"
+    _RESOLVED[key] = None
+
+
+def test_gpu_too_old_for_the_build_swaps_it(release_venv: Any) -> None:
+    """GPU001 as an error (compute capability 7.0 under a CUDA 13 build): the plan swaps to a CUDA 12 build and says
+    so in its header; the finding is fixed by the plan, not left over."""
+    python = str(release_venv("1.31.1") / "bin" / "python")
+    plan = _json(["plan", "--python", python, "--driver", "580.65.06", "--compute-capability", "7.0"])
+    assert plan["target"]["cuda_major"] == 12
+    assert_coherent(plan, "1.31.1")
+    assert any("GPU001" in a["fixes"] for a in plan["actions"] if a["kind"] == "pip-install")
+
+
+def test_no_driver_prefers_the_widest_driver_range_and_says_what_it_needs(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
+    python = str(tmp_path / "v" / "bin" / "python")
+    plan = _json(["plan", "--python", python])
+    assert plan["target"]["cuda_major"] == 12  # runs on R535 and newer; a CUDA 13 build needs R580
+    assert any("needs an NVIDIA driver >= 525.60.13" in n for n in plan["notes"]), plan["notes"]
+    known = _json(["plan", "--python", python, "--driver", "580.65.06"])
+    assert known["target"]["cuda_major"] == 13  # the driver runs the newest build: no reason to prefer another
+    assert not any("needs an NVIDIA driver" in n for n in known["notes"])
+
+
+def test_libraries_of_another_cuda_major_are_not_reused(tmp_path: Path) -> None:
+    """A CUDA 12 build (1.19.2) beside CUDA 11's cuRAND wheel: libcurand.so.10 has the same SONAME in both, and both
+    wheels install into nvidia/curand/lib. check says LIB008 once it is findable; the plan installs CUDA 12's cuRAND
+    after uninstalling CUDA 11's, and never loads the CUDA 11 copy."""
+    venv = _venv(tmp_path / "mixed", "onnxruntime-gpu==1.19.2", "nvidia-curand-cu11")
+    python = str(venv / "bin" / "python")
+    curand_dir = site_packages(venv) / "nvidia" / "curand" / "lib"
+    assert (curand_dir / "libcurand.so.10").exists()
+
+    plan = _json(["plan", "--python", python, "--driver", "550.54.14"])
+    assert_coherent(plan, "1.19.2")
+    uninstalled = [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
+    assert uninstalled == ["nvidia-curand-cu11"]
+    assert any(r.startswith("nvidia-curand-cu12") for r in _requirements(plan))
+
+    check = run_ortfix("check", "--python", python, "--json", env={"LD_LIBRARY_PATH": str(curand_dir)})
+    findings = {f["code"]: f for f in json.loads(check.stdout)["findings"]}
+    assert "LIB008" in findings and findings["LIB008"]["data"]["sonames"] == ["libcurand.so.10"]
+
+
+def test_a_process_that_maps_two_cuda_majors_fails_the_load_check(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fresh-process check reads /proc/self/maps: CUDA 11's and CUDA 12's runtimes side by side fail it, though
+    each library loads."""
+    from ortfix.verify import check_loadable
+
+    venv = _venv(tmp_path / "two", "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12")
+    lib = site_packages(venv) / "nvidia" / "cuda_runtime" / "lib"
+    names = sorted(os.listdir(lib))
+    assert "libcudart.so.12" in names and "libcudart.so.11.0" in names  # both wheels share the folder
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))
+    python = str(venv / "bin" / "python")
+    prefix = str(venv)
+    check = check_loadable(python, ["libcudart.so.12", "libcudart.so.11.0"], prefix=prefix, cuda_major=12)
+    assert all(x.error is None for x in check.libraries), check.failures
+    assert check.mixed_majors and "CUDA 11" in check.mixed_majors and "CUDA 12" in check.mixed_majors
+    one = check_loadable(python, ["libcudart.so.12"], prefix=prefix, cuda_major=12)
+    assert one.mixed_majors is None and [os.path.basename(p) for p in one.mapped] == ["libcudart.so.12"]
+    wrong = check_loadable(python, ["libcudart.so.12"], prefix=prefix, cuda_major=13)
+    assert wrong.mixed_majors is not None and "needs CUDA 13" in wrong.mixed_majors
+
+
+def _base_python(root: Path) -> Path:
+    """A base installation of our own: a copy of the interpreter running the tests (its standard library, not its
+    site-packages), so that packages can be installed into the base of a --system-site-packages venv."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    stdlib = Path(sys.base_prefix) / "lib" / version
+    if not (Path(sys.base_prefix) / "bin" / version).exists() or not (stdlib / "os.py").exists() or \
+            str(sys.base_prefix).startswith("/usr"):
+        pytest.skip(f"the test interpreter's base ({sys.base_prefix}) is not a self-contained installation to copy")
+    base = root / "base"
+    (base / "bin").mkdir(parents=True)
+    shutil.copy2(Path(sys.base_prefix) / "bin" / version, base / "bin" / version)
+    (base / "bin" / "python3").symlink_to(version)
+    (base / "lib").mkdir()
+    for lib in (Path(sys.base_prefix) / "lib").glob("libpython*"):
+        shutil.copy2(lib, base / "lib" / lib.name, follow_symlinks=False)
+    shutil.copytree(stdlib, base / "lib" / version, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n in ("site-packages", "test", "__pycache__")
+                                             and Path(d) == stdlib])
+    (base / "lib" / version / "site-packages").mkdir()
+    return base / "bin" / "python3"
+
+
+def _install(python: Path, *requirements: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--disable-pip-version-check", *requirements], check=True)
+
+
+def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
+    """onnxruntime-gpu in a --system-site-packages venv whose base has the CPU onnxruntime: no false ORT003, nothing
+    planned outside the venv; the reverse (the CPU package in the venv, the GPU build in the base): the venv's CPU
+    folder is the active one, and the plan replaces it inside the venv only."""
+    base = _base_python(tmp_path)
+    _install(base, "onnxruntime==1.22.0")
+    venv = tmp_path / "venv"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    _install(python, "onnxruntime-gpu==1.22.0")
+
+    check = _json(["check", "--python", str(python)])
+    codes = {f["code"] for f in check["findings"]}
+    assert "ORT003" not in codes and "ORT002" not in codes, check["findings"]
+    active = check["facts"]["onnxruntime"][0]
+    assert active["dir"].startswith(str(venv)) and active["package"] == "onnxruntime-gpu"
+    plan = _json(["plan", "--python", str(python)])
+    assert not [a for a in plan["actions"] if a["kind"] == "pip-uninstall"]
+    for action in plan["actions"]:
+        if action["kind"] == "write-file":
+            assert action["details"]["path"].startswith(str(venv))
+
+    reverse = tmp_path / "reverse"
+    base_gpu = _base_python(tmp_path / "b2")
+    _install(base_gpu, "onnxruntime-gpu==1.22.0")
+    subprocess.run([str(base_gpu), "-m", "venv", "--without-pip", "--system-site-packages", str(reverse)],
+                   check=True)
+    _install(reverse / "bin" / "python", "onnxruntime==1.22.0")
+    rcheck = _json(["check", "--python", str(reverse / "bin" / "python")])
+    ractive = rcheck["facts"]["onnxruntime"][0]
+    assert ractive["dir"].startswith(str(reverse)) and ractive["package"] == "onnxruntime"
+    assert "ORT002" in {f["code"] for f in rcheck["findings"]}
+    rplan = _json(["plan", "--python", str(reverse / "bin" / "python")])
+    removed = [(a["details"]["distribution"], a["details"]["location"]) for a in rplan["actions"]
+               if a["kind"] == "pip-uninstall"]
+    assert removed and all(loc.startswith(str(reverse)) for _, loc in removed), removed
+    assert "onnxruntime-gpu==1.22.0" in _requirements(rplan)
