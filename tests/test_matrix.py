@@ -131,3 +131,47 @@ def test_size_without_its_measured_wheel_is_rejected(tmp_path: Path) -> None:
     bad.write_text(broken, encoding="utf-8")
     line = text[: text.index('measured: "nvidia_cublas_cu12')].count("\n") + 1
     assert_one_line_error(run_ortfix("matrix", "validate", str(bad)), f"{bad}:{line}")
+
+
+def test_every_nvidia_wheel_has_published_versions() -> None:
+    m = load_matrix(COMPAT, use_cache=False)
+    wheels = [(c.major, w) for c in m.cuda.values() for w in c.wheels] + [(r.cuda_major, r.wheel) for r in m.cudnn]
+    assert len(wheels) >= 20
+    for major, wheel in wheels:
+        assert wheel.cuda_major == major and wheel.published is not None, wheel.distribution
+        assert wheel.published.source.strip() and wheel.published.by_cuda
+        assert all(g.cuda.startswith(f"{major}.") for g in wheel.published.by_cuda), wheel.distribution
+    assert {w.distribution for _, w in wheels if w.ptx_jit} == {"nvidia-cuda-nvrtc-cu11", "nvidia-cuda-nvrtc-cu12",
+                                                                 "nvidia-cuda-nvrtc"}
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    # the cuBLAS 11.8 group holding a version older than the 11.7 group's 11.10.3.66
+    ('versions: ["11.11.3.6"]', 'versions: ["11.9.0.1"]', "is not newer than 11.10.3.66 (CUDA 11.7)"),
+    ('versions: ["11.11.3.6"]', 'versions: ["11.11.3.6", "11.11.3.5"]', "ascending order"),
+    ('versions: ["11.11.3.6"]', 'versions: ["11.11.3.6", "11.10.3.66"]', "listed twice"),
+    ('versions: ["11.11.3.6"]', 'versions: ["12.0.1.189"]', "outside its specifier ~=11.0"),
+    ('- cuda: "11.8"\n              versions: ["11.11.3.6"]', '- cuda: "12.0"\n              versions: ["11.11.3.6"]',
+     "CUDA 12.0 is not a CUDA 11 minor"),
+    ('linux_aarch64: ["11.10.3.66"]', 'linux_aarch64: ["11.10.3.67"]', "11.10.3.67 (not on linux_aarch64) is not"),
+    ('linux_aarch64: ["11.10.3.66"]', 'linux_riscv64: ["11.10.3.66"]', "linux_riscv64"),
+])
+def test_broken_published_versions_name_the_line(tmp_path: Path, old: str, new: str, message: str) -> None:
+    d = _broken_copy(tmp_path, old, new, name="cuda.yaml")
+    line = _line_of(d / "cuda.yaml", new.splitlines()[0].strip())  # the first occurrence: the one changed
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert message in err.value.message, err.value.message
+    assert f"cuda.yaml:{line}:" in err.value.message, err.value.message
+
+
+def test_a_wheel_without_published_versions_is_rejected(tmp_path: Path) -> None:
+    text = (COMPAT / "cuda.yaml").read_text(encoding="utf-8")
+    start = text.index("        published:", text.index('distribution: "nvidia-cublas-cu11"'))
+    end = text.index('      - distribution: "nvidia-cufft-cu11"')
+    d = tmp_path / "compat"
+    shutil.copytree(COMPAT, d)
+    (d / "cuda.yaml").write_text(text[:start] + text[end:], encoding="utf-8")
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert "'published' is a required property" in err.value.message

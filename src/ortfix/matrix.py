@@ -13,15 +13,18 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from ortfix.cachedir import cache_dir, write_json
 from ortfix.errors import OrtfixError
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
 SCHEMA_VERSION = 1
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _HEADER = {
@@ -41,6 +44,43 @@ _SIZE = {
         "download": {"type": "number", "exclusiveMinimum": 0},
         "unpacked": {"type": "number", "exclusiveMinimum": 0},
         "measured": {"type": "string", "minLength": 3},
+    },
+}
+
+# Platforms an NVIDIA wheel is published for (`published.not_on` keys); see Matrix.wheel_requirement.
+WHEEL_PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64")
+_WHEEL_VERSION = {"type": "string", "pattern": r"^\d+(\.\d+)+(\.post\d+)?$"}
+# Which published versions of a wheel exist and which CUDA toolkit minor each ships with (scripts/wheel_caps.py).
+_PUBLISHED = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["source", "by_cuda"],
+    "properties": {
+        "source": {"type": "string", "minLength": 3},
+        "by_cuda": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["cuda", "versions"],
+                "properties": {
+                    "cuda": {"type": "string", "pattern": r"^\d+\.\d+$"},
+                    "driver": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["linux"],
+                        "properties": {"linux": _DRIVER, "windows": _DRIVER},
+                    },
+                    "versions": {"type": "array", "minItems": 1, "items": _WHEEL_VERSION},
+                },
+            },
+        },
+        "not_on": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {p: {"type": "array", "minItems": 1, "items": _WHEEL_VERSION} for p in WHEEL_PLATFORMS},
+        },
     },
 }
 
@@ -145,7 +185,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "items": {
                     "type": "object",
                     "additionalProperties": False,
-                    "required": ["major", "cuda_major", "distribution", "specifier", "dir", "sonames", "source"],
+                    "required": ["major", "cuda_major", "distribution", "specifier", "dir", "sonames", "published",
+                                 "source"],
                     "properties": {
                         "major": {"type": "integer", "minimum": 7, "maximum": 20},
                         "cuda_major": {"type": "integer", "minimum": 9, "maximum": 20},
@@ -155,6 +196,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "windows_dir": {"type": "string"},
                         "sonames": {**_STR_LIST, "minItems": 1},
                         "size_mib": _SIZE,
+                        "ptx_jit": {"type": "boolean"},
+                        "published": _PUBLISHED,
                         "compute_capability": {
                             "type": "object",
                             "additionalProperties": False,
@@ -170,7 +213,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "wheel": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["distribution", "specifier", "sonames", "dir"],
+                "required": ["distribution", "specifier", "sonames", "dir", "published"],
                 "properties": {
                     "distribution": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
                     "specifier": {"type": "string", "minLength": 2},
@@ -178,6 +221,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "dir": {"type": "string", "minLength": 1},
                     "windows_dir": {"type": "string"},
                     "size_mib": _SIZE,
+                    "ptx_jit": {"type": "boolean"},
+                    "published": _PUBLISHED,
                 },
             }
         },
@@ -214,6 +259,24 @@ class OrtBuild:
 
 
 @dataclass(frozen=True)
+class WheelVersions:
+    """Published versions of a wheel that ship with one CUDA toolkit minor."""
+
+    cuda: str  # "12.4"
+    versions: tuple[str, ...]  # ascending
+    driver: Mapping[str, str] = field(default_factory=dict)  # lowest driver they need whatever the CUDA minor (cuDNN)
+
+
+@dataclass(frozen=True)
+class Published:
+    """Which versions of a wheel the index has, by CUDA minor (ascending: a later minor only has later versions)."""
+
+    by_cuda: tuple[WheelVersions, ...]
+    not_on: Mapping[str, tuple[str, ...]]  # platform (WHEEL_PLATFORMS) -> published versions with no wheel for it
+    source: str
+
+
+@dataclass(frozen=True)
 class WheelSpec:
     distribution: str
     specifier: str
@@ -221,6 +284,19 @@ class WheelSpec:
     dir: str
     windows_dir: str | None = None
     size_mib: tuple[float, float] | None = None  # (download, unpacked) of one measured wheel
+    cuda_major: int | None = None  # the CUDA major whose row (or cuDNN row) lists the wheel
+    ptx_jit: bool = False  # hands PTX it generates to the driver to compile: minor-version compatibility does not cover
+    published: Published | None = None
+
+
+@dataclass(frozen=True)
+class WheelRequirement:
+    """What to ask pip for: `requirement` = distribution + specifier + `cap` (see Matrix.wheel_requirement)."""
+
+    requirement: str  # "nvidia-cuda-nvrtc-cu12~=12.0,<12.1"
+    cap: str | None  # "<12.1"; None when the driver runs every published version, or when no cap can be satisfied
+    admitted: tuple[str, ...]  # published versions for the platform that the requirement admits and the driver runs
+    note: str | None  # why no cap could be given (no published version runs with this driver), for the user
 
 
 @dataclass(frozen=True)
@@ -307,12 +383,139 @@ class Matrix:
         need = cuda.driver_min.get(os_name) or cuda.driver_min.get("linux")
         return _driver_version(driver) >= _driver_version(need) if need else None
 
+    def requirement_for(self, wheel: WheelSpec, driver: str | None, os_name: str = "linux",
+                        machine: str = "x86_64") -> str:
+        """The pip requirement for `wheel` on a machine with this driver: wheel_requirement(...).requirement."""
+        return self.wheel_requirement(wheel, driver, os_name, machine).requirement
+
+    def wheel_requirement(self, wheel: WheelSpec, driver: str | None, os_name: str = "linux",
+                          machine: str = "x86_64") -> WheelRequirement:
+        """Distribution + specifier + a version cap that keeps pip off wheels this driver cannot run.
+
+        For plan.py's `_cap` (its caller prepends the distribution; this returns the whole requirement):
+
+            req = matrix.wheel_requirement(wheel, facts.driver.version, os_name, facts.probe.machine)
+            requirements.append(req.requirement)
+            if req.note: notes.append(req.note)
+
+        `os_name` is "linux" or "windows"; `machine` as platform.machine() says it ("x86_64", "aarch64", "AMD64").
+        No driver (or no `published` data): the bare distribution + specifier.
+
+        One rule for every wheel, from the `published` data (which versions ship with which CUDA minor):
+        a version runs when the driver supports its CUDA minor natively (Matrix.highest_cuda_for_driver), or when
+        minor-version compatibility covers it: the driver meets its CUDA major's `driver_min` and the wheel is not
+        `ptx_jit`. NVIDIA's CUDA Compatibility guide, "Minor Version Compatibility": from CUDA 11 on, anything built
+        with a toolkit of a major family runs on that family's minimum driver, with the caveat "Applications using
+        PTX will see runtime issues: applications that compile device code to PTX will not work on older drivers".
+        NVRTC (ptx_jit) hands PTX to the driver's JIT compiler, so it must not be newer than the driver's CUDA.
+        nvJitLink is not ptx_jit: it links to a cubin itself, and its guide says it is compatible across the
+        minors of a major (it must only be >= the toolkit that produced its inputs: cuFFT's LTO kernels), and the
+        cuDNN support matrix runs every cuDNN 9 for CUDA 12 on >= 525.60.13 for toolkits 12.0-12.9. A version group
+        may also carry its own `driver` floor (the cuDNN support matrix's driver column).
+
+        The cap is `<B`, B the shortest version prefix between the newest version that runs and the oldest one that
+        does not, so it admits at least one published version with a wheel for this platform. When none runs (or
+        none that runs has a wheel for the platform), no cap is given and `note` says which driver the oldest one
+        needs; versions newer than the data knows are not capped (scripts/wheel_caps.py keeps the data current).
+        """
+        base = wheel.distribution + wheel.specifier
+        published = wheel.published
+        if not driver or published is None:
+            return WheelRequirement(base, None, (), None)
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # ~15 ms (packaging.tags): only when asked
+
+        platform = _wheel_platform(os_name, machine)
+        missing = set(published.not_on.get(platform, ())) if platform else set()
+        try:
+            spec = SpecifierSet(wheel.specifier)
+        except InvalidSpecifier:
+            return WheelRequirement(base, None, (), None)
+        rows = [(Version(v), group) for group in published.by_cuda for v in group.versions
+                if spec.contains(v, prereleases=True)]
+        highest = self.highest_cuda_for_driver(driver, os_name)
+        mvc = (not wheel.ptx_jit and wheel.cuda_major is not None
+               and self.driver_supports_major(driver, wheel.cuda_major, os_name) is True)
+        runs = [(v, g) for v, g in rows if _runs(g, driver, os_name, highest, mvc)]
+        here = [str(v) for v, _ in runs if str(v) not in missing]
+        if len(runs) == len(rows):
+            return WheelRequirement(base, None, tuple(here), None if here else self._no_wheel(wheel, platform))
+        if not here:
+            offered = [(v, g) for v, g in rows if str(v) not in missing]
+            if not offered:
+                return WheelRequirement(base, None, (), self._no_wheel(wheel, platform))
+            oldest, group = offered[0]
+            supports = f" (CUDA {highest.major}.{highest.minor})" if highest else ""
+            if runs:
+                what = f"none of the versions driver {driver} runs has a wheel for {platform}"
+                which = f" for {platform}"
+            else:
+                what, which = f"no published version runs with driver {driver}{supports}", ""
+            why = " for the driver to compile the PTX it generates" if wheel.ptx_jit else ""
+            note = (f"{wheel.distribution}: {what}, so it is left uncapped; the oldest{which}, {oldest} (CUDA "
+                    f"{group.cuda}), needs {self._needed_driver(wheel, group, os_name)}{why}")
+            return WheelRequirement(base, None, (), note)
+        newest = max(v for v, _ in runs)
+        bound = _cap_bound(newest, min(v for v, _ in rows if v > newest))
+        return WheelRequirement(f"{base},<{bound}", f"<{bound}", tuple(here), None)
+
+    def _needed_driver(self, wheel: WheelSpec, group: WheelVersions, os_name: str) -> str:
+        """The lowest driver at which `group` runs, in words."""
+        wanted = Version(group.cuda)
+        native = [r[2] if os_name == "windows" else r[1] for c in self.cuda.values() for r in c.releases
+                  if Version(r[0]).release[:2] == wanted.release[:2]]
+        options = [d for d in native if d]
+        cuda = self.cuda.get(wheel.cuda_major) if wheel.cuda_major is not None else None
+        if cuda is not None and not wheel.ptx_jit:
+            mvc = cuda.driver_min.get(os_name) or cuda.driver_min.get("linux")
+            options += [mvc] if mvc else []
+        if not options:
+            return f"a driver newer than any this matrix knows (it has no CUDA {group.cuda} release)"
+        need = min(options, key=_driver_version)
+        floor = group.driver.get(os_name)
+        if floor and _driver_version(floor) > _driver_version(need):
+            need = floor
+        return f"driver >= {need}"
+
+    @staticmethod
+    def _no_wheel(wheel: WheelSpec, platform: str | None) -> str:
+        return f"{wheel.distribution}{wheel.specifier}: no published version has a wheel for {platform}"
+
 
 def _same_version(text: str, wanted: Version) -> bool:
     try:
         return Version(text) == wanted
     except InvalidVersion:
         return False
+
+
+def _runs(group: WheelVersions, driver: str, os_name: str, highest: Version | None, mvc: bool) -> bool:
+    """Whether this driver runs the versions of `group`: its own driver floor met, and its CUDA minor supported
+    natively or through minor-version compatibility (`mvc`: the wheel's major's driver_min met, not ptx_jit)."""
+    floor = group.driver.get(os_name)
+    if floor and _driver_version(driver) < _driver_version(floor):
+        return False
+    return mvc or (highest is not None and Version(group.cuda) <= highest)
+
+
+def _wheel_platform(os_name: str, machine: str) -> str | None:
+    """The WHEEL_PLATFORMS name of a machine; None for one the data does not cover (then no version is ruled out)."""
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
+        machine.strip().lower())
+    if os_name == "linux" and arch:
+        return f"linux_{arch}"
+    if os_name == "windows" and arch == "x86_64":
+        return "win_amd64"
+    return None
+
+
+def _cap_bound(newest_ok: Version, oldest_not: Version) -> str:
+    """The shortest prefix of `oldest_not` above `newest_ok`: `<12.1` rather than `<12.1.55` (the same versions)."""
+    release = oldest_not.release
+    for n in range(1, len(release) + 1):
+        prefix = ".".join(map(str, release[:n]))
+        if Version(prefix) > newest_ok:
+            return prefix
+    return str(oldest_not)
 
 
 def _driver_version(text: str) -> tuple[int, ...]:
@@ -458,7 +661,7 @@ MATRIX_KINDS = ("ort-releases", "cuda")
 
 
 def _semantic_checks(doc: Mapping[str, Any], node: Any, name: str) -> None:
-    """What a schema cannot say: versions parse, no build listed twice, specifiers parse."""
+    """What a schema cannot say: versions parse, no build listed twice, specifiers parse, `published` is ordered."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     if doc["kind"] not in MATRIX_KINDS:
@@ -483,13 +686,63 @@ def _semantic_checks(doc: Mapping[str, Any], node: Any, name: str) -> None:
             for i, row in enumerate(doc[section]):
                 wheels = row.get("wheels", []) if section == "cuda" else [row]
                 for j, wheel in enumerate(wheels):
+                    at: list[str | int] = [section, i, "wheels", j] if section == "cuda" else [section, i]
                     try:
-                        SpecifierSet(wheel["specifier"])
+                        spec = SpecifierSet(wheel["specifier"])
                     except InvalidSpecifier as exc:
-                        where = [section, i, "wheels", j, "specifier"] if section == "cuda" else [section, i,
-                                                                                                  "specifier"]
-                        raise OrtfixError(f"{name}:{_line(node, where)}: not a version specifier: "
+                        raise OrtfixError(f"{name}:{_line(node, [*at, 'specifier'])}: not a version specifier: "
                                           f"{wheel['specifier']!r}") from exc
+                    major = row["major"] if section == "cuda" else row["cuda_major"]
+                    _check_published(wheel, spec, major, node, [*at, "published"], name)
+
+
+def _check_published(wheel: Mapping[str, Any], spec: SpecifierSet, major: int, node: Any, at: list[str | int],
+                     name: str) -> None:
+    """`published`: CUDA minors of the wheel's major in ascending order, each with versions above the previous
+    minor's (so the versions a driver runs are always the oldest ones and one `<` cap selects them), versions that
+    the wheel's specifier admits, driver floors that never fall, `not_on` naming only listed versions."""
+    def fail(where: list[str | int], what: str) -> OrtfixError:
+        return OrtfixError(f"{name}:{_line(node, [*at, *where])}: {wheel['distribution']}: {what}")
+
+    seen: set[Version] = set()
+    last: tuple[Version, Version, dict[str, tuple[int, ...]]] | None = None  # previous: cuda, newest, driver floors
+    for g, group in enumerate(wheel["published"]["by_cuda"]):
+        cuda = Version(group["cuda"])
+        if cuda.major != major:
+            raise fail(["by_cuda", g, "cuda"], f"CUDA {group['cuda']} is not a CUDA {major} minor")
+        floors = group.get("driver", {})
+        floor = {os_name: _driver_version(floors.get(os_name, "0")) for os_name in ("linux", "windows")}
+        versions: list[Version] = []
+        for k, text in enumerate(group["versions"]):
+            try:
+                v = Version(text)
+            except InvalidVersion as exc:
+                raise fail(["by_cuda", g, "versions", k], f"not a version: {text!r}") from exc
+            if v in seen:
+                raise fail(["by_cuda", g, "versions", k], f"{text} is listed twice")
+            if not spec.contains(v, prereleases=True):
+                raise fail(["by_cuda", g, "versions", k], f"{text} is outside its specifier {wheel['specifier']}")
+            if versions and v <= versions[-1]:
+                raise fail(["by_cuda", g, "versions", k], f"{text}: versions must be in ascending order")
+            seen.add(v)
+            versions.append(v)
+        if last is not None:
+            if cuda <= last[0]:
+                raise fail(["by_cuda", g, "cuda"], f"CUDA {group['cuda']} after CUDA {last[0]}: ascending minors")
+            if versions[0] <= last[1]:
+                raise fail(["by_cuda", g, "versions", 0], f"{versions[0]} (CUDA {group['cuda']}) is not newer than "
+                                                          f"{last[1]} (CUDA {last[0]})")
+            if any(floor[os_name] < last[2][os_name] for os_name in floor):
+                raise fail(["by_cuda", g, "driver"], "a driver floor lower than the previous minor's")
+        last = (cuda, versions[-1], floor)
+    for platform, listed in wheel["published"].get("not_on", {}).items():
+        for k, text in enumerate(listed):
+            try:
+                known = Version(text) in seen
+            except InvalidVersion:
+                known = False
+            if not known:
+                raise fail(["not_on", platform, k], f"{text} (not on {platform}) is not a listed version")
 
 
 def _line(node: Any, path: Sequence[str | int]) -> int:
@@ -547,14 +800,14 @@ def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Mat
             releases=tuple((r["version"], r["linux"], r.get("windows")) for r in row["releases"]),
             cc_min=row["compute_capability"]["min"],
             cc_max=row["compute_capability"]["max"],
-            wheels=tuple(_wheel(w) for w in row["wheels"]),
+            wheels=tuple(_wheel(w, row["major"]) for w in row["wheels"]),
             source=row["source"],
         )
     cudnn = tuple(
         CudnnWheel(
             major=row["major"],
             cuda_major=row["cuda_major"],
-            wheel=_wheel(row),
+            wheel=_wheel(row, row["cuda_major"]),
             cc_min=row.get("compute_capability", {}).get("min"),
             cc_max=row.get("compute_capability", {}).get("max"),
             source=row["source"],
@@ -565,7 +818,8 @@ def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Mat
     return Matrix(builds=tuple(builds), cuda=cuda, cudnn=cudnn, data_version=data_version, files=files)
 
 
-def _wheel(row: Mapping[str, Any]) -> WheelSpec:
+def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:
+    published = row.get("published")
     return WheelSpec(
         distribution=row["distribution"],
         specifier=row["specifier"],
@@ -573,6 +827,14 @@ def _wheel(row: Mapping[str, Any]) -> WheelSpec:
         dir=row["dir"],
         windows_dir=row.get("windows_dir"),
         size_mib=_size(row),
+        cuda_major=cuda_major,
+        ptx_jit=bool(row.get("ptx_jit", False)),
+        published=Published(
+            by_cuda=tuple(WheelVersions(g["cuda"], tuple(g["versions"]), dict(g.get("driver", {})))
+                          for g in published["by_cuda"]),
+            not_on={k: tuple(v) for k, v in published.get("not_on", {}).items()},
+            source=published["source"],
+        ) if published else None,
     )
 
 
