@@ -35,8 +35,6 @@ PLAN_SCHEMA = "ortfix.plan/2"
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",
                "cusparse", "cusolver", "cudnn", "nvinfer", "nvinfer_plugin", "nvonnxparser")
-# NVIDIA wheels whose version follows the CUDA toolkit's (12.4.x is CUDA 12.4): capped at what the driver runs.
-_TRACKS_TOOLKIT = ("nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cublas")
 
 
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
@@ -219,7 +217,10 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         requirements.append(f"{target.package}=={target.version}")
     for wheel in to_install.values():
         if canonicalize_name(wheel.distribution) not in repairs.requirements:  # reinstalled at its own version instead
-            requirements.append(wheel.distribution + _cap(wheel, facts, matrix))
+            wanted = matrix.wheel_requirement(wheel, facts.driver.version, "linux", facts.probe.machine)
+            requirements.append(wanted.requirement)
+            if wanted.note:
+                notes.append(wanted.note)
     requirements += [r for r in repairs.requirements.values() if r not in requirements]
     if requirements:
         if installer is None:
@@ -539,21 +540,6 @@ def _copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:
         if c.soname:
             out.setdefault(c.soname, []).append(c)
     return out
-
-
-def _cap(wheel: WheelSpec, facts: Facts, matrix: Matrix) -> str:
-    spec = wheel.specifier
-    driver = facts.driver.version
-    if not driver or not wheel.distribution.startswith(_TRACKS_TOOLKIT):
-        return spec
-    highest = matrix.highest_cuda_for_driver(driver)
-    try:
-        floor = min((Version(s.version) for s in SpecifierSet(spec)), default=None)
-    except InvalidSpecifier:
-        return spec
-    if highest is None or floor is None or floor.major != highest.major:
-        return spec
-    return f"{spec},<{highest.major}.{highest.minor + 1}"
 
 
 def _installer(facts: Facts) -> str | None:

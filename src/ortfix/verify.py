@@ -111,7 +111,7 @@ class LoadCheck:
         """Why the process's CUDA libraries are not one stack of the build's major; None when they are."""
         majors = self.majors
         if len(majors) > 1:
-            return ("libraries of CUDA " + " and ".join(f"{m} ({majors[m][0]})" for m in sorted(majors)) +
+            return ("libraries of " + " and ".join(f"CUDA {m} ({majors[m][0]})" for m in sorted(majors)) +
                     " are mapped into one process: a stack mixes no majors")
         if majors and self.cuda_major is not None and self.cuda_major not in majors:
             major = next(iter(majors))
