@@ -6,7 +6,6 @@ One venv per release holds the ORT wheel alone (`--no-deps`); pip's cache keeps 
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -16,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from checktools import site_packages
 from clitools import run_ortfix
+from plantools import assert_coherent, requirements
 
 pytestmark = pytest.mark.realwheels
-
-REPO = Path(__file__).resolve().parents[1]
 
 # CUDA and cuDNN major of each release line's provider library (readelf -d / _ld_preload.py of the real wheels).
 RELEASES: dict[str, tuple[int, int]] = {
@@ -34,20 +31,6 @@ RELEASES: dict[str, tuple[int, int]] = {
 }
 # One driver per band: CUDA 11 only (11.4), CUDA 12.0 exactly, the last CUDA 12 driver (12.9), CUDA 13.
 DRIVER_BANDS = ("470.57.02", "525.60.13", "575.51.03", "580.65.06")
-
-
-def _wheels_by_major() -> dict[int, set[str]]:
-    """The NVIDIA distributions of each CUDA major, from the matrix data (compat/cuda.yaml)."""
-    doc = yaml.safe_load((REPO / "compat" / "cuda.yaml").read_text(encoding="utf-8"))
-    out: dict[int, set[str]] = {}
-    for row in doc["cuda"]:
-        out.setdefault(row["major"], set()).update(w["distribution"] for w in row["wheels"])
-    for row in doc["cudnn"]:
-        out.setdefault(row["cuda_major"], set()).add(row["distribution"])
-    return out
-
-
-WHEELS = _wheels_by_major()
 
 
 def _venv(root: Path, *requirements: str) -> Path:
@@ -79,50 +62,6 @@ def _json(args: list[str]) -> dict[str, Any]:
     return doc
 
 
-def _requirements(plan: dict[str, Any]) -> list[str]:
-    return [r for a in plan["actions"] if a["kind"] == "pip-install" for r in a["details"]["requirements"]]
-
-
-def _hook_libraries(plan: dict[str, Any]) -> list[str]:
-    for action in plan["actions"]:
-        if action["kind"] == "write-file" and action["details"]["path"].endswith("_ortfix_preload.py"):
-            for line in action["details"]["content"].splitlines():
-                if line.startswith("LIBRARIES = "):
-                    libraries: list[str] = ast.literal_eval(line.split("=", 1)[1].strip())
-                    return libraries
-    return []
-
-
-def _name(requirement: str) -> str:
-    for i, ch in enumerate(requirement):
-        if ch in "=<>~!;[ ":
-            return requirement[:i]
-    return requirement
-
-
-def assert_coherent(plan: dict[str, Any], installed: str) -> None:
-    """The header's target is what every action serves: a build swap is an uninstall plus `==version`; every NVIDIA
-    wheel and every library the hook loads is of the target's CUDA major."""
-    target = plan["target"]
-    assert target is not None, plan["notes"]
-    reqs = _requirements(plan)
-    pinned = [r for r in reqs if _name(r) == "onnxruntime-gpu"]
-    uninstalled = [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
-    if pinned:
-        assert pinned == [f"onnxruntime-gpu=={target['version']}"]
-        assert "onnxruntime-gpu" in uninstalled or target["version"] == installed
-    else:
-        assert target["version"] == installed and target["cuda_major"] == RELEASES[installed][0], target
-    major = target["cuda_major"]
-    for req in reqs:
-        if _name(req) != "onnxruntime-gpu":
-            assert _name(req) in WHEELS[major], f"{req} is not a CUDA {major} wheel"
-    for lib in _hook_libraries(plan):
-        assert ("nvidia/cu13/" in lib) == (major == 13) or lib.startswith("nvidia/cudnn/"), (major, lib)
-    assert not [n for n in plan["notes"] if "no NVIDIA pip wheel is known" in n], plan["notes"]
-    assert {f["code"] for f in plan["unresolved"]} <= {"DRV001"}, plan["unresolved"]
-
-
 @pytest.mark.parametrize("version", sorted(RELEASES, key=lambda v: tuple(map(int, v.split(".")))))
 def test_release_identified_and_planned(release_venv: Any, version: str) -> None:
     venv = release_venv(version)
@@ -136,12 +75,12 @@ def test_release_identified_and_planned(release_venv: Any, version: str) -> None
     codes = {f["code"] for f in check["findings"]}
     assert not codes & {"MTX001", "MTX002"}, check["findings"]  # the matrix knows it and agrees with the binary
 
-    assert_coherent(_json(["plan", "--python", python]), version)
+    assert_coherent(_json(["plan", "--python", python]), version, cuda, str(venv))
     for driver in DRIVER_BANDS:
         plan = _json(["plan", "--python", python, "--driver", driver])
-        assert_coherent(plan, version)
+        assert_coherent(plan, version, cuda, str(venv))
         if plan["target"]["index"] == "default":
-            _assert_resolves(_requirements(plan))
+            _assert_resolves(requirements(plan))
 
 
 _RESOLVED: dict[tuple[str, ...], None] = {}
@@ -165,7 +104,7 @@ def test_gpu_too_old_for_the_build_swaps_it(release_venv: Any) -> None:
     python = str(release_venv("1.31.1") / "bin" / "python")
     plan = _json(["plan", "--python", python, "--driver", "580.65.06", "--compute-capability", "7.0"])
     assert plan["target"]["cuda_major"] == 12
-    assert_coherent(plan, "1.31.1")
+    assert_coherent(plan, "1.31.1", 13, python.rsplit("/bin/", 1)[0])
     assert any("GPU001" in a["fixes"] for a in plan["actions"] if a["kind"] == "pip-install")
 
 
@@ -190,10 +129,10 @@ def test_libraries_of_another_cuda_major_are_not_reused(tmp_path: Path) -> None:
     assert (curand_dir / "libcurand.so.10").exists()
 
     plan = _json(["plan", "--python", python, "--driver", "550.54.14"])
-    assert_coherent(plan, "1.19.2")
+    assert_coherent(plan, "1.19.2", 12, str(venv))
     uninstalled = [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
     assert uninstalled == ["nvidia-curand-cu11"]
-    assert any(r.startswith("nvidia-curand-cu12") for r in _requirements(plan))
+    assert any(r.startswith("nvidia-curand-cu12") for r in requirements(plan))
 
     check = run_ortfix("check", "--python", python, "--json", env={"LD_LIBRARY_PATH": str(curand_dir)})
     findings = {f["code"]: f for f in json.loads(check.stdout)["findings"]}
@@ -285,4 +224,4 @@ def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
     removed = [(a["details"]["distribution"], a["details"]["location"]) for a in rplan["actions"]
                if a["kind"] == "pip-uninstall"]
     assert removed and all(loc.startswith(str(reverse)) for _, loc in removed), removed
-    assert "onnxruntime-gpu==1.22.0" in _requirements(rplan)
+    assert "onnxruntime-gpu==1.22.0" in requirements(rplan)

@@ -1,0 +1,102 @@
+"""apply → an independent fresh-process loader check → rollback byte for byte, with real NVIDIA wheels, for one
+release of each CUDA major (11, 12, 13): the ORT wheel alone is installed, ortfix installs the NVIDIA wheels of
+the build's own major and makes them findable. The check here is the test's own: it loads every library the
+provider NEEDs or `_ld_preload.py` loads (read with readelf / from the file, not from ortfix), cuDNN's sub-libraries,
+and what cuDNN dlopens (libcublasLt.so.N), then reads /proc/self/maps: one CUDA major only. Marked `realwheels`
+(about 4 GB of wheels once; pip's cache keeps reruns quick)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checktools import site_packages
+from txtools import assert_same_tree, ortfix_json, tree_state
+
+pytestmark = pytest.mark.realwheels
+
+# The release of each major, and the sonames that tell a CUDA major (the runtime's and cuBLAS's).
+CASES = {
+    "1.18.1": 11,  # CUDA 11.8 / cuDNN 8: the provider NEEDs the CUDA 11 libraries (no build_and_package_info.py)
+    "1.20.2": 12,  # CUDA 12 / cuDNN 9: the provider NEEDs every cuDNN sub-library, and one of them libcuda.so.1
+    "1.31.1": 13,  # CUDA 13 / cuDNN 9: the provider NEEDs libcuda.so.1 and dlopens cuFFT, nvrtc and cuDNN lazily
+}
+_CUDA_SONAME = re.compile(r"lib(cudart|cublas|cublasLt|cufft|curand|cudnn\w*|nvrtc|nvJitLink)\.so\.[\d.]+")
+
+# Runs in the target: load what the provider needs and what the hook has made findable; report failures and the
+# CUDA libraries in /proc/self/maps. Never loads the provider itself (it can crash without a driver).
+_CHECK = r"""
+import ctypes, json, os, sys
+names = json.loads(sys.argv[1])
+import onnxruntime
+failed = {}
+for name in names:
+    try:
+        ctypes.CDLL(name)
+    except OSError as exc:
+        failed[name] = str(exc)
+maps = sorted({line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split(None, 5)) == 6})
+print(json.dumps({"failed": failed, "maps": maps}))
+"""
+
+
+def _needed(library: Path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def _provider_needs(site: Path) -> list[str]:
+    capi = site / "onnxruntime" / "capi"
+    names = [n for n in _needed(capi / "libonnxruntime_providers_cuda.so") if _CUDA_SONAME.fullmatch(n)]
+    preload = capi / "_ld_preload.py"
+    if preload.exists():
+        names += re.findall(r'CDLL\("([^"]+)"', preload.read_text().split("try:")[1])
+    return list(dict.fromkeys(names))
+
+
+def _major_of(path: str) -> int | None:
+    """The CUDA major a mapped file's name tells: libcudart.so.12.x, libcublas(Lt).so.13.x, libcufft.so.11 (12)."""
+    m = re.match(r"lib(cudart|cublas|cublasLt|nvrtc|nvJitLink|cufft)\.so\.(\d+)", os.path.basename(path))
+    if not m:
+        return None
+    return int(m.group(2)) + (1 if m.group(1) == "cufft" else 0)
+
+
+@pytest.mark.parametrize("version", sorted(CASES))
+def test_apply_loads_one_cuda_major_and_rolls_back(tmp_path: Path, version: str) -> None:
+    major = CASES[version]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+                    f"onnxruntime-gpu=={version}", "numpy<2" if major == 11 else "numpy"], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
+    before = tree_state(venv)
+
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert doc["status"] == "applied", doc.get("verification")
+    assert doc["verification"]["loader"]["mixed_majors"] is None
+
+    site = site_packages(venv)
+    cudnn = site / "nvidia" / "cudnn" / "lib"
+    subs = sorted(n for n in os.listdir(cudnn) if n.startswith("libcudnn_") and re.fullmatch(r"[\w]+\.so\.\d+", n))
+    # cuDNN's sub-libraries that NEED the driver's libcuda.so.1 cannot load on this machine: left out by name
+    loadable = [n for n in subs if "libcuda.so.1" not in _needed(cudnn / n)]
+    names = [*_provider_needs(site), *loadable, f"libcublasLt.so.{major}"]
+    # the target as a user starts it: no variables set by hand
+    run = subprocess.run([str(python), "-c", _CHECK, json.dumps(names)], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"}, check=False)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["failed"] == {}, result["failed"]
+    majors = {m for m in map(_major_of, result["maps"]) if m is not None}
+    assert majors == {major}, [p for p in result["maps"] if _major_of(p) is not None]
+
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(venv))
