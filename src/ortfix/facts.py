@@ -452,6 +452,7 @@ def facts_summary(facts: Facts) -> dict[str, object]:
                 "in_matrix": bool(o.builds),
                 "providers": [
                     {"provider": p.provider, "library": p.library, "error": p.error,
+                     "needs_driver": list(p.needs_driver),
                      "libraries": [{"name": r.name, "path": r.path, "via": r.via, "lazy": r.lazy,
                                     "requested_by": r.requested_by} for r in p.resolutions]}
                     for p in o.providers
