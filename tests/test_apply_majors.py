@@ -22,6 +22,9 @@ from txtools import assert_same_tree, ortfix_json, tree_state
 pytestmark = pytest.mark.realwheels
 
 # The release of each major, and the sonames that tell a CUDA major (the runtime's and cuBLAS's).
+# What the provider dlopens lazily, not NEEDed (../shared/facts/ort-gpu-wheels.md: 1.28-1.31 load cuFFT, nvrtc and
+# cuDNN themselves).
+LAZY = {"1.31.1": ["libcufft.so.12", "libnvrtc.so.13", "libcudnn.so.9"]}
 CASES = {
     "1.18.1": 11,  # CUDA 11.8 / cuDNN 8: the provider NEEDs the CUDA 11 libraries (no build_and_package_info.py)
     "1.20.2": 12,  # CUDA 12 / cuDNN 9: the provider NEEDs every cuDNN sub-library, and one of them libcuda.so.1
@@ -55,8 +58,11 @@ def _provider_needs(site: Path) -> list[str]:
     capi = site / "onnxruntime" / "capi"
     names = [n for n in _needed(capi / "libonnxruntime_providers_cuda.so") if _CUDA_SONAME.fullmatch(n)]
     preload = capi / "_ld_preload.py"
-    if preload.exists():
-        names += re.findall(r'CDLL\("([^"]+)"', preload.read_text().split("try:")[1])
+    blocks = preload.read_text().split("try:")[1:] if preload.exists() else []
+    for block in blocks:  # one per provider before 1.16; the CUDA provider's is the one without TensorRT
+        if "libnvinfer" not in block:
+            names += re.findall(r'CDLL\("([^"]+)"', block)
+            break
     return list(dict.fromkeys(names))
 
 
@@ -87,8 +93,14 @@ def test_apply_loads_one_cuda_major_and_rolls_back(tmp_path: Path, version: str)
     cudnn = site / "nvidia" / "cudnn" / "lib"
     subs = sorted(n for n in os.listdir(cudnn) if n.startswith("libcudnn_") and re.fullmatch(r"[\w]+\.so\.\d+", n))
     # cuDNN's sub-libraries that NEED the driver's libcuda.so.1 cannot load on this machine: left out by name
-    loadable = [n for n in subs if "libcuda.so.1" not in _needed(cudnn / n)]
-    names = [*_provider_needs(site), *loadable, f"libcublasLt.so.{major}"]
+    needs_driver = {n for n in subs if "libcuda.so.1" in _needed(cudnn / n)}
+    # cuDNN dlopens its sub-libraries by name from libcudnn.so.N, whose RUNPATH is $ORIGIN: from its own folder
+    main = next(cudnn.glob("libcudnn.so.[0-9]"))
+    assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(main)], capture_output=True, text=True).stdout
+    names = [n for n in (*_provider_needs(site), *LAZY.get(version, ()), f"libcublasLt.so.{major}")
+             if n not in needs_driver]
+    names += [str(cudnn / n) for n in subs if n not in needs_driver]
+    assert len(names) > 8
     # the target as a user starts it: no variables set by hand
     run = subprocess.run([str(python), "-c", _CHECK, json.dumps(names)], capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin"}, check=False)
