@@ -19,6 +19,7 @@ import pytest
 from checktools import site_packages
 from clitools import run_ortfix
 from plantools import assert_coherent, requirements
+from txtools import assert_same_tree, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
 
@@ -195,9 +196,9 @@ def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
     base = _base_python(tmp_path)
     _install(base, "onnxruntime==1.22.0")
     venv = tmp_path / "venv"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([str(base), "-m", "venv", "--system-site-packages", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
-    _install(python, "onnxruntime-gpu==1.22.0")
+    _install(python, "onnxruntime-gpu==1.22.0", "numpy")
 
     check = _json(["check", "--python", str(python)])
     codes = {f["code"] for f in check["findings"]}
@@ -209,6 +210,21 @@ def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
     for action in plan["actions"]:
         if action["kind"] == "write-file":
             assert action["details"]["path"].startswith(str(venv))
+
+    # applied for real (the CUDA 12 wheels into the venv, the preload hook), verified, and rolled back byte for
+    # byte; the base is never touched
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
+    base_root = base.parent.parent
+    before, base_before = tree_state(venv), tree_state(base_root)
+    applied = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert applied["status"] == "applied", applied.get("verification")
+    loader = applied["verification"]["loader"]
+    assert loader["mixed_majors"] is None and loader["libraries"]["libcudnn.so.9"] is None, loader
+    assert all(p.startswith(str(venv)) for p in loader["mapped"]), loader["mapped"]
+    assert_same_tree(base_before, tree_state(base_root))
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(venv))
+    assert_same_tree(base_before, tree_state(base_root))
 
     reverse = tmp_path / "reverse"
     base_gpu = _base_python(tmp_path / "b2")
