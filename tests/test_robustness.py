@@ -278,7 +278,8 @@ def test_empty_python_is_a_usage_error(args: list[str]) -> None:
 def test_resolve_target_refuses_empty_but_none_means_not_given() -> None:
     with pytest.raises(OrtfixError, match="empty path"):
         resolve_target("")
-    assert resolve_target(None, environ={}) == Path(sys.executable)
+    # not given: the python3 on PATH (here the venv the tests run in, named as its bin/python)
+    assert resolve_target(None, environ={"PATH": str(Path(sys.executable).parent)}) == Path(sys.executable)
 
 
 @pytest.mark.parametrize(("value", "fragment"), [

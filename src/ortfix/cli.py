@@ -7,12 +7,15 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ortfix import __version__
 from ortfix.errors import ExitCode, OrtfixError, exit_for
+
+if TYPE_CHECKING:
+    from ortfix.target import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +36,8 @@ def _target_options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(func)
     func = click.option(
         "--python", "python", metavar="PATH", callback=_python_given,
-        help="Interpreter (or environment folder) to inspect; default: the activated venv/conda env, else this "
-             "Python.")(func)
+        help="Interpreter (or environment folder) to work on; default: the activated venv/conda env "
+             "(VIRTUAL_ENV, CONDA_PREFIX), else the python3 on PATH.")(func)
     return func
 
 
@@ -144,7 +147,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
                       driver_version=driver_version, compute_capability=compute_capability)
-    doc = result.plan.to_json()
+    doc = {**result.plan.to_json(), "interpreter": result.check.target.to_json()}
     if output is not None:
         try:
             output.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
@@ -153,7 +156,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     if as_json:
         _emit_json(doc)
     else:
-        click.echo(render_plan(result.plan))
+        click.echo(render_plan(result.plan, result.check.target))
         if output is not None:
             click.echo(f"Saved to {output}.")
     sys.exit(int(ExitCode.OK if result.plan.empty and not result.plan.unresolved else ExitCode.PROBLEMS))
@@ -245,6 +248,27 @@ def _require_confirmation_possible(yes: bool) -> None:
                           hint="pass --yes for unattended use")
 
 
+def _located(python: str | None, as_json: bool) -> TargetDescription:
+    """The environment a transaction command works on (no full probe: see txcommands.locate_environment), named
+    on the first line of its output."""
+    from ortfix.txcommands import locate_environment
+
+    target = locate_environment(python)
+    if not as_json:
+        click.echo(target.line())
+    return target
+
+
+def _described(python: str | None, as_json: bool) -> TargetDescription:
+    """The target of verify and tune, named on the first line of their output before they start their work."""
+    from ortfix.commands import describe_target
+
+    target = describe_target(python)
+    if not as_json:
+        click.echo(target.line())
+    return target
+
+
 def _tx_ui(as_json: bool) -> Any:
     from ortfix.transaction import Ui
 
@@ -264,11 +288,17 @@ def _tx_ui(as_json: bool) -> Any:
               help="Plan for this CUDA major (when planning now).")
 @click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
               help="How to make libraries findable (when planning now).")
+@click.option("--driver", "driver_version", metavar="VERSION",
+              help="Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "
+                   "PLAN.json, only the driver it was planned for.")
+@click.option("--compute-capability", metavar="X.Y",
+              help="Apply for a GPU of this compute capability; with PLAN.json, only the one it was planned for.")
 @click.option("--system", is_flag=True,
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
-          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, system: bool) -> None:
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str,
+          driver_version: str | None, compute_capability: str | None, system: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
     Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
@@ -276,11 +306,18 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     must be clean of library/package errors; otherwise everything is rolled back. With PLAN.json (from
     `ortfix plan -o`), that plan is applied only if ortfix plans exactly the same for the environment now (same
     facts, options and actions): a plan file carries intent, and every command is built by ortfix itself. The
-    environment is the one --python names (or the active one), never one named in the file. A system Python is
-    changed only with --system.
+    environment is the one --python names (else the active one, else the python3 on PATH), never one named in the
+    file. A system Python is changed only with --system; ortfix's own environment, when it is only the python3 on
+    PATH, only with --python.
 
-    Exit status: 0 applied and verified (or nothing to do), 1 not applied (verification failed, cancelled) or,
-    with --dry-run, changes pending; 2 could not run (nothing changed); 130 interrupted (rolled back).
+    On a machine without an NVIDIA driver (a CPU build host, a Docker build), --driver (or a plan made with it)
+    applies for the GPU machine: everything that can be verified without a driver is (the libraries load in a fresh
+    process, check is clean), and a line says the GPU part was not verified here: `ortfix verify` on the GPU
+    machine does that.
+
+    Exit status: 0 applied and verified (or nothing to do; with --driver on a machine without one: verified as far
+    as it can be without a driver), 1 not applied (verification failed, cancelled) or, with --dry-run, changes
+    pending; 2 could not run (nothing changed); 130 interrupted (rolled back).
 
     \b
     Examples:
@@ -288,23 +325,26 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
       ortfix apply --dry-run
       ortfix apply plan.json --python ~/venvs/infer --yes
       ortfix apply --python ~/venvs/infer --yes --json
+      ortfix apply --driver 550.54.14 --compute-capability 8.6 --python /opt/venv --yes
     """
-    from ortfix.fastpath import validate_ort_version
+    from ortfix.fastpath import validate_machine_options, validate_ort_version
     from ortfix.plan import PlanOptions
     from ortfix.report import render_plan
     from ortfix.txcommands import prepare_apply, run_apply
     from ortfix.txreport import apply_json, render_apply
 
     _require_confirmation_possible(yes or dry_run)
+    validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
     if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
         raise OrtfixError("a saved plan is applied exactly as it is",
                           hint="--ort-version, --cuda and --hook only apply when planning now")
     prepared = prepare_apply(python, plan_file,
-                             PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook))
+                             PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
+                                         driver_version=driver_version, compute_capability=compute_capability))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
-        click.echo(render_plan(prepared.plan), err=as_json)
+        click.echo(render_plan(prepared.plan, prepared.check.target), err=as_json)
         click.echo("", err=as_json)
     if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
@@ -335,6 +375,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
     from ortfix.txreport import render_rollback, render_rollback_preview, rollback_json
 
     _require_confirmation_possible(yes)
+    target = _located(python, as_json)
 
     def confirm(tx: Transaction) -> bool:
         if yes:
@@ -342,7 +383,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
         click.echo(render_rollback_preview(tx.prefix, tx), err=True)
         return click.confirm("Roll back?", default=False, err=True)
 
-    result = run_rollback(python, tx_id, ui=_tx_ui(as_json), confirm=confirm)
+    result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
     _emit(result, as_json, rollback_json, render_rollback)
     sys.exit(int(result.exit_code))
 
@@ -366,7 +407,7 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
     from ortfix.txcommands import run_history
     from ortfix.txreport import history_json, render_history
 
-    result = run_history(python)
+    result = run_history(_located(python, as_json))
     _emit(result, as_json, history_json, render_history)
 
 
@@ -381,7 +422,7 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
 
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
-    result = run_history_show(python, tx_id)
+    result = run_history_show(_located(python, as_json), tx_id)
     _emit(result, as_json, show_json, render_show)
 
 
@@ -398,7 +439,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
 
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
-    result = run_prune(python, keep)
+    result = run_prune(_located(python, as_json), keep)
     _emit(result, as_json, prune_json, render_prune)
 
 
@@ -446,8 +487,9 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
         if len(sets) != 1:
             raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
         spec = sets[0]
+    target = _described(python, as_json)
     result = run_verify(python, model=model, shapes=spec, timeout=timeout)
-    _emit(result, as_json, verify_json, render_verify)
+    _emit(result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()}, render_verify)
     sys.exit(int(result.exit_code))
 
 
@@ -484,7 +526,8 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
 
     if progress is None:
         progress = sys.stderr.isatty()
+    target = _described(python, as_json)
     result = run_tune(python, model, parse_shapes(shapes), runs=runs, timeout=timeout,
                       progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
-    _emit(result, as_json, tune_json, render_tune)
+    _emit(result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)
     sys.exit(int(result.exit_code))

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ortfix.diagnose import Finding, diagnose, problems
-from ortfix.errors import ExitCode
+from ortfix.errors import ExitCode, OrtfixError
 from ortfix.facts import Facts, gather
 from ortfix.matrix import Matrix, load_matrix
-from ortfix.probe import resolve_target
+from ortfix.target import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
 if TYPE_CHECKING:
     from ortfix.explain import Explanation
     from ortfix.plan import Plan, PlanOptions
+    from ortfix.probe import ProbeFacts
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class CheckResult:
     facts: Facts
     findings: list[Finding]
     matrix: Matrix
+    target: TargetDescription
 
     @property
     def exit_code(self) -> ExitCode:
@@ -40,12 +42,48 @@ class PlanResult:
     plan: Plan
 
 
+def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
+    return TargetDescription(probe.executable, probe.python_version, probe.env_kind, probe.prefix, chosen_by,
+                             is_own_prefix(probe.prefix))
+
+
+def describe_target(python: str | None) -> TargetDescription:
+    """The target's first line for a command that runs its own probe later (verify, tune): the probe runs now and
+    is kept for the command's own look (prefetch.finished), so it runs once."""
+    from ortfix import prefetch
+    from ortfix.probe import finish_probe
+
+    chosen = choose_target(python)
+    return describe(finish_probe(prefetch.finished(chosen.python), chosen.python), chosen.chosen_by)
+
+
 def run_check(python: str | None, *, driver_version: str | None = None,
               compute_capability: str | None = None) -> CheckResult:
     matrix = load_matrix()
-    target = resolve_target(python)
-    facts = gather(target, matrix, driver_version=driver_version, compute_capability=compute_capability)
-    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix)
+    chosen = choose_target(python)
+    facts = gather(chosen.python, matrix, driver_version=driver_version, compute_capability=compute_capability)
+    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
+                       target=describe(facts.probe, chosen.chosen_by))
+
+
+def own_environment_note(target: TargetDescription) -> str | None:
+    """What `check` says about ortfix's own environment found on PATH (plan and apply refuse it)."""
+    if not target.own or target.chosen_by in EXPLICIT:
+        return None
+    return (f"{target.prefix} is the environment ortfix itself runs in, found as {target.chosen_by}: `ortfix plan` "
+            f"and `ortfix apply` change it only when it is named with --python")
+
+
+def refuse_own_environment(target: TargetDescription) -> None:
+    """`plan` and `apply` never change ortfix's own environment (a pipx venv, several GB of CUDA wheels later) because
+    it happened to be the python3 on PATH: only when the user named it (--python, or by activating it)."""
+    if target.own and target.chosen_by not in EXPLICIT:
+        import shlex
+
+        raise OrtfixError(f"the target found as {target.chosen_by}, {target.python}, is the environment ortfix "
+                          f"itself runs in ({target.prefix}); ortfix does not change it unless it is named",
+                          hint=f"to change it anyway, pass --python {shlex.quote(target.python)}; for another "
+                               "environment, pass --python ENV or activate it")
 
 
 def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | None = None,
@@ -59,12 +97,12 @@ def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | 
                       compute_capability=compute_capability or options.compute_capability)
     result = run_check(python, driver_version=options.driver_version,
                        compute_capability=options.compute_capability)
+    refuse_own_environment(result.target)
     return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))
 
 
 def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
     """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
-    from ortfix.errors import OrtfixError
     from ortfix.explain import explain_text, load_default_patterns
 
     explanations = explain_text(text, load_default_patterns())

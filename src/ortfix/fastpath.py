@@ -86,10 +86,14 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
     An identical earlier check is replayed while nothing it depended on has changed (checkcache.py); `fresh` skips
     that."""
     from ortfix.checkcache import saved_check
+    from ortfix.target import choose_target
 
     validate_machine_options(driver_version, compute_capability)
 
-    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability))
+    # How the target was chosen is part of what check prints (its first line): `check` finding a venv's python3 on
+    # PATH and `check --python VENV` look at the same interpreter but say different things.
+    chosen_by = None if fresh else choose_target(python).chosen_by
+    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability, chosen_by))
     if saved is None:
         output, code, _report = _check(python, as_json, driver_version, compute_capability)
     else:
@@ -105,15 +109,15 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
 def _check(python: str | None, as_json: bool, driver_version: str | None,
            compute_capability: str | None) -> tuple[str, int, str]:
     """(what `check` prints, its exit code, the probe's report it was made from)."""
-    from ortfix.commands import run_check
+    from ortfix.commands import own_environment_note, run_check
     from ortfix.report import check_json, dump_json, render_check
 
     result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
     code = int(result.exit_code)
     if as_json:
-        output = dump_json(check_json(result.facts, result.findings, code))
+        output = dump_json(check_json(result.facts, result.findings, code, result.target))
     else:
-        output = render_check(result.facts, result.findings)
+        output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target))
     return output, code, result.facts.probe.report
 
 

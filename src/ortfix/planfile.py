@@ -32,6 +32,7 @@ from ortfix.fastpath import validate_machine_options, validate_ort_version
 from ortfix.fields import (
     BadField,
     exact_fields,
+    want_bool,
     want_dict,
     want_list,
     want_opt_str,
@@ -46,6 +47,10 @@ _FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environme
            "facts_fingerprint", "options", "matrix_version", "installer", "target", "actions", "unresolved", "notes")
 _ACTION_FIELDS = ("kind", "summary", "changes", "undo", "fixes", "details")
 _OPTION_FIELDS = ("ort_version", "cuda_major", "hook", "driver_version", "compute_capability")
+# Optional: the target the plan was made for and how it was chosen (what `plan` printed first). Informational only:
+# apply never takes anything from it (the environment is --python's, and the plan's prefix must be that one).
+_INTERPRETER = "interpreter"
+_INTERPRETER_FIELDS = ("python", "python_version", "environment", "prefix", "chosen_by", "ortfix_own_environment")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class PlanFile:
     path: str
     data: bytes
     owner: int
+    python: str  # the interpreter it was planned with (said when the facts differ)
     prefix: str
     fingerprint: str
     facts_fingerprint: str
@@ -115,14 +121,26 @@ def _action(doc: Any, n: int) -> PlannedAction:
     return PlannedAction(kind, details)
 
 
-def parse(doc: Any) -> tuple[str, str, str, PlanOptions, tuple[PlannedAction, ...]]:
-    """(prefix, fingerprint, facts fingerprint, options, actions) of a plan document; BadField when malformed."""
+def _interpreter(doc: Any) -> None:
+    d = exact_fields(doc, _INTERPRETER_FIELDS, _INTERPRETER)
+    for key in ("python", "environment", "prefix", "chosen_by"):
+        want_str(d, key, where=_INTERPRETER)
+    want_opt_str(d, "python_version", limit=64, where=_INTERPRETER)
+    want_bool(d, "ortfix_own_environment", where=_INTERPRETER)
+
+
+def parse(doc: Any) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedAction, ...]]:
+    """(python, prefix, fingerprint, facts fingerprint, options, actions) of a plan document; BadField when
+    malformed."""
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         schema = doc.get("schema") if isinstance(doc, dict) else None
         raise BadField(f"its schema is {schema!r}, not {PLAN_SCHEMA}" if isinstance(schema, str)
                        else f"it has no schema {PLAN_SCHEMA}")
+    if _INTERPRETER in doc:
+        _interpreter(doc[_INTERPRETER])
+        doc = {k: v for k, v in doc.items() if k != _INTERPRETER}
     d = exact_fields(doc, _FIELDS, "the plan")
-    for key in ("created", "ortfix_version", "python", "environment", "matrix_version"):
+    for key in ("created", "ortfix_version", "environment", "matrix_version"):
         want_str(d, key)
     want_opt_str(d, "installer", limit=16)
     if d["target"] is not None:
@@ -130,8 +148,9 @@ def parse(doc: Any) -> tuple[str, str, str, PlanOptions, tuple[PlannedAction, ..
     want_list(d, "unresolved", limit=200)
     want_list(d, "notes", limit=200)
     actions = want_list(d, "actions", limit=100)
-    return (want_str(d, "prefix"), want_str(d, "fingerprint", limit=64), want_str(d, "facts_fingerprint", limit=64),
-            parse_options(d["options"]), tuple(_action(a, i) for i, a in enumerate(actions, 1)))
+    return (want_str(d, "python"), want_str(d, "prefix"), want_str(d, "fingerprint", limit=64),
+            want_str(d, "facts_fingerprint", limit=64), parse_options(d["options"]),
+            tuple(_action(a, i) for i, a in enumerate(actions, 1)))
 
 
 def read_plan_file(path: Path) -> PlanFile:
@@ -143,10 +162,10 @@ def read_plan_file(path: Path) -> PlanFile:
     data, st = read_regular(fd, where, PLAN_FILE_LIMIT)
     try:
         doc = loads_json(data, where)
-        prefix, fingerprint, facts_fingerprint, options, actions = parse(doc)
+        python, prefix, fingerprint, facts_fingerprint, options, actions = parse(doc)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _bad(where, str(exc)) from exc
-    return PlanFile(where, data, st.st_uid, prefix, fingerprint, facts_fingerprint, options, actions)
+    return PlanFile(where, data, st.st_uid, python, prefix, fingerprint, facts_fingerprint, options, actions)
 
 
 def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> None:
@@ -171,8 +190,11 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
     finally:
         env.fs.close()
     if saved.facts_fingerprint != fresh.facts_fingerprint:
+        spelled = (f"; it was made with the interpreter {saved.python}, this is {fresh.python}"
+                   if saved.python != fresh.python else "")
         raise OrtfixError(f"the environment changed since {where} was made (fingerprint {saved.facts_fingerprint}, "
-                          f"now {fresh.facts_fingerprint})", hint="make a new plan: `ortfix plan -o plan.json`")
+                          f"now {fresh.facts_fingerprint}{spelled})",
+                          hint="make a new plan: `ortfix plan -o plan.json`")
     mine = [(a.kind, _canonical(a.details)) for a in fresh.actions]
     theirs = [(a.kind, _canonical(a.details)) for a in saved.actions]
     if mine != theirs or saved.fingerprint != fresh.fingerprint:

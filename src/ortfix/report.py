@@ -15,6 +15,7 @@ from ortfix.matrix import Matrix
 if TYPE_CHECKING:
     from ortfix.commands import ExplainResult
     from ortfix.plan import Plan
+    from ortfix.target import TargetDescription
 
 CHECK_SCHEMA = "ortfix.check/1"
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
@@ -25,18 +26,17 @@ def dump_json(doc: Any) -> str:
     return json.dumps(doc, indent=2, default=str)
 
 
-def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int) -> dict[str, Any]:
+def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int, target: TargetDescription
+               ) -> dict[str, Any]:
     return {"schema": CHECK_SCHEMA, "exit_code": exit_code, "healthy": exit_code == 0,
-            "findings": [finding_json(f) for f in findings], "facts": facts_summary(facts)}
+            "interpreter": target.to_json(), "findings": [finding_json(f) for f in findings],
+            "facts": facts_summary(facts)}
 
 
 def _stack_lines(facts: Facts) -> list[str]:
     p = facts.probe
     d = facts.driver
-    lines = [
-        f"target      {p.executable} (Python {p.python_version}, {p.env_kind} at {p.prefix})",
-        f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}",
-    ]
+    lines = [f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}"]
     if d.present:
         gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
         lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"
@@ -93,12 +93,14 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
     return out
 
 
-def render_check(facts: Facts, findings: Sequence[Finding], verbose: bool = False) -> str:
-    lines = _stack_lines(facts)
+def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
+                 own_note: str | None = None) -> str:
+    """The check's report; its first line names the target and how it was chosen."""
+    lines = [target.line(), *_stack_lines(facts)]
     libs = _library_lines(facts)
     if libs:
         lines += ["", *libs]
-    for note in facts.notes:
+    for note in (*facts.notes, *([own_note] if own_note else [])):
         lines.append(f"note: {note}")
     lines.append("")
     errors = sum(f.severity is Severity.ERROR for f in findings)
@@ -113,11 +115,16 @@ def render_check(facts: Facts, findings: Sequence[Finding], verbose: bool = Fals
     return "\n".join(lines)
 
 
-def render_plan(plan: Plan) -> str:
-    lines = [f"ortfix plan for {plan.python} ({plan.environment} at {plan.prefix})"]
+def render_plan(plan: Plan, target: TargetDescription) -> str:
+    """The plan; its first line names the target environment and how it was chosen."""
+    lines = [target.line()]
+    machine = [f"NVIDIA driver {plan.options.driver_version}" if plan.options.driver_version else "",
+               f"compute capability {plan.options.compute_capability}" if plan.options.compute_capability else ""]
+    if any(machine):
+        lines.append(f"for a machine with {', '.join(m for m in machine if m)} (assumed, as given)")
     if plan.target:
         t = plan.target
-        lines.append(f"target: {t.package} {t.version} (CUDA {t.cuda_major}"
+        lines.append(f"ORT build: {t.package} {t.version} (CUDA {t.cuda_major}"
                      f"{', cuDNN ' + str(t.cudnn_major) if t.cudnn_major else ''}"
                      f"{', from a separate feed' if t.index == 'alternate' else ''})")
     lines.append("")
@@ -188,6 +195,7 @@ def explain_json(result: ExplainResult) -> dict[str, Any]:
             for e in result.explanations
         ],
         "check_error": result.check_error,
+        "interpreter": result.check.target.to_json() if result.check is not None else None,
     }
 
 
@@ -207,7 +215,8 @@ def render_explain(result: ExplainResult) -> str:
     if not result.explanations:
         return ("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
                 "`ortfix check` looks at the machine itself.")
-    lines: list[str] = []
+    # the machine's side comes from a check of the target: named first, as every command that looks at one does
+    lines: list[str] = [result.check.target.line(), ""] if result.check is not None else []
     for e in result.explanations:
         lines.append(f"● {e.title}" + (f"  [{e.finding}]" if e.finding else ""))
         lines.append(f"  matched (line {e.line}): {e.matched}")

@@ -267,10 +267,14 @@ class Verification:
     loader: LoadCheck | None
     blocking: tuple[str, ...]  # blocking finding codes the re-check still reports
     problems: tuple[str, ...]
+    # Applied for a machine with another driver (--driver) on one without any: why the GPU part (the provider
+    # starts, a model matches the CPU) was not verified here. None: not such an apply.
+    gpu_not_verified: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "loader": self.loader.to_json() if self.loader else None,
-                "blocking_findings": list(self.blocking), "problems": list(self.problems)}
+                "blocking_findings": list(self.blocking), "problems": list(self.problems),
+                "gpu_not_verified": self.gpu_not_verified}
 
 
 @dataclass(frozen=True)
@@ -426,13 +430,16 @@ def _codes_blocking(findings: Sequence[Any]) -> tuple[str, ...]:
     return tuple(sorted({f.code for f in findings if f.code in BLOCKING}))
 
 
-def verify_applied(env: TargetEnv, *, python: str) -> Verification:
+def verify_applied(env: TargetEnv, *, python: str, assumed_driver: str | None = None) -> Verification:
     """`ortfix verify`'s level 1 (a fresh process of the target, started as the user starts it, loads every library
-    the provider needs, as its requesters would), and ortfix's own check agrees."""
-    from ortfix.commands import run_check
-    from ortfix.gpuverify import Status, level_loader
+    the provider needs, as its requesters would), and ortfix's own check agrees.
 
-    result = run_check(python)
+    Everything here can be verified without a GPU. With `assumed_driver` (the plan was made with --driver for
+    another machine) on a machine without a usable driver, that is all that can be: the result says so."""
+    from ortfix.commands import run_check
+    from ortfix.gpuverify import Status, level_loader, no_gpu_reason
+
+    result = run_check(python)  # this machine as it is: its own driver, or none
     level = level_loader(result.facts, python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
     blocking = _codes_blocking(result.findings)
     problems: list[str] = []
@@ -440,7 +447,11 @@ def verify_applied(env: TargetEnv, *, python: str) -> Verification:
         problems += list(level.load_check.failures if level.load_check and level.load_check.failures
                          else (level.verdict,))
     problems += [f"ortfix check still reports {c}" for c in blocking]
-    return Verification(not problems, level.load_check, blocking, tuple(problems))
+    no_gpu = no_gpu_reason(result.facts.driver) if assumed_driver else None
+    not_verified = (f"GPU part not verified: {no_gpu} on this machine (the plan assumes driver {assumed_driver}); "
+                    "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model matches the "
+                    "CPU" if no_gpu else None)
+    return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified)
 
 
 def apply_plan(plan: Plan, facts: Facts, *, dry_run: bool = False, keep_on_failure: bool = False,
@@ -557,7 +568,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Pr
         raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
                           exit_code=ExitCode.PROBLEMS) from exc
     ui.echo("verifying in a fresh process of the target interpreter")
-    verification = verify_applied(env, python=env.python)
+    verification = verify_applied(env, python=env.python, assumed_driver=plan.options.driver_version)
     runner.save(replace(runner.tx, verification=verification.to_json()))
     if verification.ok:
         runner.save(replace(runner.tx, status=TxStatus.APPLIED))

@@ -117,6 +117,8 @@ def render_apply(result: ApplyResult) -> str:
         lines += [f"  ✗ {p}" for p in ver.problems]
         if ver.ok:
             lines.append("ortfix check: no blocking findings left")
+        if ver.gpu_not_verified:
+            lines.append(ver.gpu_not_verified)
     if out.warnings:
         lines += [f"warning: {w}" for w in out.warnings]
     if plan.unresolved:
@@ -131,7 +133,8 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
     out = result.outcome
     doc: dict[str, Any] = {"schema": APPLY_SCHEMA, "exit_code": int(result.exit_code), "dry_run": result.dry_run,
                            "status": "nothing-to-do" if out is None else out.status,
-                           "plan_source": result.prepared.source, "plan": result.prepared.plan.to_json()}
+                           "plan_source": result.prepared.source, "plan": result.prepared.plan.to_json(),
+                           "interpreter": result.prepared.check.target.to_json()}
     if out is None:
         return doc
     pf = out.preflight
@@ -186,6 +189,7 @@ def render_rollback(result: RollbackResult) -> str:
 def rollback_json(result: RollbackResult) -> dict[str, Any]:
     o = result.outcome
     return {"schema": ROLLBACK_SCHEMA, "exit_code": int(result.exit_code), "prefix": result.prefix,
+            "interpreter": result.target.to_json(),
             "transaction": transaction_json(o.tx), "undone": [s.index for s in o.undone],
             "freeing_in_background": list(o.freeing),
             "warnings": list(o.warnings)}
@@ -225,7 +229,8 @@ def render_history(result: HistoryResult) -> str:
 
 
 def history_json(result: HistoryResult) -> dict[str, Any]:
-    return {"schema": HISTORY_SCHEMA, "prefix": result.prefix, "transactions": [_entry_json(e) for e in result.entries]}
+    return {"schema": HISTORY_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+            "transactions": [_entry_json(e) for e in result.entries]}
 
 
 def render_show(result: ShowResult) -> str:
@@ -261,7 +266,8 @@ def render_show(result: ShowResult) -> str:
 
 def show_json(result: ShowResult) -> dict[str, Any]:
     e = result.entry
-    return {"schema": TRANSACTION_SCHEMA, "prefix": result.prefix, "summary": _entry_json(e),
+    return {"schema": TRANSACTION_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+            "summary": _entry_json(e),
             "journal": None if e.tx is None else transaction_json(e.tx), "plan": result.plan}
 
 
@@ -278,5 +284,6 @@ def render_prune(result: PruneResult) -> str:
 
 def prune_json(result: PruneResult) -> dict[str, Any]:
     o = result.outcome
-    return {"schema": PRUNE_SCHEMA, "prefix": result.prefix, "pruned": list(o.pruned), "kept": list(o.kept),
+    return {"schema": PRUNE_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+            "pruned": list(o.pruned), "kept": list(o.kept),
             "skipped": list(o.skipped), "freed_bytes": o.freed_bytes}
