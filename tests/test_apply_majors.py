@@ -88,6 +88,9 @@ def test_apply_loads_one_cuda_major_and_rolls_back(tmp_path: Path, version: str)
     doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
     assert doc["status"] == "applied", doc.get("verification")
     assert doc["verification"]["loader"]["mixed_majors"] is None
+    if version == "1.20.2":  # its provider NEEDs the sub-library that NEEDs libcuda.so.1: said, not failed
+        assert any(n.startswith("libcudnn_engines_runtime_compiled.so.9: not loaded: it needs the NVIDIA driver")
+                   for n in doc["verification"]["notes"]), doc["verification"]
 
     site = site_packages(venv)
     cudnn = site / "nvidia" / "cudnn" / "lib"

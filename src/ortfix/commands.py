@@ -105,7 +105,8 @@ def run_explain(text: str, *, python: str | None = None, check: bool = True) -> 
     """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
     from ortfix.explain import explain_text, load_default_patterns
 
-    explanations = explain_text(text, load_default_patterns())
+    patterns = load_default_patterns()
+    explanations = explain_text(text, patterns)
     result: CheckResult | None = None
     error: str | None = None
     if check and explanations:
@@ -113,4 +114,6 @@ def run_explain(text: str, *, python: str | None = None, check: bool = True) -> 
             result = run_check(python)
         except OrtfixError as exc:
             error = exc.one_line()
+        else:  # again, with this machine's facts: the analyses say what applies here
+            explanations = explain_text(text, patterns, matrix=result.matrix, facts=result.facts)
     return ExplainResult(explanations=explanations, check=result, check_error=error)

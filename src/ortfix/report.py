@@ -48,8 +48,11 @@ def _stack_lines(facts: Facts) -> list[str]:
     for o in facts.ort:
         if o.providers:
             cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
+            if o.cuda_major and o.cuda_source and o.cuda_source != "binary":
+                cuda += f" (per the {o.cuda_source})"
             cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
-            lines.append(f"            {o.dir.package_dir}: {o.package} {o.version} built for {cuda}{cudnn}")
+            build = " ".join(x for x in (o.package, o.version) if x) or "an unidentified build"
+            lines.append(f"            {o.dir.package_dir}: {build} built for {cuda}{cudnn}")
     if p.torch:
         lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
     ld = facts.loader.ld_library_path
@@ -75,7 +78,8 @@ def _library_lines(facts: Facts) -> list[str]:
                 where = r.path or "NOT FOUND"
                 lazy = " (loaded lazily)" if r.lazy else ""
                 via = f"  [{r.via}]" if r.via else ""
-                out.append(f"  {r.name:<36} {where}{via}{lazy}")
+                driver = " (needs the NVIDIA driver's libcuda.so.1)" if r.name in prov.needs_driver else ""
+                out.append(f"  {r.name:<36} {where}{via}{lazy}{driver}")
     return out
 
 

@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from ortfix.verify import LoadCheck
 
 # Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.
-BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "ORT001", "ORT002", "ORT003", "ORT006", "ORT007",
-            "ORT008")
+BLOCKING = ("LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "LIB008", "ORT001", "ORT002", "ORT003", "ORT006",
+            "ORT007", "ORT008")
 CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
 CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
 PAUSE_BEFORE = "ORTFIX_TEST_PAUSE_BEFORE_STEP"  # with ORTFIX_TEST_PAUSE_FILE: wait while that file exists
@@ -270,11 +270,12 @@ class Verification:
     # Applied for a machine with another driver (--driver) on one without any: why the GPU part (the provider
     # starts, a model matches the CPU) was not verified here. None: not such an apply.
     gpu_not_verified: str | None = None
+    notes: tuple[str, ...] = ()  # what the load check left out and why (a library that needs the driver's libcuda)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "loader": self.loader.to_json() if self.loader else None,
                 "blocking_findings": list(self.blocking), "problems": list(self.problems),
-                "gpu_not_verified": self.gpu_not_verified}
+                "gpu_not_verified": self.gpu_not_verified, "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)
@@ -451,7 +452,8 @@ def verify_applied(env: TargetEnv, *, python: str, assumed_driver: str | None = 
     not_verified = (f"GPU part not verified: {no_gpu} on this machine (the plan assumes driver {assumed_driver}); "
                     "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model matches the "
                     "CPU" if no_gpu else None)
-    return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified)
+    notes = tuple(n for n in level.evidence if "needs the NVIDIA driver" in n) if level.status is Status.PASS else ()
+    return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified, notes)
 
 
 def apply_plan(plan: Plan, facts: Facts, *, dry_run: bool = False, keep_on_failure: bool = False,

@@ -114,6 +114,7 @@ def render_apply(result: ApplyResult) -> str:
             lines.append(f"verify: {shlex.join(ver.loader.argv[:-1])} <script>: import onnxruntime "
                          f"{'ok' if ver.loader.imported else 'FAILED'}; {len(loaded)}/{len(ver.loader.libraries)} "
                          "libraries load")
+        lines += [f"  {note}" for note in ver.notes]
         lines += [f"  ✗ {p}" for p in ver.problems]
         if ver.ok:
             lines.append("ortfix check: no blocking findings left")
