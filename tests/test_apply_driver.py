@@ -21,7 +21,16 @@ from pathlib import Path
 import pytest
 
 from support.fixtures import pip_install
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
+from txtools import (
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix,
+    ortfix_json,
+    real_cpu_venv,
+    tree_state,
+)
 
 DRIVER = "550.54.14"  # R550: CUDA 12.4, so CUDA toolkit wheels are capped below 12.5
 OTHER_DRIVER = "535.104.12"
@@ -179,10 +188,7 @@ def test_real_wheels_plan_for_a_gpu_machine_applied_here(tmp_path: Path) -> None
     """The same with the real CPU onnxruntime and the real onnxruntime-gpu and NVIDIA wheels (about 2 GB) from this
     machine's own pip configuration."""
     venv = tmp_path / "real venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
-                   check=True)
+    python = real_cpu_venv(venv)
     real_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     before = tree_state(venv)
     plan_file = tmp_path / "plan.json"

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from txtools import CU12_SONAMES, assert_same_tree, fresh_process, load_code, ortfix, ortfix_json, tree_state
+from txtools import (
+    CU12_SONAMES,
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    ortfix,
+    ortfix_json,
+    real_cpu_venv,
+    tree_state,
+)
 
 pytestmark = pytest.mark.realwheels
 
@@ -22,10 +31,7 @@ pytestmark = pytest.mark.realwheels
 
 def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
     venv = tmp_path / "real venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
-                   check=True)
+    python = real_cpu_venv(venv)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     before = tree_state(venv)
 

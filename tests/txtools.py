@@ -78,3 +78,12 @@ def load_code(provider: Path | None = None) -> str:
     if provider is not None:  # the fake provider is a stub: loading it is safe here (never with the real one)
         code += f"ctypes.CDLL({str(provider)!r})\n"
     return code + "print('all loaded')\n"
+
+
+def real_cpu_venv(venv: Path) -> Path:
+    """A venv with its own pip and the real CPU onnxruntime 1.22.0 from this machine's pip configuration; its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
+                   check=True)
+    return python
