@@ -175,3 +175,28 @@ def test_a_wheel_without_published_versions_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(OrtfixError) as err:
         load_matrix(d, use_cache=False)
     assert "'published' is a required property" in err.value.message
+
+
+def test_widely_deployed_driver_is_data_and_decides_the_no_driver_choice(tmp_path: Path) -> None:
+    """The driver a plan with no driver known prefers to run on comes from cuda.yaml, not from code: at R535 a CUDA 12
+    build is chosen for an empty venv (recorded facts); moved to R580, where CUDA 13 runs too, the newest build."""
+    from factsdata import load_facts
+    from ortfix.diagnose import diagnose
+    from ortfix.plan import PlanOptions, make_plan
+
+    def chosen_major(matrix_dir: Path | None) -> int:
+        matrix = load_matrix(matrix_dir, use_cache=False)
+        facts = load_facts("empty")
+        plan = make_plan(facts, diagnose(facts, matrix), matrix, PlanOptions())
+        assert plan.target is not None
+        return plan.target.cuda_major
+
+    assert load_matrix(use_cache=False).widely_deployed_driver == "535.54.03"
+    assert chosen_major(None) == 12
+    compat = tmp_path / "compat"
+    shutil.copytree(REPO / "compat", compat)
+    cuda = compat / "cuda.yaml"
+    cuda.write_text(cuda.read_text(encoding="utf-8").replace('  linux: "535.54.03"', '  linux: "580.65.06"', 1),
+                    encoding="utf-8")
+    assert load_matrix(compat, use_cache=False).widely_deployed_driver == "580.65.06"
+    assert chosen_major(compat) == 13

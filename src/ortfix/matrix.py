@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 SCHEMA_VERSION = 1
-_CACHE_FORMAT = 5
+_CACHE_FORMAT = 6
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _HEADER = {
@@ -141,6 +141,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {
             **_HEADER,
             "kind": {"const": "cuda"},
+            # The oldest long-term driver branch still widely deployed: with no driver to go by, plan prefers a build
+            # whose CUDA major runs on it.
+            "widely_deployed_driver": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["linux", "source"],
+                "properties": {"linux": _DRIVER, "source": {"type": "string", "minLength": 3}},
+            },
             "cuda": {
                 "type": "array",
                 "minItems": 1,
@@ -327,6 +335,7 @@ class Matrix:
     cudnn: tuple[CudnnWheel, ...]
     data_version: str
     files: tuple[str, ...] = field(default=())
+    widely_deployed_driver: str | None = None  # cuda.yaml's: what a plan with no driver known prefers to run on
 
     def builds_for(self, version: str) -> list[OrtBuild]:
         try:
@@ -815,7 +824,9 @@ def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Mat
         for row in cuda_doc["cudnn"]
     )
     data_version = max(str(d["data_version"]) for d in docs.values())
-    return Matrix(builds=tuple(builds), cuda=cuda, cudnn=cudnn, data_version=data_version, files=files)
+    widely = cuda_doc.get("widely_deployed_driver")
+    return Matrix(builds=tuple(builds), cuda=cuda, cudnn=cudnn, data_version=data_version, files=files,
+                  widely_deployed_driver=widely["linux"] if widely else None)
 
 
 def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:

@@ -39,10 +39,6 @@ _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cu
 
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
 
-# The oldest long-term driver branch still widely deployed (R535 LTSB, which ran until June 2026 per NVIDIA's
-# "Supported Drivers and CUDA Toolkit Versions" table; R570 until February 2026, R580 LTSB until August 2028): with no
-# driver to go by, a build whose CUDA major runs on it is preferred (today: CUDA 12 over CUDA 13, which needs R580).
-_WIDELY_DEPLOYED_DRIVER = "535.54.03"
 
 # Package findings whose data names distributions to uninstall.
 _UNINSTALL_CODES = (dx.CPU_ONLY, dx.CPU_AND_GPU, dx.VARIANT_CONFLICT, dx.PROVIDER_MISSING)
@@ -469,8 +465,11 @@ def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, Version]:
         v, b = item
         shares_torch = int(torch_cuda == b.cuda_major and (torch_cudnn in (None, b.cudnn_major)))
-        # No driver to go by: prefer a build that also runs on the long-term driver branches still in use.
-        broad = int(not driver_known and matrix.driver_supports_major(_WIDELY_DEPLOYED_DRIVER, b.cuda_major) is True)
+        # No driver to go by: prefer a build that also runs on the long-term driver branch still widely deployed
+        # (cuda.yaml's widely_deployed_driver: R535, so a CUDA 12 build over a CUDA 13 one, which needs R580).
+        widely = matrix.widely_deployed_driver
+        broad = int(not driver_known and widely is not None
+                    and matrix.driver_supports_major(widely, b.cuda_major) is True)
         return (int(b.index == "default"), shares_torch, broad, v)
 
     version, build = max(usable, key=rank)
