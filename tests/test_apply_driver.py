@@ -164,10 +164,12 @@ def test_a_contradicting_driver_is_refused(cpu_venv: Path, env: dict[str, str], 
     (["--driver", "550"], "--driver '550'"),
     (["--compute-capability", "8"], "--compute-capability '8'"),
 ])
-def test_apply_judges_machine_options_as_plan_does(cpu_venv: Path, env: dict[str, str], options: list[str],
+def test_apply_judges_machine_options_as_plan_does(tmp_path: Path, env: dict[str, str], options: list[str],
                                                    fragment: str) -> None:
+    """Judged before the target is looked at: an empty venv will do."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
     for command in (["plan"], ["apply", "--yes"]):
-        one_line_error(ortfix(*command, "--python", str(cpu_venv), *options, env=env), fragment)
+        one_line_error(ortfix(*command, "--python", str(tmp_path / "v"), *options, env=env), fragment)
 
 
 def test_a_plan_made_with_python3_is_applied_with_the_folder(cpu_venv: Path, env: dict[str, str],

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ortfix import __version__, observed, prefetch
 from ortfix.cachedir import cache_dir, write_json
-from ortfix.target import resolve_target
+from ortfix.target import choose_target
 
 SCHEMA = 1
 RACY_MARGIN_NS = 2_000_000_000
@@ -87,9 +87,11 @@ def saved_check(python: str | None, options: Sequence[str | bool | None]) -> Sav
     base = cache_dir()
     if base is None or not observed.supported():
         return None
-    target = resolve_target(python)
-    key = _key(target, options)
-    return SavedCheck(target, base / "checks" / f"{key[:32]}.json", key)
+    # How the target was chosen is part of the key: check prints it first (`check` finding a venv's python3 on PATH
+    # and `check --python VENV` look at the same interpreter but say different things).
+    chosen = choose_target(python)
+    key = _key(chosen.python, [*options, chosen.chosen_by])
+    return SavedCheck(chosen.python, base / "checks" / f"{key[:32]}.json", key)
 
 
 def _key(target: Path, options: Sequence[str | bool | None]) -> str:

@@ -248,25 +248,25 @@ def _require_confirmation_possible(yes: bool) -> None:
                           hint="pass --yes for unattended use")
 
 
-def _located(python: str | None, as_json: bool) -> TargetDescription:
-    """The environment a transaction command works on (no full probe: see txcommands.locate_environment), named
-    on the first line of its output."""
-    from ortfix.txcommands import locate_environment
-
-    target = locate_environment(python)
+def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
+    """`target`, named on the first line of the command's output (before any work starts)."""
     if not as_json:
         click.echo(target.line())
     return target
+
+
+def _located(python: str | None, as_json: bool) -> TargetDescription:
+    """The environment a transaction command works on (no full probe: see txcommands.locate_environment)."""
+    from ortfix.txcommands import locate_environment
+
+    return _named(locate_environment(python), as_json)
 
 
 def _described(python: str | None, as_json: bool) -> TargetDescription:
-    """The target of verify and tune, named on the first line of their output before they start their work."""
+    """The target of verify and tune (the probe it runs is the one they use)."""
     from ortfix.commands import describe_target
 
-    target = describe_target(python)
-    if not as_json:
-        click.echo(target.line())
-    return target
+    return _named(describe_target(python), as_json)
 
 
 def _tx_ui(as_json: bool) -> Any:

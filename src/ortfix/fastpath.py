@@ -86,14 +86,10 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
     An identical earlier check is replayed while nothing it depended on has changed (checkcache.py); `fresh` skips
     that."""
     from ortfix.checkcache import saved_check
-    from ortfix.target import choose_target
 
     validate_machine_options(driver_version, compute_capability)
 
-    # How the target was chosen is part of what check prints (its first line): `check` finding a venv's python3 on
-    # PATH and `check --python VENV` look at the same interpreter but say different things.
-    chosen_by = None if fresh else choose_target(python).chosen_by
-    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability, chosen_by))
+    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability))
     if saved is None:
         output, code, _report = _check(python, as_json, driver_version, compute_capability)
     else:

@@ -190,7 +190,7 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
     finally:
         env.fs.close()
     if saved.facts_fingerprint != fresh.facts_fingerprint:
-        spelled = (f"; it was made with the interpreter {saved.python}, this is {fresh.python}"
+        spelled = (f"; it was made with the interpreter {saved.python!r}, this is {fresh.python!r}"
                    if saved.python != fresh.python else "")
         raise OrtfixError(f"the environment changed since {where} was made (fingerprint {saved.facts_fingerprint}, "
                           f"now {fresh.facts_fingerprint}{spelled})",

@@ -452,7 +452,8 @@ def verify_applied(env: TargetEnv, *, python: str, assumed_driver: str | None = 
     not_verified = (f"GPU part not verified: {no_gpu} on this machine (the plan assumes driver {assumed_driver}); "
                     "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model matches the "
                     "CPU" if no_gpu else None)
-    notes = tuple(n for n in level.evidence if "needs the NVIDIA driver" in n) if level.status is Status.PASS else ()
+    need_driver = level.data.get("need_driver", {}) if level.status is Status.PASS else {}
+    notes = tuple(n for n in level.evidence if n.split(":", 1)[0] in need_driver)
     return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified, notes)
 
 

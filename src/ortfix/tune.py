@@ -174,14 +174,15 @@ def recommend(results: Sequence[ConfigResult], changing: bool) -> Recommendation
 
 def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], *, runs: int = 5,
              timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> TuneResult:
+    from ortfix import prefetch
     from ortfix.driver import detect_driver
     from ortfix.gpuverify import no_gpu_reason
     from ortfix.ldcache import load_ld_cache
-    from ortfix.probe import resolve_target, run_probe
+    from ortfix.probe import finish_probe, resolve_target, start_probe
 
     model = model_file(model, str(model))
     target = resolve_target(python)
-    probe = run_probe(target)
+    probe = finish_probe(prefetch.take(target) or start_probe(target), target)  # the probe the first line started
     conda_hook = hooks.active_conda_hook(probe.prefix, probe.env_kind)
     if shape_specs:
         sets: list[dict[str, Any]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]

@@ -59,10 +59,6 @@ class RollbackResult:
     outcome: RollbackOutcome
 
     @property
-    def prefix(self) -> str:
-        return self.target.prefix
-
-    @property
     def exit_code(self) -> ExitCode:
         return ExitCode.PROBLEMS if self.outcome.warnings else ExitCode.OK
 
@@ -72,10 +68,6 @@ class HistoryResult:
     target: TargetDescription
     entries: tuple[HistoryEntry, ...]
 
-    @property
-    def prefix(self) -> str:
-        return self.target.prefix
-
 
 @dataclass(frozen=True)
 class ShowResult:
@@ -83,19 +75,11 @@ class ShowResult:
     entry: HistoryEntry
     plan: Mapping[str, Any] | None
 
-    @property
-    def prefix(self) -> str:
-        return self.target.prefix
-
 
 @dataclass(frozen=True)
 class PruneResult:
     target: TargetDescription
     outcome: PruneOutcome
-
-    @property
-    def prefix(self) -> str:
-        return self.target.prefix
 
 
 _ASK = "import sys; print(sys.prefix); print(sys.version.split()[0]); print(int(sys.prefix != sys.base_prefix))"

@@ -180,7 +180,7 @@ def render_rollback_preview(prefix: str, tx: Transaction) -> str:
 
 def render_rollback(result: RollbackResult) -> str:
     o = result.outcome
-    lines = [f"Rolled back transaction {o.tx.id}: {len(o.undone)} step(s) undone in {result.prefix}."]
+    lines = [f"Rolled back transaction {o.tx.id}: {len(o.undone)} step(s) undone in {result.target.prefix}."]
     if o.freeing:
         lines.append("The files the install had added are being deleted in the background.")
     lines += [f"warning: {w}" for w in o.warnings]
@@ -189,7 +189,7 @@ def render_rollback(result: RollbackResult) -> str:
 
 def rollback_json(result: RollbackResult) -> dict[str, Any]:
     o = result.outcome
-    return {"schema": ROLLBACK_SCHEMA, "exit_code": int(result.exit_code), "prefix": result.prefix,
+    return {"schema": ROLLBACK_SCHEMA, "exit_code": int(result.exit_code), "prefix": result.target.prefix,
             "interpreter": result.target.to_json(),
             "transaction": transaction_json(o.tx), "undone": [s.index for s in o.undone],
             "freeing_in_background": list(o.freeing),
@@ -214,8 +214,8 @@ def _entry_json(e: HistoryEntry) -> dict[str, Any]:
 
 def render_history(result: HistoryResult) -> str:
     if not result.entries:
-        return f"No ortfix transactions in {result.prefix}."
-    lines = [f"Transactions in {result.prefix} (oldest first):", ""]
+        return f"No ortfix transactions in {result.target.prefix}."
+    lines = [f"Transactions in {result.target.prefix} (oldest first):", ""]
     lines.append(f"{'ID':<26} {'CREATED (UTC)':<19} {'STATUS':<13} {'STASH':>9}  CHANGES")
     for e in result.entries:
         if e.tx is None:
@@ -230,7 +230,7 @@ def render_history(result: HistoryResult) -> str:
 
 
 def history_json(result: HistoryResult) -> dict[str, Any]:
-    return {"schema": HISTORY_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+    return {"schema": HISTORY_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "transactions": [_entry_json(e) for e in result.entries]}
 
 
@@ -267,14 +267,14 @@ def render_show(result: ShowResult) -> str:
 
 def show_json(result: ShowResult) -> dict[str, Any]:
     e = result.entry
-    return {"schema": TRANSACTION_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+    return {"schema": TRANSACTION_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "summary": _entry_json(e),
             "journal": None if e.tx is None else transaction_json(e.tx), "plan": result.plan}
 
 
 def render_prune(result: PruneResult) -> str:
     o = result.outcome
-    lines = [f"Pruned {len(o.pruned)} transaction stash(es) in {result.prefix}: {size(o.freed_bytes)} freed; "
+    lines = [f"Pruned {len(o.pruned)} transaction stash(es) in {result.target.prefix}: {size(o.freed_bytes)} freed; "
              f"kept the newest {len(o.kept)}."]
     if o.skipped:
         lines.append(f"Not pruned (interrupted or unreadable): {', '.join(o.skipped)}")
@@ -285,6 +285,6 @@ def render_prune(result: PruneResult) -> str:
 
 def prune_json(result: PruneResult) -> dict[str, Any]:
     o = result.outcome
-    return {"schema": PRUNE_SCHEMA, "prefix": result.prefix, "interpreter": result.target.to_json(),
+    return {"schema": PRUNE_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "pruned": list(o.pruned), "kept": list(o.kept),
             "skipped": list(o.skipped), "freed_bytes": o.freed_bytes}
