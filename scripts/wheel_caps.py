@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate the `published:` blocks of compat/cuda.yaml: which published versions of each NVIDIA wheel exist, on
-which platforms, and which CUDA toolkit minor each belongs to. `Matrix.requirement_for` caps wheel versions from them.
+which platforms, and which CUDA toolkit minor each belongs to. `Matrix.wheel_requirement` caps wheel versions from them.
 
 Where the facts come from (all through pip and its configuration; no index address is named here):
 

@@ -84,7 +84,7 @@ def test_release_identified_and_planned(release_venv: Any, version: str) -> None
             _assert_resolves(requirements(plan))
 
 
-_RESOLVED: dict[tuple[str, ...], None] = {}
+_RESOLVED: set[tuple[str, ...]] = set()  # requirement sets already resolved in this session
 
 
 def _assert_resolves(requirements: list[str]) -> None:
@@ -96,7 +96,7 @@ def _assert_resolves(requirements: list[str]) -> None:
                              "--quiet", "--disable-pip-version-check", "--only-binary=:all:", *requirements],
                             capture_output=True, text=True)
     assert result.returncode == 0, f"{requirements}: {result.stderr.strip().splitlines()[-1:]}"
-    _RESOLVED[key] = None
+    _RESOLVED.add(key)
 
 
 def test_gpu_too_old_for_the_build_swaps_it(release_venv: Any) -> None:

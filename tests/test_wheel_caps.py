@@ -23,6 +23,10 @@ from ortfix.matrix import Matrix, WheelSpec, load_matrix
 MATRIX: Matrix = load_matrix(REPO / "compat", use_cache=False)
 
 
+def _req(wheel: WheelSpec, driver: str | None, os_name: str = "linux", machine: str = "x86_64") -> str:
+    return MATRIX.wheel_requirement(wheel, driver, os_name, machine).requirement
+
+
 
 WHEELS: list[WheelSpec] = [w for c in MATRIX.cuda.values() for w in c.wheels] + [r.wheel for r in MATRIX.cudnn]
 
@@ -122,7 +126,6 @@ def _picks(requirement: str, wheel: WheelSpec, platform: str) -> list[Version]:
 def test_every_cap_admits_a_published_version(driver: str, os_name: str, machine: str, platform: str) -> None:
     for wheel in WHEELS:
         req = MATRIX.wheel_requirement(wheel, driver, os_name, machine)
-        assert MATRIX.requirement_for(wheel, driver, os_name, machine) == req.requirement
         picks = _picks(req.requirement, wheel, platform)  # parses, and names the distribution
         if req.cap is None:
             assert req.requirement == wheel.distribution + wheel.specifier
@@ -164,16 +167,16 @@ def test_minor_version_compatibility_leaves_other_wheels_uncapped(band: str) -> 
 
 def test_the_issue_bands() -> None:
     """plan --driver 470.57.02 asked for nvidia-cublas-cu11~=11.0,<11.5: no cuBLAS 11.x below 11.5 exists."""
-    cublas = MATRIX.requirement_for(_wheel("nvidia-cublas-cu11"), "470.57.02")
+    cublas = _req(_wheel("nvidia-cublas-cu11"), "470.57.02")
     assert cublas == "nvidia-cublas-cu11~=11.0"
-    assert MATRIX.requirement_for(_wheel("nvidia-cuda-runtime-cu11"), "470.57.02") == "nvidia-cuda-runtime-cu11~=11.0"
+    assert _req(_wheel("nvidia-cuda-runtime-cu11"), "470.57.02") == "nvidia-cuda-runtime-cu11~=11.0"
     # 525.60.13 (CUDA 12.0): the same rule for cuBLAS, cudart, cuFFT, nvJitLink, cuRAND and cuDNN; NVRTC capped.
     for name, specifier in (("nvidia-cublas-cu12", "~=12.0"), ("nvidia-cuda-runtime-cu12", "~=12.0"),
                             ("nvidia-cufft-cu12", "~=11.0"), ("nvidia-nvjitlink-cu12", "~=12.0"),
                             ("nvidia-curand-cu12", "~=10.0")):
-        assert MATRIX.requirement_for(_wheel(name), "525.60.13") == name + specifier
-    assert MATRIX.requirement_for(_wheel("nvidia-cudnn-cu12", "~=9.0"), "525.60.13") == "nvidia-cudnn-cu12~=9.0"
-    assert MATRIX.requirement_for(_wheel("nvidia-cuda-nvrtc-cu12"), "525.60.13") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.1"
+        assert _req(_wheel(name), "525.60.13") == name + specifier
+    assert _req(_wheel("nvidia-cudnn-cu12", "~=9.0"), "525.60.13") == "nvidia-cudnn-cu12~=9.0"
+    assert _req(_wheel("nvidia-cuda-nvrtc-cu12"), "525.60.13") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.1"
     # 575.51.03 supports CUDA 12.9: no CUDA 13 wheel runs, none is capped, and the note names the driver.
     req = MATRIX.wheel_requirement(_wheel("nvidia-cudnn-cu13"), "575.51.03")
     assert req.requirement == "nvidia-cudnn-cu13~=9.0" and req.note and "580.65.06" in req.note
@@ -191,15 +194,15 @@ def test_aarch64_without_an_old_enough_wheel_is_left_uncapped() -> None:
     req = MATRIX.wheel_requirement(_wheel("nvidia-cuda-nvrtc-cu12"), "535.54.03", "linux", "aarch64")
     assert req.requirement == "nvidia-cuda-nvrtc-cu12~=12.0" and req.cap is None
     assert req.note and "linux_aarch64" in req.note and "12.3.107" in req.note
-    assert MATRIX.requirement_for(_wheel("nvidia-cuda-nvrtc-cu12"), "550.54.14", "linux", "aarch64") \
+    assert _req(_wheel("nvidia-cuda-nvrtc-cu12"), "550.54.14", "linux", "aarch64") \
         == "nvidia-cuda-nvrtc-cu12~=12.0,<12.5"
 
 
 def test_windows_uses_the_windows_driver_column() -> None:
     nvrtc = _wheel("nvidia-cuda-nvrtc-cu12")
     # 536.25 is CUDA 12.2's Windows driver (535.54.03 on Linux).
-    assert MATRIX.requirement_for(nvrtc, "536.25", "windows", "AMD64") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.3"
-    assert MATRIX.requirement_for(nvrtc, "536.25", "linux", "x86_64") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.3"
+    assert _req(nvrtc, "536.25", "windows", "AMD64") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.3"
+    assert _req(nvrtc, "536.25", "linux", "x86_64") == "nvidia-cuda-nvrtc-cu12~=12.0,<12.3"
     # 527.41 runs cuDNN 9 for CUDA 12 on Windows (support matrix), below the CUDA 12 minimum of 528.33 for the rest.
     cudnn = MATRIX.wheel_requirement(_wheel("nvidia-cudnn-cu12", "~=9.0"), "527.41", "windows", "AMD64")
     assert cudnn.requirement == "nvidia-cudnn-cu12~=9.0" and cudnn.note is None
@@ -207,10 +210,10 @@ def test_windows_uses_the_windows_driver_column() -> None:
 
 def test_no_driver_or_no_data_is_the_bare_specifier() -> None:
     wheel = _wheel("nvidia-cuda-nvrtc-cu12")
-    assert MATRIX.requirement_for(wheel, None) == "nvidia-cuda-nvrtc-cu12~=12.0"
+    assert _req(wheel, None) == "nvidia-cuda-nvrtc-cu12~=12.0"
     bare = WheelSpec("nvidia-cuda-nvrtc-cu12", "~=12.0", ("libnvrtc.so.12",), "nvidia/cuda_nvrtc/lib", cuda_major=12,
                      ptx_jit=True)
-    assert MATRIX.requirement_for(bare, "525.60.13") == "nvidia-cuda-nvrtc-cu12~=12.0"
+    assert _req(bare, "525.60.13") == "nvidia-cuda-nvrtc-cu12~=12.0"
 
 
 # -- against the index ----------------------------------------------------------------------------------------------

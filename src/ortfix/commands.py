@@ -103,17 +103,17 @@ def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | 
 
 def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
     """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
-    from ortfix.explain import explain_text, load_default_patterns
+    from ortfix.explain import describe, load_default_patterns, match_patterns
 
-    patterns = load_default_patterns()
-    explanations = explain_text(text, patterns)
+    hits = match_patterns(text, load_default_patterns())
     result: CheckResult | None = None
     error: str | None = None
-    if check and explanations:
+    if check and hits:
         try:
             result = run_check(python)
         except OrtfixError as exc:
             error = exc.one_line()
-        else:  # again, with this machine's facts: the analyses say what applies here
-            explanations = explain_text(text, patterns, matrix=result.matrix, facts=result.facts)
+    # With check's facts (and its matrix), the analyses say what applies on this machine.
+    explanations = describe(text, hits, matrix=result.matrix if result else None,
+                            facts=result.facts if result else None)
     return ExplainResult(explanations=explanations, check=result, check_error=error)

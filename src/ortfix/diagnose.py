@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ortfix.facts import DRIVER_LIBRARIES, Facts, OrtInstall, ProviderLoad
-from ortfix.inventory import LibCopy, cuda_major_by_name, parse_lib_name, soname_major
+from ortfix.inventory import LibCopy, parse_lib_name, soname_major
 from ortfix.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 from ortfix.matrix import Matrix
 from ortfix.probe import Distribution
@@ -80,7 +80,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings += _packages(facts)
     findings += _damaged(facts)
     findings += _orphaned(facts)
-    gpu = _gpu_install(facts)
+    gpu = gpu_install(facts)
     findings += _driver(facts, matrix, gpu)
     if gpu is not None:
         findings += _matrix_agreement(gpu)
@@ -95,8 +95,9 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     return findings
 
 
-def _gpu_install(facts: Facts) -> OrtInstall | None:
-    """The ORT folder `import onnxruntime` picks (the first on sys.path), if its build is a GPU one."""
+def gpu_install(facts: Facts) -> OrtInstall | None:
+    """The ORT folder `import onnxruntime` picks (the first on sys.path), if its build is a GPU one: what check
+    judges, plan keeps or replaces, and verify checks."""
     active = facts.active_ort
     if active is not None and any(p.provider == "cuda" for p in active.providers) and active.package != CPU_PACKAGE:
         return active
@@ -186,14 +187,6 @@ def _builds_onnxruntime(dist: Distribution) -> bool:
             or any(path.startswith("onnxruntime/") for path, _, _ in dist.files))
 
 
-def dist_version(dist: Distribution) -> str | None:
-    """The installed version: from METADATA, else from the .dist-info folder's name (METADATA may be what is
-    damaged); None when neither is a version."""
-    stem = os.path.basename(dist.dist_info).rsplit(".", 1)[0]
-    found = first_version((dist.version, stem.rsplit("-", 1)[1] if "-" in stem else None))
-    return str(Version(found)) if found else None
-
-
 def first_version(candidates: Iterable[str | None]) -> str | None:
     """The first candidate that is a valid version, as written; None when none is."""
     for candidate in candidates:
@@ -216,7 +209,7 @@ def _damaged(facts: Facts) -> list[Finding]:
         if not ort and not dist.normalized.startswith("nvidia-"):
             continue
         code = ORT_DAMAGED if ort else LIB_DAMAGED
-        version = dist_version(dist)
+        version = dist.installed_version
         label = f"{dist.name} {version or dist.version or '(version unknown)'}"
         pin = f"{dist.name}=={version}" if version else dist.name
         if dist.has_record is False:
@@ -483,12 +476,11 @@ def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> 
     CUDA runtimes (a libcurand.so.10 of CUDA 13 NEEDs libcudart.so.13), or cuDNN would dlopen another cuBLAS."""
     if gpu.cuda_major is None:
         return []
-    majors = {os.path.realpath(c.path): c.cuda_major for c in facts.libraries}
     wrong: dict[str, tuple[str, int]] = {}
     for res in provider.resolutions:
         if res.path is None or res.name in wrong or res.name in DRIVER_LIBRARIES:
             continue
-        major = majors.get(os.path.realpath(res.path), cuda_major_by_name(res.name))
+        major = facts.cuda_major_at(res.path)
         if major is not None and major != gpu.cuda_major:
             wrong[res.name] = (res.path, major)
     if not wrong:

@@ -170,13 +170,17 @@ def _compile(pid: str, text: str) -> re.Pattern[str]:
 
 def explain_text(text: str, patterns: Sequence[Pattern], *, matrix: Matrix | None = None,
                  facts: Facts | None = None) -> list[Explanation]:
-    """Every pattern that matches somewhere in `text`, once each (its first match), in the patterns' order; a pattern
-    is left out when a row its `unless` names matched too.
+    """Every pattern that matches somewhere in `text` (match_patterns), explained (describe)."""
+    return describe(text, match_patterns(text, patterns), matrix=matrix, facts=facts)
 
-    Patterns with an `analysis` add sentences about this message: from the compatibility matrix (`matrix`; the
-    default compat folder's when None, read only if such a pattern matched) and, when `facts` are given (`ortfix
-    check` of the target environment), about this machine."""
-    hits: list[tuple[Pattern, re.Match[str]]] = []
+
+Hit = tuple[Pattern, "re.Match[str]"]
+
+
+def match_patterns(text: str, patterns: Sequence[Pattern]) -> list[Hit]:
+    """Every pattern that matches somewhere in `text`, once each (its first match), in the patterns' order; a pattern
+    is left out when a row its `unless` names matched too."""
+    hits: list[Hit] = []
     seen: set[str] = set()
     for pattern in patterns:
         if pattern.id in seen:
@@ -186,11 +190,17 @@ def explain_text(text: str, patterns: Sequence[Pattern], *, matrix: Matrix | Non
             continue
         seen.add(pattern.id)
         hits.append((pattern, m))
+    return [(pattern, m) for pattern, m in hits if not seen.intersection(pattern.unless)]
+
+
+def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
+             facts: Facts | None = None) -> list[Explanation]:
+    """The explanation of each hit. Patterns with an `analysis` add sentences about this message: from the
+    compatibility matrix (`matrix`; the default compat folder's when None, read only if such a pattern matched) and,
+    when `facts` are given (`ortfix check` of the target environment), about this machine."""
     lazy = _LazyMatrix(matrix)
     found: list[Explanation] = []
     for pattern, m in hits:
-        if seen.intersection(pattern.unless):
-            continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         details: tuple[str, ...] = ()
         if pattern.analysis is not None:
@@ -366,24 +376,10 @@ def _gpu_rows(matrix: Matrix, version: str) -> list[OrtBuild]:
     return [b for b in matrix.builds_for(version) if b.package == _GPU_PACKAGE]
 
 
-def _requires_ok(build: OrtBuild, python_version: str) -> bool:
-    if not build.requires_python:
-        return True
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    try:
-        return SpecifierSet(build.requires_python).contains(python_version)
-    except InvalidSpecifier:
-        return True
-
-
 def _installs_here(build: OrtBuild, facts: Facts) -> bool:
     """A default-index build with a wheel for the target's Python and platform (as far as the matrix says)."""
-    platform = _platform(facts)
     return (build.index == "default" and build.package == _GPU_PACKAGE
-            and (not build.python_tags or facts.probe.python_tag in build.python_tags)
-            and (platform is not None and (not build.platforms or platform in build.platforms))
-            and _requires_ok(build, facts.probe.python_version))
+            and build.installs_for(facts.probe.python_tag, facts.probe.python_version, _platform(facts)))
 
 
 def _newest(matrix: Matrix, keep: Callable[[OrtBuild], bool]) -> Version | None:
@@ -518,7 +514,7 @@ def _pip_asked_here(matrix: Matrix, facts: Facts, asked: str, default: Sequence[
                    + (f"the newest onnxruntime-gpu with a {tag} wheel for {platform} is {newest}."
                       if newest else f"no onnxruntime-gpu release ortfix knows has a {tag} wheel for "
                                      f"{platform or probe.system}."))
-    elif not all(_requires_ok(b, probe.python_version) for b in default):
+    elif not all(b.admits_python(probe.python_version) for b in default):
         ruled_out = True
         out.append(f"This environment runs Python {probe.python_version}, which {asked}'s Requires-Python excludes.")
     if platform is None:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ from ortfix.driver import DriverFacts, detect_driver, overridden_driver
 from ortfix.elf import NotElf
 from ortfix.elfcache import ElfReader
 from ortfix.errors import OrtfixError
-from ortfix.inventory import LibCopy, scan, soname_major
+from ortfix.inventory import LibCopy, cuda_major_by_name, parse_lib_name, scan, soname_major
 from ortfix.ldcache import load_ld_cache
 from ortfix.loader import LinuxLoader, LoaderConfig, Resolution, find_interpreter, system_search_dirs, unreadable_dirs
 from ortfix.matrix import Matrix, OrtBuild
@@ -98,6 +99,15 @@ class Facts:
 
     def distributions(self, prefix: str) -> list[Distribution]:
         return [d for d in self.probe.distributions if d.normalized.startswith(prefix)]
+
+    @cached_property
+    def _cuda_majors(self) -> dict[str, int | None]:
+        return {os.path.realpath(c.path): c.cuda_major for c in self.libraries}
+
+    def cuda_major_at(self, path: str) -> int | None:
+        """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
+        else what its name says; None when nothing tells."""
+        return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
 
     @property
     def active_ort(self) -> OrtInstall | None:
@@ -224,11 +234,8 @@ def _findable(
     """Where each library ORT might need resolves today, for a library with no RPATH/RUNPATH of its own (as the
     PyPI ORT builds since 1.19 are): what the planner reuses instead of downloading it again."""
     names: set[str] = set()
-    for cuda in matrix.cuda.values():
-        for wheel in cuda.wheels:
-            names.update(wheel.sonames)
-    for row in matrix.cudnn:
-        names.update(row.wheel.sonames)
+    for _major, wheel in matrix.nvidia_wheels:
+        names.update(wheel.sonames)
     for install in ort:
         for provider in install.providers:
             names.update(r.name for r in provider.resolutions)
@@ -313,7 +320,9 @@ def _analyze_ort(
             needed = ()
     # The CUDA and cuDNN majors: what the provider NEEDs, else what _ld_preload.py loads for it (before 1.16), else
     # the build info, else the matrix row of this release.
-    linked = (*needed, *ort_dir.preload_cuda)
+    # _ld_preload.py is a file in the environment: only bare CUDA/cuDNN sonames from it are used (never a path).
+    preload = tuple(n for n in ort_dir.preload_cuda if parse_lib_name(n))
+    linked = (*needed, *preload)
     cuda_major = next((soname_major(n) for n in linked if n.startswith("libcudart.so.")), None)
     cuda_source = "binary" if cuda_major is not None else None
     if cuda_major is None and info.get("cuda_version"):
@@ -334,7 +343,7 @@ def _analyze_ort(
             continue
         lazy: tuple[str, ...] = ()
         if provider == "cuda":
-            lazy = ort_dir.preload_cuda or (builds[0].cuda_lazy if builds else ())
+            lazy = preload or (builds[0].cuda_lazy if builds else ())
         providers.append(simulate_provider(provider, lib, ort_dir, probe, config, reader, interpreter, preloaded,
                                            lazy, matrix, cudnn_major))
     return OrtInstall(

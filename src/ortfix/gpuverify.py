@@ -93,11 +93,6 @@ def _driver_summary(driver: DriverFacts) -> str:
     return f"{driver.version}" + (f", {gpus}" if gpus else "")
 
 
-def _install(facts: Facts) -> OrtInstall | None:
-    """The onnxruntime a plain `import onnxruntime` gets: the first folder on sys.path."""
-    return facts.ort[0] if facts.ort else None
-
-
 def _provider(install: OrtInstall, name: str) -> ProviderLoad | None:
     return next((p for p in install.providers if p.provider == name), None)
 
@@ -124,7 +119,7 @@ def _lib_error(soname: str, error: str | None) -> str:
 
 
 def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level:
-    install = _install(facts)
+    install = facts.active_ort
     if install is None:
         return Level(1, "loader", Status.FAIL, f"onnxruntime is not installed in {python}",
                      fix="`ortfix plan` shows what to install")
@@ -198,7 +193,7 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
 def _session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
                     loader: Level, *, user_model: bool, conda_hook: Path | None,
                     timeout: float) -> tuple[Level, Level]:
-    install = _install(facts)
+    install = facts.active_ort
     if install is None:
         why = "onnxruntime is not installed (level 1)"
         return Level(2, "provider", Status.NOT_RUN, why), Level(3, "numbers", Status.NOT_RUN, why)
@@ -312,7 +307,7 @@ def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping
     provider, numbers = _session_levels(
         facts, facts.target, model or BUILTIN_MODEL, shapes if model is not None else (shapes or BUILTIN_SHAPES),
         loader, user_model=model is not None, conda_hook=conda_hook, timeout=timeout)
-    install = _install(facts)
+    install = facts.active_ort
     return VerifyResult(
         python=interpreter,
         onnxruntime=f"{install.package or 'onnxruntime'} {install.version}" if install else None,

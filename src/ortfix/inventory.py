@@ -69,11 +69,13 @@ def soname_major(soname: str) -> int | None:
 # Families whose SONAME major names the CUDA major: libcudart.so.12 is CUDA 12; cuFFT is one ahead (libcufft.so.11
 # ships with CUDA 12). libcurand.so.10, cuSPARSE, cuSOLVER and cuDNN do not tell: their ELF or their wheel must.
 _CUDA_MAJOR_BY_SONAME = {"cudart": 0, "cublas": 0, "cublasLt": 0, "nvrtc": 0, "nvJitLink": 0, "cufft": 1}
-_LINKS_CUDA = ("libcudart.so.", "libcublasLt.so.", "libcublas.so.", "libnvrtc.so.", "libnvJitLink.so.")
+# The file-name prefixes of those families ("libcudart.so."): what to look for in a process's mapped files.
+CUDA_MAJOR_FILES = tuple(f"lib{family}.so." for family in _CUDA_MAJOR_BY_SONAME)
 
 
 def cuda_major_by_name(soname: str) -> int | None:
-    """The CUDA major a library's SONAME alone says (libcudart.so.12 → 12, libcufft.so.12 → 13), else None."""
+    """The CUDA major a library's SONAME (or fully versioned file name) alone says (libcudart.so.12 → 12,
+    libcudart.so.12.9.79 → 12, libcufft.so.12 → 13), else None."""
     parsed = parse_lib_name(soname)
     if not parsed or not parsed[1] or parsed[0] not in _CUDA_MAJOR_BY_SONAME:
         return None
@@ -83,13 +85,11 @@ def cuda_major_by_name(soname: str) -> int | None:
 def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
     """Folder of an installed NVIDIA wheel → the CUDA majors of the wheels installed there (nvidia-cudnn-cu12 and
     nvidia-cudnn-cu13 both install into nvidia/cudnn/lib; nvidia-curand-cu11 and -cu12 into nvidia/curand/lib)."""
-    rows = [(w.distribution, w.dir, c.major) for c in matrix.cuda.values() for w in c.wheels]
-    rows += [(r.wheel.distribution, r.wheel.dir, r.cuda_major) for r in matrix.cudnn]
     out: dict[str, set[int]] = {}
     for dist in probe.distributions:
-        for name, folder, major in rows:
-            if dist.normalized == name:
-                out.setdefault(os.path.realpath(os.path.join(dist.location, folder)), set()).add(major)
+        for major, wheel in matrix.nvidia_wheels:
+            if dist.normalized == wheel.distribution:
+                out.setdefault(os.path.realpath(os.path.join(dist.location, wheel.dir)), set()).add(major)
     return out
 
 
@@ -105,8 +105,9 @@ def cuda_major_of(copy: LibCopy, reader: ElfReader, wheel_majors: dict[str, set[
         except (NotElf, OSError):
             needed = ()
         for name in needed:
-            if name.startswith(_LINKS_CUDA):
-                return cuda_major_by_name(name)
+            major = cuda_major_by_name(name)
+            if major is not None:
+                return major
     majors = wheel_majors.get(os.path.realpath(copy.directory), set())
     return next(iter(majors)) if len(majors) == 1 else None
 

@@ -49,7 +49,14 @@ _SIZE = {
 
 # Platforms an NVIDIA wheel is published for (`published.not_on` keys); see Matrix.wheel_requirement.
 WHEEL_PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64")
-_WHEEL_VERSION = {"type": "string", "pattern": r"^\d+(\.\d+)+(\.post\d+)?$"}
+_WHEEL_VERSION = {"type": "string", "pattern": r"^\d+(\.\d+)+(\.post\d+)?$"}  # always a valid PEP 440 version
+# A driver per OS (Linux required): a CUDA major's minimum, or a published version group's floor.
+_OS_DRIVERS = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["linux"],
+    "properties": {"linux": _DRIVER, "windows": _DRIVER},
+}
 # Which published versions of a wheel exist and which CUDA toolkit minor each ships with (scripts/wheel_caps.py).
 _PUBLISHED = {
     "type": "object",
@@ -66,12 +73,7 @@ _PUBLISHED = {
                 "required": ["cuda", "versions"],
                 "properties": {
                     "cuda": {"type": "string", "pattern": r"^\d+\.\d+$"},
-                    "driver": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["linux"],
-                        "properties": {"linux": _DRIVER, "windows": _DRIVER},
-                    },
+                    "driver": _OS_DRIVERS,
                     "versions": {"type": "array", "minItems": 1, "items": _WHEEL_VERSION},
                 },
             },
@@ -158,12 +160,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "required": ["major", "driver_min", "releases", "compute_capability", "wheels", "source"],
                     "properties": {
                         "major": {"type": "integer", "minimum": 9, "maximum": 20},
-                        "driver_min": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["linux"],
-                            "properties": {"linux": _DRIVER, "windows": _DRIVER},
-                        },
+                        "driver_min": _OS_DRIVERS,
                         "releases": {
                             "type": "array",
                             "items": {
@@ -265,6 +262,24 @@ class OrtBuild:
     def newest(self) -> Version:
         return max(Version(v) for v in self.versions)
 
+    def admits_python(self, python_version: str) -> bool:
+        """Its Requires-Python admits this Python (an unreadable one admits everything)."""
+        if not self.requires_python:
+            return True
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return SpecifierSet(self.requires_python).contains(python_version)
+        except InvalidSpecifier:
+            return True
+
+    def installs_for(self, python_tag: str, python_version: str, platform: str | None) -> bool:
+        """A wheel of this build exists for the interpreter and the platform (`linux_x86_64`), as far as the row says;
+        None, a platform no wheel is for (macOS), has none."""
+        return (platform is not None and (not self.platforms or platform in self.platforms)
+                and (not self.python_tags or python_tag in self.python_tags)
+                and self.admits_python(python_version))
+
 
 @dataclass(frozen=True)
 class WheelVersions:
@@ -344,12 +359,17 @@ class Matrix:
             return []
         return [b for b in self.builds if any(_same_version(v, wanted) for v in b.versions)]
 
+    @property
+    def nvidia_wheels(self) -> tuple[tuple[int, WheelSpec], ...]:
+        """Every NVIDIA pip wheel the matrix knows, CUDA libraries and cuDNN alike, with its CUDA major."""
+        return (*((c.major, w) for c in self.cuda.values() for w in c.wheels),
+                *((r.cuda_major, r.wheel) for r in self.cudnn))
+
     def size_estimate(self, distribution: str) -> tuple[float, float] | None:
         """(download, unpacked) MiB of a wheel of `distribution`, the largest any row measured; None if none did."""
         name = distribution.lower().replace("_", "-")
         sizes = [b.size_mib for b in self.builds if b.package == name and b.size_mib]
-        sizes += [w.size_mib for c in self.cuda.values() for w in c.wheels if w.distribution == name and w.size_mib]
-        sizes += [r.wheel.size_mib for r in self.cudnn if r.wheel.distribution == name and r.wheel.size_mib]
+        sizes += [w.size_mib for _, w in self.nvidia_wheels if w.distribution == name and w.size_mib]
         return max(sizes, key=lambda s: s[1]) if sizes else None
 
     def cuda_major(self, major: int) -> CudaMajor | None:
@@ -392,20 +412,11 @@ class Matrix:
         need = cuda.driver_min.get(os_name) or cuda.driver_min.get("linux")
         return _driver_version(driver) >= _driver_version(need) if need else None
 
-    def requirement_for(self, wheel: WheelSpec, driver: str | None, os_name: str = "linux",
-                        machine: str = "x86_64") -> str:
-        """The pip requirement for `wheel` on a machine with this driver: wheel_requirement(...).requirement."""
-        return self.wheel_requirement(wheel, driver, os_name, machine).requirement
-
     def wheel_requirement(self, wheel: WheelSpec, driver: str | None, os_name: str = "linux",
                           machine: str = "x86_64") -> WheelRequirement:
         """Distribution + specifier + a version cap that keeps pip off wheels this driver cannot run.
 
-        For plan.py's `_cap` (its caller prepends the distribution; this returns the whole requirement):
-
-            req = matrix.wheel_requirement(wheel, facts.driver.version, os_name, facts.probe.machine)
-            requirements.append(req.requirement)
-            if req.note: notes.append(req.note)
+        plan.make_plan asks for every NVIDIA wheel it installs this way and adds `note` to the plan's notes.
 
         `os_name` is "linux" or "windows"; `machine` as platform.machine() says it ("x86_64", "aarch64", "AMD64").
         No driver (or no `published` data): the bare distribution + specifier.
@@ -431,16 +442,10 @@ class Matrix:
         published = wheel.published
         if not driver or published is None:
             return WheelRequirement(base, None, (), None)
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # ~15 ms (packaging.tags): only when asked
-
         platform = _wheel_platform(os_name, machine)
         missing = set(published.not_on.get(platform, ())) if platform else set()
-        try:
-            spec = SpecifierSet(wheel.specifier)
-        except InvalidSpecifier:
-            return WheelRequirement(base, None, (), None)
-        rows = [(Version(v), group) for group in published.by_cuda for v in group.versions
-                if spec.contains(v, prereleases=True)]
+        # Loading made sure every published version lies inside the wheel's specifier (_check_published).
+        rows = [(Version(v), group) for group in published.by_cuda for v in group.versions]
         highest = self.highest_cuda_for_driver(driver, os_name)
         mvc = (not wheel.ptx_jit and wheel.cuda_major is not None
                and self.driver_supports_major(driver, wheel.cuda_major, os_name) is True)
@@ -723,10 +728,7 @@ def _check_published(wheel: Mapping[str, Any], spec: SpecifierSet, major: int, n
         floor = {os_name: _driver_version(floors.get(os_name, "0")) for os_name in ("linux", "windows")}
         versions: list[Version] = []
         for k, text in enumerate(group["versions"]):
-            try:
-                v = Version(text)
-            except InvalidVersion as exc:
-                raise fail(["by_cuda", g, "versions", k], f"not a version: {text!r}") from exc
+            v = Version(text)  # the schema's _WHEEL_VERSION admits valid versions only
             if v in seen:
                 raise fail(["by_cuda", g, "versions", k], f"{text} is listed twice")
             if not spec.contains(v, prereleases=True):
@@ -746,11 +748,7 @@ def _check_published(wheel: Mapping[str, Any], spec: SpecifierSet, major: int, n
         last = (cuda, versions[-1], floor)
     for platform, listed in wheel["published"].get("not_on", {}).items():
         for k, text in enumerate(listed):
-            try:
-                known = Version(text) in seen
-            except InvalidVersion:
-                known = False
-            if not known:
+            if Version(text) not in seen:
                 raise fail(["not_on", platform, k], f"{text} (not on {platform}) is not a listed version")
 
 

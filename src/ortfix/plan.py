@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -24,7 +23,7 @@ from ortfix import diagnose as dx
 from ortfix.diagnose import Finding, Severity, finding_json
 from ortfix.errors import OrtfixError
 from ortfix.facts import DRIVER_LIBRARIES, Facts, OrtInstall
-from ortfix.inventory import LibCopy, cuda_major_by_name, parse_lib_name
+from ortfix.inventory import LibCopy, parse_lib_name
 from ortfix.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 from ortfix.matrix import Matrix, OrtBuild, WheelSpec
 from ortfix.probe import Distribution
@@ -119,7 +118,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     notes: list[str] = []
     actions: list[Action] = []
     installer = _installer(facts)
-    installed = _installed_gpu(facts)
+    installed = dx.gpu_install(facts)
     target = choose_target(facts, matrix, options, installed)
     asked: list[str] = []  # what the package findings ask to uninstall
     for code in _UNINSTALL_CODES:
@@ -152,11 +151,10 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     cuda_major = target.cuda_major if target else (installed.cuda_major if installed else None)
     cudnn_major = target.cudnn_major if target else (installed.cudnn_major if installed else None)
     shadowed = {f.data["soname"]: f for f in by_code.get(dx.LIB_SHADOWED, [])}
-    majors = _majors_by_path(facts.libraries)
 
     def fits(path: str) -> bool:
         """A copy built for the target's CUDA major (or one nothing tells the major of): a stack mixes no majors."""
-        major = majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+        major = facts.cuda_major_at(path)
         return cuda_major is None or major is None or major == cuda_major
 
     for soname in needs:
@@ -289,11 +287,6 @@ def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
     return any(finding.code in a.fixes for a in actions)
 
 
-def _installed_gpu(facts: Facts) -> OrtInstall | None:
-    active = facts.active_ort
-    return active if active is not None and active.providers and active.package != dx.CPU_PACKAGE else None
-
-
 @dataclass(frozen=True)
 class _Repairs:
     """What the damaged-install findings ask of the plan."""
@@ -388,7 +381,7 @@ def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
     any `onnxruntime` folder's build info. Only a valid version counts; None when nothing says one."""
     candidates = [installed.version if installed else None]
     for name in (dx.GPU_PACKAGE, dx.CPU_PACKAGE):
-        candidates += [dx.dist_version(d) for d in facts.ort_distributions if d.normalized == name]
+        candidates += [d.installed_version for d in facts.ort_distributions if d.normalized == name]
     candidates += [o.version for o in facts.ort]
     return dx.first_version(candidates)
 
@@ -402,18 +395,8 @@ def choose_target(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     current = _current_version(facts, installed)
 
     def runs_here(build: OrtBuild) -> bool:
-        if build.index == "withdrawn":
+        if build.index == "withdrawn" or not build.installs_for(probe.python_tag, probe.python_version, platform_tag):
             return False
-        if build.platforms and platform_tag not in build.platforms:
-            return False
-        if build.python_tags and probe.python_tag not in build.python_tags:
-            return False
-        if build.requires_python:
-            try:
-                if not SpecifierSet(build.requires_python).contains(probe.python_version):
-                    return False
-            except InvalidSpecifier:
-                pass
         if options.cuda_major and build.cuda_major != options.cuda_major:
             return False
         if facts.driver.version and matrix.driver_supports_major(facts.driver.version, build.cuda_major) is False:
@@ -505,13 +488,12 @@ def _needed_sonames(facts: Facts, matrix: Matrix, target: Target | None, install
 
 
 def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> bool:
-    majors = _majors_by_path(facts.libraries)
     for provider in installed.providers:
         for r in provider.resolutions:
             if r.name == name and r.path is None:
                 return True
             if r.name == name and r.path is not None and installed.cuda_major is not None:
-                major: int | None = majors.get(os.path.realpath(r.path), cuda_major_by_name(name))
+                major = facts.cuda_major_at(r.path)
                 if major is not None and major != installed.cuda_major:
                     return True  # a copy of another CUDA major (LIB008)
     own = [c for c in facts.libraries if c.soname == name and c.inside_env]
@@ -521,16 +503,11 @@ def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> b
 
 def _occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
     """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into."""
-    rows = {(w.distribution, w.dir) for c in matrix.cuda.values() for w in c.wheels}
-    rows |= {(r.wheel.distribution, r.wheel.dir) for r in matrix.cudnn}
+    rows = {(w.distribution, w.dir) for _major, w in matrix.nvidia_wheels}
     site = os.path.realpath(facts.probe.purelib)
     return [d for d in facts.probe.distributions
             if d.normalized != wheel.distribution and os.path.realpath(d.location) == site
             and (d.normalized, wheel.dir) in rows]
-
-
-def _majors_by_path(copies: Sequence[LibCopy]) -> dict[str, int | None]:
-    return {os.path.realpath(c.path): c.cuda_major for c in copies}
 
 
 def _copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:

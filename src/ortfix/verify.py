@@ -16,16 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
-from ortfix.inventory import cuda_major_by_name
+from ortfix.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
 from ortfix.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 
 VERIFY_SCHEMA = "ortfix.verify/1"
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
 _MARK = "ORTFIX-VERIFY:"
-# The mapped files whose name tells the CUDA major they belong to (inventory.cuda_major_by_name): the process must
-# hold one major only (a libcurand.so.10 of CUDA 13 in a CUDA 12 stack maps libcudart.so.13 next to .so.12).
-_MAJOR_FAMILIES = ("libcudart.so.", "libcublas.so.", "libcublasLt.so.", "libnvrtc.so.", "libnvJitLink.so.",
-                   "libcufft.so.")
 
 # Runs inside the target (any Python 3): standard library only, one JSON line out. A library that its requester
 # finds through the requester's own DT_RUNPATH/DT_RPATH (cuDNN 9 dlopens its sub-libraries by SONAME from
@@ -101,7 +97,7 @@ class LoadCheck:
         """CUDA major → the mapped files of that major."""
         out: dict[int, list[str]] = {}
         for path in self.mapped:
-            major = cuda_major_by_name(_soname_of(os.path.basename(path)))
+            major = cuda_major_by_name(os.path.basename(path))
             if major is not None:
                 out.setdefault(major, []).append(path)
         return out
@@ -148,7 +144,7 @@ def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] |
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
     runpaths = {n: list(d) for n, d in (requester_dirs or {}).items() if n in names}
     return _SCRIPT % {"names": json.dumps(names), "runpaths": json.dumps(runpaths), "provider": PROVIDER_PREFIX,
-                      "mark": _MARK, "families": _MAJOR_FAMILIES}
+                      "mark": _MARK, "families": CUDA_MAJOR_FILES}
 
 
 def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
@@ -188,11 +184,6 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
     mapped = tuple(p for p in doc.get("mapped") or () if isinstance(p, str))
     return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major)
 
-
-def _soname_of(file_name: str) -> str:
-    """libcudart.so.12.9.79 → libcudart.so.12 (the SONAME's major is the first version part)."""
-    stem, _, version = file_name.partition(".so.")
-    return f"{stem}.so.{version.split('.')[0]}" if version else file_name
 
 
 def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:
