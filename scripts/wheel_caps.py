@@ -338,8 +338,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("compat/cuda.yaml: published versions are up to date")
         return 0
     if args.write:
-        new = re.sub(r'^data_version: "[^"]*"', f'data_version: "{today.replace("-", ".")}"', new, count=1,
-                     flags=re.MULTILINE)
+        # data_version never moves back (another script may have bumped it today or later).
+        old = str(doc.get("data_version", ""))
+        new = re.sub(r'^data_version: "[^"]*"', f'data_version: "{max(old, today.replace("-", "."))}"', new,
+                     count=1, flags=re.MULTILINE)
+        from ortfix.errors import OrtfixError
+        from ortfix.matrix import validate_document
+
+        try:  # what ortfix will load: written only when it validates, as `ortfix matrix validate` checks it
+            validate_document(new.encode("utf-8"), str(CUDA_YAML))
+        except OrtfixError as exc:
+            print(f"not written: {exc.one_line()}", file=sys.stderr)
+            return 1
         CUDA_YAML.write_text(new, encoding="utf-8")
         print(f"rewrote {CUDA_YAML}")
         return 0
