@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ortfix.checkcache import RACY_MARGIN_NS
+from ortfix.speed.replay import RACY_MARGIN_NS
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-MODELS_DIR = Path(__file__).resolve().parents[1] / "src" / "ortfix" / "models"
+MODELS_DIR = Path(__file__).resolve().parents[1] / "src" / "ortfix" / "verify" / "models"
 
 # protobuf wire types
 _VARINT = 0

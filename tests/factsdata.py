@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
 
-from ortfix.facts import Facts, gather
-from ortfix.journal import InterruptedTransaction
-from ortfix.matrix import load_matrix
+from ortfix.check.facts import Facts, gather
+from ortfix.compat.matrix import load_matrix
+from ortfix.transaction.journal import InterruptedTransaction
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
 FORMAT = "ortfix-test.facts/1"

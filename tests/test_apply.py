@@ -216,7 +216,7 @@ def _replace_scenario(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> 
 @pytest.mark.parametrize("scenario", ["cpu-swap", "replace"])
 def test_crash_after_and_during_every_step_then_rollback(scenario: str, tmp_path: Path, wheelhouse: Path,
                                                          venv_template: Path, env: dict[str, str]) -> None:
-    from ortfix.journal import TxStatus, interrupted_transactions
+    from ortfix.transaction.journal import TxStatus, interrupted_transactions
 
     if scenario == "cpu-swap":
         python = pip_venv(venv_template, tmp_path / "venv")
@@ -258,7 +258,7 @@ def test_crash_after_and_during_every_step_then_rollback(scenario: str, tmp_path
 
 
 def test_concurrent_apply_and_rollback_refused(cpu_venv: Path, env: dict[str, str]) -> None:
-    from ortfix import lock
+    from ortfix.transaction import lock
 
     (cpu_venv / ".ortfix").mkdir()
     before = tree_state(cpu_venv)
@@ -346,7 +346,7 @@ def test_no_terminal_and_no_yes_refused(cpu_venv: Path, env: dict[str, str]) -> 
 
 
 def test_hand_edited_journal_makes_rollback_refuse(cpu_venv: Path, env: dict[str, str]) -> None:
-    from ortfix.journal import canonical, sha256_bytes
+    from ortfix.transaction.journal import canonical, sha256_bytes
 
     doc = ortfix_json("apply", "--python", str(cpu_venv), "--yes", env=env)
     tx_id = doc["transaction"]["id"]
@@ -581,7 +581,7 @@ def test_apply_refused_while_a_transaction_is_interrupted(cpu_venv: Path, env: d
 
 
 def test_forged_step_record_is_refused(cpu_venv: Path, env: dict[str, str]) -> None:
-    from ortfix.journal import canonical, sha256_bytes
+    from ortfix.transaction.journal import canonical, sha256_bytes
 
     tx_id = ortfix_json("apply", "--python", str(cpu_venv), "--yes", env=env)["transaction"]["id"]
     journal = cpu_venv / ".ortfix" / "transactions" / tx_id / "journal.json"
@@ -605,10 +605,10 @@ def test_forged_step_record_is_refused(cpu_venv: Path, env: dict[str, str]) -> N
 def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """In process, with shutil.disk_usage reporting a nearly full disk: the wheels' sizes come from pip's report."""
-    from ortfix import transaction
-    from ortfix.commands import run_plan
+    from ortfix.commands.check import run_plan
     from ortfix.errors import OrtfixError
-    from ortfix.plan import PlanOptions
+    from ortfix.plan.make import PlanOptions
+    from ortfix.transaction import apply as transaction
 
     for key in [k for k in os.environ if k.startswith("PIP_")]:
         monkeypatch.delenv(key)
@@ -634,10 +634,10 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
     """Over HTTP pip's report gives no sizes: preflight takes them from the matrix's measured wheels (about 3 GiB for
     onnxruntime-gpu and the NVIDIA set), so 1 GiB free is refused before anything changes, although these test
     wheels are tiny."""
-    from ortfix import transaction
-    from ortfix.commands import run_plan
+    from ortfix.commands.check import run_plan
     from ortfix.errors import OrtfixError
-    from ortfix.plan import PlanOptions
+    from ortfix.plan.make import PlanOptions
+    from ortfix.transaction import apply as transaction
 
     house = _GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")
     try:

@@ -16,12 +16,12 @@ import yaml
 from packaging.version import Version
 
 from factsdata import load_facts, recorded
-from ortfix.diagnose import diagnose
-from ortfix.driver import overridden_driver
+from ortfix.check.diagnose import diagnose
+from ortfix.check.facts import Facts
+from ortfix.compat.matrix import load_matrix
 from ortfix.errors import OrtfixError
-from ortfix.facts import Facts
-from ortfix.matrix import load_matrix
-from ortfix.plan import PlanOptions, make_plan
+from ortfix.plan.make import PlanOptions, make_plan
+from ortfix.system.driver import overridden_driver
 from plantools import REPO, assert_coherent
 
 # Recorded environment → the GPU build `import onnxruntime` gets there (version, CUDA major), None for none.

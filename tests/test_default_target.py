@@ -28,7 +28,7 @@ from support.fixtures import make_venv, pip_install
 from txtools import one_line_error
 
 OWN_PREFIX = Path(sys.prefix)  # the environment `python -m ortfix` runs in, below: ortfix's own
-BUILTIN_MODEL = REPO / "src" / "ortfix" / "models" / "verify_conv.onnx"
+BUILTIN_MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 
 
 def run(*args: str, path: str, extra: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -286,7 +286,7 @@ def test_another_environment_on_path_is_planned_for(other_venv: Path) -> None:
 
 
 def test_find_on_path_follows_the_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ortfix.target import find_on_path
+    from ortfix.target.choose import find_on_path
 
     here = tmp_path / "cwd"
     here.mkdir()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.elfcache import ElfReader
-from ortfix.ldcache import load_ld_cache
-from ortfix.loader import VIA_LOADED, LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs
+from ortfix.system.elfcache import ElfReader
+from ortfix.system.ldcache import load_ld_cache
+from ortfix.system.loader import VIA_LOADED, LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs
 from support.fixtures import build_stub_lib, ld_so_list
 
 INTERP = find_interpreter()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from clitools import REPO, assert_one_line_error, run_ortfix
+from ortfix.compat.matrix import load_matrix, validate_document
 from ortfix.errors import OrtfixError
-from ortfix.matrix import load_matrix, validate_document
 
 COMPAT = REPO / "compat"
 
@@ -181,8 +181,8 @@ def test_widely_deployed_driver_is_data_and_decides_the_no_driver_choice(tmp_pat
     """The driver a plan with no driver known prefers to run on comes from cuda.yaml, not from code: at R535 a CUDA 12
     build is chosen for an empty venv (recorded facts); moved to R580, where CUDA 13 runs too, the newest build."""
     from factsdata import load_facts
-    from ortfix.diagnose import diagnose
-    from ortfix.plan import PlanOptions, make_plan
+    from ortfix.check.diagnose import diagnose
+    from ortfix.plan.make import PlanOptions, make_plan
 
     def chosen_major(matrix_dir: Path | None) -> int:
         matrix = load_matrix(matrix_dir, use_cache=False)

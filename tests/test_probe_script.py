@@ -20,7 +20,7 @@ import pytest
 import ortfix
 from support.fixtures import make_venv
 
-PROBE = Path(ortfix.__file__).with_name("_probe.py")
+PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
 
 # What the probe used before it dropped `re`: the references its replacements must agree with.
 # `NAME = 'value'`, or annotated (`cuda: Optional[str] = '12.4'`, torch 2.x's version.py)

@@ -144,7 +144,7 @@ def test_a_process_that_maps_two_cuda_majors_fails_the_load_check(tmp_path: Path
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The fresh-process check reads /proc/self/maps: CUDA 11's and CUDA 12's runtimes side by side fail it, though
     each library loads."""
-    from ortfix.verify import check_loadable
+    from ortfix.verify.loadcheck import check_loadable
 
     venv = _venv(tmp_path / "two", "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12")
     lib = site_packages(venv) / "nvidia" / "cuda_runtime" / "lib"

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from clitools import REPO, assert_one_line_error, run_ortfix
-from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.target import resolve_target
+from ortfix.system import subproc
+from ortfix.target.choose import resolve_target
 from support.fixtures import make_venv, pip_install
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_finish_of_a_started_child_is_limited_too(marker: str) -> None:
 
 
 def _real_report() -> dict[str, Any]:
-    from ortfix.target import PROBE_SOURCE
+    from ortfix.target.choose import PROBE_SOURCE
 
     out = subprocess.run([sys.executable, "-c", PROBE_SOURCE.read_text()], capture_output=True, text=True,
                          check=True).stdout
@@ -412,7 +412,7 @@ def test_output_closed_by_its_reader_is_not_an_error(fast: bool) -> None:
 def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: str) -> None:
     """ortrun's time limit ends the child from a timer thread while the main thread reads its output: the pipes
     must not be closed under that reader (it raised "I/O operation on closed file" in most runs)."""
-    from ortfix import ortrun
+    from ortfix.target import ortrun
 
     script = f"yes line | head -c 200000000; sleep {marker}"
     for _ in range(10):  # a race: it broke in 1 to 8 runs of 10 before

@@ -32,7 +32,7 @@ TEST_USER = "ortfix-test-user"
 
 def resign(journal: Path, mutate: Callable[[dict[str, Any]], None]) -> bytes:
     """Edit a journal's body and give it a valid checksum again (the checksum is not a secret); the original bytes."""
-    from ortfix.journal import canonical, sha256_bytes
+    from ortfix.transaction.journal import canonical, sha256_bytes
 
     original = journal.read_bytes()
     doc = json.loads(original)

@@ -18,7 +18,7 @@ from ortfix.errors import OrtfixError
 from ortfix.tune import ALGO_SEARCH, ARENA, configs, parse_shapes
 from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv
 
-MODEL = REPO / "src" / "ortfix" / "models" / "verify_conv.onnx"
+MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 SHAPES = ["--shapes", "1x3x16x16", "--shapes", "2x3x24x20;1x3x9x31"]
 
 

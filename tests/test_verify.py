@@ -24,12 +24,12 @@ from clitools import REPO, assert_one_line_error, run_ortfix
 from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv
 from support.fixtures import make_venv, pip_install
 
-MODEL = REPO / "src" / "ortfix" / "models" / "verify_conv.onnx"
+MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 
 
 def _has_driver() -> bool:
-    from ortfix.driver import detect_driver
-    from ortfix.ldcache import load_ld_cache
+    from ortfix.system.driver import detect_driver
+    from ortfix.system.ldcache import load_ld_cache
 
     return detect_driver(load_ld_cache(), query_gpus=False).present
 

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from clitools import REPO
-from ortfix.matrix import Matrix, WheelSpec, load_matrix
+from ortfix.compat.matrix import Matrix, WheelSpec, load_matrix
 
 MATRIX: Matrix = load_matrix(REPO / "compat", use_cache=False)
 

@@ -7,16 +7,16 @@ import sys
 def entry() -> None:
     argv = sys.argv[1:]
     try:
-        from ortfix import prefetch
+        from ortfix.speed import prefetch
 
         prefetch.start(argv)
         if not os.environ.get("ORTFIX_NO_FASTPATH"):
-            from ortfix import fastpath
+            from ortfix.cli import fastcheck
 
-            opts = fastpath.parse_check(argv)
+            opts = fastcheck.parse_check(argv)
             if opts is not None:
-                sys.exit(fastpath.run(opts))
-        from ortfix.cli import main
+                sys.exit(fastcheck.run(opts))
+        from ortfix.cli.app import main
 
         main()
     except (KeyboardInterrupt, Exception) as exc:  # the fast path's, and anything outside a click command

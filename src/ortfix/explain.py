@@ -17,28 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortfix.check.codes import FindingCode
 from ortfix.errors import OrtfixError
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from ortfix.facts import Facts
-    from ortfix.matrix import Matrix, OrtBuild
+    from ortfix.check.facts import Facts
+    from ortfix.compat.matrix import Matrix, OrtBuild
 
 ERRORS_FILE = "errors.yaml"
 KIND = "error-patterns"
 SCHEMA_VERSION = 1
 
 # The finding codes of README.md's "Findings" table; a pattern names one of them, or null when none applies.
-FINDING_CODES: tuple[str, ...] = (
-    "ORT001", "ORT002", "ORT003", "ORT004", "ORT005", "ORT006", "ORT007", "ORT008",
-    "DRV001", "DRV002", "DRV003",
-    "GPU001",
-    "LIB001", "LIB002", "LIB003", "LIB004", "LIB005", "LIB006", "LIB007", "LIB008",
-    "TORCH001",
-    "TX001",
-    "MTX001", "MTX002",
-)
+FINDING_CODES: tuple[str, ...] = tuple(FindingCode)
 
 # What a row's `analysis` may name: the functions in _ANALYSES, at the end of this module.
 ANALYSES: tuple[str, ...] = ("pip-version", "numpy-abi", "numpy-dtype", "gpu-count", "driver")
@@ -242,7 +235,7 @@ def explanation_to_dict(e: Explanation) -> dict[str, Any]:
 def default_errors_file() -> Path:
     """compat/errors.yaml in the compat folder ortfix uses (ORTFIX_COMPAT_DIR overrides it)."""
     # Imported here, not at the top: ortfix.matrix is expected to import ERROR_PATTERNS_SCHEMA from this module.
-    from ortfix.matrix import default_compat_dir
+    from ortfix.compat.matrix import default_compat_dir
 
     return default_compat_dir() / ERRORS_FILE
 
@@ -308,7 +301,7 @@ class _LazyMatrix:
     def get(self) -> Matrix | None:
         if not self._tried:
             self._tried = True
-            from ortfix.matrix import load_matrix
+            from ortfix.compat.matrix import load_matrix
 
             try:
                 self._matrix = load_matrix()

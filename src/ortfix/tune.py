@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from ortfix import hooks
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
+from ortfix.system import hooks
+from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
 
 SCHEMA = "ortfix.tune/1"
 ALGO_SEARCH = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
@@ -174,11 +174,11 @@ def recommend(results: Sequence[ConfigResult], changing: bool) -> Recommendation
 
 def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], *, runs: int = 5,
              timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> TuneResult:
-    from ortfix import prefetch
-    from ortfix.driver import detect_driver
-    from ortfix.gpuverify import no_gpu_reason
-    from ortfix.ldcache import load_ld_cache
-    from ortfix.probe import finish_probe, resolve_target, start_probe
+    from ortfix.speed import prefetch
+    from ortfix.system.driver import detect_driver
+    from ortfix.system.ldcache import load_ld_cache
+    from ortfix.target.probe import finish_probe, resolve_target, start_probe
+    from ortfix.verify.levels import no_gpu_reason
 
     model = model_file(model, str(model))
     target = resolve_target(python)

@@ -1,0 +1,1 @@
+"""Facts → findings: gather the facts about one environment and diagnose them."""

@@ -1,0 +1,43 @@
+"""What a finding is: its stable code and its severity. One definition each; README.md documents every code
+(tests/test_docs.py checks both ways)."""
+
+from ortfix.strenum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"  # the GPU path cannot work until this is fixed
+    WARNING = "warning"  # it may work now but is fragile or slower than it should be
+    INFO = "info"  # worth knowing; nothing to fix
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+class FindingCode(StrEnum):
+    """Stable codes. Never renumber; retire instead."""
+
+    NO_ORT = "ORT001"
+    CPU_ONLY = "ORT002"
+    CPU_AND_GPU = "ORT003"
+    VARIANT_CONFLICT = "ORT004"
+    DEPENDENT_PULLS_CPU = "ORT005"
+    PROVIDER_MISSING = "ORT006"
+    ORT_DAMAGED = "ORT007"
+    ORT_ORPHANED = "ORT008"
+    NO_DRIVER = "DRV001"
+    DRIVER_TOO_OLD = "DRV002"
+    REBOOT_NEEDED = "DRV003"
+    GPU_ARCH = "GPU001"
+    LIB_MISSING = "LIB001"
+    LIB_NOT_ON_PATH = "LIB002"
+    LIB_WRONG_MAJOR = "LIB003"
+    LIB_SHADOWED = "LIB004"
+    SONAME_LINK_MISSING = "LIB005"
+    UNREADABLE_DIR = "LIB006"
+    LIB_DAMAGED = "LIB007"
+    LIB_OTHER_CUDA = "LIB008"
+    TORCH_MISMATCH = "TORCH001"
+    UNKNOWN_VERSION = "MTX001"
+    MATRIX_DISAGREES = "MTX002"
+    INTERRUPTED = "TX001"

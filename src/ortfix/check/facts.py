@@ -1,0 +1,486 @@
+"""Gather the facts about one target environment: probe, driver, library copies, and the loader's answer for every
+library ORT's GPU providers need in a fresh process of that interpreter."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ortfix.compat.matrix import Matrix, OrtBuild
+from ortfix.errors import OrtfixError
+from ortfix.speed import prefetch
+from ortfix.system import hooks, subproc
+from ortfix.system.driver import DriverFacts, detect_driver, overridden_driver
+from ortfix.system.elf import NotElf
+from ortfix.system.elfcache import ElfReader
+from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name, scan, soname_major
+from ortfix.system.ldcache import load_ld_cache
+from ortfix.system.loader import (
+    LinuxLoader,
+    LoaderConfig,
+    Resolution,
+    find_interpreter,
+    system_search_dirs,
+    unreadable_dirs,
+)
+from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
+
+if TYPE_CHECKING:
+    from ortfix.transaction.journal import InterruptedTransaction
+
+# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
+DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
+
+PROVIDER_LIBS = {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"}
+ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
+
+
+@dataclass(frozen=True)
+class ProviderLoad:
+    provider: str  # cuda | tensorrt
+    library: str
+    needed: tuple[str, ...]  # the provider's own DT_NEEDED
+    resolutions: tuple[Resolution, ...]  # every library mapped for it, transitively, plus the lazily loaded ones
+    error: str | None = None
+    # The libraries among them that NEED the driver's own libraries (directly or through another): they cannot load
+    # on a machine without the NVIDIA driver, whatever the environment holds.
+    needs_driver: tuple[str, ...] = ()
+
+    @property
+    def missing(self) -> list[Resolution]:
+        seen: set[str] = set()
+        out = []
+        for r in self.resolutions:
+            if r.path is None and r.name not in seen:
+                seen.add(r.name)
+                out.append(r)
+        return out
+
+
+@dataclass(frozen=True)
+class OrtInstall:
+    dir: OrtDir
+    package: str | None  # the distribution that owns the folder's extension module, else build_and_package_info.py
+    version: str | None  # that distribution's version, else build_and_package_info.py's
+    cuda_version: str | None  # cuda_version in build_and_package_info.py
+    owners: tuple[str, ...]  # distributions whose RECORD lists this folder's extension module
+    winner: str | None  # the distribution whose copy of the extension module is the one on disk
+    cuda_major: int | None  # from the provider's NEEDED libcudart (the binary), else the build info
+    cuda_source: str | None  # where cuda_major was read: binary | build info | matrix
+    cudnn_major: int | None
+    builds: tuple[OrtBuild, ...]  # matrix rows for this version and CUDA major (empty: unknown to the matrix)
+    providers: tuple[ProviderLoad, ...]
+
+
+@dataclass(frozen=True)
+class LoaderContext:
+    ld_library_path: str | None  # as the simulated process sees it
+    activation_prepend: tuple[str, ...]  # folders an installed conda hook adds on activation
+    preloaded: tuple[str, ...]  # libraries an installed ortfix preload hook loads first
+    default_dirs: tuple[str, ...]
+    cache: str
+    unreadable: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Facts:
+    target: str
+    probe: ProbeFacts
+    driver: DriverFacts
+    libraries: tuple[LibCopy, ...]
+    ort: tuple[OrtInstall, ...]
+    loader: LoaderContext
+    matrix_version: str
+    findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
+    hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
+    uv: str | None = None  # `uv` on PATH, an installer for environments without pip
+    interrupted: tuple[InterruptedTransaction, ...] = ()  # apply/rollback runs that died half-way
+    notes: tuple[str, ...] = field(default=())
+
+    def distributions(self, prefix: str) -> list[Distribution]:
+        return [d for d in self.probe.distributions if d.normalized.startswith(prefix)]
+
+    @cached_property
+    def _cuda_majors(self) -> dict[str, int | None]:
+        return {os.path.realpath(c.path): c.cuda_major for c in self.libraries}
+
+    def cuda_major_at(self, path: str) -> int | None:
+        """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
+        else what its name says; None when nothing tells."""
+        return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+
+    @property
+    def active_ort(self) -> OrtInstall | None:
+        """The `onnxruntime` folder a plain `import onnxruntime` gets: the first on the target's sys.path."""
+        return self.ort[0] if self.ort else None
+
+    @property
+    def ort_distributions(self) -> list[Distribution]:
+        return [d for d in self.probe.distributions if d.normalized.startswith(ORT_DISTRIBUTION_PREFIXES)]
+
+    def fingerprint(self) -> str:
+        """A hash of what a plan depends on; `apply` refuses a plan whose fingerprint no longer matches."""
+        doc: dict[str, object] = {
+            "python": self.probe.executable,
+            "distributions": sorted((d.normalized, d.version, d.location) for d in self.probe.distributions),
+            "ort": [(o.dir.package_dir, sorted(o.dir.files), o.version) for o in self.ort],
+            "ld_library_path": self.loader.ld_library_path,
+            "hooks": [self.loader.activation_prepend, self.loader.preloaded],
+            "driver": self.driver.version,
+            "gpus": [g.compute_capability for g in self.driver.gpus],
+            "libraries": sorted(c.path for c in self.libraries),
+            "matrix": self.matrix_version,
+        }
+        damaged = sorted((d.dist_info, str(d.has_record), [(p.path, p.actual) for p in d.damaged])
+                         for d in self.probe.distributions if d.damaged or d.has_record is False)
+        if damaged:  # only then: a healthy environment keeps the fingerprint it always had
+            doc["damaged"] = damaged
+        import hashlib
+
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def gather(
+    python: Path,
+    matrix: Matrix,
+    *,
+    driver_version: str | None = None,
+    compute_capability: str | None = None,
+    reader: ElfReader | None = None,
+) -> Facts:
+    # The probe runs while ortfix reads the loader cache and the driver (it may already be running: prefetch).
+    proc = prefetch.take(python) or start_probe(python)
+    try:
+        cache = load_ld_cache()
+        base_driver = detect_driver(cache)
+        driver = (overridden_driver(driver_version, compute_capability, base_driver)
+                  if driver_version or compute_capability else base_driver)
+        interpreter = find_interpreter()
+        default_dirs, hwcaps = system_search_dirs(interpreter)
+    except BaseException:
+        if not isinstance(proc, subprocess.CompletedProcess):
+            subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
+        raise
+    probe = finish_probe(proc, python)
+    if probe.system != "Linux":
+        raise OrtfixError(f"{probe.system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
+                          hint="Windows support is on the roadmap")
+    reader = reader or ElfReader()
+    libraries = tuple(scan(probe, cache, reader, matrix))
+
+    prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
+    preloaded = tuple(hooks.read_preload_hook(probe.purelib) or ())
+    ld_path = probe.environ.get("LD_LIBRARY_PATH")
+    notes: list[str] = []
+    if prepend and not all(d in (ld_path or "").split(":") for d in prepend):
+        # The hook runs on `conda activate`; judge the environment as it will be once activated.
+        ld_path = ":".join((*prepend, *([ld_path] if ld_path else [])))
+        notes.append("LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)")
+    config = LoaderConfig(
+        ld_library_path=ld_path,
+        cache=cache,
+        default_dirs=default_dirs,
+        hwcaps_subdirs=hwcaps,
+        cwd=probe.cwd,
+        elf_class=probe.pointer_bits,
+        machine={"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(probe.machine, "EM_" + probe.machine.upper()),
+    )
+    ort = tuple(
+        _analyze_ort(d, probe, matrix, config, reader, interpreter, preloaded) for d in probe.ort_dirs
+    )
+    findable = _findable(config, reader, interpreter, preloaded, matrix, ort)
+    reader.save()
+    return Facts(
+        target=str(python),
+        probe=probe,
+        driver=driver,
+        libraries=libraries,
+        ort=ort,
+        loader=LoaderContext(
+            ld_library_path=ld_path,
+            activation_prepend=prepend,
+            preloaded=preloaded,
+            default_dirs=default_dirs,
+            cache=cache.source,
+            unreadable=tuple(unreadable_dirs(probe.environ.get("LD_LIBRARY_PATH"), probe.cwd)),
+        ),
+        matrix_version=matrix.data_version,
+        findable=findable,
+        hook_files_present=tuple(
+            str(p) for p in (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
+            if os.path.lexists(p)),
+        uv=shutil.which("uv"),
+        interrupted=_interrupted(probe.prefix),
+        notes=tuple(notes),
+    )
+
+
+def _interrupted(prefix: str) -> tuple[InterruptedTransaction, ...]:
+    if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
+        return ()  # the common case costs one stat, not an import of the journal machinery
+    from ortfix.transaction.journal import interrupted_transactions
+
+    return tuple(interrupted_transactions(prefix))
+
+
+def _findable(
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+    matrix: Matrix,
+    ort: tuple[OrtInstall, ...],
+) -> dict[str, str | None]:
+    """Where each library ORT might need resolves today, for a library with no RPATH/RUNPATH of its own (as the
+    PyPI ORT builds since 1.19 are): what the planner reuses instead of downloading it again."""
+    names: set[str] = set()
+    for _major, wheel in matrix.nvidia_wheels:
+        names.update(wheel.sonames)
+    for install in ort:
+        for provider in install.providers:
+            names.update(r.name for r in provider.resolutions)
+    loader = LinuxLoader(config, reader)
+    if interpreter:
+        loader.preload(interpreter)
+    for path in preloaded:
+        if os.path.exists(path):
+            with contextlib.suppress(NotElf, OSError):
+                loader.preload(path)
+    return {name: loader.locate(name).path for name in sorted(names)}
+
+
+def _owners(ort_dir: OrtDir, probe: ProbeFacts) -> tuple[tuple[str, ...], str | None]:
+    pybind = ort_dir.pybind
+    if pybind is None:
+        return (), None
+    rel = os.path.relpath(pybind, ort_dir.location)
+    try:
+        size = os.path.getsize(pybind)
+    except OSError:
+        size = None
+    owners = []
+    by_size = []
+    for dist in probe.distributions:
+        if dist.location != ort_dir.location or not dist.normalized.startswith(ORT_DISTRIBUTION_PREFIXES):
+            continue
+        for path, digest, recorded_size in dist.files:
+            if os.path.normpath(path) == rel:
+                owners.append(dist.name)
+                if recorded_size is not None and recorded_size == size:
+                    by_size.append((dist.name, digest))
+    if len(by_size) == 1:
+        return tuple(owners), by_size[0][0]
+    if len(by_size) > 1:  # same size: only the hash can tell
+        current = _record_hash(pybind)
+        for name, digest in by_size:
+            if digest == current:
+                return tuple(owners), name
+    return tuple(owners), owners[0] if len(owners) == 1 else None
+
+
+def _owning_distribution(ort_dir: OrtDir, probe: ProbeFacts, owners: tuple[str, ...],
+                         winner: str | None) -> Distribution | None:
+    name = winner or (owners[0] if len(owners) == 1 else None)
+    return next((d for d in probe.distributions if d.name == name and d.location == ort_dir.location), None)
+
+
+def _record_hash(path: str) -> str:
+    import base64
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+
+
+def _analyze_ort(
+    ort_dir: OrtDir,
+    probe: ProbeFacts,
+    matrix: Matrix,
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+) -> OrtInstall:
+    info = ort_dir.build_info
+    owners, winner = _owners(ort_dir, probe)
+    # Which build this is: the distribution whose RECORD owns the extension module (build_and_package_info.py is
+    # missing from many releases: 1.17.1, 1.19.2, 1.20.2 and everything before 1.18), else that file.
+    owner = _owning_distribution(ort_dir, probe, owners, winner)
+    package = owner.normalized if owner else info.get("package_name")
+    version = (owner.installed_version if owner else None) or info.get("__version__")
+    cuda_lib = ort_dir.lib(PROVIDER_LIBS["cuda"])
+    needed: tuple[str, ...] = ()
+    if cuda_lib:
+        try:
+            needed = reader.read(cuda_lib).needed
+        except (NotElf, OSError):
+            needed = ()
+    # The CUDA and cuDNN majors: what the provider NEEDs, else what _ld_preload.py loads for it (before 1.16), else
+    # the build info, else the matrix row of this release.
+    # _ld_preload.py is a file in the environment: only bare CUDA/cuDNN sonames from it are used (never a path).
+    preload = tuple(n for n in ort_dir.preload_cuda if parse_lib_name(n))
+    linked = (*needed, *preload)
+    cuda_major = next((soname_major(n) for n in linked if n.startswith("libcudart.so.")), None)
+    cuda_source = "binary" if cuda_major is not None else None
+    if cuda_major is None and info.get("cuda_version"):
+        with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
+            cuda_major = int(info["cuda_version"].split(".")[0])
+            cuda_source = "build info"
+    builds = tuple(b for b in matrix.builds_for(version or "")
+                   if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
+    if cuda_major is None and len({b.cuda_major for b in builds}) == 1:
+        cuda_major, cuda_source = builds[0].cuda_major, "matrix"
+    cudnn_major = next((soname_major(n) for n in linked if n.startswith("libcudnn.so.")), None)
+    if cudnn_major is None and builds:
+        cudnn_major = builds[0].cudnn_major
+    providers = []
+    for provider, lib_name in PROVIDER_LIBS.items():
+        lib = ort_dir.lib(lib_name)
+        if lib is None:
+            continue
+        lazy: tuple[str, ...] = ()
+        if provider == "cuda":
+            lazy = preload or (builds[0].cuda_lazy if builds else ())
+        providers.append(simulate_provider(provider, lib, ort_dir, probe, config, reader, interpreter, preloaded,
+                                           lazy, matrix, cudnn_major))
+    return OrtInstall(
+        dir=ort_dir,
+        package=package,
+        version=version,
+        cuda_version=info.get("cuda_version"),
+        cuda_source=cuda_source,
+        owners=owners,
+        winner=winner,
+        cuda_major=cuda_major,
+        cudnn_major=cudnn_major,
+        builds=builds,
+        providers=tuple(providers),
+    )
+
+
+def simulate_provider(
+    provider: str,
+    library: str,
+    ort_dir: OrtDir,
+    probe: ProbeFacts,
+    config: LoaderConfig,
+    reader: ElfReader,
+    interpreter: str | None,
+    preloaded: tuple[str, ...],
+    lazy: tuple[str, ...],
+    matrix: Matrix,
+    cudnn_major: int | None,
+) -> ProviderLoad:
+    """A fresh process of the target interpreter: python and its libraries, LD_PRELOAD and ortfix's preload hook,
+    ORT's extension module, then the provider with `dlopen` (as ORT does), then what it loads lazily."""
+    loader = LinuxLoader(config, reader)
+    try:
+        if interpreter:
+            loader.preload(interpreter)
+        caller: str | None = None
+        try:
+            loader.start_process(probe.real_executable)
+            caller = next((p for p in loader.loaded_paths() if "libpython" in os.path.basename(p)), None)
+        except (NotElf, OSError):
+            pass  # an interpreter we cannot read (a wrapper script): its own libraries do not change the answer
+        for path in (*probe.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":"), *preloaded):
+            if path and os.path.isabs(path) and os.path.exists(path):
+                loader.dlopen(path, caller)
+        pybind = ort_dir.pybind
+        if pybind:
+            loader.dlopen(pybind, caller)
+            caller = pybind
+        shared = ort_dir.lib("libonnxruntime_providers_shared.so")
+        if shared:
+            loader.dlopen(shared, caller)
+        report = loader.dlopen(library, caller)
+        resolutions = list(report.resolutions[1:])  # [0] is the provider itself, opened by path
+        for name in lazy:
+            resolutions += loader.dlopen(name, library, lazy=True).resolutions
+        if cudnn_major is not None:
+            cudnn_path = next((r.path for r in resolutions if r.name == f"libcudnn.so.{cudnn_major}" and r.path),
+                              None)
+            row = next((c for c in matrix.cudnn if c.major == cudnn_major), None)
+            if cudnn_path and row:
+                # cuDNN loads its sub-libraries itself, with dlopen, the first time an operation needs them.
+                for name in row.wheel.sonames:
+                    if name != f"libcudnn.so.{cudnn_major}":
+                        resolutions += loader.dlopen(name, cudnn_path, lazy=True).resolutions
+        needed = reader.read(library).needed
+    except (NotElf, OSError) as exc:
+        return ProviderLoad(provider, library, (), (), error=str(exc))
+    return ProviderLoad(provider, library, needed, tuple(resolutions),
+                        needs_driver=_needing_driver(resolutions, reader))
+
+
+def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader) -> tuple[str, ...]:
+    """The resolved libraries whose NEEDED entries lead to a driver library. Read from each file's own NEEDED (a
+    library the preload hook mapped first resolves as 'already loaded', without its dependencies listed again)."""
+    where = {r.name: r.path for r in resolutions if r.path}
+    needs: dict[str, tuple[str, ...]] = {}
+    for name, path in where.items():
+        try:
+            needs[name] = reader.read(path).needed
+        except (NotElf, OSError):
+            needs[name] = ()
+    bad = set(DRIVER_LIBRARIES)
+    grew = True
+    while grew:
+        grew = False
+        for name, deps in needs.items():
+            if name not in bad and bad.intersection(deps):
+                bad.add(name)
+                grew = True
+    return tuple(n for n in where if n in bad and n not in DRIVER_LIBRARIES)
+
+
+def facts_summary(facts: Facts) -> dict[str, object]:
+    """A JSON-able digest of the facts for `--json` output."""
+    return {
+        "target": facts.target,
+        "python": {"executable": facts.probe.executable, "version": facts.probe.python_version,
+                   "environment": facts.probe.env_kind, "prefix": facts.probe.prefix},
+        "os": {"system": facts.probe.system, "machine": facts.probe.machine, "glibc": facts.probe.glibc,
+               "wsl": facts.probe.wsl},
+        "driver": asdict(facts.driver),
+        "distributions": [{"name": d.name, "version": d.version, "location": d.location}
+                          for d in facts.probe.distributions],
+        "onnxruntime": [
+            {
+                "dir": o.dir.package_dir,
+                "package": o.package,
+                "version": o.version,
+                "cuda_version": o.cuda_version,
+                "cuda_major": o.cuda_major,
+                "cuda_source": o.cuda_source,
+                "cudnn_major": o.cudnn_major,
+                "owners": list(o.owners),
+                "in_matrix": bool(o.builds),
+                "providers": [
+                    {"provider": p.provider, "library": p.library, "error": p.error,
+                     "needs_driver": list(p.needs_driver),
+                     "libraries": [{"name": r.name, "path": r.path, "via": r.via, "lazy": r.lazy,
+                                    "requested_by": r.requested_by} for r in p.resolutions]}
+                    for p in o.providers
+                ],
+            }
+            for o in facts.ort
+        ],
+        "libraries": [asdict(c) for c in facts.libraries],
+        "loader": asdict(facts.loader),
+        "matrix_version": facts.matrix_version,
+        "notes": list(facts.notes),
+    }
+
+

@@ -1,0 +1,533 @@
+"""The click layer: parse options, call the library, render. Nothing below this module imports click."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ortfix import __version__
+from ortfix.errors import ExitCode, OrtfixError, exit_for
+
+if TYPE_CHECKING:
+    from ortfix.target.choose import TargetDescription
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# click's own signals: usage errors it renders itself, --help/--version exits, an aborted prompt; and a standard
+# output closed by its reader (`ortfix check | head -1`), which click ends quietly with exit code 1.
+_CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)
+
+
+def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--python "" is refused here, for every command that takes --python (an empty value would otherwise read as
+    "not given" wherever a command falls back with `python or ...`)."""
+    from ortfix.target.choose import refuse_empty_python
+
+    return refuse_empty_python(value)
+
+
+def _target_options(func: F) -> F:
+    func = click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(func)
+    func = click.option(
+        "--python", "python", metavar="PATH", callback=_python_given,
+        help="Interpreter (or environment folder) to work on; default: the activated venv/conda env "
+             "(VIRTUAL_ENV, CONDA_PREFIX), else the python3 on PATH.")(func)
+    return func
+
+
+class _Group(click.Group):
+    """The top-level group: whatever goes wrong in a command (its body, an option's validation, a subcommand group)
+    ends it the way every command ends (errors.exit_for); `ortfix --debug` adds the traceback of a bug."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICK_FLOW:
+            raise
+        except (KeyboardInterrupt, Exception) as exc:  # RecursionError and MemoryError included
+            sys.exit(exit_for(exc, debug=bool(ctx.params.get("debug"))))
+
+
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """--timeout: click's FloatRange lets nan and inf through."""
+    if not math.isfinite(value):
+        raise OrtfixError(f"--timeout {value}: expected a number of seconds, at least 1")
+    return value
+
+
+def _emit_json(doc: Any) -> None:
+    from ortfix.cli.render import dump_json
+
+    click.echo(dump_json(doc))
+
+
+def _emit(result: Any, as_json: bool, to_json: Callable[[Any], Any], render: Callable[[Any], str]) -> None:
+    if as_json:
+        _emit_json(to_json(result))
+    else:
+        click.echo(render(result))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ortfix")
+@click.option("--debug", is_flag=True,
+              help="Show the traceback of an unexpected error (a bug in ortfix); also ORTFIX_DEBUG=1.")
+def main(debug: bool) -> None:
+    """Make ONNX Runtime actually run on the GPU.
+
+    \b
+    ortfix check     what is wrong with the GPU path, with evidence
+    ortfix plan      the exact changes that would fix it (changes nothing)
+    ortfix apply     make those changes as one transaction; verify; undo all if it fails
+    ortfix rollback  undo the last transaction, byte for byte
+    ortfix explain   what an ORT/CUDA/cuDNN error message means here
+    """
+
+
+@main.command()
+@_target_options
+@click.option("--driver", "driver_version", metavar="VERSION", help="Assume this NVIDIA driver version.")
+@click.option("--compute-capability", metavar="X.Y", help="Assume a GPU of this compute capability.")
+@click.option("--fresh", is_flag=True,
+              help="Look at everything again, even when nothing changed since an identical earlier check.")
+def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
+          fresh: bool) -> None:
+    """Detect the ONNX Runtime GPU stack and explain what is wrong.
+
+    Exit status: 0 healthy, 1 problems found, 2 could not run.
+
+    An identical earlier check is replayed while nothing it looked at has changed (its probe of the environment
+    still runs); --fresh looks at everything again.
+
+    \b
+    Examples:
+      ortfix check
+      ortfix check --python ~/venvs/infer/bin/python --json
+    """
+    from ortfix.cli.fastcheck import check_command
+
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, click.echo, fresh=fresh))
+
+
+@main.command()
+@_target_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Save the plan as JSON for a later `ortfix apply FILE`.")
+@click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version.")
+@click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR", help="Plan for this CUDA major.")
+@click.option("--driver", "driver_version", metavar="VERSION",
+              help="Plan for a machine with this NVIDIA driver (e.g. a GPU host, planned from a CPU build host).")
+@click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability.")
+@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
+              help="How to make libraries findable: conda activate.d hooks, a preload hook, or not at all.")
+def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
+         driver_version: str | None, compute_capability: str | None, hook: str) -> None:
+    """Preview the exact changes that would fix the GPU path. Nothing is touched.
+
+    Exit status: 0 nothing to change, 1 changes are pending or problems remain, 2 could not run.
+
+    \b
+    Examples:
+      ortfix plan
+      ortfix plan --ort-version 1.22.0 -o plan.json
+      ortfix plan --driver 535.104.12 --compute-capability 8.6
+    """
+    from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
+    from ortfix.cli.render import render_plan
+    from ortfix.commands.check import run_plan
+    from ortfix.plan.make import PlanOptions
+
+    validate_machine_options(driver_version, compute_capability)
+    validate_ort_version(ort_version)
+    result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
+                      driver_version=driver_version, compute_capability=compute_capability)
+    doc = {**result.plan.to_json(), "interpreter": result.check.target.to_json()}
+    if output is not None:
+        try:
+            output.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise OrtfixError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    if as_json:
+        _emit_json(doc)
+    else:
+        click.echo(render_plan(result.plan, result.check.target))
+        if output is not None:
+            click.echo(f"Saved to {output}.")
+    sys.exit(int(ExitCode.OK if result.plan.empty and not result.plan.unresolved else ExitCode.PROBLEMS))
+
+
+@main.command()
+@click.argument("text", required=False)
+@click.option("--file", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the log from FILE ('-' for standard input).")
+@click.option("--python", "python", metavar="PATH", callback=_python_given,
+              help="Connect the explanation to this environment's check.")
+@click.option("--no-check", is_flag=True, help="Only explain the text; do not look at this machine.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")
+def explain(text: str | None, log_file: Path | None, python: str | None, no_check: bool, as_json: bool) -> None:
+    """Explain an ONNX Runtime / CUDA / cuDNN error message, and why it happens on this machine.
+
+    TEXT is the message; without it, the log is read from --file or standard input.
+
+    Exit status: 0 recognised, 1 not recognised, 2 could not run.
+
+    \b
+    Examples:
+      ortfix explain "libcudnn.so.9: cannot open shared object file"
+      python app.py 2>&1 | ortfix explain
+    """
+    from ortfix.cli.render import explain_json, render_explain
+    from ortfix.commands.check import run_explain
+
+    if text is None:
+        if log_file is not None and str(log_file) != "-":
+            try:
+                text = log_file.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
+        elif log_file is not None or not sys.stdin.isatty():
+            text = sys.stdin.read()
+        else:
+            raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
+    result = run_explain(text, python=python, check=not no_check)
+    _emit(result, as_json, explain_json, render_explain)
+    sys.exit(int(ExitCode.OK if result.explanations else ExitCode.PROBLEMS))
+
+
+@main.group()
+def matrix() -> None:
+    """Show or validate the compatibility matrix (ORT ↔ CUDA ↔ cuDNN ↔ driver)."""
+
+
+@matrix.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
+def matrix_show(as_json: bool) -> None:
+    """Print the builds, CUDA majors and NVIDIA wheels ortfix knows."""
+    from dataclasses import asdict
+
+    from ortfix.cli.render import render_matrix
+    from ortfix.compat.matrix import load_matrix
+
+    m = load_matrix()
+    if as_json:
+        _emit_json({"schema": "ortfix.matrix/1", **asdict(m)})
+    else:
+        click.echo(render_matrix(m))
+
+
+@matrix.command("validate")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+def matrix_validate(files: tuple[Path, ...]) -> None:
+    """Validate matrix FILES (default: the matrix ortfix uses); prints file:line of the first problem."""
+    from ortfix.compat.matrix import compat_files, default_compat_dir, validate_document
+
+    paths = list(files) or compat_files(default_compat_dir())
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        doc = validate_document(data, str(path))
+        click.echo(f"{path}: ok ({doc['kind']}, schema {doc['schema_version']}, data {doc['data_version']})")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Transactions: apply, rollback, history (txcommands.py does the work; txreport.py renders)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _require_confirmation_possible(yes: bool) -> None:
+    if not yes and not sys.stdin.isatty():
+        raise OrtfixError("refusing to change the environment without confirmation: standard input is not a terminal",
+                          hint="pass --yes for unattended use")
+
+
+def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
+    """`target`, named on the first line of the command's output (before any work starts)."""
+    if not as_json:
+        click.echo(target.line())
+    return target
+
+
+def _located(python: str | None, as_json: bool) -> TargetDescription:
+    """The environment a transaction command works on (no full probe: see txcommands.locate_environment)."""
+    from ortfix.commands.transactions import locate_environment
+
+    return _named(locate_environment(python), as_json)
+
+
+def _described(python: str | None, as_json: bool) -> TargetDescription:
+    """The target of verify and tune (the probe it runs is the one they use)."""
+    from ortfix.commands.check import describe_target
+
+    return _named(describe_target(python), as_json)
+
+
+def _tx_ui(as_json: bool) -> Any:
+    from ortfix.transaction.apply import Ui
+
+    return Ui(echo=lambda line: click.echo(f"ortfix: {line}", err=as_json),
+              output=lambda line, is_err: click.echo(line, err=is_err or as_json))
+
+
+@main.command()
+@_target_options
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
+@click.option("--dry-run", is_flag=True, help="Print every command and file change it would make; change nothing.")
+@click.option("--keep-on-failure", is_flag=True,
+              help="If the final verification fails, keep the changes for inspection instead of rolling back.")
+@click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version (when planning now).")
+@click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
+              help="Plan for this CUDA major (when planning now).")
+@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
+              help="How to make libraries findable (when planning now).")
+@click.option("--driver", "driver_version", metavar="VERSION",
+              help="Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "
+                   "PLAN.json, only the driver it was planned for.")
+@click.option("--compute-capability", metavar="X.Y",
+              help="Apply for a GPU of this compute capability; with PLAN.json, only the one it was planned for.")
+@click.option("--system", is_flag=True,
+              help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
+                   "using it sees; refused without it.")
+def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str,
+          driver_version: str | None, compute_capability: str | None, system: bool) -> None:
+    """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
+
+    Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
+    target interpreter must import onnxruntime and load every library the CUDA provider needs, and `ortfix check`
+    must be clean of library/package errors; otherwise everything is rolled back. With PLAN.json (from
+    `ortfix plan -o`), that plan is applied only if ortfix plans exactly the same for the environment now (same
+    facts, options and actions): a plan file carries intent, and every command is built by ortfix itself. The
+    environment is the one --python names (else the active one, else the python3 on PATH), never one named in the
+    file. A system Python is changed only with --system; ortfix's own environment, when it is only the python3 on
+    PATH, only with --python.
+
+    On a machine without an NVIDIA driver (a CPU build host, a Docker build), --driver (or a plan made with it)
+    applies for the GPU machine: everything that can be verified without a driver is (the libraries load in a fresh
+    process, check is clean), and a line says the GPU part was not verified here: `ortfix verify` on the GPU
+    machine does that.
+
+    Exit status: 0 applied and verified (or nothing to do; with --driver on a machine without one: verified as far
+    as it can be without a driver), 1 not applied (verification failed, cancelled) or, with --dry-run, changes
+    pending; 2 could not run (nothing changed); 130 interrupted (rolled back).
+
+    \b
+    Examples:
+      ortfix apply
+      ortfix apply --dry-run
+      ortfix apply plan.json --python ~/venvs/infer --yes
+      ortfix apply --python ~/venvs/infer --yes --json
+      ortfix apply --driver 550.54.14 --compute-capability 8.6 --python /opt/venv --yes
+    """
+    from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
+    from ortfix.cli.render import render_plan
+    from ortfix.cli.render_tx import apply_json, render_apply
+    from ortfix.commands.transactions import prepare_apply, run_apply
+    from ortfix.plan.make import PlanOptions
+
+    _require_confirmation_possible(yes or dry_run)
+    validate_machine_options(driver_version, compute_capability)
+    validate_ort_version(ort_version)
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
+        raise OrtfixError("a saved plan is applied exactly as it is",
+                          hint="--ort-version, --cuda and --hook only apply when planning now")
+    prepared = prepare_apply(python, plan_file,
+                             PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
+                                         driver_version=driver_version, compute_capability=compute_capability))
+    ask = not (yes or dry_run) and not prepared.plan.empty
+    if not as_json or ask:
+        click.echo(render_plan(prepared.plan, prepared.check.target), err=as_json)
+        click.echo("", err=as_json)
+    if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
+        raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+    result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
+    _emit(result, as_json, apply_json, render_apply)
+    sys.exit(int(result.exit_code))
+
+
+@main.command()
+@_target_options
+@click.argument("tx_id", required=False, metavar="[ID]")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
+def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) -> None:
+    """Undo the last ortfix transaction (or transaction ID), byte for byte, offline.
+
+    Also finishes an apply or a rollback that was cut off (Ctrl-C, kill -9, power loss). A journal that was edited
+    by hand is refused.
+
+    Exit status: 0 rolled back, 1 rolled back with warnings (or cancelled), 2 could not run.
+
+    \b
+    Examples:
+      ortfix rollback
+      ortfix rollback 20251122T193012345Z-a1b2 --yes
+    """
+    from ortfix.cli.render_tx import render_rollback, render_rollback_preview, rollback_json
+    from ortfix.commands.transactions import run_rollback
+    from ortfix.transaction.journal import Transaction
+
+    _require_confirmation_possible(yes)
+    target = _located(python, as_json)
+
+    def confirm(tx: Transaction) -> bool:
+        if yes:
+            return True
+        click.echo(render_rollback_preview(tx.prefix, tx), err=True)
+        return click.confirm("Roll back?", default=False, err=True)
+
+    result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
+    _emit(result, as_json, rollback_json, render_rollback)
+    sys.exit(int(result.exit_code))
+
+
+@main.group(invoke_without_command=True)
+@_target_options
+@click.pass_context
+def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
+    """List ortfix transactions: time, what changed, status, stash size.
+
+    \b
+    Examples:
+      ortfix history
+      ortfix history show 20251122T193012345Z-a1b2
+      ortfix history prune --keep 3
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(python=python, as_json=as_json)
+    if ctx.invoked_subcommand is not None:
+        return
+    from ortfix.cli.render_tx import history_json, render_history
+    from ortfix.commands.transactions import run_history
+
+    result = run_history(_located(python, as_json))
+    _emit(result, as_json, history_json, render_history)
+
+
+@history.command("show")
+@_target_options
+@click.argument("tx_id", metavar="ID")
+@click.pass_context
+def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: str) -> None:
+    """Show one transaction: every step, its state, what it changed, the verification and any rollback."""
+    from ortfix.cli.render_tx import render_show, show_json
+    from ortfix.commands.transactions import run_history_show
+
+    python = python or ctx.obj.get("python")
+    as_json = as_json or bool(ctx.obj.get("as_json"))
+    result = run_history_show(_located(python, as_json), tx_id)
+    _emit(result, as_json, show_json, render_show)
+
+
+@history.command("prune")
+@_target_options
+@click.option("--keep", type=click.IntRange(0), required=True, metavar="N",
+              help="Keep the stashes of the newest N transactions.")
+@click.pass_context
+def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: int) -> None:
+    """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
+    rolled back; their journals stay listed)."""
+    from ortfix.cli.render_tx import prune_json, render_prune
+    from ortfix.commands.transactions import run_prune
+
+    python = python or ctx.obj.get("python")
+    as_json = as_json or bool(ctx.obj.get("as_json"))
+    result = run_prune(_located(python, as_json), keep)
+    _emit(result, as_json, prune_json, render_prune)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Does it really run on the GPU: verify (gpuverify.py) and tune (tune.py)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@_target_options
+@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Check with this ONNX model instead of ortfix's built-in one.")
+@click.option("--shapes", "shapes", metavar="SPEC",
+              help="Input shapes for --model, e.g. 1x3x224x224 or input_ids=1x128,mask=1x128 (dynamic dimensions "
+                   "default to 1).")
+@click.option("--timeout", type=click.FloatRange(1), default=300, show_default=True, metavar="SECONDS",
+              callback=_finite_seconds, help="Give up on the session check after this long.")
+def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: float) -> None:
+    """Prove the GPU path works, level by level, each in a fresh process of the target interpreter.
+
+    \b
+    1 loader    every library the CUDA (and TensorRT, if installed) provider needs loads
+    2 provider  a session created with CUDAExecutionProvider really gets it (session.get_providers())
+    3 numbers   a small model runs on CUDA and matches the CPU within tolerance
+
+    A provider that crashes (it does, without an NVIDIA driver) is a verdict, not a crash of ortfix.
+
+    Exit status: 0 every level passed, 1 a level failed, 2 could not run, 3 nothing failed but some level could
+    not run on this machine (e.g. no NVIDIA driver; the output says which and why).
+
+    \b
+    Examples:
+      ortfix verify
+      ortfix verify --python ~/venvs/infer --json
+      ortfix verify --model model.onnx --shapes 1x3x224x224
+    """
+    from ortfix.tune import parse_shapes
+    from ortfix.verify.levels import render_verify, run_verify, verify_json
+
+    if shapes is not None and model is None:
+        raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
+    spec = None
+    if shapes is not None:
+        sets = parse_shapes([shapes])
+        if len(sets) != 1:
+            raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
+        spec = sets[0]
+    target = _described(python, as_json)
+    result = run_verify(python, model=model, shapes=spec, timeout=timeout)
+    _emit(result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()}, render_verify)
+    sys.exit(int(result.exit_code))
+
+
+@main.command()
+@_target_options
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--shapes", "shapes", multiple=True, metavar="SPEC",
+              help="Input shapes: 1x3x224x224 (one input) or NAME=DIMS,NAME=DIMS; repeat the option (or separate "
+                   "sets with ';') for changing shapes. The first set is the fixed shape.")
+@click.option("--runs", type=click.IntRange(1, 10000), default=5, show_default=True, metavar="N",
+              help="Timed runs per phase (after the first run).")
+@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True, metavar="SECONDS",
+              callback=_finite_seconds, help="Give up on each part (CPU, CUDA) after this long.")
+@click.option("--progress/--no-progress", default=None,
+              help="Report progress on standard error (default: when it is a terminal).")
+def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: int,
+         timeout: float, progress: bool | None) -> None:
+    """Time MODEL on the CPU and on CUDA under the provider options that matter for dynamic shapes.
+
+    CUDA options tried: cudnn_conv_algo_search EXHAUSTIVE/HEURISTIC/DEFAULT x cudnn_conv_use_max_workspace 1/0 x
+    arena_extend_strategy kNextPowerOfTwo/kSameAsRequested; each with a fixed shape and with changing shapes,
+    first run and steady state apart. Prints a table and the recommended options as Python and YAML. Each part
+    runs in a fresh process of the target interpreter; progress goes to standard error (--progress).
+
+    Exit status: 0 every part ran, 2 could not run (bad model or shapes, no onnxruntime), 3 incomplete: the CUDA
+    part could not run here (the output says why).
+
+    \b
+    Examples:
+      ortfix tune model.onnx --shapes 1x3x224x224 --shapes 4x3x320x320
+      ortfix tune bert.onnx --shapes "input_ids=1x128,attention_mask=1x128;input_ids=8x64,attention_mask=8x64"
+    """
+    from ortfix.tune import parse_shapes, render_tune, run_tune, tune_json
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    target = _described(python, as_json)
+    result = run_tune(python, model, parse_shapes(shapes), runs=runs, timeout=timeout,
+                      progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
+    _emit(result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)
+    sys.exit(int(result.exit_code))

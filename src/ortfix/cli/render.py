@@ -1,0 +1,243 @@
+"""Render results for people (plain text) and for programs (JSON envelopes with a schema version)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ortfix.check.codes import Severity
+from ortfix.check.diagnose import Finding, finding_json
+from ortfix.check.facts import Facts, facts_summary
+from ortfix.compat.matrix import Matrix
+
+if TYPE_CHECKING:
+    from ortfix.commands.check import ExplainResult
+    from ortfix.plan.make import Plan
+    from ortfix.target.choose import TargetDescription
+
+CHECK_SCHEMA = "ortfix.check/1"
+_MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
+
+
+def dump_json(doc: Any) -> str:
+    """Every --json document is printed this way."""
+    return json.dumps(doc, indent=2, default=str)
+
+
+def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int, target: TargetDescription
+               ) -> dict[str, Any]:
+    return {"schema": CHECK_SCHEMA, "exit_code": exit_code, "healthy": exit_code == 0,
+            "interpreter": target.to_json(), "findings": [finding_json(f) for f in findings],
+            "facts": facts_summary(facts)}
+
+
+def _stack_lines(facts: Facts) -> list[str]:
+    p = facts.probe
+    d = facts.driver
+    lines = [f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}"]
+    if d.present:
+        gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
+        lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"
+                     f"{', CUDA ' + d.cuda_version if d.cuda_version else ''}; {gpus}")
+    else:
+        lines.append("driver      none found")
+    ort = [f"{x.name} {x.version}" for x in facts.ort_distributions] or ["not installed"]
+    lines.append(f"onnxruntime {', '.join(ort)}")
+    for o in facts.ort:
+        if o.providers:
+            cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
+            if o.cuda_major and o.cuda_source and o.cuda_source != "binary":
+                cuda += f" (per the {o.cuda_source})"
+            cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
+            build = " ".join(x for x in (o.package, o.version) if x) or "an unidentified build"
+            lines.append(f"            {o.dir.package_dir}: {build} built for {cuda}{cudnn}")
+    if p.torch:
+        lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
+    ld = facts.loader.ld_library_path
+    lines.append(f"loader      LD_LIBRARY_PATH={ld if ld else '(unset)'}"
+                 + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
+    return lines
+
+
+def _library_lines(facts: Facts) -> list[str]:
+    out = []
+    for o in facts.ort:
+        for prov in o.providers:
+            optional = " (TensorRT provider only; optional)" if prov.provider == "tensorrt" else ""
+            out.append(f"{os.path.basename(prov.library)} needs{optional}:")
+            if prov.error:
+                out.append(f"  cannot read: {prov.error}")
+                continue
+            seen: set[str] = set()
+            for r in prov.resolutions:
+                if r.name in seen or (r.path and not _interesting(r.name)):
+                    continue
+                seen.add(r.name)
+                where = r.path or "NOT FOUND"
+                lazy = " (loaded lazily)" if r.lazy else ""
+                via = f"  [{r.via}]" if r.via else ""
+                driver = " (needs the NVIDIA driver's libcuda.so.1)" if r.name in prov.needs_driver else ""
+                out.append(f"  {r.name:<36} {where}{via}{lazy}{driver}")
+    return out
+
+
+def _interesting(name: str) -> bool:
+    return name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+
+
+def render_findings(findings: Sequence[Finding]) -> list[str]:
+    out = []
+    for f in findings:
+        out.append(f"{_MARK[f.severity]} {f.code} {f.severity.value}: {f.summary}")
+        for e in f.evidence:
+            out.append(f"    {e}")
+        out.append(f"    fix: {f.fix}")
+    return out
+
+
+def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
+                 own_note: str | None = None) -> str:
+    """The check's report; its first line names the target and how it was chosen."""
+    lines = [target.line(), *_stack_lines(facts)]
+    libs = _library_lines(facts)
+    if libs:
+        lines += ["", *libs]
+    for note in (*facts.notes, *([own_note] if own_note else [])):
+        lines.append(f"note: {note}")
+    lines.append("")
+    errors = sum(f.severity is Severity.ERROR for f in findings)
+    warnings = sum(f.severity is Severity.WARNING for f in findings)
+    if findings:
+        lines += render_findings(findings)
+        lines.append("")
+    if errors or warnings:
+        lines.append(f"{errors} error(s), {warnings} warning(s). `ortfix plan` shows the changes that fix them.")
+    else:
+        lines.append("The GPU path looks healthy.")
+    return "\n".join(lines)
+
+
+def render_plan(plan: Plan, target: TargetDescription) -> str:
+    """The plan; its first line names the target environment and how it was chosen."""
+    lines = [target.line()]
+    machine = [f"NVIDIA driver {plan.options.driver_version}" if plan.options.driver_version else "",
+               f"compute capability {plan.options.compute_capability}" if plan.options.compute_capability else ""]
+    if any(machine):
+        lines.append(f"for a machine with {', '.join(m for m in machine if m)} (assumed, as given)")
+    if plan.target:
+        t = plan.target
+        lines.append(f"ORT build: {t.package} {t.version} (CUDA {t.cuda_major}"
+                     f"{', cuDNN ' + str(t.cudnn_major) if t.cudnn_major else ''}"
+                     f"{', from a separate feed' if t.index == 'alternate' else ''})")
+    lines.append("")
+    adds = removes = changes = 0
+    for i, a in enumerate(plan.actions, 1):
+        lines.append(f"{i}. {a.summary}" + (f"   (fixes {', '.join(a.fixes)})" if a.fixes else ""))
+        for c in a.changes:
+            lines.append(f"     {c}")
+            adds += c.startswith("+")
+            removes += c.startswith("-")
+            changes += c.startswith("~")
+        if a.kind == "pip-install":
+            reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
+            via = (f"uv pip install --python {shlex.quote(plan.python)} {reqs}" if a.details["installer"] == "uv"
+                   else f"{shlex.quote(plan.python)} -m pip install {reqs}")
+            lines.append(f"     via: {via}   (with your pip configuration)")
+        if a.kind == "write-file":
+            lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
+            lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
+        lines.append(f"     undo: {a.undo}")
+    if not plan.actions:
+        lines.append("No changes needed." if not plan.unresolved else "No change ortfix can make fixes this.")
+    lines.append("")
+    lines.append(f"Plan: {adds} to add, {changes} to change, {removes} to remove. Fingerprint {plan.fingerprint}.")
+    for note in plan.notes:
+        lines.append(f"note: {note}")
+    if plan.unresolved:
+        lines.append("")
+        lines.append("Not fixed by this plan (needs you):")
+        for f in plan.unresolved:
+            lines.append(f"  {f.code} {f.summary}")
+            lines.append(f"      fix: {f.fix}")
+    if plan.actions:
+        lines.append("")
+        lines.append("Nothing has been changed. `ortfix apply` makes these changes as one transaction.")
+    return "\n".join(lines)
+
+
+def render_matrix(matrix: Matrix) -> str:
+    lines = [f"compatibility matrix {matrix.data_version} ({', '.join(matrix.files)})", "",
+             f"{'ONNX Runtime':<28} {'index':<9} {'CUDA':<6} {'cuDNN':<6} needs"]
+    for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
+        versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} - {b.versions[-1]}"
+        lines.append(f"{b.package + ' ' + versions:<28} {b.index:<9} {b.cuda_major:<6} "
+                     f"{b.cudnn_major if b.cudnn_major is not None else '-':<6} "
+                     f"{', '.join(b.cuda_needed)}" + (f" (lazy: {', '.join(b.cuda_lazy)})" if b.cuda_lazy else ""))
+    lines += ["", f"{'CUDA':<6} {'driver (Linux)':<16} {'driver (Windows)':<18} compute capability   wheels"]
+    for major, c in sorted(matrix.cuda.items()):
+        wheels = ", ".join(w.distribution for w in c.wheels) or "none on the package index"
+        lines.append(f"{major:<6} >= {c.driver_min.get('linux', '?'):<13} >= {c.driver_min.get('windows', '?'):<15} "
+                     f"{c.cc_min} - {c.cc_max:<12} {wheels}")
+    lines += ["", "cuDNN wheels:"]
+    for row in matrix.cudnn:
+        lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")
+    return "\n".join(lines)
+
+
+def explain_json(result: ExplainResult) -> dict[str, Any]:
+    from ortfix.explain import explanation_to_dict
+
+    here = result.check
+    return {
+        "schema": "ortfix.explain/1",
+        "recognised": bool(result.explanations),
+        "explanations": [
+            {**explanation_to_dict(e),
+             "on_this_machine": [finding_json(f) for f in _related(here.findings, e.finding)] if here else []}
+            for e in result.explanations
+        ],
+        "check_error": result.check_error,
+        "interpreter": result.check.target.to_json() if result.check is not None else None,
+    }
+
+
+def _related(findings: Sequence[Finding], code: str | None) -> list[Finding]:
+    """This machine's findings that explain a message: the same code, else any library finding for a library
+    message (a 'cannot open' may be LIB001, LIB002 or LIB003 depending on what is installed)."""
+    if code is None:
+        return []
+    same = [f for f in findings if f.code == code]
+    if same:
+        return same
+    family = code[:3]
+    return [f for f in findings if f.code.startswith(family) and f.severity is not Severity.INFO]
+
+
+def render_explain(result: ExplainResult) -> str:
+    if not result.explanations:
+        return ("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
+                "`ortfix check` looks at the machine itself.")
+    # the machine's side comes from a check of the target: named first, as every command that looks at one does
+    lines: list[str] = [result.check.target.line(), ""] if result.check is not None else []
+    for e in result.explanations:
+        lines.append(f"● {e.title}" + (f"  [{e.finding}]" if e.finding else ""))
+        lines.append(f"  matched (line {e.line}): {e.matched}")
+        lines.append(f"  cause: {e.cause}")
+        lines.append(f"  fix:   {e.fix}")
+        if result.check is not None:
+            related = _related(result.check.findings, e.finding)
+            if related:
+                lines.append("  on this machine:")
+                for f in related:
+                    lines.append(f"    {f.code} {f.summary}")
+                    lines += [f"      {ev}" for ev in f.evidence[:4]]
+            elif e.finding:
+                lines.append(f"  on this machine: `ortfix check` does not see this problem in "
+                             f"{result.check.facts.probe.executable}")
+        lines.append("")
+    if result.check_error:
+        lines.append(f"(could not check this machine: {result.check_error})")
+    return "\n".join(lines).rstrip()

@@ -1,0 +1,119 @@
+"""One function per command: each returns a result object; the click layer only renders it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ortfix.check.diagnose import Finding, diagnose, problems
+from ortfix.check.facts import Facts, gather
+from ortfix.compat.matrix import Matrix, load_matrix
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
+
+if TYPE_CHECKING:
+    from ortfix.explain import Explanation
+    from ortfix.plan.make import Plan, PlanOptions
+    from ortfix.target.probe import ProbeFacts
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    facts: Facts
+    findings: list[Finding]
+    matrix: Matrix
+    target: TargetDescription
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.PROBLEMS if problems(self.findings) else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    explanations: list[Explanation]
+    check: CheckResult | None  # this machine's check, when it could run
+    check_error: str | None  # why it could not
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    check: CheckResult
+    plan: Plan
+
+
+def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
+    return TargetDescription(probe.executable, probe.python_version, probe.env_kind, probe.prefix, chosen_by,
+                             is_own_prefix(probe.prefix))
+
+
+def describe_target(python: str | None) -> TargetDescription:
+    """The target's first line for a command that runs its own probe later (verify, tune): the probe runs now and
+    is kept for the command's own look (prefetch.finished), so it runs once."""
+    from ortfix.speed import prefetch
+    from ortfix.target.probe import finish_probe
+
+    chosen = choose_target(python)
+    return describe(finish_probe(prefetch.finished(chosen.python), chosen.python), chosen.chosen_by)
+
+
+def run_check(python: str | None, *, driver_version: str | None = None,
+              compute_capability: str | None = None) -> CheckResult:
+    matrix = load_matrix()
+    chosen = choose_target(python)
+    facts = gather(chosen.python, matrix, driver_version=driver_version, compute_capability=compute_capability)
+    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
+                       target=describe(facts.probe, chosen.chosen_by))
+
+
+def own_environment_note(target: TargetDescription) -> str | None:
+    """What `check` says about ortfix's own environment found on PATH (plan and apply refuse it)."""
+    if not target.own or target.chosen_by in EXPLICIT:
+        return None
+    return (f"{target.prefix} is the environment ortfix itself runs in, found as {target.chosen_by}: `ortfix plan` "
+            f"and `ortfix apply` change it only when it is named with --python")
+
+
+def refuse_own_environment(target: TargetDescription) -> None:
+    """`plan` and `apply` never change ortfix's own environment (a pipx venv, several GB of CUDA wheels later) because
+    it happened to be the python3 on PATH: only when the user named it (--python, or by activating it)."""
+    if target.own and target.chosen_by not in EXPLICIT:
+        import shlex
+
+        raise OrtfixError(f"the target found as {target.chosen_by}, {target.python}, is the environment ortfix "
+                          f"itself runs in ({target.prefix}); ortfix does not change it unless it is named",
+                          hint=f"to change it anyway, pass --python {shlex.quote(target.python)}; for another "
+                               "environment, pass --python ENV or activate it")
+
+
+def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | None = None,
+             compute_capability: str | None = None) -> PlanResult:
+    from dataclasses import replace
+
+    from ortfix.plan.make import make_plan
+
+    # The machine the plan is for is part of what was asked: a saved plan keeps it, and is re-planned with it.
+    options = replace(options, driver_version=driver_version or options.driver_version,
+                      compute_capability=compute_capability or options.compute_capability)
+    result = run_check(python, driver_version=options.driver_version,
+                       compute_capability=options.compute_capability)
+    refuse_own_environment(result.target)
+    return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))
+
+
+def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
+    """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
+    from ortfix.explain import describe, load_default_patterns, match_patterns
+
+    hits = match_patterns(text, load_default_patterns())
+    result: CheckResult | None = None
+    error: str | None = None
+    if check and hits:
+        try:
+            result = run_check(python)
+        except OrtfixError as exc:
+            error = exc.one_line()
+    # With check's facts (and its matrix), the analyses say what applies on this machine.
+    explanations = describe(text, hits, matrix=result.matrix if result else None,
+                            facts=result.facts if result else None)
+    return ExplainResult(explanations=explanations, check=result, check_error=error)

@@ -1,0 +1,186 @@
+"""Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing):
+the entry point imports it before anything else so the probe can start at once (see prefetch.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from ortfix.errors import OrtfixError
+from ortfix.system import subproc
+
+PROBE_SOURCE = Path(__file__).with_name("_probe.py")
+# How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
+# with everything it started (subproc.finish). ORTFIX_CHILD_TIMEOUT lowers it for tests.
+PROBE_TIMEOUT = 60.0
+
+# How the target was chosen, in the order resolve_target tries them (printed on every command's first line).
+BY_OPTION = "--python"
+BY_VIRTUAL_ENV = "VIRTUAL_ENV"
+BY_CONDA_PREFIX = "CONDA_PREFIX"
+# The names looked up on PATH when nothing names an environment, in this order, as `uv` does: python3 anywhere on
+# PATH first, then python. Windows has no python3.exe worth running (the Store's alias opens the Store).
+PATH_NAMES = ("python.exe",) if os.name == "nt" else ("python3", "python")
+# Chosen by the user (the command line, an activated environment), as opposed to found on PATH: only those may be
+# ortfix's own environment for `plan` and `apply` (see commands.refuse_own_environment).
+EXPLICIT = (BY_OPTION, BY_VIRTUAL_ENV, BY_CONDA_PREFIX)
+
+
+class Chosen:
+    """The interpreter a command works on, and how it was chosen: `--python`, `VIRTUAL_ENV`, `CONDA_PREFIX` or
+    `python3 on PATH` (`python on PATH`)."""
+
+    __slots__ = ("chosen_by", "python")
+
+    def __init__(self, python: Path, chosen_by: str) -> None:
+        self.python = python
+        self.chosen_by = chosen_by
+
+    def __repr__(self) -> str:
+        return f"Chosen({str(self.python)!r}, {self.chosen_by!r})"
+
+
+class TargetDescription:
+    """What every command says first about the environment it works on: `target /v/bin/python (Python 3.11.7, venv
+    at /v), from --python`. `own`: the environment ortfix itself runs in."""
+
+    __slots__ = ("chosen_by", "environment", "own", "prefix", "python", "python_version")
+
+    def __init__(self, python: str, python_version: str | None, environment: str, prefix: str, chosen_by: str,
+                 own: bool) -> None:
+        self.python = python
+        self.python_version = python_version
+        self.environment = environment  # venv | conda | system
+        self.prefix = prefix
+        self.chosen_by = chosen_by
+        self.own = own
+
+    def line(self) -> str:
+        version = f"Python {self.python_version}, " if self.python_version else ""
+        own = "; ortfix's own environment" if self.own else ""
+        return f"target {self.python} ({version}{self.environment} at {self.prefix}), from {self.chosen_by}{own}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"python": self.python, "python_version": self.python_version, "environment": self.environment,
+                "prefix": self.prefix, "chosen_by": self.chosen_by, "ortfix_own_environment": self.own}
+
+
+def is_own_prefix(prefix: str) -> bool:
+    """`prefix` is the environment ortfix itself runs in (a pipx venv, the venv it was installed into)."""
+    try:
+        return os.path.samefile(prefix, sys.prefix)
+    except OSError:
+        return False
+
+
+def refuse_empty_python(python: str | None) -> str | None:
+    """--python '' was given (and would read as "not given" wherever a fallback says `python or ...`): refused."""
+    if python is not None and not python:
+        raise OrtfixError("--python '': an empty path",
+                          hint="give an interpreter or an environment folder, or leave --python out")
+    return python
+
+
+def resolve_target(python: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """The interpreter choose_target picks."""
+    return choose_target(python, environ).python
+
+
+def choose_target(python: str | None, environ: Mapping[str, str] | None = None) -> Chosen:
+    """--python PATH (an interpreter or an environment folder), else the activated environment (VIRTUAL_ENV, then
+    CONDA_PREFIX), else the first `python3` on PATH (then `python`), as a shell finds it; else a usage error.
+
+    Never the interpreter ortfix runs in just because it runs there: for a pipx install that is ortfix's own venv.
+    None means --python was not given; an empty string was given, and is refused rather than read as "not given"."""
+    env = os.environ if environ is None else environ
+    if python is not None:
+        return Chosen(_given(python), BY_OPTION)
+    for var in (BY_VIRTUAL_ENV, BY_CONDA_PREFIX):
+        prefix = env.get(var)
+        if prefix:
+            candidate = Path(prefix) / "bin" / "python"
+            if candidate.exists():
+                return Chosen(candidate, var)
+    found = find_on_path(env.get("PATH"))
+    if found is None:
+        raise OrtfixError("no python3 or python on PATH and no activated environment (VIRTUAL_ENV, CONDA_PREFIX)",
+                          hint="pass --python PATH: the interpreter or the environment folder to work on")
+    path, name = found
+    return Chosen(canonical(path), f"{name} on PATH")
+
+
+def _given(python: str) -> Path:
+    refuse_empty_python(python)
+    try:
+        path = Path(python).expanduser()
+    except RuntimeError as exc:  # ~user/... for a user that does not exist
+        raise OrtfixError(f"--python {python}: {exc}",
+                          hint="give the path without ~, or an existing user's") from exc
+    try:
+        if path.is_dir():
+            for candidate in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe",
+                              path / "python.exe"):
+                if candidate.exists():
+                    return candidate.absolute()
+            raise OrtfixError(f"--python {python}: a folder with no bin/python in it",
+                              hint="give the interpreter's path or an environment folder")
+        if not path.exists():
+            raise OrtfixError(f"--python {python}: no such file")
+    except OSError as exc:  # a name too long, a folder on the way that cannot be searched
+        raise OrtfixError(f"--python {python}: {exc.strerror or exc}") from exc
+    return canonical(path.absolute())
+
+
+def find_on_path(path: str | None) -> tuple[Path, str] | None:
+    """(the file, the name it was found as) for the first of PATH_NAMES a shell would run from this PATH: each name
+    in turn, the folders in order, an empty entry meaning the working directory, skipping what is not an executable
+    file (a folder, a broken link, a file without execute permission). PATH unset: the system's default path."""
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH") or "/bin:/usr/bin"
+        except (AttributeError, ValueError, OSError):  # no confstr (Windows), or no such name
+            path = "/bin:/usr/bin"
+    folders = path.split(os.pathsep)
+    for name in PATH_NAMES:
+        for folder in folders:
+            candidate = os.path.join(folder or ".", name)
+            try:
+                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                    return Path(os.path.abspath(candidate)), name
+            except (OSError, ValueError):  # a name too long, a NUL byte
+                continue
+    return None
+
+
+def canonical(python: Path) -> Path:
+    """An environment's interpreter under the one name every way of choosing it leads to: `<env>/bin/python`, where
+    `python3` (or `python3.11`) beside it is the same file, in a venv or conda layout. A plan made with `python3 on
+    PATH` is then the plan `--python <env>` or VIRTUAL_ENV makes (the interpreter's path is part of the facts a
+    saved plan must find again). Elsewhere (a system Python, where `python` may be another interpreter) as it is."""
+    if python.name == "python":
+        return python
+    env_dir = python.parent.parent
+    same = python.parent / "python"
+    try:
+        if ((env_dir / "pyvenv.cfg").is_file() or (env_dir / "conda-meta").is_dir()) and os.path.samefile(same, python):
+            return same
+    except OSError:
+        pass
+    return python
+
+
+def start_probe(python: Path) -> subprocess.Popen[str]:
+    """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
+    timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
+    source = PROBE_SOURCE.read_text(encoding="utf-8")
+    # The user's environment as it is (LD_LIBRARY_PATH, PYTHONPATH...): the probe must see what their Python sees.
+    env = dict(os.environ)
+    env["PYTHONIOENCODING"] = "utf-8"
+    try:
+        return subproc.start([str(python), "-c", source], env=env)
+    except OrtfixError as exc:
+        raise OrtfixError(f"{python} cannot be started ({exc.message.split(': ', 1)[-1]})",
+                          hint="is it a Python interpreter? --python names the one to work on") from exc

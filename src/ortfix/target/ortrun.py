@@ -1,0 +1,176 @@
+"""Host side of `_ortrun.py`: run onnxruntime inside the target interpreter, in a fresh process started as the user
+starts it, and turn whatever happens to that process into data.
+
+The child reports each stage as one marker line the moment it finishes; this side reads them as they come (so a
+long `tune` shows progress), and keeps them when the child dies: a signal (onnxruntime's CUDA provider dies of
+SIGSEGV without a driver), an exit without the final stage, a timeout. Nothing the child does can crash ortfix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortfix.errors import OrtfixError
+from ortfix.system import subproc
+from ortfix.verify.loadcheck import launch
+
+SOURCE = Path(__file__).with_name("_ortrun.py")
+MARK = "ORTFIX-RUN:"
+CUDA_EP = "CUDAExecutionProvider"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Lines of onnxruntime's own logging (and of its Python fallback) that say why a provider did not start.
+_INTERESTING = re.compile(r"\[E:onnxruntime|\[W:onnxruntime|EP Error|Failed to load library|CUDA failure|"
+                          r"CUDA error|cudaError|cannot open shared object file|Falling back")
+
+# "2025-11-23 07:11:54.786951380 [E:onnxruntime:Default, provider_bridge_ort.cc:2195 TryGetProviderInfo_CUDA] "
+_LOG_PREFIX = re.compile(r"^\S+ \S+ \[([EWIV]):onnxruntime:[^\]]*\] ")
+# "/onnxruntime_src/.../provider_bridge_ort.cc:1778 onnxruntime::Provider& ...::Get() [ONNXRuntimeError] : 1 : FAIL : "
+_ORT_ERROR = re.compile(r"^\S+:\d+ .*?\[ONNXRuntimeError\] : \d+ : \w+ : ")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    argv: tuple[str, ...]  # as shown to users (the script itself elided)
+    stages: tuple[Mapping[str, Any], ...]  # every marker document, in order
+    returncode: int | None  # None: killed by ortfix after the timeout
+    timed_out: bool
+    log: tuple[str, ...]  # every other line of output, colour codes removed
+    timeout: float
+
+    def stage(self, name: str) -> Mapping[str, Any] | None:
+        found = [s for s in self.stages if s.get("stage") == name]
+        return found[-1] if found else None
+
+    def all(self, name: str) -> list[Mapping[str, Any]]:
+        return [s for s in self.stages if s.get("stage") == name]
+
+    @property
+    def finished(self) -> bool:
+        return self.stage("done") is not None
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+    @property
+    def last_stage(self) -> str | None:
+        names = [str(s.get("stage")) for s in self.stages if s.get("stage") not in ("progress", "done")]
+        return names[-1] if names else None
+
+    def death(self) -> str:
+        """How the process ended, in words, when it did not finish."""
+        if self.timed_out:
+            return f"did not finish within {self.timeout:.0f} s and was killed"
+        if self.signal is not None:
+            return f"was killed by signal {self.signal} ({signal_name(self.signal)})"
+        tail = next((line for line in reversed(self.log) if line.strip()), "")
+        return f"exited with status {self.returncode}" + (f": {tail}" if tail else "")
+
+    @property
+    def evidence(self) -> list[str]:
+        """onnxruntime's own messages about providers, without their log prefixes, deduplicated, in order."""
+        out: list[str] = []
+        for line in self.log:
+            text = line.strip()
+            if not text or not _INTERESTING.search(text):
+                continue
+            text = _ORT_ERROR.sub("", _LOG_PREFIX.sub("", text))
+            if text not in out:
+                out.append(text)
+        return out
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def run_in_target(python: str, args: Mapping[str, Any], *, prefix: str, conda_hook: Path | None = None,
+                  timeout: float = 300.0, on_stage: Callable[[Mapping[str, Any]], None] | None = None) -> RunOutcome:
+    """Run `_ortrun.py` with `args` in a fresh process of `python`; `on_stage` sees each marker as it arrives."""
+    code = SOURCE.read_text(encoding="utf-8")
+    argv, env = launch(python, code, [json.dumps(dict(args))], prefix=prefix, conda_hook=conda_hook)
+    shown = tuple("<ortfix run script>" if a == code else a for a in argv)
+    return stream(argv, env, timeout=timeout, on_stage=on_stage, shown=shown)
+
+
+def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
+           on_stage: Callable[[Mapping[str, Any]], None] | None = None,
+           shown: Sequence[str] | None = None) -> RunOutcome:
+    proc = subproc.start(argv, env=env)
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        # from the timer's thread, while the main thread reads stdout: its reads end once the whole group is gone
+        subproc.terminate_group(proc, timeout=0, close_pipes=False)
+
+    err_lines: list[str] = []
+
+    def drain_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_lines.append(line)
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    reader = threading.Thread(target=drain_stderr, daemon=True)
+    stages: list[Mapping[str, Any]] = []
+    out_lines: list[str] = []
+    try:
+        timer.start()
+        reader.start()
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(MARK):
+                try:
+                    doc = json.loads(line[len(MARK):])
+                except ValueError:
+                    out_lines.append(line)
+                    continue
+                if isinstance(doc, dict):
+                    stages.append(doc)
+                    if on_stage is not None:
+                        on_stage(doc)
+            else:
+                out_lines.append(line)
+        proc.wait()
+        reader.join(timeout=10)
+    except BaseException:  # Ctrl-C: the child and everything it started go too
+        subproc.terminate_group(proc, timeout=5, close_pipes=False)  # the stderr reader thread is still reading
+        raise
+    finally:
+        timer.cancel()
+        reader.join(timeout=10)  # then nobody reads the pipes any more: close them
+        subproc.close_child_pipes(proc)
+    log = tuple(_ANSI.sub("", line).rstrip("\n") for line in (*out_lines, *err_lines))
+    return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out.is_set() else proc.returncode,
+                      timed_out.is_set(), log, timeout)
+
+
+def model_file(model: Path, label: str) -> Path:
+    """`model` resolved, or a one-line error (`label` names it as the user gave it) when it cannot be read."""
+    if not model.exists():
+        raise OrtfixError(f"{label}: no such file", hint="give the path of an .onnx model")
+    if not model.is_file() or not os.access(model, os.R_OK):
+        raise OrtfixError(f"{label}: not a readable file", hint="give the path of an .onnx model")
+    return model.resolve()
+
+
+def shapes_text(shapes: Mapping[str, Sequence[int]], sep: str = ", ") -> str:
+    return sep.join(f"{k}={'x'.join(str(d) for d in v)}" for k, v in shapes.items())
+
+
+def one_line(text: str) -> str:
+    """A message from the child (onnxruntime's, often several lines) as one line."""
+    return " ".join(text.split())

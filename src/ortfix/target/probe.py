@@ -1,0 +1,365 @@
+"""Host side of the probe: pick the target interpreter, run `_probe.py` inside it, and type what it reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ortfix.errors import OrtfixError
+from ortfix.system import subproc
+from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
+
+__all__ = [
+    "Dependent",
+    "Distribution",
+    "OrtDir",
+    "ProbeFacts",
+    "RecordProblem",
+    "TorchInfo",
+    "finish_probe",
+    "parse_probe",
+    "resolve_target",
+    "run_probe",
+    "start_probe",
+]
+
+PROBE_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    normalized: str
+    version: str
+    location: str
+    dist_info: str
+    requires: tuple[str, ...]
+    installer: str
+    files: tuple[tuple[str, str, int | None], ...]  # RECORD rows (path, hash, size), read for ORT packages only
+    # The installed files checked against the RECORD (ORT and NVIDIA .dist-info folders; by size, never by hash):
+    has_record: bool | None = None  # None: not checked (torch, tensorrt, an .egg-info)
+    checked: int = 0  # RECORD rows compared with the file on disk
+    damaged: tuple[RecordProblem, ...] = ()  # the rows whose file is missing or has another size
+
+    @property
+    def installed_version(self) -> str | None:
+        """The installed version, normalised: from METADATA, else from the .dist-info folder's name (METADATA may be
+        what is damaged); None when neither is a version."""
+        from packaging.version import InvalidVersion, Version
+
+        stem = os.path.basename(self.dist_info).rsplit(".", 1)[0]
+        for candidate in (self.version, stem.rsplit("-", 1)[1] if "-" in stem else None):
+            if candidate:
+                try:
+                    return str(Version(candidate))
+                except InvalidVersion:
+                    continue
+        return None
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    path: str  # as the RECORD lists it, relative to the distribution's location
+    size: int  # what the RECORD says
+    actual: int | None  # on disk; None: missing
+    overwritten_by: str | None  # another checked distribution in the same folder that lists the file at this size
+
+
+@dataclass(frozen=True)
+class Dependent:
+    name: str
+    version: str
+    requires: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OrtDir:
+    package_dir: str
+    location: str
+    build_info: Mapping[str, str]
+    files: tuple[str, ...]  # shared libraries in onnxruntime/capi
+    # What capi/_ld_preload.py loads at import, one tuple per provider (releases before 1.16; empty after).
+    preload: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def preload_cuda(self) -> tuple[str, ...]:
+        """The libraries `_ld_preload.py` loads for the CUDA provider (the block without TensorRT's libnvinfer)."""
+        for block in self.preload:
+            if not any(name.startswith("libnvinfer") for name in block):
+                return block
+        return ()
+
+    @property
+    def capi(self) -> str:
+        return os.path.join(self.package_dir, "capi")
+
+    def lib(self, name: str) -> str | None:
+        return os.path.join(self.capi, name) if name in self.files else None
+
+    @property
+    def pybind(self) -> str | None:
+        for f in self.files:
+            if f.startswith("onnxruntime_pybind11_state"):
+                return os.path.join(self.capi, f)
+        return None
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    dir: str
+    version: str | None
+    cuda: str | None
+    lib_dir: str
+    libs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    executable: str
+    real_executable: str
+    python_version: str
+    cache_tag: str
+    pointer_bits: int
+    has_pip: bool
+    system: str
+    machine: str
+    glibc: str | None
+    wsl: bool
+    env_kind: str  # venv | conda | system
+    prefix: str
+    base_prefix: str
+    site_packages: tuple[str, ...]
+    purelib: str
+    platlib: str
+    user_site: str | None
+    prefix_writable: bool
+    environ: Mapping[str, str]
+    cwd: str
+    sys_path: tuple[str, ...]
+    distributions: tuple[Distribution, ...]
+    dependents: tuple[Dependent, ...]
+    distribution_count: int
+    ort_dirs: tuple[OrtDir, ...]
+    torch: TorchInfo | None
+    report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (checkcache.py)
+
+    def dist(self, normalized: str) -> Distribution | None:
+        for d in self.distributions:
+            if d.normalized == normalized:
+                return d
+        return None
+
+    @property
+    def python_tag(self) -> str:
+        major, minor = self.python_version.split(".")[:2]
+        return f"cp{major}{minor}"
+
+
+def finish_probe(run: subprocess.Popen[str] | subprocess.CompletedProcess[str], python: Path) -> ProbeFacts:
+    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise OrtfixError(f"{python} is not a working Python interpreter (probe exited {done.returncode}: {last})")
+    try:
+        doc = json.loads(done.stdout)
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
+        raise OrtfixError(f"{python} is not a Python interpreter ortfix can inspect (no JSON from the probe)") from exc
+    if not isinstance(doc, dict) or doc.get("probe_schema") != PROBE_SCHEMA:
+        raise OrtfixError(f"{python}: the probe answered in an unknown format")
+    return parse_probe(doc, report=done.stdout, python=python)
+
+
+def run_probe(python: Path) -> ProbeFacts:
+    return finish_probe(start_probe(python), python)
+
+
+_ENV_KINDS = ("venv", "conda", "system")
+
+
+class _Report:
+    """Typed access to the probe's JSON: every field read is checked, and a missing one or one of the wrong type is
+    a one-line OrtfixError naming it (a probe that was tampered with, or an interpreter that is not one)."""
+
+    def __init__(self, python: str | Path | None) -> None:
+        self.python = python
+
+    def fail(self, path: str, problem: str) -> OrtfixError:
+        who = f"the probe of {self.python}" if self.python is not None else "the probe"
+        return OrtfixError(f"{who} returned an incomplete report: field {path} {problem}",
+                           hint="is it a Python interpreter?")
+
+    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type[Any] | tuple[type[Any], ...],
+            *, optional: bool = False) -> Any:
+        if key not in obj or (optional and obj[key] is None):
+            if optional:
+                return None
+            raise self.fail(f"{path}.{key}" if path else key, "is missing")
+        value = obj[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # bool is an int to isinstance; a report never means True where it says a number
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join("object" if k is dict else "list" if k is list else k.__name__ for k in kinds)
+            raise self.fail(f"{path}.{key}" if path else key,
+                            f"is not {'an' if names[0] in 'aeiou' else 'a'} {names} (got {type(value).__name__})")
+        return value
+
+    def obj(self, obj: Mapping[str, Any], key: str, path: str = "") -> Mapping[str, Any]:
+        value: Mapping[str, Any] = self.get(obj, key, path, dict)
+        return value
+
+    def text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
+        value: str = self.get(obj, key, path, str)
+        return value
+
+    def opt_text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
+        value: str | None = self.get(obj, key, path, str, optional=True)
+        return value
+
+    def flag(self, obj: Mapping[str, Any], key: str, path: str = "") -> bool:
+        return bool(self.get(obj, key, path, bool, optional=True))
+
+    def integer(self, obj: Mapping[str, Any], key: str, path: str = "", default: int = 0) -> int:
+        value: int | None = self.get(obj, key, path, int, optional=True)
+        if value is not None and value < 0:
+            raise self.fail(f"{path}.{key}" if path else key, f"is negative ({value})")
+        return default if value is None else value
+
+    def items(self, obj: Mapping[str, Any], key: str, path: str = "") -> list[Any]:
+        value: list[Any] | None = self.get(obj, key, path, list, optional=True)
+        return [] if value is None else value
+
+    def texts(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[str, ...]:
+        where = f"{path}.{key}" if path else key
+        values = self.items(obj, key, path)
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")
+        return tuple(values)
+
+    def text_lists(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[tuple[str, ...], ...]:
+        where = f"{path}.{key}" if path else key
+        return tuple(self.texts({str(i): v}, str(i), where) for i, v in enumerate(self.items(obj, key, path)))
+
+    def text_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
+        where = f"{path}.{key}" if path else key
+        value: Mapping[str, Any] | None = self.get(obj, key, path, dict, optional=True)
+        for k, v in (value or {}).items():
+            if not isinstance(v, str):
+                raise self.fail(f"{where}.{k}", f"is not a string (got {type(v).__name__})")
+        return dict(value or {})
+
+    def records(self, obj: Mapping[str, Any], key: str, path: str) -> list[tuple[Mapping[str, Any], str]]:
+        """The objects of a list field, each with its path for messages."""
+        where = f"{path}.{key}" if path else key
+        out: list[tuple[Mapping[str, Any], str]] = []
+        for i, item in enumerate(self.items(obj, key, path)):
+            if not isinstance(item, dict):
+                raise self.fail(f"{where}[{i}]", f"is not an object (got {type(item).__name__})")
+            out.append((item, f"{where}[{i}]"))
+        return out
+
+    def record_rows(self, obj: Mapping[str, Any], key: str, path: str) -> tuple[tuple[str, str, int | None], ...]:
+        where = f"{path}.{key}"
+        rows = []
+        for i, row in enumerate(self.items(obj, key, path)):
+            if (not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], str)
+                    or not isinstance(row[1], str)
+                    or not (row[2] is None or (isinstance(row[2], int) and not isinstance(row[2], bool)))):
+                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size]")
+            rows.append((row[0], row[1], row[2]))
+        return tuple(rows)
+
+
+def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[RecordProblem, ...]:
+    out = []
+    for i, row in enumerate(r.items(d, "damaged", where)):
+        if (not isinstance(row, list) or len(row) != 4 or not isinstance(row[0], str)
+                or not _is_int(row[1]) or not (row[2] is None or _is_int(row[2]))
+                or not (row[3] is None or isinstance(row[3], str))):
+            raise r.fail(f"{where}.damaged[{i}]", "is not [path, size, size on disk, overwritten by]")
+        out.append(RecordProblem(row[0], row[1], row[2], row[3]))
+    return tuple(out)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path | None = None) -> ProbeFacts:
+    """The probe's report, typed. Every field read is checked: a missing field, or one of the wrong type, is an
+    OrtfixError naming it (never a KeyError or TypeError)."""
+    r = _Report(python)
+    if not isinstance(doc, Mapping):
+        raise r.fail("(top level)", f"is not an object (got {type(doc).__name__})")
+    py, osinfo, env = r.obj(doc, "python"), r.obj(doc, "os"), r.obj(doc, "env")
+    version = r.text(py, "version", "python")
+    parts = version.split(".")
+    if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
+        raise r.fail("python.version", f"is not a Python version ({version!r})")
+    kind = r.text(env, "kind", "env")
+    if kind not in _ENV_KINDS:
+        raise r.fail("env.kind", f"is not one of {', '.join(_ENV_KINDS)} ({kind!r})")
+    pointer_bits = r.integer(py, "pointer_bits", "python", default=64)
+    if pointer_bits not in (32, 64):
+        raise r.fail("python.pointer_bits", f"is not 32 or 64 ({pointer_bits})")
+    torch = r.get(doc, "torch", "", dict, optional=True)
+    return ProbeFacts(
+        executable=r.text(py, "executable", "python"),
+        real_executable=r.text(py, "real_executable", "python"),
+        python_version=version,
+        cache_tag=r.opt_text(py, "cache_tag", "python") or "",
+        pointer_bits=pointer_bits,
+        has_pip=r.flag(py, "has_pip", "python"),
+        system=r.text(osinfo, "system", "os"),
+        machine=r.text(osinfo, "machine", "os"),
+        glibc=r.opt_text(osinfo, "glibc", "os"),
+        wsl=r.flag(osinfo, "wsl", "os"),
+        env_kind=kind,
+        prefix=r.text(env, "prefix", "env"),
+        base_prefix=r.text(env, "base_prefix", "env"),
+        site_packages=r.texts(env, "site_packages", "env"),
+        purelib=r.text(env, "purelib", "env"),
+        platlib=r.text(env, "platlib", "env"),
+        user_site=r.opt_text(env, "user_site", "env"),
+        prefix_writable=r.flag(env, "prefix_writable", "env"),
+        environ=r.text_map(doc, "environ"),
+        cwd=r.opt_text(doc, "cwd") or "/",
+        sys_path=r.texts(doc, "sys_path"),
+        distributions=tuple(
+            Distribution(
+                name=r.text(d, "name", where),
+                normalized=r.text(d, "normalized", where),
+                version=r.text(d, "version", where),
+                location=r.text(d, "location", where),
+                dist_info=r.text(d, "dist_info", where),
+                requires=r.texts(d, "requires", where),
+                installer=r.opt_text(d, "installer", where) or "",
+                files=r.record_rows(d, "files", where),
+                has_record=r.get(d, "record", where, bool, optional=True),
+                checked=r.integer(d, "checked", where),
+                damaged=_record_problems(r, d, where),
+            )
+            for d, where in r.records(doc, "distributions", "")
+        ),
+        dependents=tuple(
+            Dependent(name=r.text(d, "name", where), version=r.text(d, "version", where),
+                      requires=r.texts(d, "requires", where))
+            for d, where in r.records(doc, "dependents", "")
+        ),
+        distribution_count=r.integer(doc, "distribution_count"),
+        ort_dirs=tuple(
+            OrtDir(package_dir=r.text(o, "package_dir", where), location=r.text(o, "location", where),
+                   build_info=r.text_map(o, "build_info", where), files=r.texts(o, "files", where),
+                   preload=r.text_lists(o, "preload", where))
+            for o, where in r.records(doc, "onnxruntime_dirs", "")
+        ),
+        torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_text(torch, "version", "torch"),
+                        cuda=r.opt_text(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
+                        libs=r.texts(torch, "libs", "torch")) if torch else None,
+        report=report,
+    )

@@ -1,0 +1,1 @@
+"""Plan → transaction: apply as one journaled, confined, verified transaction; roll back; prune."""

@@ -1,0 +1,363 @@
+"""`ortfix verify`: does the GPU path really work in the target environment? Three levels, each with its own verdict,
+each run out of process (a provider that crashes becomes a verdict, never a crash of ortfix):
+
+1. loader: every library the CUDA provider (and the TensorRT provider, when TensorRT is installed) needs loads in a
+   fresh process of the target interpreter, started as the user starts it (`verify.check_loadable`);
+2. provider: a session created with CUDAExecutionProvider really gets it (`session.get_providers()`, not
+   `get_available_providers()`, which lists what the build contains, not what starts);
+3. numbers: a small model (shipped with ortfix, or `--model FILE`) runs on CUDA and matches the CPU within tolerance.
+
+A level that cannot run on this machine (no NVIDIA driver: the provider cannot start) says so and why; it is not a
+failure, but it is not a pass either (exit status 3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.system import hooks
+from ortfix.system.driver import DriverFacts
+from ortfix.system.inventory import parse_lib_name
+from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
+from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
+
+SCHEMA = "ortfix.verification/1"
+BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
+BUILTIN_SHAPES = {"x": [2, 3, 17, 23]}  # odd sizes: no kernel gets an easy case
+_DRIVER_LIB = re.compile(r"\blibcuda\.so(?:\.1)?\b|\blibnvidia-[\w.-]+\.so")
+# Level 3 passes when max|cuda - cpu| <= ATOL + RTOL * max|cpu| for every float output. CUDA may use TF32 for
+# convolutions and matrix products (ORT's default since 1.18): about 1e-3 relative.
+ATOL = 1e-4
+RTOL = 1e-2
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_RUN = "not-run"  # could not run on this machine; the reason says why
+
+
+@dataclass(frozen=True)
+class Level:
+    number: int
+    name: str  # loader | provider | numbers
+    status: Status
+    verdict: str
+    evidence: tuple[str, ...] = ()
+    fix: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    load_check: LoadCheck | None = None  # level 1: the fresh process's own report (apply's verification shows it)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    python: str
+    onnxruntime: str | None  # "onnxruntime-gpu 1.22.0"
+    driver: str
+    model: str
+    builtin_model: bool
+    levels: tuple[Level, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if any(level.status is Status.FAIL for level in self.levels):
+            return ExitCode.PROBLEMS
+        if any(level.status is Status.NOT_RUN for level in self.levels):
+            return ExitCode.INCOMPLETE
+        return ExitCode.OK
+
+
+def no_gpu_reason(driver: DriverFacts) -> str | None:
+    """Why no CUDA provider can start on this machine, or None when a driver is there."""
+    if driver.overridden:
+        return None
+    if not driver.present:
+        return "no NVIDIA driver"
+    if driver.reboot_needed:
+        return (f"the NVIDIA driver needs a reboot (kernel module {driver.kernel_module}, user space "
+                f"{driver.userspace})")
+    return None
+
+
+def _driver_summary(driver: DriverFacts) -> str:
+    if not driver.present:
+        return f"none ({driver.source})" if driver.source else "none"
+    gpus = ", ".join(g.name for g in driver.gpus)
+    return f"{driver.version}" + (f", {gpus}" if gpus else "")
+
+
+def _provider(install: OrtInstall, name: str) -> ProviderLoad | None:
+    return next((p for p in install.providers if p.provider == name), None)
+
+
+def provider_sonames(provider: ProviderLoad) -> list[str]:
+    """The CUDA/cuDNN/TensorRT libraries a provider maps, directly, transitively and lazily (the driver's
+    libcuda.so.1 aside: it comes with the driver, not with the environment)."""
+    out: list[str] = []
+    for r in provider.resolutions:
+        parsed = parse_lib_name(r.name)
+        if parsed and parsed[0] != "cuda":
+            out.append(r.name)
+    return list(dict.fromkeys(out))
+
+
+def _tensorrt_installed(facts: Facts) -> bool:
+    return any(c.family == "nvinfer" for c in facts.libraries) or any(
+        path for name, path in facts.findable.items() if name.startswith("libnvinfer.so"))
+
+
+def _lib_error(soname: str, error: str | None) -> str:
+    text = error or "not loaded"
+    return text if text.startswith(soname + ":") else f"{soname}: {text}"
+
+
+def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level:
+    install = facts.active_ort
+    if install is None:
+        return Level(1, "loader", Status.FAIL, f"onnxruntime is not installed in {python}",
+                     fix="`ortfix plan` shows what to install")
+    label = f"{install.package or 'onnxruntime'} {install.version or '(unknown version)'}"
+    cuda = _provider(install, "cuda")
+    if cuda is None:
+        return Level(1, "loader", Status.FAIL,
+                     f"{label} has no CUDA provider (no libonnxruntime_providers_cuda.so in "
+                     f"{install.dir.capi}): it is a CPU-only build",
+                     fix="`ortfix plan` shows the switch to onnxruntime-gpu")
+    if cuda.error:
+        return Level(1, "loader", Status.FAIL, f"cannot read {cuda.library}: {cuda.error}")
+    cuda_names = provider_sonames(cuda)
+    trt = _provider(install, "tensorrt")
+    trt_names = provider_sonames(trt) if trt and not trt.error and _tensorrt_installed(facts) else []
+    resolutions = [*cuda.resolutions, *(trt.resolutions if trt_names and trt else ())]
+    # One rule for every release: a library that NEEDs the driver's libcuda.so.1 (cuDNN 9's runtime-compiled
+    # engines, directly NEEDed by the 1.20 provider, loaded by the preload hook for others) cannot load on a machine
+    # without the driver; it is not loaded there, and said so.
+    no_driver = no_gpu_reason(facts.driver) is not None
+    skipped = [n for n in dict.fromkeys((*cuda.needs_driver, *(trt.needs_driver if trt_names and trt else ())))
+               if no_driver and n in (*cuda_names, *trt_names)]
+    check = check_loadable(python, [n for n in (*cuda_names, *trt_names) if n not in skipped],
+                           prefix=facts.probe.prefix, conda_hook=conda_hook,
+                           requester_dirs=requester_runpath_dirs(resolutions), cuda_major=install.cuda_major)
+    errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
+    data: dict[str, Any] = {"check": check.to_json(), "cuda": cuda_names, "tensorrt": trt_names,
+                            "tensorrt_checked": bool(trt_names)}
+    notes: list[str] = []
+    if skipped:
+        data["need_driver"] = {n: "needs the NVIDIA driver's libcuda.so.1" for n in skipped}
+        notes += [f"{n}: not loaded: it needs the NVIDIA driver's libcuda.so.1, absent here" for n in skipped]
+    via = [x.soname for x in check.libraries if x.via_requester and x.error is None]
+    if via:
+        notes.append(f"{', '.join(via)}: found through the RUNPATH of the library that loads them (as cuDNN "
+                     "loads its sub-libraries), not by a bare dlopen")
+    if trt is not None and not trt_names:
+        notes.append("TensorRT provider: TensorRT is not installed (optional), not checked")
+    if check.process_error:
+        return Level(1, "loader", Status.FAIL, check.process_error, tuple(check.failures), data=data, load_check=check)
+    if not check.imported:
+        return Level(1, "loader", Status.FAIL, f"import onnxruntime failed in a fresh process of {python}",
+                     (f"import onnxruntime: {check.import_error}",), data=data, load_check=check)
+    # Libraries that need the driver's own libcuda.so.1 (cuDNN's runtime-compiled engines do) cannot load on a
+    # machine without a driver: that says nothing about the environment, and the provider cannot start here anyway.
+    driver_only = {n: e for n, e in errors.items() if _DRIVER_LIB.search(e or "")}
+    if driver_only and no_driver:  # what the simulation did not foresee (a library it resolved elsewhere)
+        for name in driver_only:
+            errors.pop(name)
+        data["need_driver"] = {**data.get("need_driver", {}), **driver_only}
+        notes += [f"{n}: not loaded: it needs the NVIDIA driver's libcuda.so.1, absent here" for n in driver_only]
+    if check.mixed_majors:
+        return Level(1, "loader", Status.FAIL, check.mixed_majors, tuple(check.failures),
+                     fix="`ortfix plan` shows the change that leaves one CUDA major", data=data, load_check=check)
+    cuda_bad = [n for n in cuda_names if n in errors]
+    trt_bad = [n for n in trt_names if n in errors]
+    if cuda_bad or trt_bad:
+        bad = cuda_bad or trt_bad
+        whose = "CUDA" if cuda_bad else "TensorRT"
+        more = f" (and {len(bad) - 1} more of {len(cuda_names if cuda_bad else trt_names)})" if len(bad) > 1 else ""
+        return Level(1, "loader", Status.FAIL,
+                     f"{bad[0]} cannot be loaded{more}: the {whose} provider cannot start",
+                     tuple(_lib_error(n, errors[n]) for n in (*cuda_bad, *trt_bad)),
+                     fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
+    return Level(1, "loader", Status.PASS,
+                 f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
+                 f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),
+                 tuple(notes), data=data, load_check=check)
+
+
+def _session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
+                    loader: Level, *, user_model: bool, conda_hook: Path | None,
+                    timeout: float) -> tuple[Level, Level]:
+    install = facts.active_ort
+    if install is None:
+        why = "onnxruntime is not installed (level 1)"
+        return Level(2, "provider", Status.NOT_RUN, why), Level(3, "numbers", Status.NOT_RUN, why)
+    args = {"mode": "verify", "model": str(model), "shapes": dict(shapes) if shapes else None}
+    outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
+    provider = _provider_level(facts, outcome, loader, user_model=user_model, model=model)
+    return provider, _numbers_level(outcome, provider)
+
+
+def _skip_numbers(provider: Level) -> Level:
+    if provider.status is Status.NOT_RUN:
+        return Level(3, "numbers", Status.NOT_RUN, "could not run here: it needs the CUDA provider (level 2)")
+    return Level(3, "numbers", Status.NOT_RUN, "skipped: the session did not get the CUDA provider (level 2)")
+
+
+def _provider_level(facts: Facts, run: RunOutcome, loader: Level, *, user_model: bool, model: Path) -> Level:
+    data: dict[str, Any] = {"argv": list(run.argv), "returncode": run.returncode, "signal": run.signal,
+                            "timed_out": run.timed_out, "stages": [dict(s) for s in run.stages],
+                            "log": list(run.evidence)}
+    imported = run.stage("import")
+    if imported is None:
+        return Level(2, "provider", Status.FAIL, f"the check process {run.death()} before importing onnxruntime",
+                     tuple(run.log[-5:]), data=data)
+    if imported.get("error"):
+        return Level(2, "provider", Status.FAIL, f"import onnxruntime failed: {imported['error']}", data=data)
+    available = list(imported.get("available") or [])
+    data["available"] = available
+    loaded = run.stage("model")
+    if loaded is None:
+        return Level(2, "provider", Status.FAIL, f"the check process {run.death()} while loading the model on the "
+                                                 f"CPU", tuple(run.evidence), data=data)
+    if loaded.get("error"):
+        if user_model:
+            raise OrtfixError(f"--model {model}: onnxruntime {imported.get('version')} cannot load it: "
+                              f"{one_line(str(loaded['error']))}")
+        return Level(2, "provider", Status.FAIL, f"onnxruntime cannot load ortfix's model: {loaded['error']}",
+                     data=data)
+    if CUDA_EP not in available:
+        return Level(2, "provider", Status.FAIL,
+                     f"{CUDA_EP} is not in this onnxruntime build (available: {', '.join(available)})",
+                     fix="`ortfix plan` shows the switch to onnxruntime-gpu", data=data)
+    stage = run.stage("provider")
+    reason = no_gpu_reason(facts.driver)
+    libs = "libraries complete" if loader.status is Status.PASS else "libraries incomplete (level 1)"
+    if stage is None or stage.get("error") or CUDA_EP not in (stage.get("providers") or []):
+        if stage is None:
+            what = f"creating a session with {CUDA_EP}: the process {run.death()}"
+        elif stage.get("error"):
+            what = f"creating a session with {CUDA_EP} failed: {stage['error']}"
+        else:
+            what = f"the session fell back to {stage.get('providers')}"
+        data["providers"] = stage.get("providers") if stage else None
+        if reason:
+            return Level(2, "provider", Status.NOT_RUN,
+                         f"{libs}; {reason}, so the provider cannot start here ({what})",
+                         tuple(run.evidence), data=data)
+        fix = ("`ortfix plan` shows the change that makes the libraries load" if loader.status is not Status.PASS
+               else "`ortfix check` and `ortfix explain` on the messages above say why")
+        return Level(2, "provider", Status.FAIL, f"{what}", tuple(run.evidence), fix=fix, data=data)
+    data["providers"] = stage.get("providers")
+    return Level(2, "provider", Status.PASS, f"session.get_providers() = {stage.get('providers')}", data=data)
+
+
+def _numbers_level(run: RunOutcome, provider: Level) -> Level:
+    if provider.status is not Status.PASS:
+        return _skip_numbers(provider)
+    numbers = run.stage("numbers")
+    if numbers is None:
+        return Level(3, "numbers", Status.FAIL, f"running the model on CUDA: the process {run.death()}",
+                     tuple(run.evidence))
+    if numbers.get("error"):
+        return Level(3, "numbers", Status.FAIL, f"running the model failed: {numbers['error']}", tuple(run.evidence))
+    evidence: list[str] = []
+    bad: list[str] = []
+    worst = 0.0
+    for out in numbers.get("outputs") or []:
+        name = out.get("name")
+        if out.get("shape") != out.get("cuda_shape"):
+            bad.append(f"{name}: shape {out.get('cuda_shape')} on CUDA, {out.get('shape')} on the CPU")
+            continue
+        if "max_abs_diff" in out:
+            diff, ref = float(out["max_abs_diff"]), float(out["max_abs_ref"])
+            tol = ATOL + RTOL * ref
+            worst = max(worst, diff)
+            line = f"{name} {out.get('shape')}: max |cuda - cpu| = {diff:.3g} (tolerance {tol:.3g})"
+            evidence.append(line)
+            if not diff <= tol or not out.get("finite", True):
+                bad.append(line)
+        elif not out.get("equal", True):
+            bad.append(f"{name}: the CUDA result differs from the CPU's")
+    data = {"shapes": numbers.get("shapes"), "outputs": numbers.get("outputs"), "atol": ATOL, "rtol": RTOL}
+    if bad:
+        return Level(3, "numbers", Status.FAIL, f"the CUDA output differs from the CPU's: {bad[0]}", tuple(bad),
+                     data=data)
+    return Level(3, "numbers", Status.PASS,
+                 f"the outputs on CUDA match the CPU's (max |difference| {worst:.3g}) for inputs "
+                 f"{shapes_text(numbers.get('shapes') or {})}", tuple(evidence), data=data)
+
+
+def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping[str, Sequence[int]] | None = None,
+               timeout: float = 300.0) -> VerifyResult:
+    from ortfix.commands.check import run_check
+
+    if model is not None:
+        model = model_file(model, f"--model {model}")
+    result = run_check(python)
+    facts = result.facts
+    interpreter = facts.probe.executable or facts.target
+    conda_hook = hooks.active_conda_hook(facts.probe.prefix, facts.probe.env_kind)
+    loader = level_loader(facts, facts.target, conda_hook=conda_hook)
+    provider, numbers = _session_levels(
+        facts, facts.target, model or BUILTIN_MODEL, shapes if model is not None else (shapes or BUILTIN_SHAPES),
+        loader, user_model=model is not None, conda_hook=conda_hook, timeout=timeout)
+    install = facts.active_ort
+    return VerifyResult(
+        python=interpreter,
+        onnxruntime=f"{install.package or 'onnxruntime'} {install.version}" if install else None,
+        driver=_driver_summary(facts.driver),
+        model=str(model or BUILTIN_MODEL),
+        builtin_model=model is None,
+        levels=(loader, provider, numbers),
+    )
+
+
+def verify_json(result: VerifyResult) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "exit_code": int(result.exit_code),
+        "ok": result.exit_code is ExitCode.OK,
+        "python": result.python,
+        "onnxruntime": result.onnxruntime,
+        "driver": result.driver,
+        "model": {"path": result.model, "builtin": result.builtin_model},
+        "levels": [{"level": lv.number, "name": lv.name, "status": lv.status.value, "verdict": lv.verdict,
+                    "evidence": list(lv.evidence), "fix": lv.fix, "data": dict(lv.data)} for lv in result.levels],
+        "not_run": [{"level": lv.number, "name": lv.name, "why": lv.verdict}
+                    for lv in result.levels if lv.status is Status.NOT_RUN],
+    }
+
+
+_MARKS = {Status.PASS: "✓ pass", Status.FAIL: "✗ FAIL", Status.NOT_RUN: "- not run"}
+_TITLES = {"loader": "libraries load", "provider": "provider starts", "numbers": "numbers match"}
+
+
+def render_verify(result: VerifyResult) -> str:
+    lines = [f"ortfix verify: {result.python}",
+             f"  onnxruntime {result.onnxruntime or 'not installed'}; NVIDIA driver: {result.driver}",
+             f"  model: {'built-in ' + BUILTIN_MODEL.name if result.builtin_model else result.model}", ""]
+    for lv in result.levels:
+        lines.append(f"{lv.number}. {_TITLES[lv.name]:<16} {_MARKS[lv.status]:<10} {lv.verdict}")
+        for e in lv.evidence[:12]:
+            lines.append(f"{'':<31}{e}")
+        if len(lv.evidence) > 12:
+            lines.append(f"{'':<31}... and {len(lv.evidence) - 12} more (--json has all)")
+        if lv.fix and lv.status is Status.FAIL:
+            lines.append(f"{'':<31}fix: {lv.fix}")
+    lines.append("")
+    failed = [lv for lv in result.levels if lv.status is Status.FAIL]
+    not_run = [lv for lv in result.levels if lv.status is Status.NOT_RUN]
+    if failed:
+        lines.append("Failed: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in failed) + ".")
+    if not_run:
+        lines.append("Could not run here: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in not_run)
+                     + ".")
+    if not failed and not not_run:
+        lines.append("The GPU path works: the CUDA provider starts and computes what the CPU computes.")
+    return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""Out-of-process proof that the GPU provider's libraries now load: a fresh process of the target interpreter, started
+as a user starts it, imports onnxruntime (so an ortfix preload hook fires) and `ctypes.CDLL`s every library the
+provider needs by its SONAME, as the provider's own loading would. The CUDA provider library itself is never loaded:
+without a GPU driver it can crash the process.
+
+Conda environments are checked as `conda activate` leaves them: the activate.d hook is sourced by a real `sh` first,
+with every path passed as a positional argument (never pasted into a shell string).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix.system import subproc
+from ortfix.system.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
+from ortfix.system.loader import VIA_RPATH, VIA_RUNPATH, Resolution
+
+VERIFY_SCHEMA = "ortfix.verify/1"
+PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
+_MARK = "ORTFIX-VERIFY:"
+
+# Runs inside the target (any Python 3): standard library only, one JSON line out. A library that its requester
+# finds through the requester's own DT_RUNPATH/DT_RPATH (cuDNN 9 dlopens its sub-libraries by SONAME from
+# libcudnn.so.9, whose RUNPATH is $ORIGIN) cannot be found by a bare dlopen from this script, which has no RUNPATH:
+# for those the parent passes the folders that RUNPATH names, and the script loads the file from there, as the
+# requester's dlopen would.
+_SCRIPT = r"""
+import ctypes, json, os, sys
+names = json.loads(%(names)r)
+runpaths = json.loads(%(runpaths)r)
+out = {"import": None, "module": None, "libraries": {}, "via_requester": {}}
+try:
+    import onnxruntime
+    out["import"] = "ok"
+    out["module"] = getattr(onnxruntime, "__file__", None)
+except BaseException as exc:
+    out["import"] = "%%s: %%s" %% (type(exc).__name__, exc)
+for name in names:
+    if name.startswith(%(provider)r):
+        continue
+    try:
+        ctypes.CDLL(name)
+        out["libraries"][name] = None
+        continue
+    except OSError as exc:
+        out["libraries"][name] = str(exc)
+    for folder in runpaths.get(name, []):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        try:
+            ctypes.CDLL(path)
+            out["libraries"][name] = None
+            out["via_requester"][name] = path
+        except OSError as exc:
+            out["libraries"][name] = str(exc)
+        break
+mapped = []
+try:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6:
+                path = fields[5].strip()
+                if os.path.basename(path).startswith(%(families)r) and path not in mapped:
+                    mapped.append(path)
+except (OSError, ValueError):
+    mapped = None
+out["mapped"] = mapped
+sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
+"""
+
+
+@dataclass(frozen=True)
+class LibLoad:
+    soname: str
+    error: str | None  # None: loaded
+    via_requester: str | None = None  # loaded from this path, found through its requester's RUNPATH/RPATH
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    argv: tuple[str, ...]
+    imported: bool
+    import_error: str | None
+    libraries: tuple[LibLoad, ...]
+    process_error: str | None  # the process itself failed (crashed, no JSON)
+    mapped: tuple[str, ...] = ()  # CUDA libraries in the process's /proc/self/maps afterwards
+    cuda_major: int | None = None  # the major the build needs (None: not known)
+
+    @property
+    def majors(self) -> dict[int, list[str]]:
+        """CUDA major → the mapped files of that major."""
+        out: dict[int, list[str]] = {}
+        for path in self.mapped:
+            major = cuda_major_by_name(os.path.basename(path))
+            if major is not None:
+                out.setdefault(major, []).append(path)
+        return out
+
+    @property
+    def mixed_majors(self) -> str | None:
+        """Why the process's CUDA libraries are not one stack of the build's major; None when they are."""
+        majors = self.majors
+        if len(majors) > 1:
+            return ("libraries of " + " and ".join(f"CUDA {m} ({majors[m][0]})" for m in sorted(majors)) +
+                    " are mapped into one process: a stack mixes no majors")
+        if majors and self.cuda_major is not None and self.cuda_major not in majors:
+            major = next(iter(majors))
+            return (f"the process maps CUDA {major} libraries ({majors[major][0]}); the build needs CUDA "
+                    f"{self.cuda_major}")
+        return None
+
+    @property
+    def ok(self) -> bool:
+        return (self.imported and self.process_error is None and all(x.error is None for x in self.libraries)
+                and self.mixed_majors is None)
+
+    @property
+    def failures(self) -> list[str]:
+        out = []
+        if self.process_error:
+            out.append(self.process_error)
+        if self.mixed_majors:
+            out.append(self.mixed_majors)
+        if not self.imported:
+            out.append(f"import onnxruntime failed: {self.import_error}")
+        out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error]
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": VERIFY_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
+                "import_error": self.import_error, "process_error": self.process_error,
+                "libraries": {x.soname: x.error for x in self.libraries},
+                "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
+                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors}
+
+
+def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] | None = None) -> str:
+    names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
+    runpaths = {n: list(d) for n, d in (requester_dirs or {}).items() if n in names}
+    return _SCRIPT % {"names": json.dumps(names), "runpaths": json.dumps(runpaths), "provider": PROVIDER_PREFIX,
+                      "mark": _MARK, "families": CUDA_MAJOR_FILES}
+
+
+def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
+           conda_hook: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """argv and environment that start `python -c code args...` as a user starts it: plain, or, in a conda
+    environment with ortfix's activate.d hook, after sourcing that hook as `conda activate` does."""
+    if conda_hook is not None:
+        # What `conda activate` does: CONDA_PREFIX set, then the activate.d scripts sourced by the shell.
+        line = '. "$1"; exec "$2" -c "$3"' + "".join(f' "${{{i}}}"' for i in range(4, 4 + len(args)))
+        return (["sh", "-c", line, "sh", str(conda_hook), python, code, *args],
+                subproc.child_env(CONDA_PREFIX=prefix))
+    return [python, "-c", code, *args], subproc.child_env()
+
+
+def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
+                   requester_dirs: Mapping[str, Sequence[str]] | None = None, timeout: float = 300.0,
+                   cuda_major: int | None = None) -> LoadCheck:
+    """Start the target as a user would (plain `python -c`, or after sourcing the conda activate.d hook) and load
+    every SONAME; the provider library itself is filtered out whatever the caller passes. `requester_dirs`: for a
+    SONAME its requester finds through its own RUNPATH/RPATH, the folders that names (see _SCRIPT)."""
+    code = script(sonames, requester_dirs)
+    names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
+    argv, env = launch(python, code, prefix=prefix, conda_hook=conda_hook)
+    shown = tuple(a if a != code else "<verification script>" for a in argv)
+    proc = subproc.run(argv, env=env, timeout=timeout)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
+    if line is None:
+        why = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
+               else f"exit {proc.returncode}") + (f": {proc.stderr.strip().splitlines()[-1]}"
+                                                  if proc.stderr.strip() else "")
+        return LoadCheck(shown, False, None, tuple(LibLoad(n, "not reached") for n in names),
+                         f"the verification process failed ({why})")
+    doc = json.loads(line[len(_MARK):])
+    imported = doc.get("import") == "ok"
+    via = doc.get("via_requester") or {}
+    libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported"), via.get(n)) for n in names)
+    mapped = tuple(p for p in doc.get("mapped") or () if isinstance(p, str))
+    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major)
+
+
+
+def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:
+    """SONAME -> folders, for the libraries the loader simulation found through their requester's own
+    DT_RUNPATH/DT_RPATH: a bare dlopen from another object would not search there."""
+    out: dict[str, list[str]] = {}
+    for r in resolutions:
+        if r.path and r.via in (VIA_RUNPATH, VIA_RPATH):
+            folders = out.setdefault(r.name, [])
+            if os.path.dirname(r.path) not in folders:
+                folders.append(os.path.dirname(r.path))
+    return out

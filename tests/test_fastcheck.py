@@ -1,0 +1,74 @@
+"""`ortfix check` takes a path that does not import click (src/ortfix/fastpath.py). It must behave exactly as the
+click command does: same output, same exit code, same one-line errors; anything it does not understand goes to
+click."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clitools import REPO, run_ortfix
+from ortfix.cli.fastcheck import parse_check
+from support.fixtures import make_venv, pip_install
+
+
+@pytest.fixture(scope="module")
+def gpu_venv(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    python = make_venv(tmp_path_factory.mktemp("fast") / "venv")
+    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
+    return python
+
+
+def test_plain_forms_are_taken_and_the_rest_left_to_click() -> None:
+    assert parse_check(["check"]) == {"python": None, "as_json": False, "driver_version": None,
+                                      "compute_capability": None, "fresh": False}
+    assert parse_check(["check", "--python", "/x y", "--json", "--driver=550.54.14",
+                        "--compute-capability", "8.6", "--fresh"]) == {
+        "python": "/x y", "as_json": True, "driver_version": "550.54.14", "compute_capability": "8.6",
+        "fresh": True}
+    for argv in (["plan"], ["check", "--help"], ["check", "-h"], ["check", "--python"], ["check", "--jsn"],
+                 ["check", "--json", "--json"], ["check", "--fresh", "--fresh"], ["check", "--python=", "x"],
+                 ["check", "--python", "--json"],
+                 ["check", "extra"], []):
+        assert parse_check(argv) is None, argv
+
+
+def _both(*args: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    fast = run_ortfix(*args)
+    slow = run_ortfix(*args, env={"ORTFIX_NO_FASTPATH": "1"})
+    return fast, slow
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--driver", "550.54.14", "--compute-capability=8.6", "--json"],
+                                   ["--compute-capability", "eight"]])
+def test_fast_and_click_paths_agree(gpu_venv: Path, extra: list[str]) -> None:
+    fast, slow = _both("check", "--python", str(gpu_venv), *extra)
+    assert (fast.returncode, fast.stderr) == (slow.returncode, slow.stderr)
+    if "--json" in extra:
+        assert json.loads(fast.stdout) == json.loads(slow.stdout)
+    else:
+        assert fast.stdout == slow.stdout
+    assert fast.returncode in (1, 2) and "Traceback" not in fast.stderr
+
+
+def test_errors_agree(tmp_path: Path) -> None:
+    fast, slow = _both("check", "--python", str(tmp_path / "nope"))
+    assert fast.returncode == slow.returncode == 2
+    assert fast.stderr == slow.stderr and fast.stderr.startswith("ortfix: error: ")
+
+
+def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
+    def imported(env: dict[str, str]) -> set[str]:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "ortfix", "check", "--python", str(gpu_venv)],
+                              capture_output=True, text=True, cwd=REPO, env=env, check=False)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        return {ln.rsplit("|", 1)[-1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")}
+
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    assert "click" not in imported(env)
+    assert "click" in imported({**env, "ORTFIX_NO_FASTPATH": "1"})
