@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
+from ortfix.versions import validate_machine_options, validate_ort_version
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
     BadField,
