@@ -212,7 +212,7 @@ def matrix_show(as_json: bool) -> None:
     from dataclasses import asdict
 
     from ortfix.cli.render import render_matrix
-    from ortfix.compat.matrix import load_matrix
+    from ortfix.compat.load import load_matrix
 
     m = load_matrix()
     if as_json:
@@ -225,7 +225,8 @@ def matrix_show(as_json: bool) -> None:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 def matrix_validate(files: tuple[Path, ...]) -> None:
     """Validate matrix FILES (default: the matrix ortfix uses); prints file:line of the first problem."""
-    from ortfix.compat.matrix import compat_files, default_compat_dir, validate_document
+    from ortfix.compat.load import compat_files, default_compat_dir
+    from ortfix.compat.validate import validate_document
 
     paths = list(files) or compat_files(default_compat_dir())
     for path in paths:

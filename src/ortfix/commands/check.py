@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 from ortfix.check.diagnose import Finding, diagnose, problems
 from ortfix.check.facts import Facts, gather
-from ortfix.compat.matrix import Matrix, load_matrix
+from ortfix.compat.load import load_matrix
+from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
 if TYPE_CHECKING:
-    from ortfix.explain import Explanation
+    from ortfix.explain.patterns import Explanation
     from ortfix.plan.make import Plan, PlanOptions
     from ortfix.target.probe import ProbeFacts
 
@@ -103,7 +104,7 @@ def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | 
 
 def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
     """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
-    from ortfix.explain import describe, load_default_patterns, match_patterns
+    from ortfix.explain.patterns import describe, load_default_patterns, match_patterns
 
     hits = match_patterns(text, load_default_patterns())
     result: CheckResult | None = None

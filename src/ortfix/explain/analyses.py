@@ -1,12 +1,10 @@
-"""`ortfix explain`: recognise known ONNX Runtime / CUDA / cuDNN failure messages in a log and say what they mean.
+"""What a message, the compatibility matrix and, when given, this machine's facts add to an error pattern's general
+explanation: the analyses an errors.yaml row may name (`analysis`). compat.schemas.Analysis is the one list of their
+names; analysis_function gives each its function, and mypy checks that no name is left without one.
 
-The patterns are data (compat/errors.yaml, kind `error-patterns`), validated against ERROR_PATTERNS_SCHEMA when loaded.
-Every pattern is a case-insensitive regex that is searched in the whole text, so a message a log wrapped over several
-lines is still recognised; named groups (`soname`, `dll`, ...) capture the library the message is about. Each pattern
-is reported once, at its first match, in file order. A row may name rows that make it redundant (`unless`: a
-generic line is not explained again when the specific message around it was), and an analysis that adds what this
-message, the compatibility matrix and, when given, this machine's facts say (`analysis`: the version pip was asked for
-against the versions it offered and the wheels each release has; which way NumPy and a module disagree).
+pip-version: the version pip was asked for against the versions it offered and the wheels each release has (and this
+environment's Python, platform and glibc); numpy-abi / numpy-dtype: which way NumPy and a module disagree; gpu-count:
+the device ids that exist here; driver: the driver here against the CUDA the installed build was made with.
 """
 
 from __future__ import annotations
@@ -14,272 +12,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NoReturn
 
-from ortfix.check.codes import FindingCode
+from packaging.version import InvalidVersion, Version
+
+from ortfix.compat.load import load_matrix
+from ortfix.compat.platforms import wheel_platform
+from ortfix.compat.schemas import Analysis
 from ortfix.errors import OrtfixError
 
 if TYPE_CHECKING:
-    from packaging.version import Version
-
     from ortfix.check.facts import Facts
-    from ortfix.compat.matrix import Matrix, OrtBuild
+    from ortfix.compat.matrix import Matrix
+    from ortfix.compat.model import OrtBuild
 
-ERRORS_FILE = "errors.yaml"
-KIND = "error-patterns"
-SCHEMA_VERSION = 1
-
-# The finding codes of README.md's "Findings" table; a pattern names one of them, or null when none applies.
-FINDING_CODES: tuple[str, ...] = tuple(FindingCode)
-
-# What a row's `analysis` may name: the functions in _ANALYSES, at the end of this module.
-ANALYSES: tuple[str, ...] = ("pip-version", "numpy-abi", "numpy-dtype", "gpu-count", "driver")
-
-_TEXT = {"type": "string", "minLength": 1}
-_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
-
-ERROR_PATTERNS_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "ortfix error patterns (compat/errors.yaml)",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["schema_version", "kind", "data_version", "patterns"],
-    "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
-        "kind": {"const": KIND},
-        "data_version": {"type": "string", "pattern": r"^\d{4}\.\d{2}\.\d{2}$"},
-        "patterns": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["id", "finding", "regex", "title", "cause", "fix", "examples", "source"],
-                "properties": {
-                    "id": {"type": "string", "pattern": _ID_PATTERN},
-                    "finding": {"enum": [*FINDING_CODES, None]},
-                    "regex": _TEXT,
-                    "title": {"type": "string", "minLength": 1, "pattern": r"^[^\r\n]+$"},
-                    "cause": _TEXT,
-                    "fix": _TEXT,
-                    "examples": {"type": "array", "minItems": 1, "items": _TEXT},
-                    "source": {"type": "string", "minLength": 3},
-                    "analysis": {"enum": list(ANALYSES)},
-                    "unless": {"type": "array", "minItems": 1, "uniqueItems": True,
-                               "items": {"type": "string", "pattern": _ID_PATTERN}},
-                },
-            },
-        },
-    },
-}
-
-_SNIPPET_MAX = 300
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """One known failure message: how to recognise it and what it means."""
-
-    id: str
-    finding: str | None
-    regex: re.Pattern[str]
-    title: str
-    cause: str
-    fix: str
-    examples: tuple[str, ...]
-    source: str
-    analysis: str | None = None  # one of ANALYSES: what the message, the matrix and this machine add
-    unless: tuple[str, ...] = ()  # ids of rows that, when they match too, make this one redundant
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """A pattern that matched the input: where, on what text, and what it captured."""
-
-    pattern_id: str
-    finding: str | None
-    title: str
-    cause: str  # what this message and machine add (`details`), then the pattern's general cause
-    fix: str
-    matched: str  # the matched text, whitespace collapsed to single spaces, cut to a readable length
-    groups: dict[str, str]  # the regex's named groups that took part in the match
-    line: int  # 1-based line of the input where the match starts
-    details: tuple[str, ...] = ()  # the sentences the pattern's analysis found for this text (and machine)
-
-
-def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
-    """Build patterns from a parsed errors.yaml document (already validated, or trusted) and compile their regexes.
-
-    Raises OrtfixError naming the pattern for a regex that does not compile or that matches empty text, for a
-    duplicate id, for a row that lacks a required key, names an unknown analysis or an `unless` id no row has."""
-    rows = doc.get("patterns")
-    if not isinstance(rows, list):
-        raise OrtfixError("error patterns: 'patterns' must be a list")
-    patterns: list[Pattern] = []
-    seen: set[str] = set()
-    for index, row in enumerate(rows):
-        if not isinstance(row, Mapping):
-            raise OrtfixError(f"error patterns: entry {index} is not a mapping")
-        pid = str(row.get("id", f"#{index}"))
-        try:
-            regex_text = str(row["regex"])
-            pattern = Pattern(
-                id=pid,
-                finding=None if row["finding"] is None else str(row["finding"]),
-                regex=_compile(pid, regex_text),
-                title=str(row["title"]),
-                cause=str(row["cause"]),
-                fix=str(row["fix"]),
-                examples=tuple(str(e) for e in row["examples"]),
-                source=str(row["source"]),
-                analysis=None if row.get("analysis") is None else str(row["analysis"]),
-                unless=tuple(str(u) for u in row.get("unless") or ()),
-            )
-        except KeyError as exc:
-            raise OrtfixError(f"error pattern '{pid}': missing key {exc.args[0]!r}") from exc
-        if pid in seen:
-            raise OrtfixError(f"error pattern '{pid}': the id is used twice")
-        if pattern.analysis is not None and pattern.analysis not in _ANALYSES:
-            raise OrtfixError(f"error pattern '{pid}': unknown analysis '{pattern.analysis}'")
-        seen.add(pid)
-        patterns.append(pattern)
-    for pattern in patterns:
-        for other in pattern.unless:
-            if other not in seen or other == pattern.id:
-                raise OrtfixError(f"error pattern '{pattern.id}': `unless` names '{other}', which is no other row")
-    return patterns
-
-
-def _compile(pid: str, text: str) -> re.Pattern[str]:
-    try:
-        rx = re.compile(text, re.IGNORECASE)
-    except re.error as exc:
-        raise OrtfixError(f"error pattern '{pid}': invalid regex: {exc}") from exc
-    if rx.search("") is not None:
-        raise OrtfixError(f"error pattern '{pid}': the regex matches empty text, so it would match anything")
-    return rx
-
-
-def explain_text(text: str, patterns: Sequence[Pattern], *, matrix: Matrix | None = None,
-                 facts: Facts | None = None) -> list[Explanation]:
-    """Every pattern that matches somewhere in `text` (match_patterns), explained (describe)."""
-    return describe(text, match_patterns(text, patterns), matrix=matrix, facts=facts)
-
-
-Hit = tuple[Pattern, "re.Match[str]"]
-
-
-def match_patterns(text: str, patterns: Sequence[Pattern]) -> list[Hit]:
-    """Every pattern that matches somewhere in `text`, once each (its first match), in the patterns' order; a pattern
-    is left out when a row its `unless` names matched too."""
-    hits: list[Hit] = []
-    seen: set[str] = set()
-    for pattern in patterns:
-        if pattern.id in seen:
-            continue
-        m = pattern.regex.search(text)
-        if m is None:
-            continue
-        seen.add(pattern.id)
-        hits.append((pattern, m))
-    return [(pattern, m) for pattern, m in hits if not seen.intersection(pattern.unless)]
-
-
-def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
-             facts: Facts | None = None) -> list[Explanation]:
-    """The explanation of each hit. Patterns with an `analysis` add sentences about this message: from the
-    compatibility matrix (`matrix`; the default compat folder's when None, read only if such a pattern matched) and,
-    when `facts` are given (`ortfix check` of the target environment), about this machine."""
-    lazy = _LazyMatrix(matrix)
-    found: list[Explanation] = []
-    for pattern, m in hits:
-        groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        details: tuple[str, ...] = ()
-        if pattern.analysis is not None:
-            details = tuple(_ANALYSES[pattern.analysis](_Context(text, groups, lazy, facts)))
-        found.append(Explanation(
-            pattern_id=pattern.id,
-            finding=pattern.finding,
-            title=pattern.title,
-            cause=" ".join((*details, pattern.cause)),
-            fix=pattern.fix,
-            matched=_snippet(m.group(0)),
-            groups=groups,
-            line=text.count("\n", 0, m.start()) + 1,
-            details=details,
-        ))
-    return found
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SNIPPET_MAX else flat[: _SNIPPET_MAX - 1] + "…"
-
-
-def explanation_to_dict(e: Explanation) -> dict[str, Any]:
-    """A JSON-ready form of an explanation (for `--json` output)."""
-    return {
-        "pattern": e.pattern_id,
-        "finding": e.finding,
-        "line": e.line,
-        "matched": e.matched,
-        "groups": dict(e.groups),
-        "title": e.title,
-        "cause": e.cause,
-        "fix": e.fix,
-        "details": list(e.details),
-    }
-
-
-def default_errors_file() -> Path:
-    """compat/errors.yaml in the compat folder ortfix uses (ORTFIX_COMPAT_DIR overrides it)."""
-    # Imported here, not at the top: ortfix.matrix is expected to import ERROR_PATTERNS_SCHEMA from this module.
-    from ortfix.compat.matrix import default_compat_dir
-
-    return default_compat_dir() / ERRORS_FILE
-
-
-def load_default_patterns() -> list[Pattern]:
-    """Read, validate and compile compat/errors.yaml (the compat folder ortfix uses; ORTFIX_COMPAT_DIR overrides it)."""
-    path = default_errors_file()
-    return load_patterns(read_patterns_document(path))
-
-
-def read_patterns_document(path: Path) -> dict[str, Any]:
-    """Parse an errors.yaml and validate it against ERROR_PATTERNS_SCHEMA; problems are OrtfixError `file: message`."""
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise OrtfixError(f"{path}: cannot read: {exc.strerror or exc}",
-                          hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder") from exc
-    except UnicodeDecodeError as exc:
-        raise OrtfixError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    try:
-        doc = yaml.safe_load(text)
-    except RecursionError as exc:
-        raise OrtfixError(f"{path}: invalid YAML: nested too deeply") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
-    if not isinstance(doc, dict):
-        raise OrtfixError(f"{path}: an error-patterns file must be a mapping with schema_version, kind and patterns")
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(ERROR_PATTERNS_SCHEMA)
-    errors = list(validator.iter_errors(doc))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors) or errors[0]
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise OrtfixError(f"{path}: {where}: {err.message}")
-    return doc
-
-
-# --- analyses: what a message, the matrix and this machine add to a pattern's general explanation ---------------
+# Every analysis name, in the order compat.schemas.Analysis lists them.
+ANALYSES: tuple[str, ...] = tuple(Analysis)
 
 _GPU_PACKAGE = "onnxruntime-gpu"
 # The first onnxruntime release built against NumPy 2 (which also runs on NumPy 1.x): microsoft/onnxruntime#21063,
@@ -290,7 +38,7 @@ _DTYPE_SIZE_NUMPY1 = 96
 _DTYPE_SIZE_NUMPY2 = 88
 
 
-class _LazyMatrix:
+class MatrixOnDemand:
     """The matrix an analysis reads: the one given, else the default compat folder's, read on first use; None when
     it cannot be read (the analysis then says less, it does not fail)."""
 
@@ -301,8 +49,6 @@ class _LazyMatrix:
     def get(self) -> Matrix | None:
         if not self._tried:
             self._tried = True
-            from ortfix.compat.matrix import load_matrix
-
             try:
                 self._matrix = load_matrix()
             except OrtfixError:
@@ -311,17 +57,15 @@ class _LazyMatrix:
 
 
 @dataclass(frozen=True)
-class _Context:
+class AnalysisContext:
     text: str  # the whole input
     groups: Mapping[str, str]  # the named groups of this pattern's match
-    matrix: _LazyMatrix
+    matrix: MatrixOnDemand
     facts: Facts | None  # the target environment's, when `check` ran
 
 
 def _version(text: str | None) -> Version | None:
-    """`text` as a version; None when it is empty or not one. (packaging is imported here, when an analysis runs.)"""
-    from packaging.version import InvalidVersion, Version
-
+    """`text` as a version; None when it is empty or not one."""
     try:
         return Version(text) if text else None
     except InvalidVersion:
@@ -330,8 +74,6 @@ def _version(text: str | None) -> Version | None:
 
 def _v(text: str) -> Version:
     """A version the matrix, an installed distribution or a constant holds; 0 when it is none."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         return Version(text)
     except InvalidVersion:
@@ -357,12 +99,7 @@ def _tags_text(tags: Sequence[str]) -> str:
 
 def _platform(facts: Facts) -> str | None:
     """The wheel platform of the target as the matrix names it (linux_x86_64, win_amd64); None for macOS."""
-    system, machine = facts.probe.system, facts.probe.machine
-    if system == "Linux":
-        return f"linux_{machine}"
-    if system == "Windows":
-        return "win_amd64" if machine.lower() in ("amd64", "x86_64") else f"win_{machine.lower()}"
-    return None
+    return wheel_platform(facts.probe.system, facts.probe.machine)
 
 
 def _gpu_rows(matrix: Matrix, version: str) -> list[OrtBuild]:
@@ -390,7 +127,7 @@ _SKIPPED_FOR_PYTHON = re.compile(r"(?P<version>\d+(?:\.\d+)*)\s+Requires-Python\
 _IGNORED_HEADER = "Ignored the following versions that require a different python version:"
 
 
-def _pip_version(ctx: _Context) -> list[str]:
+def _pip_version(ctx: AnalysisContext) -> list[str]:
     """pip could not find onnxruntime-gpu==X: X against the versions pip offered, the builds the matrix knows of X
     (their index, Python tags, platforms) and, with facts, this environment's Python, platform and glibc."""
     out: list[str] = []
@@ -555,7 +292,7 @@ def _pip_any_version_here(matrix: Matrix, facts: Facts, offered: Sequence[Versio
 _ORT_TRACEBACK = re.compile(r"onnxruntime[\\/]+capi|onnxruntime_pybind11_state")
 
 
-def _numpy_abi(ctx: _Context) -> list[str]:
+def _numpy_abi(ctx: AnalysisContext) -> list[str]:
     """A module and NumPy disagree: which NumPy the message names, whether the traceback runs through onnxruntime,
     and (with facts) which onnxruntime release is installed and whether it was built against NumPy 2."""
     out: list[str] = []
@@ -596,7 +333,7 @@ def _ort_numpy_here(facts: Facts) -> list[str]:
     return out
 
 
-def _numpy_dtype(ctx: _Context) -> list[str]:
+def _numpy_dtype(ctx: AnalysisContext) -> list[str]:
     """numpy.dtype size changed: which NumPy the module was built against, from the two sizes Cython compared."""
     out: list[str] = []
     expected, got = ctx.groups.get("expected"), ctx.groups.get("got")
@@ -615,7 +352,7 @@ def _numpy_dtype(ctx: _Context) -> list[str]:
     return out
 
 
-def _gpu_count(ctx: _Context) -> list[str]:
+def _gpu_count(ctx: AnalysisContext) -> list[str]:
     """Which device ids exist here: the GPUs the driver reports."""
     if ctx.facts is None:
         return []
@@ -630,7 +367,7 @@ def _gpu_count(ctx: _Context) -> list[str]:
             f"values are 0 to {len(gpus) - 1}, fewer when CUDA_VISIBLE_DEVICES lists fewer."]
 
 
-def _driver(ctx: _Context) -> list[str]:
+def _driver(ctx: AnalysisContext) -> list[str]:
     """The driver here, the CUDA it runs, and the CUDA the installed onnxruntime-gpu was built with."""
     facts = ctx.facts
     if facts is None:
@@ -659,10 +396,23 @@ def _driver(ctx: _Context) -> list[str]:
     return out
 
 
-_ANALYSES: dict[str, Callable[[_Context], list[str]]] = {
-    "pip-version": _pip_version,
-    "numpy-abi": _numpy_abi,
-    "numpy-dtype": _numpy_dtype,
-    "gpu-count": _gpu_count,
-    "driver": _driver,
-}
+AnalysisFunction = Callable[["AnalysisContext"], list[str]]
+
+
+def analysis_function(name: Analysis) -> AnalysisFunction:
+    """The function of an analysis name (every member of Analysis has one: mypy fails on a member left out)."""
+    if name is Analysis.PIP_VERSION:
+        return _pip_version
+    if name is Analysis.NUMPY_ABI:
+        return _numpy_abi
+    if name is Analysis.NUMPY_DTYPE:
+        return _numpy_dtype
+    if name is Analysis.GPU_COUNT:
+        return _gpu_count
+    if name is Analysis.DRIVER:
+        return _driver
+    return _unreachable(name)
+
+
+def _unreachable(name: NoReturn) -> NoReturn:
+    raise AssertionError(f"analysis {name!r} has no function")
