@@ -20,7 +20,8 @@ from ortfix.check.codes import FindingCode
 from ortfix.compat.load import default_compat_dir
 from ortfix.compat.schemas import ERROR_PATTERNS_SCHEMA, Analysis
 from ortfix.errors import OrtfixError
-from ortfix.explain.analyses import ANALYSES, AnalysisContext, MatrixOnDemand, analysis_function
+from ortfix.explain.analyses import ANALYSES, analysis_function
+from ortfix.explain.context import AnalysisContext, MatrixOnDemand
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
