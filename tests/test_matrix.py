@@ -12,6 +12,7 @@ import pytest
 
 from clitools import REPO, assert_one_line_error, run_ortfix
 from ortfix.compat.load import load_matrix
+from ortfix.compat.platforms import wheel_platform
 from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
 
@@ -240,3 +241,12 @@ def test_a_data_version_that_is_no_day_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(OrtfixError) as err:
         load_matrix(d, use_cache=False)
     assert f"cuda.yaml:{_line_of(d / 'cuda.yaml', 'data_version:')}: data_version" in err.value.message
+
+
+@pytest.mark.parametrize(("system", "machine", "tag"), [
+    ("Linux", "x86_64", "linux_x86_64"), ("linux", "AMD64", "linux_x86_64"), ("Linux", "aarch64", "linux_aarch64"),
+    ("Linux", "ppc64le", "linux_ppc64le"), ("Windows", "AMD64", "win_amd64"), ("windows", "x86_64", "win_amd64"),
+    ("Windows", "ARM64", "win_arm64"), ("Darwin", "arm64", None),
+])
+def test_wheel_platform(system: str, machine: str, tag: str | None) -> None:
+    assert wheel_platform(system, machine) == tag
