@@ -1145,10 +1145,10 @@ def _validate(text: str, name: str) -> None:
     import importlib
 
     try:
-        matrix = importlib.import_module("ortfix.compat.matrix")
+        matrix = importlib.import_module("ortfix.compat.validate")
     except ImportError:
         sys.path.insert(0, str(REPO / "src"))
-        matrix = importlib.import_module("ortfix.compat.matrix")
+        matrix = importlib.import_module("ortfix.compat.validate")
     errors = importlib.import_module("ortfix.errors")
     try:
         matrix.validate_document(text.encode("utf-8"), name)

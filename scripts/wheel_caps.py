@@ -342,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         old = str(doc.get("data_version", ""))
         new = re.sub(r'^data_version: "[^"]*"', f'data_version: "{max(old, today.replace("-", "."))}"', new,
                      count=1, flags=re.MULTILINE)
-        from ortfix.compat.matrix import validate_document
+        from ortfix.compat.validate import validate_document
         from ortfix.errors import OrtfixError
 
         try:  # what ortfix will load: written only when it validates, as `ortfix matrix validate` checks it

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ortfix.check.facts import Facts, gather
-from ortfix.compat.matrix import load_matrix
+from ortfix.compat.load import load_matrix
 from ortfix.transaction.journal import InterruptedTransaction
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"

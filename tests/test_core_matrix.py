@@ -18,7 +18,7 @@ from packaging.version import Version
 from factsdata import load_facts, recorded
 from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts
-from ortfix.compat.matrix import load_matrix
+from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from ortfix.plan.make import PlanOptions, make_plan
 from ortfix.system.driver import overridden_driver

@@ -4,6 +4,7 @@ unrelated text is left alone."""
 from __future__ import annotations
 
 import copy
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,10 @@ import jsonschema
 import pytest
 import yaml
 
+from ortfix.compat.schemas import ERROR_PATTERNS_SCHEMA
 from ortfix.errors import OrtfixError
-from ortfix.explain import (
-    ANALYSES,
-    ERROR_PATTERNS_SCHEMA,
+from ortfix.explain.analyses import ANALYSES
+from ortfix.explain.patterns import (
     FINDING_CODES,
     Explanation,
     Pattern,
@@ -23,6 +24,7 @@ from ortfix.explain import (
     explanation_to_dict,
     load_default_patterns,
     load_patterns,
+    read_patterns_document,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,8 +64,22 @@ def test_errors_yaml_validates_against_the_schema() -> None:
 
 
 def test_header() -> None:
+    """errors.yaml starts with its header; the data_version ortfix loads is the one that line says, and it is a real
+    day (the scripts stamp it with the day they run)."""
     head = ERRORS_YAML.read_text(encoding="utf-8").splitlines()[:3]
-    assert head == ["schema_version: 1", "kind: error-patterns", 'data_version: "2026.11.23"']
+    assert head[:2] == ["schema_version: 1", "kind: error-patterns"]
+    stamp = re.fullmatch(r'data_version: "(?P<day>[^"]*)"', head[2])
+    assert stamp is not None, head[2]
+    assert read_patterns_document(ERRORS_YAML)["data_version"] == stamp.group("day")
+    datetime.datetime.strptime(stamp.group("day"), "%Y.%m.%d")  # raises for 2026.13.45 as for 2026-11-23
+
+
+@pytest.mark.parametrize("stamp", ["2026-11-23", "2026.11.3", "26.11.23", 20261123, None])
+def test_a_data_version_that_is_no_day_is_refused(tmp_path: Path, stamp: object) -> None:
+    path = tmp_path / "errors.yaml"
+    path.write_text(yaml.safe_dump({**DOC, "data_version": stamp}), encoding="utf-8")
+    with pytest.raises(OrtfixError, match="data_version"):
+        read_patterns_document(path)
 
 
 def test_at_least_twenty_distinct_patterns(patterns: list[Pattern]) -> None:

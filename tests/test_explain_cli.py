@@ -18,7 +18,7 @@ from clitools import assert_one_line_error, run_ortfix
 from ortfix.check.facts import Facts
 from ortfix.commands.check import run_check
 from ortfix.compat.matrix import Matrix
-from ortfix.explain import explain_text, load_default_patterns
+from ortfix.explain.patterns import explain_text, load_default_patterns
 from ortfix.system.driver import DriverFacts, Gpu
 from support.fixtures import make_venv, pip_install
 from test_explain import DEEP_LIVE_CAM_947, DEEP_LIVE_CAM_1055, HALLO2_74, ORT_YAML, STEP_AUDIO_28, _python_tags

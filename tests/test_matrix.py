@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from clitools import REPO, assert_one_line_error, run_ortfix
-from ortfix.compat.matrix import load_matrix, validate_document
+from ortfix.compat.load import load_matrix
+from ortfix.compat.platforms import wheel_platform
+from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
 
 COMPAT = REPO / "compat"
@@ -200,3 +204,49 @@ def test_widely_deployed_driver_is_data_and_decides_the_no_driver_choice(tmp_pat
                     encoding="utf-8")
     assert load_matrix(compat, use_cache=False).widely_deployed_driver == "580.65.06"
     assert chosen_major(compat) == 13
+
+
+def _stamp(path: Path, day: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    new, n = re.subn(r'^data_version: "[^"]*"', f'data_version: "{day}"', text, count=1, flags=re.MULTILINE)
+    assert n == 1, path
+    path.write_text(new, encoding="utf-8")
+
+
+def test_data_version_is_the_newest_matrix_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix's data_version is the newest of its two matrix files' (errors.yaml, another kind, does not count);
+    an edit to a file is seen through the cache (keyed by path, size and mtime), also when the size stays the same."""
+    d = tmp_path / "compat"
+    shutil.copytree(COMPAT, d)
+    _stamp(d / "ort.yaml", "2020.01.02")
+    _stamp(d / "cuda.yaml", "2021.03.04")
+    _stamp(d / "errors.yaml", "2030.01.01")
+    assert load_matrix(d, use_cache=False).data_version == "2021.03.04"
+    cache = tmp_path / "cache"
+    monkeypatch.delenv("ORTFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(cache))
+    assert load_matrix(d).data_version == "2021.03.04"
+    assert list(cache.glob("matrix-*.json")), "the validated matrix was not cached"
+    before = (d / "ort.yaml").stat()
+    _stamp(d / "ort.yaml", "2022.05.06")  # the same size: only the modification time tells the cache
+    os.utime(d / "ort.yaml", ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))  # an edit a second later
+    assert (d / "ort.yaml").stat().st_size == before.st_size
+    assert load_matrix(d).data_version == "2022.05.06"
+
+
+def test_a_data_version_that_is_no_day_names_the_line(tmp_path: Path) -> None:
+    d = tmp_path / "compat"
+    shutil.copytree(COMPAT, d)
+    _stamp(d / "cuda.yaml", "2026-11-23")
+    with pytest.raises(OrtfixError) as err:
+        load_matrix(d, use_cache=False)
+    assert f"cuda.yaml:{_line_of(d / 'cuda.yaml', 'data_version:')}: data_version" in err.value.message
+
+
+@pytest.mark.parametrize(("system", "machine", "tag"), [
+    ("Linux", "x86_64", "linux_x86_64"), ("linux", "AMD64", "linux_x86_64"), ("Linux", "aarch64", "linux_aarch64"),
+    ("Linux", "ppc64le", "linux_ppc64le"), ("Windows", "AMD64", "win_amd64"), ("windows", "x86_64", "win_amd64"),
+    ("Windows", "ARM64", "win_arm64"), ("Darwin", "arm64", None),
+])
+def test_wheel_platform(system: str, machine: str, tag: str | None) -> None:
+    assert wheel_platform(system, machine) == tag

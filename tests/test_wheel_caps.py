@@ -18,7 +18,9 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from clitools import REPO
-from ortfix.compat.matrix import Matrix, WheelSpec, load_matrix
+from ortfix.compat.load import load_matrix
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import WheelSpec
 
 MATRIX: Matrix = load_matrix(REPO / "compat", use_cache=False)
 

@@ -14,7 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortfix.compat.matrix import Matrix, OrtBuild
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
 from ortfix.speed import prefetch
 from ortfix.system import hooks, subproc

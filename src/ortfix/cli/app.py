@@ -168,10 +168,10 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
       ortfix plan --ort-version 1.22.0 -o plan.json
       ortfix plan --driver 535.104.12 --compute-capability 8.6
     """
-    from ortfix.versions import validate_machine_options, validate_ort_version
     from ortfix.cli.render import plan_document, render_plan
     from ortfix.commands.plan import PlanResult, run_plan
     from ortfix.plan.make import PlanOptions
+    from ortfix.versions import validate_machine_options, validate_ort_version
 
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
@@ -341,11 +341,11 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
       ortfix apply --python ~/venvs/infer --yes --json
       ortfix apply --driver 550.54.14 --compute-capability 8.6 --python /opt/venv --yes
     """
-    from ortfix.versions import validate_machine_options, validate_ort_version
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
     from ortfix.commands.transactions import prepare_apply, run_apply
     from ortfix.plan.make import PlanOptions
+    from ortfix.versions import validate_machine_options, validate_ort_version
 
     _require_confirmation_possible(yes or dry_run)
     validate_machine_options(driver_version, compute_capability)

@@ -55,8 +55,8 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
 
     An identical earlier check is replayed while nothing it depended on has changed (speed/replay.py); `fresh` skips
     that."""
-    from ortfix.versions import validate_machine_options
     from ortfix.speed.replay import saved_check
+    from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
 

@@ -193,7 +193,7 @@ def render_matrix(matrix: Matrix) -> str:
 
 
 def explain_json(result: ExplainResult) -> dict[str, Any]:
-    from ortfix.explain import explanation_to_dict
+    from ortfix.explain.patterns import explanation_to_dict
 
     here = result.check
     return {

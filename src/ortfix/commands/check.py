@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from ortfix.check.diagnose import Finding, diagnose, problems
 from ortfix.check.facts import Facts, gather
-from ortfix.compat.matrix import Matrix, load_matrix
+from ortfix.compat.load import load_matrix
+from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ortfix.commands.check import CheckResult, run_check
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.explain import Explanation, describe, load_default_patterns, match_patterns
+from ortfix.explain.patterns import Explanation, describe, load_default_patterns, match_patterns
 
 
 @dataclass(frozen=True)

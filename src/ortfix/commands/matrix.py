@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortfix.compat.matrix import Matrix, compat_files, default_compat_dir, load_matrix, validate_document
+from ortfix.compat.load import compat_files, default_compat_dir, load_matrix
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.validate import validate_document
 from ortfix.errors import ExitCode, OrtfixError
 
 

@@ -24,7 +24,8 @@ from ortfix.check.codes import FindingCode as Code
 from ortfix.check.codes import Severity
 from ortfix.check.diagnose import Finding, finding_json
 from ortfix.check.facts import DRIVER_LIBRARIES, Facts, OrtInstall
-from ortfix.compat.matrix import Matrix, OrtBuild, WheelSpec
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import OrtBuild, WheelSpec
 from ortfix.errors import OrtfixError
 from ortfix.plan.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
 from ortfix.system import hooks

@@ -194,7 +194,7 @@ def _disk(env: TargetEnv, resolution: Resolution | None) -> DiskCheck | None:
             download += r.download_bytes or 0
             continue
         # A remote index: pip's report has no sizes; the matrix knows what real wheels of most of them weigh.
-        from ortfix.compat.matrix import load_matrix
+        from ortfix.compat.load import load_matrix
 
         size = load_matrix().size_estimate(r.name)
         if size is None:

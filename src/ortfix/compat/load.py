@@ -1,0 +1,182 @@
+"""Loading the compatibility matrix: finding the compat folder (ORTFIX_COMPAT_DIR, the wheel's _compat/, or the
+checkout's compat/), validating every file in it (compat/validate.py) and building the Matrix from the two matrix
+kinds.
+
+Validating costs a YAML parse and a jsonschema import (~100 ms), so the validated documents are cached as JSON in
+ortfix's cache folder, keyed by each file's resolved path, size and modification time (nanoseconds): a warm
+`ortfix check` pays only for reading that JSON, and any edit to a matrix file changes the key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
+from ortfix.compat.schemas import MATRIX_KINDS
+from ortfix.compat.validate import validate_document
+from ortfix.errors import OrtfixError
+from ortfix.system.cachedir import cache_dir, write_json
+
+# Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
+_CACHE_FORMAT = 6
+
+
+def default_compat_dir() -> Path:
+    override = os.environ.get("ORTFIX_COMPAT_DIR")
+    if override:
+        return Path(override)
+    packaged = Path(__file__).parents[1] / "_compat"  # where the wheel puts compat/
+    if packaged.is_dir():
+        return packaged
+    # An editable checkout: compat/ sits at the repository root, next to src/.
+    return Path(__file__).resolve().parents[3] / "compat"
+
+
+def compat_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise OrtfixError(f"compatibility matrix folder {directory} not found",
+                          hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder")
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+    if not files:
+        raise OrtfixError(f"no matrix files (*.yaml) in {directory}")
+    return files
+
+
+def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Matrix:
+    directory = directory or default_compat_dir()
+    files = compat_files(directory)
+    # The cache is keyed by each file's identity (name, size, mtime): a warm load reads one JSON file and neither
+    # parses YAML nor imports jsonschema. Any edit to a matrix file changes the key.
+    identity = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError as exc:
+            raise OrtfixError(f"cannot read matrix file {f}: {exc.strerror or exc}") from exc
+        identity.append(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}")
+    key = "\n".join(identity)
+    cache_file = _cache_path(key) if use_cache else None
+    docs: dict[str, dict[str, Any]] | None = None
+    matrix_files: list[str] = []
+    if cache_file is not None:
+        with contextlib.suppress(OSError, ValueError):
+            cached = json.loads(cache_file.read_text(encoding="utf-8"))
+            if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
+                docs, matrix_files = cached["docs"], cached["files"]
+    if docs is None:
+        docs = {}
+        for f in files:
+            doc = validate_document(_read_bytes(f), str(f))
+            kind = doc["kind"]
+            if kind not in MATRIX_KINDS:
+                continue  # another versioned data file beside the matrix (explain's error patterns)
+            if kind in docs:
+                raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
+            docs[kind] = doc
+            matrix_files.append(str(f))
+        missing = {"ort-releases", "cuda"} - set(docs)
+        if missing:
+            raise OrtfixError(f"{directory}: no matrix file of kind {', '.join(sorted(missing))}")
+        if cache_file is not None:
+            write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
+    return _build(docs, tuple(matrix_files))
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise OrtfixError(f"cannot read matrix file {path}: {exc.strerror or exc}") from exc
+
+
+def _cache_path(key: str) -> Path | None:
+    import zlib  # a cheap file name for the key; the key itself is stored and compared in full
+
+    base = cache_dir()
+    return base / f"matrix-{zlib.crc32(key.encode()):08x}.json" if base else None
+
+
+def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Matrix:
+    ort = docs["ort-releases"]
+    cuda_doc = docs["cuda"]
+    builds = []
+    for row in ort["releases"]:
+        providers = row["providers"]
+        builds.append(
+            OrtBuild(
+                versions=tuple(row["versions"]),
+                package=row["package"],
+                index=row["index"],
+                cuda_major=row["cuda_major"],
+                cuda_build=row.get("cuda_build"),
+                cudnn_major=row.get("cudnn_major"),
+                cuda_needed=tuple(providers["cuda"]["needed"]),
+                cuda_lazy=tuple(providers["cuda"].get("lazy", ())),
+                tensorrt_needed=tuple(providers.get("tensorrt", {}).get("needed", ())),
+                compute_capabilities=tuple(row.get("compute_capabilities", ())),
+                extras={k: tuple(v) for k, v in row.get("extras", {}).items()},
+                requires_python=row.get("requires_python"),
+                python_tags=tuple(row.get("python_tags", ())),
+                platforms=tuple(row.get("platforms", ())),
+                source=row["source"],
+                note=row.get("note"),
+                size_mib=_size(row),
+            )
+        )
+    cuda: dict[int, CudaMajor] = {}
+    for row in cuda_doc["cuda"]:
+        cuda[row["major"]] = CudaMajor(
+            major=row["major"],
+            driver_min=dict(row["driver_min"]),
+            releases=tuple((r["version"], r["linux"], r.get("windows")) for r in row["releases"]),
+            cc_min=row["compute_capability"]["min"],
+            cc_max=row["compute_capability"]["max"],
+            wheels=tuple(_wheel(w, row["major"]) for w in row["wheels"]),
+            source=row["source"],
+        )
+    cudnn = tuple(
+        CudnnWheel(
+            major=row["major"],
+            cuda_major=row["cuda_major"],
+            wheel=_wheel(row, row["cuda_major"]),
+            cc_min=row.get("compute_capability", {}).get("min"),
+            cc_max=row.get("compute_capability", {}).get("max"),
+            source=row["source"],
+        )
+        for row in cuda_doc["cudnn"]
+    )
+    data_version = max(str(d["data_version"]) for d in docs.values())
+    widely = cuda_doc.get("widely_deployed_driver")
+    return Matrix(builds=tuple(builds), cuda=cuda, cudnn=cudnn, data_version=data_version, files=files,
+                  widely_deployed_driver=widely["linux"] if widely else None)
+
+
+def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:
+    published = row.get("published")
+    return WheelSpec(
+        distribution=row["distribution"],
+        specifier=row["specifier"],
+        sonames=tuple(row["sonames"]),
+        dir=row["dir"],
+        windows_dir=row.get("windows_dir"),
+        size_mib=_size(row),
+        cuda_major=cuda_major,
+        ptx_jit=bool(row.get("ptx_jit", False)),
+        published=Published(
+            by_cuda=tuple(WheelVersions(g["cuda"], tuple(g["versions"]), dict(g.get("driver", {})))
+                          for g in published["by_cuda"]),
+            not_on={k: tuple(v) for k, v in published.get("not_on", {}).items()},
+            source=published["source"],
+        ) if published else None,
+    )
+
+
+def _size(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    size = row.get("size_mib")
+    return (float(size["download"]), float(size["unpacked"])) if size else None

@@ -1,0 +1,248 @@
+"""The error patterns of `ortfix explain`: loading compat/errors.yaml (kind `error-patterns`, validated against
+compat.schemas.ERROR_PATTERNS_SCHEMA), matching a log against them and describing each match.
+
+Every pattern is a case-insensitive regex that is searched in the whole text, so a message a log wrapped over several
+lines is still recognised; named groups (`soname`, `dll`, ...) capture the library the message is about. Each pattern
+is reported once, at its first match, in file order. A row may name rows that make it redundant (`unless`: a
+generic line is not explained again when the specific message around it was), and an analysis (explain.analyses)
+that adds what this message, the compatibility matrix and, when given, this machine's facts say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from ortfix.check.codes import FindingCode
+from ortfix.compat.load import default_compat_dir
+from ortfix.compat.schemas import ERROR_PATTERNS_SCHEMA, Analysis
+from ortfix.errors import OrtfixError
+from ortfix.explain.analyses import ANALYSES, analysis_function
+from ortfix.explain.context import AnalysisContext, MatrixOnDemand
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import Facts
+    from ortfix.compat.matrix import Matrix
+
+ERRORS_FILE = "errors.yaml"
+
+# The finding codes of README.md's "Findings" table; a pattern names one of them, or null when none applies.
+FINDING_CODES: tuple[str, ...] = tuple(FindingCode)
+
+_SNIPPET_MAX = 300
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One known failure message: how to recognise it and what it means."""
+
+    id: str
+    finding: str | None
+    regex: re.Pattern[str]
+    title: str
+    cause: str
+    fix: str
+    examples: tuple[str, ...]
+    source: str
+    analysis: Analysis | None = None  # what the message, the matrix and this machine add
+    unless: tuple[str, ...] = ()  # ids of rows that, when they match too, make this one redundant
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A pattern that matched the input: where, on what text, and what it captured."""
+
+    pattern_id: str
+    finding: str | None
+    title: str
+    cause: str  # what this message and machine add (`details`), then the pattern's general cause
+    fix: str
+    matched: str  # the matched text, whitespace collapsed to single spaces, cut to a readable length
+    groups: dict[str, str]  # the regex's named groups that took part in the match
+    line: int  # 1-based line of the input where the match starts
+    details: tuple[str, ...] = ()  # the sentences the pattern's analysis found for this text (and machine)
+
+
+def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
+    """Build patterns from a parsed errors.yaml document (already validated, or trusted) and compile their regexes.
+
+    Raises OrtfixError naming the pattern for a regex that does not compile or that matches empty text, for a
+    duplicate id, for a row that lacks a required key, names an unknown analysis or an `unless` id no row has."""
+    rows = doc.get("patterns")
+    if not isinstance(rows, list):
+        raise OrtfixError("error patterns: 'patterns' must be a list")
+    patterns: list[Pattern] = []
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise OrtfixError(f"error patterns: entry {index} is not a mapping")
+        pid = str(row.get("id", f"#{index}"))
+        try:
+            regex_text = str(row["regex"])
+            pattern = Pattern(
+                id=pid,
+                finding=None if row["finding"] is None else str(row["finding"]),
+                regex=_compile(pid, regex_text),
+                title=str(row["title"]),
+                cause=str(row["cause"]),
+                fix=str(row["fix"]),
+                examples=tuple(str(e) for e in row["examples"]),
+                source=str(row["source"]),
+                unless=tuple(str(u) for u in row.get("unless") or ()),
+            )
+            analysis = None if row.get("analysis") is None else str(row["analysis"])  # checked below, after the id
+        except KeyError as exc:
+            raise OrtfixError(f"error pattern '{pid}': missing key {exc.args[0]!r}") from exc
+        if pid in seen:
+            raise OrtfixError(f"error pattern '{pid}': the id is used twice")
+        if analysis is not None and analysis not in ANALYSES:
+            raise OrtfixError(f"error pattern '{pid}': unknown analysis '{analysis}'")
+        seen.add(pid)
+        patterns.append(replace(pattern, analysis=Analysis(analysis)) if analysis is not None else pattern)
+    for pattern in patterns:
+        for other in pattern.unless:
+            if other not in seen or other == pattern.id:
+                raise OrtfixError(f"error pattern '{pattern.id}': `unless` names '{other}', which is no other row")
+    return patterns
+
+
+def _compile(pid: str, text: str) -> re.Pattern[str]:
+    try:
+        rx = re.compile(text, re.IGNORECASE)
+    except re.error as exc:
+        raise OrtfixError(f"error pattern '{pid}': invalid regex: {exc}") from exc
+    if rx.search("") is not None:
+        raise OrtfixError(f"error pattern '{pid}': the regex matches empty text, so it would match anything")
+    return rx
+
+
+def explain_text(text: str, patterns: Sequence[Pattern], *, matrix: Matrix | None = None,
+                 facts: Facts | None = None) -> list[Explanation]:
+    """Every pattern that matches somewhere in `text` (match_patterns), explained (describe)."""
+    return describe(text, match_patterns(text, patterns), matrix=matrix, facts=facts)
+
+
+Hit = tuple[Pattern, "re.Match[str]"]
+
+
+def match_patterns(text: str, patterns: Sequence[Pattern]) -> list[Hit]:
+    """Every pattern that matches somewhere in `text`, once each (its first match), in the patterns' order; a pattern
+    is left out when a row its `unless` names matched too."""
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for pattern in patterns:
+        if pattern.id in seen:
+            continue
+        m = pattern.regex.search(text)
+        if m is None:
+            continue
+        seen.add(pattern.id)
+        hits.append((pattern, m))
+    return [(pattern, m) for pattern, m in hits if not seen.intersection(pattern.unless)]
+
+
+def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
+             facts: Facts | None = None) -> list[Explanation]:
+    """The explanation of each hit. Patterns with an `analysis` add sentences about this message: from the
+    compatibility matrix (`matrix`; the default compat folder's when None, read only if such a pattern matched) and,
+    when `facts` are given (`ortfix check` of the target environment), about this machine."""
+    lazy = MatrixOnDemand(matrix)
+    found: list[Explanation] = []
+    for pattern, m in hits:
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        details: tuple[str, ...] = ()
+        if pattern.analysis is not None:
+            details = tuple(analysis_function(pattern.analysis)(AnalysisContext(text, groups, lazy, facts)))
+        found.append(Explanation(
+            pattern_id=pattern.id,
+            finding=pattern.finding,
+            title=pattern.title,
+            cause=" ".join((*details, pattern.cause)),
+            fix=pattern.fix,
+            matched=_snippet(m.group(0)),
+            groups=groups,
+            line=text.count("\n", 0, m.start()) + 1,
+            details=details,
+        ))
+    return found
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET_MAX else flat[: _SNIPPET_MAX - 1] + "…"
+
+
+class ExplanationJson(TypedDict):
+    """One explanation in `ortfix explain --json` output (schema ortfix.explain/2)."""
+
+    pattern: str
+    finding: str | None
+    line: int
+    matched: str
+    groups: dict[str, str]
+    title: str
+    cause: str
+    fix: str
+    details: list[str]
+
+
+def explanation_to_dict(e: Explanation) -> ExplanationJson:
+    """A JSON-ready form of an explanation (for `--json` output)."""
+    return {
+        "pattern": e.pattern_id,
+        "finding": e.finding,
+        "line": e.line,
+        "matched": e.matched,
+        "groups": dict(e.groups),
+        "title": e.title,
+        "cause": e.cause,
+        "fix": e.fix,
+        "details": list(e.details),
+    }
+
+
+def default_errors_file() -> Path:
+    """compat/errors.yaml in the compat folder ortfix uses (ORTFIX_COMPAT_DIR overrides it)."""
+    return default_compat_dir() / ERRORS_FILE
+
+
+def load_default_patterns() -> list[Pattern]:
+    """Read, validate and compile compat/errors.yaml (the compat folder ortfix uses; ORTFIX_COMPAT_DIR overrides it)."""
+    path = default_errors_file()
+    return load_patterns(read_patterns_document(path))
+
+
+def read_patterns_document(path: Path) -> dict[str, Any]:
+    """Parse an errors.yaml and validate it against ERROR_PATTERNS_SCHEMA; problems are OrtfixError `file: message`."""
+    import yaml  # deferred with jsonschema below: only `explain` and `check --explain` read the patterns
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise OrtfixError(f"{path}: cannot read: {exc.strerror or exc}",
+                          hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder") from exc
+    except UnicodeDecodeError as exc:
+        raise OrtfixError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        doc = yaml.safe_load(text)
+    except RecursionError as exc:
+        raise OrtfixError(f"{path}: invalid YAML: nested too deeply") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
+    if not isinstance(doc, dict):
+        raise OrtfixError(f"{path}: an error-patterns file must be a mapping with schema_version, kind and patterns")
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(ERROR_PATTERNS_SCHEMA)
+    errors = list(validator.iter_errors(doc))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors) or errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise OrtfixError(f"{path}: {where}: {err.message}")
+    return doc

@@ -1,0 +1,128 @@
+"""The package's shape, checked: no import cycle (function-level imports included, so none hides one), nothing
+below `cli/` imports click, no module imports a higher layer, the speed code is used only by the command layer, and
+no module is over 400 lines without saying why in its docstring."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ortfix"
+MAX_LINES = 400
+
+# Low to high. A module may import from its own layer and the layers below it, never from a higher one.
+LAYERS: dict[str, int] = {
+    "errors": 0, "fields": 0, "strenum": 0, "versions": 0,
+    "system": 1,
+    "target": 2, "compat": 2,
+    "check": 3,
+    "plan": 4, "explain": 4, "tune": 4,
+    "transaction": 5, "verify": 5,
+    "speed": 6, "commands": 6,
+    "cli": 7, "__main__": 8,
+}
+SPEED_USERS = ("commands", "cli", "__main__", "speed")
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(path: Path) -> set[str]:
+    """The ortfix modules `path` imports when it runs (anywhere in the file, TYPE_CHECKING blocks left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node)
+            for n in ast.walk(node)}
+    me = _name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("ortfix"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            if not base.startswith("ortfix"):
+                continue
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return {m for m in found if m in MODULES and m != me}
+
+
+GRAPH = {name: _imports(path) for name, path in MODULES.items()}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in MODULES if m != "ortfix" and _layer(m) is None]
+    assert not unplaced, f"give these a layer in LAYERS: {unplaced}"
+
+
+def test_no_import_cycle() -> None:
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(GRAPH[node]):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep):], dep] if dep in stack else [node, dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, " | ".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_upward_imports() -> None:
+    upward = [f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps
+              if m != "ortfix" and d != "ortfix" and (_layer(d) or 0) > (_layer(m) or 0)]
+    assert not upward, upward
+
+
+def test_speed_code_is_used_only_by_the_command_layer() -> None:
+    users = [f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps
+             if d.startswith("ortfix.speed") and m.split(".")[1] not in SPEED_USERS]
+    assert not users, users
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("ortfix.cli")))
+def test_nothing_below_cli_imports_click(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "click" not in names
+
+
+def test_long_modules_say_why() -> None:
+    unexplained = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if lines > MAX_LINES and "Over 400 lines" not in doc:
+            unexplained.append(f"{name} ({lines} lines)")
+    assert not unexplained, f"split these, or say in their docstring why not ('Over 400 lines: ...'): {unexplained}"
