@@ -57,7 +57,7 @@ def test_cli_show() -> None:
     assert "libcublasLt.so.12" in proc.stdout and "nvidia-cudnn-cu13" in proc.stdout
     proc = run_ortfix("matrix", "show", "--json")
     doc = json.loads(proc.stdout)
-    assert doc["schema"] == "ortfix.matrix/1"
+    assert doc["schema"] == "ortfix.matrix/2" and doc["command"] == "matrix show" and doc["exit_code"] == 0
     assert any("1.22.0" in b["versions"] and b["cuda_major"] == 12 for b in doc["builds"])
 
 
