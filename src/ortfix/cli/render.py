@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import Severity
-from ortfix.check.diagnose import Finding, finding_json
 from ortfix.check.facts import Facts, facts_summary
+from ortfix.check.findings import Finding, finding_json
 from ortfix.compat.matrix import Matrix
 
 if TYPE_CHECKING:
     from ortfix.commands.check import ExplainResult
-    from ortfix.plan.make import Plan
+    from ortfix.plan.model import Plan
     from ortfix.target.choose import TargetDescription
 
 CHECK_SCHEMA = "ortfix.check/1"

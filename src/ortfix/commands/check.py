@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ortfix.check.diagnose import Finding, diagnose, problems
+from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts, gather
+from ortfix.check.findings import Finding, problems
 from ortfix.compat.matrix import Matrix, load_matrix
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
 if TYPE_CHECKING:
     from ortfix.explain import Explanation
-    from ortfix.plan.make import Plan, PlanOptions
+    from ortfix.plan.model import Plan, PlanOptions
     from ortfix.target.probe import ProbeFacts
 
 
