@@ -23,10 +23,6 @@ OTHER_VARIANTS = ("onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-t
                   "ort-nightly-directml", "onnxruntime-gpu-cuda11", "onnxruntime-gpu-cuda12")
 
 
-
-
-
-
 def builds_onnxruntime(dist: Distribution) -> bool:
     """A build that installs the `onnxruntime` import package (not onnxruntime-extensions, -genai...)."""
     return (dist.normalized in (CPU_PACKAGE, GPU_PACKAGE, *OTHER_VARIANTS)

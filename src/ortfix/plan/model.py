@@ -13,8 +13,7 @@ from typing import Any
 from ortfix.check.findings import Finding, finding_json
 
 PLAN_SCHEMA = "ortfix.plan/2"
-
-
+# How libraries are made findable: by the environment's kind, a conda hook, a preload hook, or not at all.
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
 
 
@@ -41,7 +40,7 @@ class Action:
 
 @dataclass(frozen=True)
 class ChosenBuild:
-    """The ORT build the plan ends up with, and why it was chosen (the plan's \"target\" in JSON)."""
+    """The ORT build the plan ends up with, and why it was chosen (the plan's "target" in JSON)."""
 
     package: str
     version: str
