@@ -20,11 +20,11 @@ def installed_build(installed: OrtInstall) -> ChosenBuild | None:
         return None
     index = installed.builds[0].index if installed.builds else "installed"
     return ChosenBuild(package=installed.package, version=installed.version, cuda_major=installed.cuda_major,
-                  cudnn_major=installed.cudnn_major, index=index, reasons=())
+                       cudnn_major=installed.cudnn_major, index=index, reasons=())
 
 
 def needs_swap(codes: set[Code], installed: OrtInstall | None, target: ChosenBuild | None, options: PlanOptions,
-                *, reinstall_ort: bool = False, arch_error: bool = False) -> bool:
+               *, reinstall_ort: bool = False, arch_error: bool = False) -> bool:
     if target is None:
         return False
     if reinstall_ort or codes & {Code.NO_ORT, Code.CPU_ONLY, Code.CPU_AND_GPU, Code.PROVIDER_MISSING,
@@ -134,4 +134,4 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
                        f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
                        "another machine, plan with --driver VERSION)")
     return ChosenBuild(package=build.package, version=str(version), cuda_major=build.cuda_major,
-                  cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))
+                       cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))

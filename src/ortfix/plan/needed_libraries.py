@@ -15,7 +15,7 @@ from ortfix.target.probe import Distribution
 
 
 def needed_sonames(facts: Facts, matrix: Matrix, target: ChosenBuild | None, installed: OrtInstall | None,
-                    swap: bool) -> list[str]:
+                   swap: bool) -> list[str]:
     if not swap and installed is not None:
         # Keep the installed build: exactly what the loader simulation says is missing or shadowed.
         names: list[str] = []
