@@ -16,13 +16,13 @@ def entry() -> None:
             opts = fastcheck.parse_check(argv)
             if opts is not None:
                 sys.exit(fastcheck.run(opts))
-        from ortfix.cli.app import main
+        from ortfix.cli.app import run
 
-        main()
+        sys.exit(run(argv))
     except (KeyboardInterrupt, Exception) as exc:  # the fast path's, and anything outside a click command
-        from ortfix.errors import exit_for
+        from ortfix.cli.output import ended
 
-        sys.exit(exit_for(exc, debug=argv[:1] == ["--debug"]))
+        sys.exit(ended(exc, argv))
 
 
 if __name__ == "__main__":

@@ -1,18 +1,20 @@
-"""The click layer: parse options, call the library, render. Nothing below this module imports click."""
+"""The click layer: parse options, call the command functions (commands/), render their results (text, or the JSON
+envelope of cli/output.py) and exit with the code the result carries. Nothing below this package imports click."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import click
 
 from ortfix import __version__
-from ortfix.errors import ExitCode, OrtfixError, exit_for
+from ortfix.cli.output import Command, dump_json, ended, envelope, json_command, print_error
+from ortfix.errors import ExitCode, OrtfixError
 
 if TYPE_CHECKING:
     from ortfix.target.choose import TargetDescription
@@ -43,7 +45,7 @@ def _target_options(func: F) -> F:
 
 class _Group(click.Group):
     """The top-level group: whatever goes wrong in a command (its body, an option's validation, a subcommand group)
-    ends it the way every command ends (errors.exit_for); `ortfix --debug` adds the traceback of a bug."""
+    ends it the way every command ends (output.ended); `ortfix --debug` adds the traceback of a bug."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,7 +53,24 @@ class _Group(click.Group):
         except _CLICK_FLOW:
             raise
         except (KeyboardInterrupt, Exception) as exc:  # RecursionError and MemoryError included
-            sys.exit(exit_for(exc, debug=bool(ctx.params.get("debug"))))
+            sys.exit(ended(exc, ctx.obj["argv"]))
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line `argv` (without the program name) through click; its exit code. A usage error is click's
+    own message on standard error (and, under --json, the error envelope on standard output)."""
+    try:
+        code = main.main(args=argv, prog_name="ortfix", standalone_mode=False, obj={"argv": argv})
+    except click.ClickException as exc:
+        exc.show()
+        command = json_command(argv)
+        if command is not None:
+            print_error(command, exc.exit_code, exc.format_message())
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -61,17 +80,22 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) ->
     return value
 
 
-def _emit_json(doc: Any) -> None:
-    from ortfix.cli.render import dump_json
+class _Result(Protocol):
+    @property
+    def exit_code(self) -> ExitCode: ...
 
-    click.echo(dump_json(doc))
+
+R = TypeVar("R", bound=_Result)
 
 
-def _emit(result: Any, as_json: bool, to_json: Callable[[Any], Any], render: Callable[[Any], str]) -> None:
+def _finish(command: Command, result: R, as_json: bool, to_json: Callable[[R], Mapping[str, Any]],
+            render: Callable[[R], str]) -> NoReturn:
+    """Print the result (its JSON envelope, or text) and exit with the code it carries."""
     if as_json:
-        _emit_json(to_json(result))
+        click.echo(dump_json(envelope(command, result.exit_code, to_json(result))))
     else:
         click.echo(render(result))
+    sys.exit(int(result.exit_code))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,7 +110,13 @@ def main(debug: bool) -> None:
     ortfix plan      the exact changes that would fix it (changes nothing)
     ortfix apply     make those changes as one transaction; verify; undo all if it fails
     ortfix rollback  undo the last transaction, byte for byte
+    ortfix history   the transactions made in an environment (show one, prune stashes)
+    ortfix verify    proof: the libraries load, the session gets CUDA, a model matches the CPU
+    ortfix tune      CPU vs CUDA under the provider options that matter for dynamic shapes
     ortfix explain   what an ORT/CUDA/cuDNN error message means here
+    ortfix matrix    show or validate the compatibility matrix
+
+    With --json every command prints one JSON document: schema, command, exit_code, then its data (an error too).
     """
 
 
@@ -138,28 +168,25 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
       ortfix plan --ort-version 1.22.0 -o plan.json
       ortfix plan --driver 535.104.12 --compute-capability 8.6
     """
-    from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
-    from ortfix.cli.render import render_plan
-    from ortfix.commands.check import run_plan
+    from ortfix.cli.render import plan_document, render_plan
+    from ortfix.commands.plan import PlanResult, run_plan
     from ortfix.plan.model import PlanOptions
+    from ortfix.versions import validate_machine_options, validate_ort_version
 
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
                       driver_version=driver_version, compute_capability=compute_capability)
-    doc = {**result.plan.to_json(), "interpreter": result.check.target.to_json()}
     if output is not None:
         try:
-            output.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+            output.write_text(json.dumps(plan_document(result), indent=2, default=str) + "\n", encoding="utf-8")
         except OSError as exc:
             raise OrtfixError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    if as_json:
-        _emit_json(doc)
-    else:
-        click.echo(render_plan(result.plan, result.check.target))
-        if output is not None:
-            click.echo(f"Saved to {output}.")
-    sys.exit(int(ExitCode.OK if result.plan.empty and not result.plan.unresolved else ExitCode.PROBLEMS))
+
+    def text(r: PlanResult) -> str:
+        return render_plan(r.plan, r.check.target) + (f"\nSaved to {output}." if output is not None else "")
+
+    _finish(Command.PLAN, result, as_json, plan_document, text)
 
 
 @main.command()
@@ -183,7 +210,7 @@ def explain(text: str | None, log_file: Path | None, python: str | None, no_chec
       python app.py 2>&1 | ortfix explain
     """
     from ortfix.cli.render import explain_json, render_explain
-    from ortfix.commands.check import run_explain
+    from ortfix.commands.explain import run_explain
 
     if text is None:
         if log_file is not None and str(log_file) != "-":
@@ -196,8 +223,7 @@ def explain(text: str | None, log_file: Path | None, python: str | None, no_chec
         else:
             raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
     result = run_explain(text, python=python, check=not no_check)
-    _emit(result, as_json, explain_json, render_explain)
-    sys.exit(int(ExitCode.OK if result.explanations else ExitCode.PROBLEMS))
+    _finish(Command.EXPLAIN, result, as_json, explain_json, render_explain)
 
 
 @main.group()
@@ -209,32 +235,20 @@ def matrix() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
 def matrix_show(as_json: bool) -> None:
     """Print the builds, CUDA majors and NVIDIA wheels ortfix knows."""
-    from dataclasses import asdict
+    from ortfix.cli.render import matrix_json, render_matrix
+    from ortfix.commands.matrix import show_matrix
 
-    from ortfix.cli.render import render_matrix
-    from ortfix.compat.matrix import load_matrix
-
-    m = load_matrix()
-    if as_json:
-        _emit_json({"schema": "ortfix.matrix/1", **asdict(m)})
-    else:
-        click.echo(render_matrix(m))
+    _finish(Command.MATRIX_SHOW, show_matrix(), as_json, matrix_json, lambda r: render_matrix(r.matrix))
 
 
 @matrix.command("validate")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 def matrix_validate(files: tuple[Path, ...]) -> None:
     """Validate matrix FILES (default: the matrix ortfix uses); prints file:line of the first problem."""
-    from ortfix.compat.matrix import compat_files, default_compat_dir, validate_document
+    from ortfix.commands.matrix import validate_matrix_files
 
-    paths = list(files) or compat_files(default_compat_dir())
-    for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        doc = validate_document(data, str(path))
-        click.echo(f"{path}: ok ({doc['kind']}, schema {doc['schema_version']}, data {doc['data_version']})")
+    for line in validate_matrix_files(files):
+        click.echo(line)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -327,11 +341,11 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
       ortfix apply --python ~/venvs/infer --yes --json
       ortfix apply --driver 550.54.14 --compute-capability 8.6 --python /opt/venv --yes
     """
-    from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
     from ortfix.commands.transactions import prepare_apply, run_apply
     from ortfix.plan.model import PlanOptions
+    from ortfix.versions import validate_machine_options, validate_ort_version
 
     _require_confirmation_possible(yes or dry_run)
     validate_machine_options(driver_version, compute_capability)
@@ -349,8 +363,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
     result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
-    _emit(result, as_json, apply_json, render_apply)
-    sys.exit(int(result.exit_code))
+    _finish(Command.APPLY, result, as_json, apply_json, render_apply)
 
 
 @main.command()
@@ -384,8 +397,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
         return click.confirm("Roll back?", default=False, err=True)
 
     result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
-    _emit(result, as_json, rollback_json, render_rollback)
-    sys.exit(int(result.exit_code))
+    _finish(Command.ROLLBACK, result, as_json, rollback_json, render_rollback)
 
 
 @main.group(invoke_without_command=True)
@@ -408,7 +420,7 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
     from ortfix.commands.transactions import run_history
 
     result = run_history(_located(python, as_json))
-    _emit(result, as_json, history_json, render_history)
+    _finish(Command.HISTORY, result, as_json, history_json, render_history)
 
 
 @history.command("show")
@@ -423,7 +435,7 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
     result = run_history_show(_located(python, as_json), tx_id)
-    _emit(result, as_json, show_json, render_show)
+    _finish(Command.HISTORY_SHOW, result, as_json, show_json, render_show)
 
 
 @history.command("prune")
@@ -440,7 +452,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
     result = run_prune(_located(python, as_json), keep)
-    _emit(result, as_json, prune_json, render_prune)
+    _finish(Command.HISTORY_PRUNE, result, as_json, prune_json, render_prune)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -476,8 +488,9 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
       ortfix verify --python ~/venvs/infer --json
       ortfix verify --model model.onnx --shapes 1x3x224x224
     """
+    from ortfix.cli.render_verify import render_verify, verify_json
+    from ortfix.commands.verify import run_verify
     from ortfix.tune import parse_shapes
-    from ortfix.verify.levels import render_verify, run_verify, verify_json
 
     if shapes is not None and model is None:
         raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
@@ -489,8 +502,8 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
         spec = sets[0]
     target = _described(python, as_json)
     result = run_verify(python, model=model, shapes=spec, timeout=timeout)
-    _emit(result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()}, render_verify)
-    sys.exit(int(result.exit_code))
+    _finish(Command.VERIFY, result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()},
+            render_verify)
 
 
 @main.command()
@@ -522,12 +535,13 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
       ortfix tune model.onnx --shapes 1x3x224x224 --shapes 4x3x320x320
       ortfix tune bert.onnx --shapes "input_ids=1x128,attention_mask=1x128;input_ids=8x64,attention_mask=8x64"
     """
-    from ortfix.tune import parse_shapes, render_tune, run_tune, tune_json
+    from ortfix.cli.render_tune import render_tune, tune_json
+    from ortfix.commands.tune import run_tune
+    from ortfix.tune import parse_shapes
 
     if progress is None:
         progress = sys.stderr.isatty()
     target = _described(python, as_json)
     result = run_tune(python, model, parse_shapes(shapes), runs=runs, timeout=timeout,
                       progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
-    _emit(result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)
-    sys.exit(int(result.exit_code))
+    _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

@@ -4,15 +4,13 @@
 costs about a quarter of its run time. The entry point hands the plain forms of `check` here (`--python P`, `--json`,
 `--driver V`, `--compute-capability X.Y`, `--fresh`, each at most once); anything else (help, a typo, a repeated option,
 another command) goes to the click CLI, which owns every message about the command line. Both paths call
-`check_command`, so they print the same thing and exit the same way (tests/test_fastpath.py compares them).
+`check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares them).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-
-from ortfix.errors import OrtfixError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
@@ -51,41 +49,14 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     return opts
 
 
-def _dotted_numbers(text: str, parts: tuple[int, int]) -> bool:
-    """text is ASCII digits separated by dots, with between parts[0] and parts[1] numbers."""
-    numbers = text.split(".")
-    return parts[0] <= len(numbers) <= parts[1] and all(n.isascii() and n.isdigit() and len(n) <= 9 for n in numbers)
-
-
-def validate_machine_options(driver_version: str | None, compute_capability: str | None) -> None:
-    """`--driver` and `--compute-capability` of check and plan (both the click command and this fast path call it,
-    so both say the same): a usage error, before anything runs, when they do not look like what they stand for."""
-    if driver_version is not None and not _dotted_numbers(driver_version, (2, 4)):
-        raise OrtfixError(f"--driver {driver_version!r}: not an NVIDIA driver version",
-                          hint="digits separated by dots, e.g. 535.104.12 or 550.54")
-    if compute_capability is not None and not _dotted_numbers(compute_capability, (2, 2)):
-        raise OrtfixError(f"--compute-capability {compute_capability!r}: expected MAJOR.MINOR such as 8.6")
-
-
-def validate_ort_version(ort_version: str | None) -> None:
-    """`--ort-version` of plan and apply: a usage error when it is not a version."""
-    from packaging.version import InvalidVersion, Version
-
-    if ort_version is None:
-        return
-    try:
-        Version(ort_version)
-    except InvalidVersion as exc:
-        raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
-
-
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
-    An identical earlier check is replayed while nothing it depended on has changed (checkcache.py); `fresh` skips
+    An identical earlier check is replayed while nothing it depended on has changed (speed/replay.py); `fresh` skips
     that."""
     from ortfix.speed.replay import saved_check
+    from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
 
@@ -105,20 +76,21 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
 def _check(python: str | None, as_json: bool, driver_version: str | None,
            compute_capability: str | None) -> tuple[str, int, str]:
     """(what `check` prints, its exit code, the probe's report it was made from)."""
-    from ortfix.cli.render import check_json, dump_json, render_check
+    from ortfix.cli.output import Command, dump_json, envelope
+    from ortfix.cli.render import check_json, render_check
     from ortfix.commands.check import own_environment_note, run_check
 
     result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
     code = int(result.exit_code)
     if as_json:
-        output = dump_json(check_json(result.facts, result.findings, code, result.target))
+        output = dump_json(envelope(Command.CHECK, code, check_json(result)))
     else:
         output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target))
     return output, code, result.facts.probe.report
 
 
 def run(opts: dict[str, Any]) -> int:
-    """The exit code of a plain `check`; what goes wrong is rendered by the entry point (errors.exit_for)."""
+    """The exit code of a plain `check`; what goes wrong is rendered by the entry point (output.ended)."""
 
     def echo(text: str) -> None:
         sys.stdout.write(text + "\n")

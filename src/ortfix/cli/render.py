@@ -1,11 +1,12 @@
-"""Render results for people (plain text) and for programs (JSON envelopes with a schema version)."""
+"""Render the results of check, plan, explain and `matrix show` for people (plain text) and for programs (the data
+of their JSON envelope, cli/output.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import Severity
@@ -14,24 +15,28 @@ from ortfix.check.findings import Finding, finding_json
 from ortfix.compat.matrix import Matrix
 
 if TYPE_CHECKING:
-    from ortfix.commands.check import ExplainResult
+    from ortfix.commands.check import CheckResult
+    from ortfix.commands.explain import ExplainResult
+    from ortfix.commands.matrix import MatrixShowResult
+    from ortfix.commands.plan import PlanResult
     from ortfix.plan.model import Plan
     from ortfix.target.choose import TargetDescription
 
-CHECK_SCHEMA = "ortfix.check/1"
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 
 
-def dump_json(doc: Any) -> str:
-    """Every --json document is printed this way."""
-    return json.dumps(doc, indent=2, default=str)
+def check_json(result: CheckResult) -> dict[str, Any]:
+    return {"healthy": result.exit_code == 0, "interpreter": result.target.to_json(),
+            "findings": [finding_json(f) for f in result.findings], "facts": facts_summary(result.facts)}
 
 
-def check_json(facts: Facts, findings: Sequence[Finding], exit_code: int, target: TargetDescription
-               ) -> dict[str, Any]:
-    return {"schema": CHECK_SCHEMA, "exit_code": exit_code, "healthy": exit_code == 0,
-            "interpreter": target.to_json(), "findings": [finding_json(f) for f in findings],
-            "facts": facts_summary(facts)}
+def plan_document(result: PlanResult) -> dict[str, Any]:
+    """The plan as `plan -o FILE` saves it and `plan --json` prints it (inside the envelope)."""
+    return {**result.plan.to_json(), "interpreter": result.check.target.to_json()}
+
+
+def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
+    return asdict(result.matrix)
 
 
 def _stack_lines(facts: Facts) -> list[str]:
@@ -192,7 +197,6 @@ def explain_json(result: ExplainResult) -> dict[str, Any]:
 
     here = result.check
     return {
-        "schema": "ortfix.explain/1",
         "recognised": bool(result.explanations),
         "explanations": [
             {**explanation_to_dict(e),

@@ -1,4 +1,7 @@
-"""One function per command: each returns a result object; the click layer only renders it."""
+"""`ortfix check`: gather the facts of the target, diagnose them; the result carries its exit code.
+
+Also the target's description (the first line every command prints) and the rule that plan and apply leave
+ortfix's own environment alone unless it is named."""
 
 from __future__ import annotations
 
@@ -13,8 +16,6 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
 if TYPE_CHECKING:
-    from ortfix.explain import Explanation
-    from ortfix.plan.model import Plan, PlanOptions
     from ortfix.target.probe import ProbeFacts
 
 
@@ -28,19 +29,6 @@ class CheckResult:
     @property
     def exit_code(self) -> ExitCode:
         return ExitCode.PROBLEMS if problems(self.findings) else ExitCode.OK
-
-
-@dataclass(frozen=True)
-class ExplainResult:
-    explanations: list[Explanation]
-    check: CheckResult | None  # this machine's check, when it could run
-    check_error: str | None  # why it could not
-
-
-@dataclass(frozen=True)
-class PlanResult:
-    check: CheckResult
-    plan: Plan
 
 
 def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
@@ -85,36 +73,3 @@ def refuse_own_environment(target: TargetDescription) -> None:
                           f"itself runs in ({target.prefix}); ortfix does not change it unless it is named",
                           hint=f"to change it anyway, pass --python {shlex.quote(target.python)}; for another "
                                "environment, pass --python ENV or activate it")
-
-
-def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | None = None,
-             compute_capability: str | None = None) -> PlanResult:
-    from dataclasses import replace
-
-    from ortfix.plan.make import make_plan
-
-    # The machine the plan is for is part of what was asked: a saved plan keeps it, and is re-planned with it.
-    options = replace(options, driver_version=driver_version or options.driver_version,
-                      compute_capability=compute_capability or options.compute_capability)
-    result = run_check(python, driver_version=options.driver_version,
-                       compute_capability=options.compute_capability)
-    refuse_own_environment(result.target)
-    return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))
-
-
-def run_explain(text: str, *, python: str | None = None, check: bool = True) -> ExplainResult:
-    """Recognise known failure messages; when asked, also run `check` here to say why it happens on this machine."""
-    from ortfix.explain import describe, load_default_patterns, match_patterns
-
-    hits = match_patterns(text, load_default_patterns())
-    result: CheckResult | None = None
-    error: str | None = None
-    if check and hits:
-        try:
-            result = run_check(python)
-        except OrtfixError as exc:
-            error = exc.one_line()
-    # With check's facts (and its matrix), the analyses say what applies on this machine.
-    explanations = describe(text, hits, matrix=result.matrix if result else None,
-                            facts=result.facts if result else None)
-    return ExplainResult(explanations=explanations, check=result, check_error=error)

@@ -137,7 +137,7 @@ def prepare_apply(python: str | None, plan_file: Path | None, options: PlanOptio
 
     With a saved plan, `options` may repeat the machine the plan was made for (--driver, --compute-capability):
     the same values are accepted, others refused; every other option is the file's."""
-    from ortfix.commands.check import run_plan
+    from ortfix.commands.plan import run_plan
     from ortfix.plan.file import check_against, read_plan_file
 
     if plan_file is None:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortfix.cli.fastcheck import validate_machine_options, validate_ort_version
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
     BadField,
@@ -41,6 +40,7 @@ from ortfix.plan.model import HOOK_CHOICES, PLAN_SCHEMA, Plan, PlanOptions
 from ortfix.transaction.actions import handler_for, open_env
 from ortfix.transaction.confine import read_regular, require_trusted_owner
 from ortfix.transaction.journal import loads_json
+from ortfix.versions import validate_machine_options, validate_ort_version
 
 PLAN_FILE_LIMIT = 16 << 20
 _FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environment", "fingerprint",

@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
-from ortfix.errors import ExitCode, OrtfixError
-from ortfix.system import hooks
+from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
-from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target, shapes_text
+from ortfix.target.ortrun import CUDA_EP, RunOutcome, one_line, run_in_target, shapes_text
 from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
 
-SCHEMA = "ortfix.verification/1"
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
 BUILTIN_SHAPES = {"x": [2, 3, 17, 23]}  # odd sizes: no kernel gets an easy case
 _DRIVER_LIB = re.compile(r"\blibcuda\.so(?:\.1)?\b|\blibnvidia-[\w.-]+\.so")
@@ -56,24 +54,6 @@ class Level:
     load_check: LoadCheck | None = None  # level 1: the fresh process's own report (apply's verification shows it)
 
 
-@dataclass(frozen=True)
-class VerifyResult:
-    python: str
-    onnxruntime: str | None  # "onnxruntime-gpu 1.22.0"
-    driver: str
-    model: str
-    builtin_model: bool
-    levels: tuple[Level, ...]
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if any(level.status is Status.FAIL for level in self.levels):
-            return ExitCode.PROBLEMS
-        if any(level.status is Status.NOT_RUN for level in self.levels):
-            return ExitCode.INCOMPLETE
-        return ExitCode.OK
-
-
 def no_gpu_reason(driver: DriverFacts) -> str | None:
     """Why no CUDA provider can start on this machine, or None when a driver is there."""
     if driver.overridden:
@@ -86,7 +66,7 @@ def no_gpu_reason(driver: DriverFacts) -> str | None:
     return None
 
 
-def _driver_summary(driver: DriverFacts) -> str:
+def driver_summary(driver: DriverFacts) -> str:
     if not driver.present:
         return f"none ({driver.source})" if driver.source else "none"
     gpus = ", ".join(g.name for g in driver.gpus)
@@ -190,7 +170,7 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                  tuple(notes), data=data, load_check=check)
 
 
-def _session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
+def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
                     loader: Level, *, user_model: bool, conda_hook: Path | None,
                     timeout: float) -> tuple[Level, Level]:
     install = facts.active_ort
@@ -291,73 +271,3 @@ def _numbers_level(run: RunOutcome, provider: Level) -> Level:
     return Level(3, "numbers", Status.PASS,
                  f"the outputs on CUDA match the CPU's (max |difference| {worst:.3g}) for inputs "
                  f"{shapes_text(numbers.get('shapes') or {})}", tuple(evidence), data=data)
-
-
-def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping[str, Sequence[int]] | None = None,
-               timeout: float = 300.0) -> VerifyResult:
-    from ortfix.commands.check import run_check
-
-    if model is not None:
-        model = model_file(model, f"--model {model}")
-    result = run_check(python)
-    facts = result.facts
-    interpreter = facts.probe.executable or facts.target
-    conda_hook = hooks.active_conda_hook(facts.probe.prefix, facts.probe.env_kind)
-    loader = level_loader(facts, facts.target, conda_hook=conda_hook)
-    provider, numbers = _session_levels(
-        facts, facts.target, model or BUILTIN_MODEL, shapes if model is not None else (shapes or BUILTIN_SHAPES),
-        loader, user_model=model is not None, conda_hook=conda_hook, timeout=timeout)
-    install = facts.active_ort
-    return VerifyResult(
-        python=interpreter,
-        onnxruntime=f"{install.package or 'onnxruntime'} {install.version}" if install else None,
-        driver=_driver_summary(facts.driver),
-        model=str(model or BUILTIN_MODEL),
-        builtin_model=model is None,
-        levels=(loader, provider, numbers),
-    )
-
-
-def verify_json(result: VerifyResult) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "exit_code": int(result.exit_code),
-        "ok": result.exit_code is ExitCode.OK,
-        "python": result.python,
-        "onnxruntime": result.onnxruntime,
-        "driver": result.driver,
-        "model": {"path": result.model, "builtin": result.builtin_model},
-        "levels": [{"level": lv.number, "name": lv.name, "status": lv.status.value, "verdict": lv.verdict,
-                    "evidence": list(lv.evidence), "fix": lv.fix, "data": dict(lv.data)} for lv in result.levels],
-        "not_run": [{"level": lv.number, "name": lv.name, "why": lv.verdict}
-                    for lv in result.levels if lv.status is Status.NOT_RUN],
-    }
-
-
-_MARKS = {Status.PASS: "✓ pass", Status.FAIL: "✗ FAIL", Status.NOT_RUN: "- not run"}
-_TITLES = {"loader": "libraries load", "provider": "provider starts", "numbers": "numbers match"}
-
-
-def render_verify(result: VerifyResult) -> str:
-    lines = [f"ortfix verify: {result.python}",
-             f"  onnxruntime {result.onnxruntime or 'not installed'}; NVIDIA driver: {result.driver}",
-             f"  model: {'built-in ' + BUILTIN_MODEL.name if result.builtin_model else result.model}", ""]
-    for lv in result.levels:
-        lines.append(f"{lv.number}. {_TITLES[lv.name]:<16} {_MARKS[lv.status]:<10} {lv.verdict}")
-        for e in lv.evidence[:12]:
-            lines.append(f"{'':<31}{e}")
-        if len(lv.evidence) > 12:
-            lines.append(f"{'':<31}... and {len(lv.evidence) - 12} more (--json has all)")
-        if lv.fix and lv.status is Status.FAIL:
-            lines.append(f"{'':<31}fix: {lv.fix}")
-    lines.append("")
-    failed = [lv for lv in result.levels if lv.status is Status.FAIL]
-    not_run = [lv for lv in result.levels if lv.status is Status.NOT_RUN]
-    if failed:
-        lines.append("Failed: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in failed) + ".")
-    if not_run:
-        lines.append("Could not run here: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in not_run)
-                     + ".")
-    if not failed and not not_run:
-        lines.append("The GPU path works: the CUDA provider starts and computes what the CPU computes.")
-    return "\n".join(lines)

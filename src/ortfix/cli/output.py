@@ -1,0 +1,115 @@
+"""The one output contract of `--json`: every command prints one envelope — `schema`, `command`, `exit_code`, then
+its data — and a command that ends in an error prints an error envelope (`ortfix.error/1`) on standard output as
+well as its one line on standard error. The schema names of every command's document live here, nowhere else.
+
+Also how every command ends when something goes wrong (`ended`), for both the click-free `check` path and click.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+
+from ortfix.errors import ExitCode, OrtfixError, exit_for
+from ortfix.plan.model import PLAN_SCHEMA
+from ortfix.strenum import StrEnum
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, on the path of a replayed `check`
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Command(StrEnum):
+    """The commands that print a JSON document with --json (`command` in the envelope)."""
+
+    CHECK = "check"
+    PLAN = "plan"
+    APPLY = "apply"
+    ROLLBACK = "rollback"
+    HISTORY = "history"
+    HISTORY_SHOW = "history show"
+    HISTORY_PRUNE = "history prune"
+    VERIFY = "verify"
+    TUNE = "tune"
+    EXPLAIN = "explain"
+    MATRIX_SHOW = "matrix show"
+
+
+# The schema of each command's document. Version 2 of each added `command` (and `exit_code` where it was missing);
+# the plan's document is also the saved-plan file format, which is read back by `apply` and accepts them.
+SCHEMAS: dict[Command, str] = {
+    Command.CHECK: "ortfix.check/2",
+    Command.PLAN: PLAN_SCHEMA,
+    Command.APPLY: "ortfix.apply/2",
+    Command.ROLLBACK: "ortfix.rollback/2",
+    Command.HISTORY: "ortfix.history/2",
+    Command.HISTORY_SHOW: "ortfix.transaction/2",
+    Command.HISTORY_PRUNE: "ortfix.prune/2",
+    Command.VERIFY: "ortfix.verification/2",
+    Command.TUNE: "ortfix.tune/2",
+    Command.EXPLAIN: "ortfix.explain/2",
+    Command.MATRIX_SHOW: "ortfix.matrix/2",
+}
+ERROR_SCHEMA = "ortfix.error/1"
+_SUBCOMMANDS = {"history": ("show", "prune"), "matrix": ("show", "validate")}
+
+
+def dump_json(doc: object) -> str:
+    """Every --json document is printed this way."""
+    return json.dumps(doc, indent=2, default=str)
+
+
+def envelope(command: Command, exit_code: int, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The document `command --json` prints: the envelope fields first, then the command's data."""
+    return {"schema": SCHEMAS[command], "command": command.value, "exit_code": int(exit_code), **data}
+
+
+def error_envelope(command: Command, exit_code: int, message: str, hint: str | None = None) -> dict[str, Any]:
+    return {"schema": ERROR_SCHEMA, "command": command.value, "exit_code": int(exit_code),
+            "error": {"message": message, "hint": hint}}
+
+
+def json_command(argv: Sequence[str]) -> Command | None:
+    """The command a command line runs when it asks for --json (None when it does not, or names no such command)."""
+    words = [a for a in argv if not a.startswith("-")]
+    if "--json" not in argv or not words:
+        return None
+    name = words[0]
+    if name in _SUBCOMMANDS:
+        sub = words[1] if len(words) > 1 and words[1] in _SUBCOMMANDS[name] else None
+        name = f"{name} {sub}" if sub else name
+    try:
+        return Command(name)
+    except ValueError:
+        return None
+
+
+def _message(exc: BaseException) -> tuple[str, str | None]:
+    if isinstance(exc, OrtfixError):
+        return exc.message, exc.hint
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", None
+    text = " ".join(str(exc).split())[:500]
+    return f"unexpected {type(exc).__name__}" + (f": {text}" if text else ""), None
+
+
+def ended(exc: BaseException, argv: Sequence[str]) -> int:
+    """How a command ends when `exc` stops it: its one line on standard error (errors.exit_for), and under --json
+    the error envelope on standard output. Returns the exit code."""
+    code = exit_for(exc, debug=list(argv[:1]) == ["--debug"])
+    command = json_command(argv)
+    if command is not None and not isinstance(exc, BrokenPipeError):
+        print_error(command, code, *_message(exc))
+    return code
+
+
+def print_error(command: Command, exit_code: int, message: str, hint: str | None = None) -> None:
+    try:
+        sys.stdout.write(dump_json(error_envelope(command, exit_code, message, hint)) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # standard output closed: the line on standard error is all there is
+
+
+__all__ = ["SCHEMAS", "Command", "ExitCode", "dump_json", "ended", "envelope", "error_envelope", "json_command"]

@@ -1,0 +1,75 @@
+"""`ortfix tune`'s result for people (a table and the recommended options) and for programs (the envelope's data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortfix.commands.tune import TuneResult
+from ortfix.target.ortrun import CUDA_EP, shapes_text
+from ortfix.tune import Phase
+
+
+def _phase_json(p: Phase | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    doc: dict[str, Any] = {"first_ms": p.first_ms, "steady_ms": p.steady_ms, "min_ms": p.min_ms, "runs": p.runs}
+    if p.total_ms is not None:
+        doc.update(first_max_ms=p.first_max_ms, total_ms=p.total_ms)
+    return doc
+
+
+def tune_json(result: TuneResult) -> dict[str, Any]:
+    rec = result.recommendation
+    return {
+        "python": result.python,
+        "model": result.model,
+        "onnxruntime": result.onnxruntime,
+        "runs": result.runs,
+        "shapes": {"fixed": dict(result.shape_sets[0]) if result.shape_sets else None,
+                   "changing": [dict(s) for s in result.shape_sets] if len(result.shape_sets) > 1 else None},
+        "results": [{"name": r.config.name, "provider": r.config.provider, "options": dict(r.config.options),
+                     "load_ms": r.load_ms, "fixed": _phase_json(r.fixed), "changing": _phase_json(r.changing)}
+                    for r in result.results],
+        "cuda": {"complete": result.cuda_complete, "ran": any(r.config.provider == "cuda" for r in result.results),
+                 "note": result.cuda_note},
+        "recommendation": {"options": dict(rec.options), "measured": rec.measured, "basis": rec.basis,
+                           "python": rec.python, "yaml": rec.yaml},
+    }
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else (f"{value:.3f}" if value < 10 else f"{value:.1f}")
+
+
+def render_tune(result: TuneResult) -> str:
+    lines = [f"ortfix tune {result.model}",
+             f"  with {result.python} (onnxruntime {result.onnxruntime or '?'}); {result.runs} timed runs per phase"]
+    if result.shape_sets:
+        lines.append(f"  fixed shape:     {shapes_text(result.shape_sets[0], ',')}")
+    if len(result.shape_sets) > 1:
+        lines.append(f"  changing shapes: {'  '.join(shapes_text(s, ',') for s in result.shape_sets)}")
+    else:
+        lines.append("  changing shapes: not timed (one set of shapes; give --shapes twice or more)")
+    lines.append("")
+    header = (f"{'provider / options':<52} {'load':>8} {'fixed 1st':>10} {'fixed':>9} {'chg 1st':>9} "
+              f"{'chg max':>9} {'chg':>9}")
+    lines += [header, "-" * len(header)]
+    for r in result.results:
+        ch = r.changing
+        lines.append(f"{r.config.name:<52} {_ms(r.load_ms):>8} {_ms(r.fixed.first_ms if r.fixed else None):>10} "
+                     f"{_ms(r.fixed.steady_ms if r.fixed else None):>9} {_ms(ch.first_ms if ch else None):>9} "
+                     f"{_ms(ch.first_max_ms if ch else None):>9} {_ms(ch.steady_ms if ch else None):>9}")
+    lines.append("milliseconds; 1st: the first run (chg: mean over the shapes' first runs, max: the slowest); "
+                 f"fixed, chg: median of the {result.runs} runs after")
+    if result.cuda_note:
+        lines.append("")
+        ran = any(r.config.provider == "cuda" for r in result.results)
+        lines.append(f"CUDA part {'incomplete' if ran else 'not run'}: {result.cuda_note}")
+    rec = result.recommendation
+    lines += ["", f"Recommended CUDA provider options: {rec.basis}.", "", "  Python:"]
+    lines += [f"    cuda_options = {rec.python.splitlines()[0]}",
+              *(f"    {line}" for line in rec.python.splitlines()[1:]),
+              "    session = onnxruntime.InferenceSession(",
+              f"        MODEL, providers=[(\"{CUDA_EP}\", cuda_options), \"CPUExecutionProvider\"])",
+              "", "  YAML:", *(f"    {line}" for line in rec.yaml.rstrip().splitlines())]
+    return "\n".join(lines)

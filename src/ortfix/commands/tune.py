@@ -1,0 +1,124 @@
+"""`ortfix tune MODEL`: the CPU part and the CUDA part, each in a fresh process of the target interpreter; the
+options grid, shape parsing and the recommendation are tune.py's. The result carries its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.system import hooks
+from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target
+from ortfix.tune import DEFAULT_DIMS, Config, ConfigResult, Recommendation, ShapeSpec, configs, recommend, results_of
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    python: str
+    model: str
+    onnxruntime: str | None
+    shape_sets: tuple[Mapping[str, Sequence[int]], ...]
+    runs: int
+    results: tuple[ConfigResult, ...]
+    cuda_complete: bool
+    cuda_note: str | None  # why (part of) the CUDA part could not run
+    recommendation: Recommendation
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.cuda_complete else ExitCode.INCOMPLETE
+
+
+def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], *, runs: int = 5,
+             timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> TuneResult:
+    from ortfix.speed import prefetch
+    from ortfix.system.driver import detect_driver
+    from ortfix.system.ldcache import load_ld_cache
+    from ortfix.target.probe import finish_probe, resolve_target, start_probe
+    from ortfix.verify.levels import no_gpu_reason
+
+    model = model_file(model, str(model))
+    target = resolve_target(python)
+    probe = finish_probe(prefetch.take(target) or start_probe(target), target)  # the probe the first line started
+    conda_hook = hooks.active_conda_hook(probe.prefix, probe.env_kind)
+    if shape_specs:
+        sets: list[dict[str, Any]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]
+    else:
+        sets = [{"spec": {}, "default_dim": d} for d in DEFAULT_DIMS]
+    say = progress or (lambda _line: None)
+
+    def run(part: str, wanted: Sequence[Config]) -> RunOutcome:
+        args = {"mode": "tune", "model": str(model), "runs": runs, "shape_sets": sets,
+                "configs": [{"name": c.name, "provider": c.provider, "options": dict(c.options)} for c in wanted]}
+
+        def on_stage(doc: Mapping[str, Any]) -> None:
+            if doc.get("stage") == "progress":
+                say(f"{part} {doc.get('text')}")
+
+        return run_in_target(str(target), args, prefix=probe.prefix, conda_hook=conda_hook, timeout=timeout,
+                             on_stage=on_stage)
+
+    cpu_config = Config("CPU", "cpu")
+    cpu = run("CPU", [cpu_config])
+    imported = cpu.stage("import")
+    if imported is None:
+        raise OrtfixError(f"the CPU run in {target} {cpu.death()} before importing onnxruntime")
+    if imported.get("error"):
+        raise OrtfixError(f"cannot import onnxruntime in {target}: {imported['error']}",
+                          hint="`ortfix check` says what is installed")
+    inputs = cpu.stage("inputs")
+    if inputs is None:
+        raise OrtfixError(f"the CPU run {cpu.death()} while loading {model}")
+    if inputs.get("error"):
+        raise OrtfixError(f"{model}: {one_line(str(inputs['error']))}")
+    resolved: list[Mapping[str, Sequence[int]]] = list(inputs.get("shape_sets") or [])
+    cpu_results = results_of(cpu, [cpu_config])
+    if not cpu_results:
+        raise OrtfixError(f"the CPU run {cpu.death()} while timing {model}")
+    if cpu_results[0].error:
+        raise OrtfixError(f"{model} does not run on the CPU: {one_line(cpu_results[0].error)}")
+
+    available = list(inputs.get("available") or [])
+    version = imported.get("version")
+    cuda_results: list[ConfigResult] = []
+    note: str | None = None
+    complete = False
+    grid = configs()
+    if CUDA_EP not in available:
+        note = f"this onnxruntime build has no {CUDA_EP} (available: {', '.join(available)})"
+    else:
+        cuda = run("CUDA", grid)
+        cuda_results = results_of(cuda, grid)
+        failed = [r for r in cuda_results if r.error]
+        ran = [r for r in cuda_results if not r.error]
+        if not ran:
+            reason = no_gpu_reason(detect_driver(load_ld_cache()))
+            what = (failed[0].error if failed else None) or f"the process {cuda.death()}"
+            logs = cuda.evidence
+            detail = what + (f"; onnxruntime said: {logs[0]}" if logs else "")
+            note = (f"{reason}, so the CUDA provider cannot start here ({detail})" if reason
+                    else f"the CUDA provider did not run: {detail}")
+        elif failed or len(cuda_results) < len(grid):
+            parts = [f"{len(ran)} of {len(grid)} CUDA configurations ran"]
+            if failed:
+                parts.append(f"{len(failed)} failed (first: {failed[0].config.name}: {failed[0].error})")
+            if len(cuda_results) < len(grid):
+                parts.append(f"{len(grid) - len(cuda_results)} did not run: the process {cuda.death()}")
+            note = "; ".join(parts)
+        else:
+            complete = True
+        cuda_results = ran
+    changing = len(resolved) > 1
+    return TuneResult(
+        python=str(target),
+        model=str(model),
+        onnxruntime=str(version) if version else None,
+        shape_sets=tuple(resolved),
+        runs=runs,
+        results=(*cpu_results, *cuda_results),
+        cuda_complete=complete,
+        cuda_note=note,
+        recommendation=recommend(cuda_results, changing),
+    )

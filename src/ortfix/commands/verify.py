@@ -1,0 +1,62 @@
+"""`ortfix verify`: the three levels (verify/levels.py) run on the target; the result carries its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix.commands.check import run_check
+from ortfix.errors import ExitCode
+from ortfix.system import hooks
+from ortfix.target.ortrun import model_file
+from ortfix.verify.levels import (
+    BUILTIN_MODEL,
+    BUILTIN_SHAPES,
+    Level,
+    Status,
+    driver_summary,
+    level_loader,
+    session_levels,
+)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    python: str
+    onnxruntime: str | None  # "onnxruntime-gpu 1.22.0"
+    driver: str
+    model: str
+    builtin_model: bool
+    levels: tuple[Level, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if any(level.status is Status.FAIL for level in self.levels):
+            return ExitCode.PROBLEMS
+        if any(level.status is Status.NOT_RUN for level in self.levels):
+            return ExitCode.INCOMPLETE
+        return ExitCode.OK
+
+
+def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping[str, Sequence[int]] | None = None,
+               timeout: float = 300.0) -> VerifyResult:
+    if model is not None:
+        model = model_file(model, f"--model {model}")
+    result = run_check(python)
+    facts = result.facts
+    interpreter = facts.probe.executable or facts.target
+    conda_hook = hooks.active_conda_hook(facts.probe.prefix, facts.probe.env_kind)
+    loader = level_loader(facts, facts.target, conda_hook=conda_hook)
+    provider, numbers = session_levels(
+        facts, facts.target, model or BUILTIN_MODEL, shapes if model is not None else (shapes or BUILTIN_SHAPES),
+        loader, user_model=model is not None, conda_hook=conda_hook, timeout=timeout)
+    install = facts.active_ort
+    return VerifyResult(
+        python=interpreter,
+        onnxruntime=f"{install.package or 'onnxruntime'} {install.version}" if install else None,
+        driver=driver_summary(facts.driver),
+        model=str(model or BUILTIN_MODEL),
+        builtin_model=model is None,
+        levels=(loader, provider, numbers),
+    )
