@@ -607,7 +607,7 @@ def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, st
     """In process, with shutil.disk_usage reporting a nearly full disk: the wheels' sizes come from pip's report."""
     from ortfix.commands.check import run_plan
     from ortfix.errors import OrtfixError
-    from ortfix.plan.make import PlanOptions
+    from ortfix.plan.model import PlanOptions
     from ortfix.transaction import apply as transaction
 
     for key in [k for k in os.environ if k.startswith("PIP_")]:
@@ -636,7 +636,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
     wheels are tiny."""
     from ortfix.commands.check import run_plan
     from ortfix.errors import OrtfixError
-    from ortfix.plan.make import PlanOptions
+    from ortfix.plan.model import PlanOptions
     from ortfix.transaction import apply as transaction
 
     house = _GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")

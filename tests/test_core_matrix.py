@@ -20,7 +20,8 @@ from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
-from ortfix.plan.make import PlanOptions, make_plan
+from ortfix.plan.make import make_plan
+from ortfix.plan.model import PlanOptions
 from ortfix.system.driver import overridden_driver
 from plantools import REPO, assert_coherent
 

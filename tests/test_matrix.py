@@ -186,7 +186,8 @@ def test_widely_deployed_driver_is_data_and_decides_the_no_driver_choice(tmp_pat
     build is chosen for an empty venv (recorded facts); moved to R580, where CUDA 13 runs too, the newest build."""
     from factsdata import load_facts
     from ortfix.check.diagnose import diagnose
-    from ortfix.plan.make import PlanOptions, make_plan
+    from ortfix.plan.make import make_plan
+    from ortfix.plan.model import PlanOptions
 
     def chosen_major(matrix_dir: Path | None) -> int:
         matrix = load_matrix(matrix_dir, use_cache=False)

@@ -170,7 +170,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     """
     from ortfix.cli.render import plan_document, render_plan
     from ortfix.commands.plan import PlanResult, run_plan
-    from ortfix.plan.make import PlanOptions
+    from ortfix.plan.model import PlanOptions
     from ortfix.versions import validate_machine_options, validate_ort_version
 
     validate_machine_options(driver_version, compute_capability)
@@ -344,7 +344,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
     from ortfix.commands.transactions import prepare_apply, run_apply
-    from ortfix.plan.make import PlanOptions
+    from ortfix.plan.model import PlanOptions
     from ortfix.versions import validate_machine_options, validate_ort_version
 
     _require_confirmation_possible(yes or dry_run)

@@ -10,8 +10,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import Severity
-from ortfix.check.diagnose import Finding, finding_json
 from ortfix.check.facts import Facts, facts_summary
+from ortfix.check.findings import Finding, finding_json
 from ortfix.compat.matrix import Matrix
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ortfix.commands.explain import ExplainResult
     from ortfix.commands.matrix import MatrixShowResult
     from ortfix.commands.plan import PlanResult
-    from ortfix.plan.make import Plan
+    from ortfix.plan.model import Plan
     from ortfix.target.choose import TargetDescription
 
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ortfix.check.diagnose import Finding, diagnose, problems
+from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts, gather
+from ortfix.check.findings import Finding, problems
 from ortfix.compat.load import load_matrix
 from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError

@@ -6,7 +6,8 @@ from dataclasses import dataclass, replace
 
 from ortfix.commands.check import CheckResult, refuse_own_environment, run_check
 from ortfix.errors import ExitCode
-from ortfix.plan.make import Plan, PlanOptions, make_plan
+from ortfix.plan.make import make_plan
+from ortfix.plan.model import Plan, PlanOptions
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from ortfix.transaction.journal import HistoryEntry, Transaction, TransactionSto
 
 if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
     from ortfix.commands.check import CheckResult
-    from ortfix.plan.make import Plan, PlanOptions
+    from ortfix.plan.model import Plan, PlanOptions
 
 
 @dataclass(frozen=True)

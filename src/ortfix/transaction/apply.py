@@ -59,7 +59,7 @@ from ortfix.transaction.journal import (
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
-    from ortfix.plan.make import Plan
+    from ortfix.plan.model import Plan
     from ortfix.verify.loadcheck import LoadCheck
 
 # Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.

@@ -1,0 +1,136 @@
+"""Installs left half-done (ORT007, LIB007, ORT008, TX001): distributions whose files do not match their RECORD
+(or that have none), an `onnxruntime` folder no distribution owns, and ortfix transactions that were interrupted."""
+
+from __future__ import annotations
+
+import os
+
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import Facts
+from ortfix.check.findings import DamagedData, Finding
+from ortfix.check.packages import GPU_PACKAGE, builds_onnxruntime
+from ortfix.fields import BadField, distribution_name
+
+# How many paths of a damaged distribution the evidence names.
+_EVIDENCE_PATHS = 5
+# Installers that always write RECORD: "" (no INSTALLER file: pip writes it just before RECORD), pip and uv. A
+# .dist-info of theirs without a RECORD was cut short; any other installer may leave none on purpose, and so may
+# the system's own folder (apt strips RECORD): those are left alone.
+_RECORD_WRITERS = ("", "pip", "uv")
+_SYSTEM_PACKAGES = "/usr/lib/"
+
+
+def damaged_findings(facts: Facts) -> list[Finding]:
+    """ORT and NVIDIA distributions whose files do not match their RECORD: missing, cut short, or no RECORD at all."""
+    out: list[Finding] = []
+    for dist in facts.probe.distributions:
+        if dist.has_record is None:
+            continue
+        ort = builds_onnxruntime(dist)
+        if not ort and not dist.normalized.startswith("nvidia-"):
+            continue
+        code = FindingCode.ORT_DAMAGED if ort else FindingCode.LIB_DAMAGED
+        version = dist.installed_version
+        label = f"{dist.name} {version or dist.version or '(version unknown)'}"
+        pin = f"{dist.name}=={version}" if version else dist.name
+        if dist.has_record is False:
+            if dist.installer not in _RECORD_WRITERS or dist.location.startswith(_SYSTEM_PACKAGES):
+                continue
+            out.append(Finding(
+                code, Severity.ERROR,
+                f"{label} has no RECORD: its install was stopped before it finished (pip writes RECORD last)",
+                (f"{dist.dist_info}: no RECORD" + (f" (INSTALLER: {dist.installer})" if dist.installer else
+                                                   ", no INSTALLER"),),
+                f"move {dist.dist_info} out of {dist.location} (without a RECORD neither pip nor ortfix can "
+                f"uninstall it exactly), then run `ortfix plan` again to reinstall {pin}",
+                {"distribution": dist.name, "version": version, "record": False, "remove": []}))
+            continue
+        missing = [p for p in dist.damaged if p.actual is None]
+        wrong = [p for p in dist.damaged if p.actual is not None and p.overwritten_by is None]
+        if not missing and not wrong:
+            continue
+        parts = ([f"{len(missing)} of its {dist.checked} files {'is' if len(missing) == 1 else 'are'} missing"]
+                 if missing else [])
+        if wrong:
+            parts.append(f"{len(wrong)} {'has' if len(wrong) == 1 else 'have'} another size than its RECORD says")
+        shown = (missing + wrong)[:_EVIDENCE_PATHS]
+        evidence = [f"{dist.dist_info}/RECORD: {dist.checked} files checked by size, {len(missing)} missing, "
+                    f"{len(wrong)} with another size"]
+        evidence += [f"missing: {p.path}" if p.actual is None else
+                     f"cut short or changed: {p.path} ({p.actual} bytes on disk, RECORD says {p.size})" for p in shown]
+        if len(missing) + len(wrong) > len(shown):
+            evidence.append(f"... and {len(missing) + len(wrong) - len(shown)} more")
+        data: DamagedData = {"distribution": dist.name, "version": version, "record": True,
+                                "missing": len(missing), "wrong_size": len(wrong), "paths": [p.path for p in shown],
+                                "remove": [dist.name], "reinstall": True}
+        if not ort and version and _plain_name(dist.name):
+            data["requirement"] = pin  # else left unresolved: no exact wheel to reinstall is known
+        out.append(Finding(
+            code, Severity.ERROR,
+            f"{label} is damaged: {' and '.join(parts)} (an install or uninstall stopped half-way, or files were "
+            "deleted)",
+            tuple(evidence),
+            f"reinstall {pin}: move what is left of it aside, then install it again",
+            data))
+    return out
+
+
+def orphaned_findings(facts: Facts) -> list[Finding]:
+    """An `onnxruntime` folder that no installed distribution owns: pip writes the .dist-info last, so a pip stopped
+    half-way leaves the package's files (the CUDA provider, perhaps) and nothing that says they are installed."""
+    out: list[Finding] = []
+    probe = facts.probe
+    # Only where pip installs: an ONNX Runtime built from source and put on sys.path (PYTHONPATH, an editable
+    # install's .pth) has no .dist-info next to it either, and nothing is wrong with it.
+    installs_into = {os.path.realpath(d) for d in (*probe.site_packages, probe.purelib, probe.platlib,
+                                                   probe.user_site) if d}
+    for install in facts.ort:
+        location = install.dir.location
+        if os.path.realpath(location) not in installs_into:
+            continue
+        if any(d.location == location and builds_onnxruntime(d) for d in facts.ort_distributions):
+            continue
+        build = " ".join(x for x in (install.package, install.version) if x)
+        out.append(Finding(
+            FindingCode.ORT_ORPHANED, Severity.ERROR,
+            f"{install.dir.package_dir} belongs to no installed distribution: an install of "
+            f"{build or 'ONNX Runtime'} was stopped before pip wrote its .dist-info",
+            (f"{install.dir.capi}: {', '.join(install.dir.files) or 'no libraries'}",
+             f"build_and_package_info.py: {build}" if build else "build_and_package_info.py: missing or unreadable",
+             f"no .dist-info in {location} lists files in onnxruntime/"),
+            f"install {GPU_PACKAGE} over it (pip overwrites what was left)",
+            {"package_dir": install.dir.package_dir, "location": location, "package": install.package,
+             "version": install.version}))
+    return out
+
+
+
+def interrupted_findings(facts: Facts) -> list[Finding]:
+    out = []
+    for t in facts.interrupted:
+        if t.status is None:  # its journal cannot be read or trusted
+            out.append(Finding(
+                FindingCode.INTERRUPTED, Severity.ERROR,
+                f"ortfix transaction {t.id} cannot be read: the environment may be half-changed",
+                (f"journal and stash: {t.folder}", f"why: {t.error}"),
+                f"inspect it: `ortfix history show {t.id}`; ortfix will not apply anything while it is there",
+                {"transaction": t.id, "unreadable": True}))
+            continue
+        out.append(Finding(
+            FindingCode.INTERRUPTED, Severity.ERROR,
+            f"ortfix transaction {t.id} was interrupted ({t.status.value}, {t.steps_started} of {t.steps_total} "
+            "steps begun): the environment may be half-changed",
+            (f"journal and stash: {t.folder}", f"started {t.created}"),
+            "run `ortfix rollback` to restore the state before it",
+            {"transaction": t.id}))
+    return out
+
+
+
+def _plain_name(name: str) -> bool:
+    """A distribution name as read from METADATA is used in a requirement only when it is a plain name."""
+    try:
+        distribution_name(name)
+    except BadField:
+        return False
+    return True

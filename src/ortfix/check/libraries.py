@@ -1,0 +1,180 @@
+"""The CUDA libraries the build's CUDA provider needs, as the loader would find them (LIB001-LIB006, LIB008), and
+whether the binary's needs agree with the matrix (MTX001, MTX002): missing, installed but not findable, only another
+major present, shadowed by a copy outside the environment, resolved to another CUDA major's copy, a missing SONAME
+link, and LD_LIBRARY_PATH folders that cannot be read."""
+
+from __future__ import annotations
+
+import os
+
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import DRIVER_LIBRARIES, Facts, OrtInstall, ProviderLoad
+from ortfix.check.findings import Finding
+from ortfix.system.inventory import LibCopy, parse_lib_name
+from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
+
+
+def matrix_agreement_findings(gpu: OrtInstall) -> list[Finding]:
+    provider = next((p for p in gpu.providers if p.provider == "cuda"), None)
+    if not gpu.builds:
+        return [Finding(
+            FindingCode.UNKNOWN_VERSION, Severity.INFO,
+            f"{gpu.package or 'onnxruntime'} {gpu.version} is not in ortfix's compatibility matrix; "
+            "its requirements were read from the binary itself",
+            (f"{provider.library}: NEEDED {', '.join(provider.needed)}" if provider else gpu.dir.capi,),
+            "none needed; update ortfix for a matrix that knows this release", {})]
+    if provider is None or provider.error:
+        return []
+    build = gpu.builds[0]
+    actual = {n for n in provider.needed if parse_lib_name(n)}
+    expected = set(build.cuda_needed)
+    if actual != expected:
+        return [Finding(
+            FindingCode.MATRIX_DISAGREES, Severity.INFO,
+            f"the installed {os.path.basename(provider.library)} needs different libraries than the matrix says "
+            f"for {gpu.version}; the binary wins",
+            (f"binary: {', '.join(sorted(actual))}", f"matrix: {', '.join(sorted(expected))} ({build.source})"),
+            "none needed", {})]
+    return []
+
+
+
+def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
+    out: list[Finding] = []
+    by_soname: dict[str, list[LibCopy]] = {}
+    for copy in facts.libraries:
+        if copy.soname:
+            by_soname.setdefault(copy.soname, []).append(copy)
+    missing_entirely: list[str] = []
+    not_on_path: list[tuple[str, list[LibCopy]]] = []
+    wrong_major: list[tuple[str, list[LibCopy]]] = []
+    for res in provider.missing:
+        if res.name in DRIVER_LIBRARIES:
+            continue  # part of the driver, not of any wheel: DRV001 covers it
+        copies = by_soname.get(res.name, [])
+        if copies:
+            not_on_path.append((res.name, copies))
+            continue
+        family = parse_lib_name(res.name)
+        others = [c for c in facts.libraries if family and c.family == family[0] and c.soname != res.name]
+        if others:
+            wrong_major.append((res.name, others))
+        else:
+            missing_entirely.append(res.name)
+    if not_on_path:
+        names = ", ".join(n for n, _ in not_on_path)
+        evidence = tuple(f"{n}: not found by the loader; present at {', '.join(c.path for c in cs)}"
+                         for n, cs in not_on_path)
+        out.append(Finding(
+            FindingCode.LIB_NOT_ON_PATH, Severity.ERROR,
+            f"{len(not_on_path)} needed librar{'y is' if len(not_on_path) == 1 else 'ies are'} installed but not on "
+            f"the loader's path: {names}",
+            (*evidence, _search_summary(facts)),
+            "make them findable: a preload hook (venv) or conda activate.d hook that points at the folders above",
+            {"libraries": {n: [c.path for c in cs] for n, cs in not_on_path}}))
+    if missing_entirely:
+        evidence = tuple(f"{n}: no copy anywhere ortfix looked" for n in missing_entirely)
+        out.append(Finding(
+            FindingCode.LIB_MISSING, Severity.ERROR,
+            f"{len(missing_entirely)} needed librar{'y is' if len(missing_entirely) == 1 else 'ies are'} missing: "
+            f"{', '.join(missing_entirely)}",
+            (*evidence, _search_summary(facts)),
+            "install the NVIDIA wheels that ship them and make them findable",
+            {"sonames": missing_entirely}))
+    for name, others in wrong_major:
+        majors = sorted({c.major for c in others if c.major is not None})
+        out.append(Finding(
+            FindingCode.LIB_WRONG_MAJOR, Severity.ERROR,
+            f"{name} is needed but only major version(s) {', '.join(map(str, majors))} of it are present",
+            tuple(f"{c.path} ({c.origin}{', ' + c.version if c.version else ''})" for c in others),
+            f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
+            {"soname": name, "present": [c.path for c in others]}))
+    out += _other_cuda_major(facts, gpu, provider)
+    prefix = os.path.realpath(facts.probe.prefix) + os.sep
+    seen: set[str] = set()
+    for res in provider.resolutions:
+        if res.path is None or res.name in seen or res.via == VIA_LOADED:
+            continue
+        seen.add(res.name)
+        if res.via not in (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH):
+            continue
+        if (os.path.realpath(res.path) + os.sep).startswith(prefix):
+            continue
+        own = [c for c in by_soname.get(res.name, []) if c.inside_env and
+               os.path.realpath(c.path) != os.path.realpath(res.path)]
+        if not own or not parse_lib_name(res.name):
+            continue
+        loaded_version = _file_version(res.path)
+        out.append(Finding(
+            FindingCode.LIB_SHADOWED, Severity.WARNING,
+            f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
+            (f"loaded: {res.path} (version {loaded_version or 'unknown'})",
+             *(f"environment's copy: {c.path} (version {c.version or 'unknown'})" for c in own)),
+            "put the environment's folder first: conda activate.d hook or preload hook",
+            {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
+    return out
+
+
+def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
+    """Libraries that resolve to a copy built for another CUDA major than the build's: the process would map two
+    CUDA runtimes (a libcurand.so.10 of CUDA 13 NEEDs libcudart.so.13), or cuDNN would dlopen another cuBLAS."""
+    if gpu.cuda_major is None:
+        return []
+    wrong: dict[str, tuple[str, int]] = {}
+    for res in provider.resolutions:
+        if res.path is None or res.name in wrong or res.name in DRIVER_LIBRARIES:
+            continue
+        major = facts.cuda_major_at(res.path)
+        if major is not None and major != gpu.cuda_major:
+            wrong[res.name] = (res.path, major)
+    if not wrong:
+        return []
+    return [Finding(
+        FindingCode.LIB_OTHER_CUDA, Severity.ERROR,
+        f"{len(wrong)} librar{'y resolves' if len(wrong) == 1 else 'ies resolve'} to copies built for another CUDA "
+        f"major than {gpu.package} {gpu.version} (CUDA {gpu.cuda_major}): {', '.join(wrong)}",
+        tuple(f"{name}: {path} (CUDA {major})" for name, (path, major) in wrong.items()),
+        f"install the CUDA {gpu.cuda_major} wheels that ship them and load those first; a process must not mix "
+        "CUDA majors",
+        {"sonames": list(wrong), "cuda_major": gpu.cuda_major})]
+
+
+def _file_version(path: str) -> str | None:
+    parsed = parse_lib_name(os.path.basename(os.path.realpath(path)))
+    return ".".join(map(str, parsed[1])) if parsed and parsed[1] else None
+
+
+def _search_summary(facts: Facts) -> str:
+    ld = facts.loader.ld_library_path
+    return (f"loader searched: LD_LIBRARY_PATH={ld if ld else '(unset)'}, {facts.loader.cache}, "
+            f"{', '.join(facts.loader.default_dirs)}")
+
+
+def soname_link_findings(facts: Facts) -> list[Finding]:
+    """A versioned file whose SONAME has no file next to it: the loader asks for the SONAME and finds nothing."""
+    out = []
+    present = {(c.directory, c.name) for c in facts.libraries}
+    for copy in facts.libraries:
+        if not copy.soname or copy.name == copy.soname:
+            continue
+        if (copy.directory, copy.soname) in present or os.path.lexists(os.path.join(copy.directory, copy.soname)):
+            continue
+        out.append(Finding(
+            FindingCode.SONAME_LINK_MISSING, Severity.ERROR if copy.inside_env else Severity.WARNING,
+            f"{copy.path} has SONAME {copy.soname}, but no {copy.soname} link exists next to it",
+            (f"{copy.directory}: has {copy.name}, lacks {copy.soname}",),
+            f"create the link {copy.soname} -> {copy.name} in that folder",
+            {"directory": copy.directory, "link": copy.soname, "target": copy.name,
+             "inside_env": copy.inside_env}))
+    return out
+
+
+
+def unreadable_dir_findings(facts: Facts) -> list[Finding]:
+    if not facts.loader.unreadable:
+        return []
+    return [Finding(
+        FindingCode.UNREADABLE_DIR, Severity.WARNING,
+        f"LD_LIBRARY_PATH has folder(s) this user cannot read: {', '.join(facts.loader.unreadable)}",
+        tuple(f"{d}: permission denied" for d in facts.loader.unreadable),
+        "fix the folder's permissions or drop it from LD_LIBRARY_PATH; the loader cannot list it", {})]

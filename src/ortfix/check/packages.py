@@ -1,0 +1,138 @@
+"""Which ONNX Runtime packages are installed, and the findings about them (ORT001-ORT006): nothing installed, the
+CPU package, both builds in one folder, other builds sharing the `onnxruntime` import package, a GPU build without
+its CUDA provider, and installed packages that pull the CPU package back in. Also the package names themselves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import Facts
+from ortfix.check.findings import Finding
+from ortfix.target.probe import Distribution
+
+CPU_PACKAGE = "onnxruntime"
+GPU_PACKAGE = "onnxruntime-gpu"
+# Other builds that install the same `onnxruntime` import package and therefore fight over its files.
+OTHER_VARIANTS = ("onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-training", "onnxruntime-qnn",
+                  "onnxruntime-silicon", "onnxruntime-rocm", "onnxruntime-migraphx", "onnxruntime-cann",
+                  "onnxruntime-vitisai", "onnxruntime-training-gpu", "ort-nightly", "ort-nightly-gpu",
+                  "ort-nightly-directml", "onnxruntime-gpu-cuda11", "onnxruntime-gpu-cuda12")
+
+
+def builds_onnxruntime(dist: Distribution) -> bool:
+    """A build that installs the `onnxruntime` import package (not onnxruntime-extensions, -genai...)."""
+    return (dist.normalized in (CPU_PACKAGE, GPU_PACKAGE, *OTHER_VARIANTS)
+            or any(path.startswith("onnxruntime/") for path, _, _ in dist.files))
+
+
+def first_version(candidates: Iterable[str | None]) -> str | None:
+    """The first candidate that is a valid version, as written; None when none is."""
+    for candidate in candidates:
+        if candidate:
+            try:
+                Version(candidate)
+                return candidate
+            except InvalidVersion:
+                continue
+    return None
+
+
+def package_findings(facts: Facts) -> list[Finding]:
+    out: list[Finding] = []
+    # Only the builds in the folder `import onnxruntime` picks compete: in a --system-site-packages venv, the base's
+    # onnxruntime behind the venv's own is shadowed, not installed "into the same folder".
+    active = facts.active_ort
+    dists = {d.normalized: d for d in facts.ort_distributions
+             if active is None or os.path.realpath(d.location) == os.path.realpath(active.dir.location)}
+    cpu = dists.get(CPU_PACKAGE)
+    gpu = dists.get(GPU_PACKAGE)
+    variants = [d for n, d in dists.items() if n in OTHER_VARIANTS]
+    if not dists and not facts.ort:
+        out.append(Finding(FindingCode.NO_ORT, Severity.ERROR, "ONNX Runtime is not installed in this environment",
+                           (f"python: {facts.probe.executable}", f"searched: {', '.join(facts.probe.sys_path)}"),
+                           f"install {GPU_PACKAGE} with the NVIDIA libraries it needs", {"action": "install"}))
+        return out
+    if cpu and not gpu:
+        out.append(Finding(
+            FindingCode.CPU_ONLY, Severity.ERROR,
+            f"the CPU-only package {cpu.name} {cpu.version} is installed, not {GPU_PACKAGE}: "
+            "only CPUExecutionProvider (and AzureExecutionProvider) exist",
+            (f"{cpu.name} {cpu.version} in {cpu.location}",),
+            f"swap {cpu.name} for {GPU_PACKAGE} of the matching version",
+            {"remove": [cpu.name], "version": cpu.version}))
+    if cpu and gpu:
+        install = next((o for o in facts.ort if o.dir.location == cpu.location), None)
+        winner = install.winner if install else None
+        cpu_won = winner is not None and winner.lower() == cpu.name.lower()
+        out.append(Finding(
+            FindingCode.CPU_AND_GPU, Severity.ERROR if cpu_won or winner is None else Severity.WARNING,
+            f"both {cpu.name} {cpu.version} and {gpu.name} {gpu.version} are installed into the same "
+            f"'onnxruntime' folder; " + (f"{cpu.name}'s files overwrote the GPU build" if cpu_won else
+                                          f"{winner}'s extension module is the one on disk, and uninstalling the "
+                                          "other would delete files both share" if winner else
+                                          "the extension module on disk matches neither RECORD"),
+            (f"{cpu.name} {cpu.version}: {cpu.dist_info}", f"{gpu.name} {gpu.version}: {gpu.dist_info}",
+             f"extension module owned by: {winner or 'unknown'}"),
+            f"uninstall both, then reinstall {GPU_PACKAGE} {gpu.version} alone",
+            {"remove": [cpu.name, gpu.name], "version": gpu.version, "reinstall": True}))
+    if variants:
+        names = ", ".join(f"{d.name} {d.version}" for d in variants)
+        out.append(Finding(
+            FindingCode.VARIANT_CONFLICT, Severity.ERROR if not gpu else Severity.WARNING,
+            f"other ONNX Runtime builds share the 'onnxruntime' import package: {names}",
+            tuple(f"{d.name} {d.version}: {d.dist_info}" for d in variants),
+            "uninstall them: only one ONNX Runtime build can own the 'onnxruntime' folder",
+            {"remove": [d.name for d in variants]}))
+    if gpu and not any(i.providers for i in facts.ort):
+        out.append(Finding(
+            FindingCode.PROVIDER_MISSING, Severity.ERROR,
+            f"{gpu.name} {gpu.version} is installed but onnxruntime/capi has no libonnxruntime_providers_cuda.so",
+            tuple(f"{o.dir.capi}: {', '.join(o.dir.files) or 'no libraries'}" for o in facts.ort),
+            f"reinstall {GPU_PACKAGE} {gpu.version}",
+            {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
+    marker_env = _marker_environment(facts)
+    pulls = [(d, reqs) for d in facts.probe.dependents
+             if (reqs := [r for r in d.requires if _names_cpu_package(r, marker_env)])]
+    if pulls and (gpu or cpu):
+        out.append(Finding(
+            FindingCode.DEPENDENT_PULLS_CPU, Severity.WARNING,
+            f"{len(pulls)} installed package(s) depend on the CPU package '{CPU_PACKAGE}' and will pull it back in "
+            "on the next install or upgrade, overwriting the GPU build",
+            tuple(f"{d.name} {d.version} requires {'; '.join(reqs)}" for d, reqs in pulls),
+            f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
+            f"--no-deps next to {GPU_PACKAGE}",
+            {"packages": [d.name for d, _reqs in pulls]}))
+    return out
+
+
+
+def _marker_environment(facts: Facts) -> dict[str, str]:
+    """PEP 508 marker values of the target interpreter (from its probe), for the markers of its dependents."""
+    version = facts.probe.python_version
+    return {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version,
+            "implementation_version": version,
+            "sys_platform": facts.probe.system.lower(), "platform_system": facts.probe.system,
+            "platform_machine": facts.probe.machine, "os_name": "posix" if facts.probe.system != "Windows" else "nt",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+
+
+def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
+    """Whether the requirement asks for the CPU package on this interpreter (its marker, if any, applies here; a
+    requirement of an extra applies only when that extra is asked for, which nothing here says)."""
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement  # costs 15 ms: only when needed
+
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return False
+    if req.name.lower().replace("_", "-") != CPU_PACKAGE:
+        return False
+    try:
+        return req.marker is None or req.marker.evaluate(environment)
+    except (UndefinedComparison, UndefinedEnvironmentName):
+        return True  # a marker ortfix cannot judge: say it, rather than hide it

@@ -1,0 +1,61 @@
+"""torch next to ONNX Runtime (TORCH001): the CUDA and cuDNN majors torch uses, against the build's."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.check.findings import Finding
+from ortfix.system.inventory import soname_major
+
+
+def torch_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:
+    torch = facts.probe.torch
+    if torch is None or not torch.cuda:
+        return []
+    torch_cuda = int(torch.cuda.split(".")[0])
+    torch_cudnn = torch_cudnn_major(facts)
+    problems = []
+    if gpu.cuda_major is not None and torch_cuda != gpu.cuda_major:
+        problems.append(f"torch {torch.version} uses CUDA {torch.cuda}, {gpu.package} {gpu.version} CUDA "
+                        f"{gpu.cuda_major}")
+    if torch_cudnn is not None and gpu.cudnn_major is not None and torch_cudnn != gpu.cudnn_major:
+        problems.append(f"torch {torch.version} uses cuDNN {torch_cudnn}, {gpu.package} {gpu.version} cuDNN "
+                        f"{gpu.cudnn_major}")
+    if not problems:
+        return []
+    return [Finding(
+        FindingCode.TORCH_MISMATCH, Severity.WARNING,
+        "torch and ONNX Runtime need different CUDA/cuDNN majors: each needs its own copy, and whichever is "
+        "imported first decides what the process has loaded",
+        (*problems, f"torch at {torch.dir}"),
+        "use an ONNX Runtime build for the same CUDA/cuDNN majors as torch, or keep both sets of libraries "
+        "installed and findable",
+        {"torch_cuda": torch_cuda, "torch_cudnn": torch_cudnn})]
+
+
+def torch_cudnn_major(facts: Facts) -> int | None:
+    """The cuDNN major torch uses: from its nvidia-cudnn requirement, else from the libcudnn it bundles."""
+    torch = facts.probe.torch
+    if torch is None:
+        return None
+    dist = facts.probe.dist("torch")
+    if dist and dist.requires:
+        # Deferred: packaging.requirements costs 15 ms of `ortfix check`, paid only when torch has requirements.
+        from packaging.requirements import InvalidRequirement, Requirement
+    for req in dist.requires if dist else ():
+        try:
+            parsed = Requirement(req)
+        except InvalidRequirement:
+            continue
+        if parsed.name.startswith("nvidia-cudnn"):
+            for spec in parsed.specifier:
+                try:
+                    return Version(spec.version.rstrip(".*")).major
+                except InvalidVersion:
+                    continue
+    for lib in torch.libs:
+        if lib.startswith("libcudnn.so."):
+            return soname_major(lib)
+    return None

@@ -1,0 +1,138 @@
+"""Which ONNX Runtime GPU build the plan ends up with: the one asked for, else the installed version's, else the
+newest that this Python, platform, driver and GPU can run (`choose_build`); whether the installed build is swapped
+for it (`needs_swap`), and the installed build as a choice when it stays (`installed_build`)."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.check.codes import FindingCode as Code
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.check.packages import CPU_PACKAGE, GPU_PACKAGE, first_version
+from ortfix.check.torch_compat import torch_cudnn_major
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import OrtBuild
+from ortfix.errors import OrtfixError
+from ortfix.plan.model import ChosenBuild, PlanOptions
+
+
+def installed_build(installed: OrtInstall) -> ChosenBuild | None:
+    if not (installed.package and installed.version and installed.cuda_major):
+        return None
+    index = installed.builds[0].index if installed.builds else "installed"
+    return ChosenBuild(package=installed.package, version=installed.version, cuda_major=installed.cuda_major,
+                       cudnn_major=installed.cudnn_major, index=index, reasons=())
+
+
+def needs_swap(codes: set[Code], installed: OrtInstall | None, target: ChosenBuild | None, options: PlanOptions,
+               *, reinstall_ort: bool = False, arch_error: bool = False) -> bool:
+    if target is None:
+        return False
+    if reinstall_ort or codes & {Code.NO_ORT, Code.CPU_ONLY, Code.CPU_AND_GPU, Code.PROVIDER_MISSING,
+                                 Code.DRIVER_TOO_OLD, Code.ORT_ORPHANED}:
+        return True
+    if installed is None:
+        return bool(codes & {Code.VARIANT_CONFLICT})
+    if arch_error and (installed.version != target.version or installed.cuda_major != target.cuda_major):
+        return True  # the GPU is older than anything the installed build runs on: another build is the fix
+    if options.ort_version and installed.version:
+        try:
+            if Version(options.ort_version) != Version(installed.version):
+                return True
+        except InvalidVersion:
+            return True  # the installed version cannot be read (a damaged install): install the one asked for
+    return bool(options.cuda_major and installed.cuda_major != options.cuda_major)
+
+
+def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
+    """The ORT version installed now, as far as a damaged install still tells it: the GPU build's
+    build_and_package_info.py, then the METADATA (or .dist-info name) of onnxruntime-gpu, then of onnxruntime, then
+    any `onnxruntime` folder's build info. Only a valid version counts; None when nothing says one."""
+    candidates = [installed.version if installed else None]
+    for name in (GPU_PACKAGE, CPU_PACKAGE):
+        candidates += [d.installed_version for d in facts.ort_distributions if d.normalized == name]
+    candidates += [o.version for o in facts.ort]
+    return first_version(candidates)
+
+
+def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
+                 installed: OrtInstall | None) -> ChosenBuild | None:
+    """The GPU build to end up with: the one asked for, else the installed version's, else the newest that this
+    Python, platform, driver and GPU can run (preferring torch's CUDA/cuDNN majors, to share its libraries)."""
+    probe = facts.probe
+    platform_tag = f"linux_{probe.machine}"
+    reasons: list[str] = []
+    current = _current_version(facts, installed)
+
+    def runs_here(build: OrtBuild) -> bool:
+        if build.index == "withdrawn" or not build.installs_for(probe.python_tag, probe.python_version, platform_tag):
+            return False
+        if options.cuda_major and build.cuda_major != options.cuda_major:
+            return False
+        if facts.driver.version and matrix.driver_supports_major(facts.driver.version, build.cuda_major) is False:
+            return False
+        cuda = matrix.cuda_major(build.cuda_major)
+        for gpu in facts.driver.gpus:
+            if gpu.compute_capability and cuda:
+                cc = Version(gpu.compute_capability)
+                if cc < Version(cuda.cc_min):
+                    return False
+                if build.compute_capabilities and cc < min(Version(a) for a in build.compute_capabilities):
+                    return False
+        return True
+
+    candidates = [(Version(v), b) for b in matrix.builds if b.package == GPU_PACKAGE for v in b.versions]
+    usable = [(v, b) for v, b in candidates if runs_here(b)]
+    if options.ort_version:
+        wanted = Version(options.ort_version)
+        exact = [(v, b) for v, b in usable if v == wanted]
+        if not exact:
+            known = any(v == wanted for v, _ in candidates)
+            raise OrtfixError(
+                f"no {GPU_PACKAGE} {options.ort_version} build " +
+                ("runs on this machine (Python, platform, driver or GPU rule it out)" if known
+                 else "is known to ortfix's compatibility matrix"),
+                hint="`ortfix matrix show` lists the known builds")
+        usable = exact
+    elif current:
+        cur = Version(current)
+        same = [(v, b) for v, b in usable if v == cur]
+        same_minor = [(v, b) for v, b in usable if (v.major, v.minor) == (cur.major, cur.minor)]
+        if same:
+            usable = same
+        elif same_minor:
+            reasons.append(f"{GPU_PACKAGE} {current} is not published for this setup; the nearest release of "
+                           f"{cur.major}.{cur.minor} is used")
+            usable = same_minor
+        elif usable:
+            reasons.append(f"no {GPU_PACKAGE} {cur.major}.{cur.minor} build runs here "
+                           "(driver, GPU or Python); the newest one that does is used")
+    if not usable:
+        return None
+    torch = facts.probe.torch
+    torch_cuda = int(torch.cuda.split(".")[0]) if torch and torch.cuda else None
+    torch_cudnn = torch_cudnn_major(facts)
+
+    driver_known = bool(facts.driver.version)
+
+    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, Version]:
+        v, b = item
+        shares_torch = int(torch_cuda == b.cuda_major and (torch_cudnn in (None, b.cudnn_major)))
+        # No driver to go by: prefer a build that also runs on the long-term driver branch still widely deployed
+        # (cuda.yaml's widely_deployed_driver: R535, so a CUDA 12 build over a CUDA 13 one, which needs R580).
+        widely = matrix.widely_deployed_driver
+        broad = int(not driver_known and widely is not None
+                    and matrix.driver_supports_major(widely, b.cuda_major) is True)
+        return (int(b.index == "default"), shares_torch, broad, v)
+
+    version, build = max(usable, key=rank)
+    if torch_cuda is not None and torch_cuda == build.cuda_major:
+        reasons.append(f"CUDA {build.cuda_major} matches torch {torch.version if torch else ''}, so its "
+                       "libraries can be shared")
+    cuda_row = matrix.cuda_major(build.cuda_major)
+    if not driver_known and cuda_row is not None:
+        reasons.append(f"{build.package} {version} is built for CUDA {build.cuda_major}: the machine it runs on needs "
+                       f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
+                       "another machine, plan with --driver VERSION)")
+    return ChosenBuild(package=build.package, version=str(version), cuda_major=build.cuda_major,
+                       cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))

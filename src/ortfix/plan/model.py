@@ -1,0 +1,85 @@
+"""What a plan is: the options it was made with (`PlanOptions`), its actions (`Action`), the ORT build it ends up
+with (`ChosenBuild`, the plan's "target" in JSON), the `Plan` itself with its JSON form, and the fingerprint that
+ties a saved plan to the facts, options and actions it was made from (`plan_fingerprint`, `PLAN_SCHEMA`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ortfix.check.findings import Finding, finding_json
+
+PLAN_SCHEMA = "ortfix.plan/2"
+# How libraries are made findable: by the environment's kind, a conda hook, a preload hook, or not at all.
+HOOK_CHOICES = ("auto", "conda", "preload", "none")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the user asked for: part of the plan (a saved plan is re-planned from them and must come out the same)."""
+
+    ort_version: str | None = None
+    cuda_major: int | None = None
+    hook: str = "auto"  # auto | conda | preload | none
+    driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
+    compute_capability: str | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    summary: str
+    changes: tuple[str, ...]  # "+ path", "- distribution", "~ path": what exactly changes
+    undo: str
+    fixes: tuple[str, ...]  # finding codes this action addresses
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChosenBuild:
+    """The ORT build the plan ends up with, and why it was chosen (the plan's "target" in JSON)."""
+
+    package: str
+    version: str
+    cuda_major: int
+    cudnn_major: int | None
+    index: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    schema: str
+    created: str
+    ortfix_version: str
+    python: str
+    prefix: str
+    environment: str
+    fingerprint: str  # of the facts, the options and the actions: what `apply PLAN.json` must find again
+    facts_fingerprint: str  # of the facts alone: tells "the environment changed" from "the file was edited"
+    options: PlanOptions
+    matrix_version: str
+    installer: str | None
+    target: ChosenBuild | None
+    actions: tuple[Action, ...]
+    unresolved: tuple[Finding, ...]  # problems no action here can fix (the driver, a reboot...)
+    notes: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["unresolved"] = [finding_json(f) for f in self.unresolved]
+        return doc
+
+
+def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequence[Action]) -> str:
+    doc = {"facts": facts_fingerprint, "options": asdict(options),
+           "actions": [{"kind": a.kind, "details": dict(a.details)} for a in actions]}
+    data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:16]

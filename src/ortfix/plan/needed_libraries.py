@@ -1,0 +1,65 @@
+"""Which CUDA libraries a plan must provide: those the chosen build needs (or, keeping the installed build, those
+the loader misses or finds elsewhere), the installed copies by soname, and the NVIDIA wheels that occupy the folder
+a wheel to install writes into."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import WheelSpec
+from ortfix.plan.model import ChosenBuild
+from ortfix.system.inventory import LibCopy, parse_lib_name
+from ortfix.target.probe import Distribution
+
+
+def needed_sonames(facts: Facts, matrix: Matrix, target: ChosenBuild | None, installed: OrtInstall | None,
+                   swap: bool) -> list[str]:
+    if not swap and installed is not None:
+        # Keep the installed build: exactly what the loader simulation says is missing or shadowed.
+        names: list[str] = []
+        for provider in installed.providers:
+            if provider.provider != "cuda":
+                continue
+            for r in provider.resolutions:
+                if r.name not in names and parse_lib_name(r.name) and (r.path is None or r.name in facts.findable):
+                    names.append(r.name)
+        return [n for n in names if _is_missing_or_shadowed(facts, installed, n)]
+    if target is None:
+        return []
+    build = next(b for b in matrix.builds if b.package == target.package and target.version in b.versions
+                 and b.cuda_major == target.cuda_major)
+    return list(dict.fromkeys((*build.cuda_needed, *build.cuda_lazy)))
+
+
+def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> bool:
+    for provider in installed.providers:
+        for r in provider.resolutions:
+            if r.name == name and r.path is None:
+                return True
+            if r.name == name and r.path is not None and installed.cuda_major is not None:
+                major = facts.cuda_major_at(r.path)
+                if major is not None and major != installed.cuda_major:
+                    return True  # a copy of another CUDA major (LIB008)
+    own = [c for c in facts.libraries if c.soname == name and c.inside_env]
+    found = facts.findable.get(name)
+    return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
+
+
+def occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
+    """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into."""
+    rows = {(w.distribution, w.dir) for _major, w in matrix.nvidia_wheels}
+    site = os.path.realpath(facts.probe.purelib)
+    return [d for d in facts.probe.distributions
+            if d.normalized != wheel.distribution and os.path.realpath(d.location) == site
+            and (d.normalized, wheel.dir) in rows]
+
+
+def copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:
+    out: dict[str, list[LibCopy]] = {}
+    for c in copies:
+        if c.soname:
+            out.setdefault(c.soname, []).append(c)
+    return out
