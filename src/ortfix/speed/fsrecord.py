@@ -137,12 +137,6 @@ class Recorder:
 _active: Recorder | None = None
 
 
-def saw(op: str, path: str) -> None:
-    """Record an observation made without a wrapped call (an answer taken from an in-process cache)."""
-    if _active is not None:
-        _active.note(op, path)
-
-
 def _stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
     if _active is None or dir_fd is not None:
         if _active is not None:

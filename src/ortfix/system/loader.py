@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ortfix.speed import fsrecord
 from ortfix.system import elf as elfmod
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.ldcache import LdCache
@@ -347,8 +346,12 @@ def _listdir(path: str) -> frozenset[str] | None:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return _EMPTY
-    fsrecord.saw("list", path)  # the names may come from the in-process cache, without an os.listdir to record
     return _listdir_cached(path, mtime)
+
+
+def forget_listings() -> None:
+    """Empty the in-process cache of folder listings: every folder is listed afresh (with os.listdir) from now on."""
+    _listdir_cached.cache_clear()
 
 
 def unreadable_dirs(value: str | None, cwd: str = "/") -> list[str]:
