@@ -14,8 +14,9 @@ from ortfix.errors import OrtfixError
 from ortfix.system import hooks, inventory
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.ldcache import load_ld_cache
+from ortfix.system.ldso import find_interpreter, system_search_dirs
 from ortfix.system.linux import LinuxPlatform
-from ortfix.system.loader import LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs, unreadable_dirs
+from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
 from ortfix.system.platform import HookKind, Platform
 from ortfix.system.platforms import platform_for
 from ortfix.target.probe import ProbeFacts, run_probe

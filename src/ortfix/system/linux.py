@@ -16,7 +16,8 @@ from ortfix.system.driver import DriverFacts, detect_driver
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
 from ortfix.system.ldcache import LdCache, load_ld_cache
-from ortfix.system.loader import LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs, unreadable_dirs
+from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
 from ortfix.system.platform import HookKind, InstalledHooks, MachineLoader
 from ortfix.target.probe import ProbeFacts
 
