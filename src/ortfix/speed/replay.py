@@ -4,7 +4,7 @@ A check depends on: ortfix itself (its version and the files of its package), th
 variables, working directory and user ortfix runs with, the probe's report from inside the target interpreter, and
 everything the check looked at on the file system. The probe runs every time (it reads the target's live state) and
 its report must match byte for byte; every file system observation of the earlier run is made again and must answer
-the same (observed.py). Anything else (another report, a changed file, an entry added to or removed from a folder
+the same (fsrecord.py). Anything else (another report, a changed file, an entry added to or removed from a folder
 the loader searches, another driver version in /sys) and the check runs in full.
 
 Racy timestamps: a file changed twice within one tick of the file system's clock keeps its mtime. So a result is
