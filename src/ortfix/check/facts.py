@@ -1,5 +1,9 @@
 """Gather the facts about one target environment: probe, driver, library copies, and the loader's answer for every
-library ORT's GPU providers need in a fresh process of that interpreter."""
+library ORT's GPU providers need in a fresh process of that interpreter. Everything platform-specific is reached
+through a `system.platform.Platform`; the probe run and the unfinished-transaction reader come from the caller.
+
+Over ~400 lines: the types of the facts, gathering them and the per-install analysis (which build, which provider
+loads what) are read together; the provider simulation and the JSON digest are the candidates to move out."""
 
 from __future__ import annotations
 
