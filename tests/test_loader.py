@@ -11,7 +11,8 @@ import pytest
 
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.ldcache import load_ld_cache
-from ortfix.system.loader import VIA_LOADED, LinuxLoader, LoaderConfig, find_interpreter, system_search_dirs
+from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.loader import VIA_LOADED, LinuxLoader, LoaderConfig
 from support.fixtures import build_stub_lib, ld_so_list
 
 INTERP = find_interpreter()

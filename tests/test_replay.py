@@ -237,3 +237,19 @@ def test_a_replay_does_not_import_the_diagnosis(envs: dict[str, Env]) -> None:
     second = subprocess.run(argv, capture_output=True, text=True, env=full_env, check=False)
     assert (second.returncode, second.stdout) == (first.returncode, first.stdout)
     assert "ortfix.speed.replay" in second.stderr and "ortfix.check.facts" not in second.stderr
+
+
+def test_a_recorded_check_lists_folders_the_loader_had_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader's in-process listing cache could answer without an os.listdir for the recorder to see: recording
+    a check starts by emptying it, so a folder listed before is still recorded as listed."""
+    from ortfix.speed.replay import SavedCheck
+    from ortfix.system import loader
+
+    folder = tmp_path / "libs"
+    folder.mkdir()
+    loader._listdir(str(folder))  # cached before the check starts
+    saved = SavedCheck(Path(sys.executable), tmp_path / "cache" / "checks" / "entry.json", "key")
+    monkeypatch.setattr("ortfix.speed.replay.RACY_MARGIN_NS", -RACY_MARGIN_NS)  # kept although just made
+    saved.record(lambda: (str(sorted(loader._listdir(str(folder)) or ())), 0, "report"))
+    entry = json.loads(saved.file.read_text(encoding="utf-8"))
+    assert ["list", str(folder)] in [obs[:2] for obs in entry["observations"]]

@@ -1,5 +1,9 @@
 """Gather the facts about one target environment: probe, driver, library copies, and the loader's answer for every
-library ORT's GPU providers need in a fresh process of that interpreter."""
+library ORT's GPU providers need in a fresh process of that interpreter. Everything platform-specific is reached
+through a `system.platform.Platform`; the probe run and the unfinished-transaction reader come from the caller.
+
+Over ~400 lines: the types of the facts, gathering them and the per-install analysis (which build, which provider
+loads what) are read together; the provider simulation and the JSON digest are the candidates to move out."""
 
 from __future__ import annotations
 
@@ -8,40 +12,52 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, Union
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
-from ortfix.errors import OrtfixError
-from ortfix.speed import prefetch
-from ortfix.system import hooks, subproc
-from ortfix.system.driver import DriverFacts, detect_driver, overridden_driver
+from ortfix.system import subproc
+from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.elf import NotElf
 from ortfix.system.elfcache import ElfReader
-from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name, scan, soname_major
-from ortfix.system.ldcache import load_ld_cache
-from ortfix.system.loader import (
-    LinuxLoader,
-    LoaderConfig,
-    Resolution,
-    find_interpreter,
-    system_search_dirs,
-    unreadable_dirs,
-)
+from ortfix.system.inventory import LibCopy, cuda_major_by_name
+from ortfix.system.linux import DRIVER_LIBRARIES as DRIVER_LIBRARIES  # Linux's, for diagnose and plan
+from ortfix.system.loader import Resolution
+from ortfix.system.platform import Platform, SimulatedProcess, unsupported
+from ortfix.system.platforms import platform_for
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
-if TYPE_CHECKING:
-    from ortfix.transaction.journal import InterruptedTransaction
-
-# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
-DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
-
-PROVIDER_LIBS = {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"}
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
+
+
+class UnfinishedTransaction(Protocol):
+    """An apply or rollback that died half-way, or whose journal cannot be read or trusted (the transaction
+    journal's reader gives these; facts only carries them, so it never imports the transaction layer)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> Enum | None: ...  # running | rolling-back; None: unreadable
+    @property
+    def created(self) -> str: ...
+    @property
+    def steps_started(self) -> int: ...
+    @property
+    def steps_total(self) -> int: ...
+    @property
+    def folder(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+UnfinishedReader = Callable[[str], Sequence[UnfinishedTransaction]]  # environment prefix → its unfinished ones
+ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]  # running, or done already
 
 
 @dataclass(frozen=True)
@@ -103,7 +119,7 @@ class Facts:
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
     hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
     uv: str | None = None  # `uv` on PATH, an installer for environments without pip
-    interrupted: tuple[InterruptedTransaction, ...] = ()  # apply/rollback runs that died half-way
+    interrupted: tuple[UnfinishedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
 
     def distributions(self, prefix: str) -> list[Distribution]:
@@ -153,51 +169,49 @@ def gather(
     python: Path,
     matrix: Matrix,
     *,
+    probe_run: ProbeRun | None = None,
+    unfinished: UnfinishedReader | None = None,
     driver_version: str | None = None,
     compute_capability: str | None = None,
     reader: ElfReader | None = None,
+    platform: Platform | None = None,
 ) -> Facts:
-    # The probe runs while ortfix reads the loader cache and the driver (it may already be running: prefetch).
-    proc = prefetch.take(python) or start_probe(python)
+    """The facts about the environment of `python`. `probe_run`: the probe already started for it (else one starts
+    now); `unfinished`: what reads the environment's unfinished transactions (None: not looked for); `platform`:
+    the machine's (else the one for sys.platform)."""
+    plat = platform or platform_for(sys.platform)
+    # The probe runs while ortfix reads the loader's set-up and the driver (it may already be running: prefetch).
+    proc = probe_run or start_probe(python)
     try:
-        cache = load_ld_cache()
-        base_driver = detect_driver(cache)
+        base_driver = plat.detect_driver()
         driver = (overridden_driver(driver_version, compute_capability, base_driver)
                   if driver_version or compute_capability else base_driver)
-        interpreter = find_interpreter()
-        default_dirs, hwcaps = system_search_dirs(interpreter)
+        machine = plat.machine_loader()
     except BaseException:
         if not isinstance(proc, subprocess.CompletedProcess):
             subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
         raise
     probe = finish_probe(proc, python)
-    if probe.system != "Linux":
-        raise OrtfixError(f"{probe.system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
-                          hint="Windows support is on the roadmap")
+    if probe.system != plat.system:
+        raise unsupported(probe.system)
     reader = reader or ElfReader()
-    libraries = tuple(scan(probe, cache, reader, matrix))
+    libraries = tuple(plat.scan_libraries(probe, reader, matrix))
 
-    prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
-    preloaded = tuple(hooks.read_preload_hook(probe.purelib) or ())
+    installed = plat.installed_hooks(probe)
+    prepend = installed.search_prepend
+    preloaded = installed.preloaded
     ld_path = probe.environ.get("LD_LIBRARY_PATH")
     notes: list[str] = []
     if prepend and not all(d in (ld_path or "").split(":") for d in prepend):
         # The hook runs on `conda activate`; judge the environment as it will be once activated.
         ld_path = ":".join((*prepend, *([ld_path] if ld_path else [])))
         notes.append("LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)")
-    config = LoaderConfig(
-        ld_library_path=ld_path,
-        cache=cache,
-        default_dirs=default_dirs,
-        hwcaps_subdirs=hwcaps,
-        cwd=probe.cwd,
-        elf_class=probe.pointer_bits,
-        machine={"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(probe.machine, "EM_" + probe.machine.upper()),
-    )
-    ort = tuple(
-        _analyze_ort(d, probe, matrix, config, reader, interpreter, preloaded) for d in probe.ort_dirs
-    )
-    findable = _findable(config, reader, interpreter, preloaded, matrix, ort)
+
+    def fresh_process() -> SimulatedProcess:
+        return plat.new_process(probe, ld_path, reader)
+
+    ort = tuple(_analyze_ort(d, probe, matrix, plat, fresh_process, reader, preloaded) for d in probe.ort_dirs)
+    findable = _findable(fresh_process(), preloaded, matrix, ort)
     reader.save()
     return Facts(
         target=str(python),
@@ -209,33 +223,21 @@ def gather(
             ld_library_path=ld_path,
             activation_prepend=prepend,
             preloaded=preloaded,
-            default_dirs=default_dirs,
-            cache=cache.source,
-            unreadable=tuple(unreadable_dirs(probe.environ.get("LD_LIBRARY_PATH"), probe.cwd)),
+            default_dirs=machine.default_dirs,
+            cache=machine.index_source,
+            unreadable=tuple(plat.unreadable_dirs(probe.environ.get("LD_LIBRARY_PATH"), probe.cwd)),
         ),
         matrix_version=matrix.data_version,
         findable=findable,
-        hook_files_present=tuple(
-            str(p) for p in (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
-            if os.path.lexists(p)),
+        hook_files_present=installed.files_present,
         uv=shutil.which("uv"),
-        interrupted=_interrupted(probe.prefix),
+        interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),
     )
 
 
-def _interrupted(prefix: str) -> tuple[InterruptedTransaction, ...]:
-    if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
-        return ()  # the common case costs one stat, not an import of the journal machinery
-    from ortfix.transaction.journal import interrupted_transactions
-
-    return tuple(interrupted_transactions(prefix))
-
-
 def _findable(
-    config: LoaderConfig,
-    reader: ElfReader,
-    interpreter: str | None,
+    loader: SimulatedProcess,
     preloaded: tuple[str, ...],
     matrix: Matrix,
     ort: tuple[OrtInstall, ...],
@@ -248,9 +250,6 @@ def _findable(
     for install in ort:
         for provider in install.providers:
             names.update(r.name for r in provider.resolutions)
-    loader = LinuxLoader(config, reader)
-    if interpreter:
-        loader.preload(interpreter)
     for path in preloaded:
         if os.path.exists(path):
             with contextlib.suppress(NotElf, OSError):
@@ -308,9 +307,9 @@ def _analyze_ort(
     ort_dir: OrtDir,
     probe: ProbeFacts,
     matrix: Matrix,
-    config: LoaderConfig,
+    plat: Platform,
+    fresh_process: Callable[[], SimulatedProcess],
     reader: ElfReader,
-    interpreter: str | None,
     preloaded: tuple[str, ...],
 ) -> OrtInstall:
     info = ort_dir.build_info
@@ -320,7 +319,7 @@ def _analyze_ort(
     owner = _owning_distribution(ort_dir, probe, owners, winner)
     package = owner.normalized if owner else info.get("package_name")
     version = (owner.installed_version if owner else None) or info.get("__version__")
-    cuda_lib = ort_dir.lib(PROVIDER_LIBS["cuda"])
+    cuda_lib = ort_dir.lib(plat.provider_libraries["cuda"])
     needed: tuple[str, ...] = ()
     if cuda_lib:
         try:
@@ -330,9 +329,9 @@ def _analyze_ort(
     # The CUDA and cuDNN majors: what the provider NEEDs, else what _ld_preload.py loads for it (before 1.16), else
     # the build info, else the matrix row of this release.
     # _ld_preload.py is a file in the environment: only bare CUDA/cuDNN sonames from it are used (never a path).
-    preload = tuple(n for n in ort_dir.preload_cuda if parse_lib_name(n))
+    preload = tuple(n for n in ort_dir.preload_cuda if plat.parse_library_name(n))
     linked = (*needed, *preload)
-    cuda_major = next((soname_major(n) for n in linked if n.startswith("libcudart.so.")), None)
+    cuda_major = next((plat.library_major(n) for n in linked if n.startswith("libcudart.so.")), None)
     cuda_source = "binary" if cuda_major is not None else None
     if cuda_major is None and info.get("cuda_version"):
         with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
@@ -342,19 +341,19 @@ def _analyze_ort(
                    if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
     if cuda_major is None and len({b.cuda_major for b in builds}) == 1:
         cuda_major, cuda_source = builds[0].cuda_major, "matrix"
-    cudnn_major = next((soname_major(n) for n in linked if n.startswith("libcudnn.so.")), None)
+    cudnn_major = next((plat.library_major(n) for n in linked if n.startswith("libcudnn.so.")), None)
     if cudnn_major is None and builds:
         cudnn_major = builds[0].cudnn_major
     providers = []
-    for provider, lib_name in PROVIDER_LIBS.items():
+    for provider, lib_name in plat.provider_libraries.items():
         lib = ort_dir.lib(lib_name)
         if lib is None:
             continue
         lazy: tuple[str, ...] = ()
         if provider == "cuda":
             lazy = preload or (builds[0].cuda_lazy if builds else ())
-        providers.append(simulate_provider(provider, lib, ort_dir, probe, config, reader, interpreter, preloaded,
-                                           lazy, matrix, cudnn_major))
+        providers.append(simulate_provider(provider, lib, ort_dir, probe, fresh_process, reader, preloaded,
+                                           lazy, matrix, cudnn_major, plat.driver_libraries))
     return OrtInstall(
         dir=ort_dir,
         package=package,
@@ -375,20 +374,18 @@ def simulate_provider(
     library: str,
     ort_dir: OrtDir,
     probe: ProbeFacts,
-    config: LoaderConfig,
+    fresh_process: Callable[[], SimulatedProcess],
     reader: ElfReader,
-    interpreter: str | None,
     preloaded: tuple[str, ...],
     lazy: tuple[str, ...],
     matrix: Matrix,
     cudnn_major: int | None,
+    driver_libraries: tuple[str, ...],
 ) -> ProviderLoad:
     """A fresh process of the target interpreter: python and its libraries, LD_PRELOAD and ortfix's preload hook,
     ORT's extension module, then the provider with `dlopen` (as ORT does), then what it loads lazily."""
-    loader = LinuxLoader(config, reader)
     try:
-        if interpreter:
-            loader.preload(interpreter)
+        loader = fresh_process()  # the machine's loader is mapped first
         caller: str | None = None
         try:
             loader.start_process(probe.real_executable)
@@ -422,10 +419,11 @@ def simulate_provider(
     except (NotElf, OSError) as exc:
         return ProviderLoad(provider, library, (), (), error=str(exc))
     return ProviderLoad(provider, library, needed, tuple(resolutions),
-                        needs_driver=_needing_driver(resolutions, reader))
+                        needs_driver=_needing_driver(resolutions, reader, driver_libraries))
 
 
-def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader) -> tuple[str, ...]:
+def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader,
+                    driver_libraries: tuple[str, ...]) -> tuple[str, ...]:
     """The resolved libraries whose NEEDED entries lead to a driver library. Read from each file's own NEEDED (a
     library the preload hook mapped first resolves as 'already loaded', without its dependencies listed again)."""
     where = {r.name: r.path for r in resolutions if r.path}
@@ -435,7 +433,7 @@ def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader) -> tup
             needs[name] = reader.read(path).needed
         except (NotElf, OSError):
             needs[name] = ()
-    bad = set(DRIVER_LIBRARIES)
+    bad = set(driver_libraries)
     grew = True
     while grew:
         grew = False
@@ -443,7 +441,7 @@ def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader) -> tup
             if name not in bad and bad.intersection(deps):
                 bad.add(name)
                 grew = True
-    return tuple(n for n in where if n in bad and n not in DRIVER_LIBRARIES)
+    return tuple(n for n in where if n in bad and n not in driver_libraries)
 
 
 def facts_summary(facts: Facts) -> dict[str, object]:

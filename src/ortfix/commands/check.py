@@ -5,6 +5,8 @@ ortfix's own environment alone unless it is named."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,10 +16,12 @@ from ortfix.check.findings import Finding, problems
 from ortfix.compat.load import load_matrix
 from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.speed import prefetch
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
 if TYPE_CHECKING:
     from ortfix.target.probe import ProbeFacts
+    from ortfix.transaction.journal import InterruptedTransaction
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,19 @@ def run_check(python: str | None, *, driver_version: str | None = None,
               compute_capability: str | None = None) -> CheckResult:
     matrix = load_matrix()
     chosen = choose_target(python)
-    facts = gather(chosen.python, matrix, driver_version=driver_version, compute_capability=compute_capability)
+    facts = gather(chosen.python, matrix, probe_run=prefetch.take(chosen.python), unfinished=unfinished_transactions,
+                   driver_version=driver_version, compute_capability=compute_capability)
     return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
                        target=describe(facts.probe, chosen.chosen_by))
+
+
+def unfinished_transactions(prefix: str) -> Sequence[InterruptedTransaction]:
+    """The environment's unfinished transactions, for check's facts (TX001)."""
+    if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
+        return ()  # the common case costs one stat, not an import of the journal machinery (keeps `check` fast)
+    from ortfix.transaction.journal import interrupted_transactions
+
+    return interrupted_transactions(prefix)
 
 
 def own_environment_note(target: TargetDescription) -> str | None:

@@ -1,12 +1,12 @@
 """Record what a computation looked at on the file system, so that its result can be reused for as long as looking
-again gives the same answers (the `check` result cache, checkcache.py).
+again gives the same answers (the `check` result cache, speed/replay.py).
 
 A missed observation would mean a stale diagnosis, so completeness comes first. Rather than trusting every module to
 report what it reads, `recording()` wraps, for the duration of the computation, the os-level functions that Python
 code reaches the file system through: os.stat, os.lstat, os.listdir, os.scandir, os.access, os.readlink, os.open,
 builtins.open and io.open. pathlib, glob, shutil.which and os.path look these up at call time on Python >= 3.11 (the
 pathlib of 3.9 and 3.10 binds them at import), so recording is offered there only, and only on POSIX (Windows'
-os.path.exists is implemented in C). tests/test_checkcache.py cross-checks with audit hooks that nothing the check
+os.path.exists is implemented in C). tests/test_replay.py cross-checks with audit hooks that nothing the check
 opens or lists escapes the record.
 
 An observation is `[op, path, answer]`, JSON-ready. Answers are chosen to change whenever what was seen changes:
@@ -14,7 +14,9 @@ An observation is `[op, path, answer]`, JSON-ready. Answers are chosen to change
 - a folder: type, permissions, inode, device; listing it adds its mtime (every entry added, removed or renamed
   changes it) — a folder's times are not part of a plain stat, or /tmp would invalidate everything;
 - /proc and /sys: timestamps mean nothing there, so the content (or the names listed) is compared.
-What was looked at under `ignored` (ortfix's own cache folder) is not recorded. The entries a scandir yields are
+What was looked at under `ignored` (ortfix's own cache folder) is not recorded. Domain modules know nothing of
+this: an in-process cache that answers without a wrapped call is emptied by the caller before recording
+(replay.SavedCheck.record), and what a child process looked at is noted there too. The entries a scandir yields are
 not stat'ed through os.stat, but an entry cannot change type without its folder's listing changing.
 """
 
@@ -137,12 +139,6 @@ class Recorder:
 _active: Recorder | None = None
 
 
-def saw(op: str, path: str) -> None:
-    """Record an observation made without a wrapped call (an answer taken from an in-process cache)."""
-    if _active is not None:
-        _active.note(op, path)
-
-
 def _stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
     if _active is None or dir_fd is not None:
         if _active is not None:
@@ -236,7 +232,7 @@ def recording(ignored: Sequence[str] = ()) -> Iterator[Recorder]:
     """Record every file system observation made inside the block (one recording at a time, one thread)."""
     global _active
     if _active is not None:
-        raise RuntimeError("observed.recording() does not nest")
+        raise RuntimeError("fsrecord.recording() does not nest")
     recorder = Recorder(ignored)
     originals = [(module, name, getattr(module, name)) for module, name, _ in _PATCHES]
     for module, name, replacement in _PATCHES:

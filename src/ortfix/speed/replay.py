@@ -4,7 +4,7 @@ A check depends on: ortfix itself (its version and the files of its package), th
 variables, working directory and user ortfix runs with, the probe's report from inside the target interpreter, and
 everything the check looked at on the file system. The probe runs every time (it reads the target's live state) and
 its report must match byte for byte; every file system observation of the earlier run is made again and must answer
-the same (observed.py). Anything else (another report, a changed file, an entry added to or removed from a folder
+the same (fsrecord.py). Anything else (another report, a changed file, an entry added to or removed from a folder
 the loader searches, another driver version in /sys) and the check runs in full.
 
 Racy timestamps: a file changed twice within one tick of the file system's clock keeps its mtime. So a result is
@@ -35,6 +35,9 @@ RACY_MARGIN_NS = 2_000_000_000
 MAX_ENTRIES = 64
 # Variables that differ between two shells without changing anything ortfix or the target sees.
 _ENV_NOISE = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
+# File system answers a check depends on through a child process (the recorder sees only ortfix's own calls). The
+# probe's report is compared as a whole and ld.so's search list is keyed by ld.so's identity (recorded by os.stat).
+_SEEN_BY_SUBPROCESSES = (("list", "/proc/driver/nvidia/gpus"),)
 
 class SavedCheck:
     """The cache slot of one check command line: `replay` answers from it, `record` fills it."""
@@ -69,9 +72,18 @@ class SavedCheck:
     def record(self, check: Callable[[], tuple[str, int, str]]) -> tuple[str, int]:
         """Run `check` (returning output, exit code and the probe's report) while recording what it looks at; keep
         the result when it can be validated by looking again; (output, exit code)."""
+        # Deferred: the replay path (above) must not import the loader. Its in-process cache of folder listings
+        # would answer without an os.listdir for the recorder to see: emptied, every folder is listed while recording.
+        from ortfix.system.loader import forget_listings
+
+        forget_listings()
         started_ns = time.time_ns()
         with fsrecord.recording(ignored=[str(self.file.parent.parent)]) as recorder:
             output, exit_code, report = check()
+            # What the check learnt from programs it ran, which the recorder cannot watch: the GPU query's answer
+            # (NVML in a child interpreter) changes with the GPUs present, which the kernel lists here.
+            for op, path in _SEEN_BY_SUBPROCESSES:
+                recorder.note(op, path)
         observations = recorder.observations
         # Something it depends on that changed just now may change again within the same clock tick, unseen.
         settled = fsrecord.newest_change_ns(observations) <= started_ns - RACY_MARGIN_NS

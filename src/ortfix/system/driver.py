@@ -17,7 +17,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortfix.speed import fsrecord
 from ortfix.system import subproc
 from ortfix.system.ldcache import LdCache
 
@@ -113,8 +112,6 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
     gpus: tuple[Gpu, ...] = ()
     cuda_version = None
     if query_gpus and libcuda and root == Path("/"):
-        # The answer changes with the GPUs present, which /proc lists: the check cache compares that listing.
-        fsrecord.saw("list", "/proc/driver/nvidia/gpus")
         queried = query_gpu_subprocess()
         if queried is not None:
             gpus = queried.gpus

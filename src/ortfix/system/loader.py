@@ -19,9 +19,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
-from ortfix.speed import fsrecord
 from ortfix.system import elf as elfmod
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.ldcache import LdCache
@@ -347,8 +345,12 @@ def _listdir(path: str) -> frozenset[str] | None:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return _EMPTY
-    fsrecord.saw("list", path)  # the names may come from the in-process cache, without an os.listdir to record
     return _listdir_cached(path, mtime)
+
+
+def forget_listings() -> None:
+    """Empty the in-process cache of folder listings: every folder is listed afresh (with os.listdir) from now on."""
+    _listdir_cached.cache_clear()
 
 
 def unreadable_dirs(value: str | None, cwd: str = "/") -> list[str]:
@@ -358,83 +360,3 @@ def unreadable_dirs(value: str | None, cwd: str = "/") -> list[str]:
         if os.path.isdir(d) and not os.access(d, os.R_OK | os.X_OK):
             out.append(d)
     return out
-
-
-# -- the machine's loader configuration -------------------------------------------------------------------------
-
-_FALLBACK_DIRS = {
-    "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
-    "aarch64": ("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
-}
-_INTERPRETERS = {
-    "x86_64": ("/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
-    "aarch64": ("/lib/ld-linux-aarch64.so.1", "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"),
-}
-
-
-def find_interpreter(arch: str | None = None) -> str | None:
-    for candidate in _INTERPRETERS.get(arch or platform.machine(), ()):
-        if os.path.exists(candidate):
-            return candidate
-    return None
-
-
-def system_search_dirs(interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(default directories, glibc-hwcaps subdirectories) as the installed ld.so reports them (`ld.so --help`,
-    glibc >= 2.33); the distribution's usual list when it cannot tell."""
-    arch = platform.machine()
-    fallback = (_FALLBACK_DIRS.get(arch, ("/lib64", "/usr/lib64", "/lib", "/usr/lib")), ())
-    if interpreter is None:
-        return fallback
-    # ld.so's answer only changes with ld.so itself: cache it by the file's identity.
-    try:
-        st = os.stat(interpreter)
-    except OSError:
-        return _system_search_dirs(interpreter, None, fallback)
-    return _system_search_dirs(interpreter, f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}", fallback)
-
-
-@lru_cache(maxsize=4)
-def _system_search_dirs(interpreter: str, identity: str | None,
-                        fallback: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    import json
-
-    from ortfix.system import subproc
-    from ortfix.system.cachedir import cache_dir, write_json
-
-    base = cache_dir() if identity else None
-    cache_file = base / f"ldso-{identity}.json" if base else None
-    if cache_file is not None:
-        try:
-            dirs_cached, hwcaps_cached = json.loads(cache_file.read_text(encoding="utf-8"))
-            return tuple(dirs_cached), tuple(hwcaps_cached)
-        except (OSError, ValueError, TypeError):
-            pass
-    result = _ask_ld_so(interpreter, subproc) or fallback
-    if cache_file is not None:
-        write_json(cache_file, result)
-    return result
-
-
-def _ask_ld_so(interpreter: str, subproc: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    try:
-        proc = subproc.run([interpreter, "--help"], timeout=10, env={"LC_ALL": "C"})
-    except Exception:
-        return None
-    dirs = []
-    hwcaps = []
-    in_hwcaps = False
-    for line in proc.stdout.splitlines():
-        stripped = line.strip()
-        if stripped.endswith("(system search path)"):
-            dirs.append(stripped.rsplit(" (", 1)[0])
-        elif line.startswith("Subdirectories of glibc-hwcaps"):
-            in_hwcaps = True
-        elif in_hwcaps:
-            if not stripped:
-                in_hwcaps = False
-            elif "searched" in stripped and "not" not in stripped.split("(", 1)[-1].split(",")[0]:
-                hwcaps.append(stripped.split(" ", 1)[0])
-    if not dirs:
-        return None
-    return (tuple(dirs), tuple(hwcaps))

@@ -2,6 +2,9 @@
 
 Standard library only, and syntax that Python 3.6 accepts, because it runs in whatever interpreter the user points
 ortfix at. It never imports onnxruntime (that can crash or cost 200 ms); it reads files instead.
+
+Over the usual ~400 lines on purpose: it is sent to the target as the source of one `python -c`, so it must be one
+self-contained file (it cannot import ortfix's other modules, which the target does not have).
 """
 import sys
 

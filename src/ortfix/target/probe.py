@@ -1,4 +1,5 @@
-"""Host side of the probe: pick the target interpreter, run `_probe.py` inside it, and type what it reports."""
+"""Host side of the probe: run `_probe.py` inside the target interpreter and type what it reports (one concept, the
+probe's report: its types, their parsing from the untrusted JSON, starting and finishing the run)."""
 
 from __future__ import annotations
 

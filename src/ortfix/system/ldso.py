@@ -1,0 +1,85 @@
+"""The machine's own loader, ld.so: which file it is, and the folders (and glibc-hwcaps subfolders) it searches by
+default, as the installed ld.so itself reports them; the loader simulation (loader.py) is configured with these."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from functools import lru_cache
+
+from ortfix.system import subproc
+from ortfix.system.cachedir import cache_dir, write_json
+
+_FALLBACK_DIRS = {
+    "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
+    "aarch64": ("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
+}
+_INTERPRETERS = {
+    "x86_64": ("/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
+    "aarch64": ("/lib/ld-linux-aarch64.so.1", "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"),
+}
+
+
+def find_interpreter(arch: str | None = None) -> str | None:
+    """The path of the machine's ld.so for `arch` (this machine's by default), None when it has none."""
+    for candidate in _INTERPRETERS.get(arch or platform.machine(), ()):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def system_search_dirs(interpreter: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(default directories, glibc-hwcaps subdirectories) as the installed ld.so reports them (`ld.so --help`,
+    glibc >= 2.33); the distribution's usual list when it cannot tell."""
+    arch = platform.machine()
+    fallback = (_FALLBACK_DIRS.get(arch, ("/lib64", "/usr/lib64", "/lib", "/usr/lib")), ())
+    if interpreter is None:
+        return fallback
+    # ld.so's answer only changes with ld.so itself: cache it by the file's identity.
+    try:
+        st = os.stat(interpreter)
+    except OSError:
+        return _system_search_dirs(interpreter, None, fallback)
+    return _system_search_dirs(interpreter, f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}", fallback)
+
+
+@lru_cache(maxsize=4)
+def _system_search_dirs(interpreter: str, identity: str | None,
+                        fallback: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    base = cache_dir() if identity else None
+    cache_file = base / f"ldso-{identity}.json" if base else None
+    if cache_file is not None:
+        try:
+            dirs_cached, hwcaps_cached = json.loads(cache_file.read_text(encoding="utf-8"))
+            return tuple(dirs_cached), tuple(hwcaps_cached)
+        except (OSError, ValueError, TypeError):
+            pass
+    result = _ask_ld_so(interpreter) or fallback
+    if cache_file is not None:
+        write_json(cache_file, result)
+    return result
+
+
+def _ask_ld_so(interpreter: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    try:
+        proc = subproc.run([interpreter, "--help"], timeout=10, env={"LC_ALL": "C"})
+    except Exception:
+        return None
+    dirs = []
+    hwcaps = []
+    in_hwcaps = False
+    for line in proc.stdout.splitlines():
+        stripped = line.strip()
+        if stripped.endswith("(system search path)"):
+            dirs.append(stripped.rsplit(" (", 1)[0])
+        elif line.startswith("Subdirectories of glibc-hwcaps"):
+            in_hwcaps = True
+        elif in_hwcaps:
+            if not stripped:
+                in_hwcaps = False
+            elif "searched" in stripped and "not" not in stripped.split("(", 1)[-1].split(",")[0]:
+                hwcaps.append(stripped.split(" ", 1)[0])
+    if not dirs:
+        return None
+    return (tuple(dirs), tuple(hwcaps))

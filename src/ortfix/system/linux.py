@@ -1,0 +1,101 @@
+"""The Linux platform: glibc's loader (simulated by loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
+SONAMEs (inventory.py's naming rules), the driver (driver.py) and the conda activation and preload hooks (hooks.py),
+put together behind the `Platform` Protocol of platform.py. It only delegates: the behaviour lives in those modules.
+One object serves one check: the machine's loader set-up is read once, on first use."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from types import MappingProxyType
+
+from ortfix.compat.matrix import Matrix
+from ortfix.system import hooks, inventory
+from ortfix.system.driver import DriverFacts, detect_driver
+from ortfix.system.elfcache import ElfReader
+from ortfix.system.inventory import LibCopy
+from ortfix.system.ldcache import LdCache, load_ld_cache
+from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
+from ortfix.system.platform import HookKind, InstalledHooks, MachineLoader
+from ortfix.target.probe import ProbeFacts
+
+# Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
+DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
+PROVIDER_LIBRARIES: Mapping[str, str] = MappingProxyType(
+    {"cuda": "libonnxruntime_providers_cuda.so", "tensorrt": "libonnxruntime_providers_tensorrt.so"})
+_ELF_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
+
+
+class LinuxPlatform:
+    """glibc's Linux (see the module docstring); satisfies platform.Platform."""
+
+    system = "Linux"
+    provider_libraries = PROVIDER_LIBRARIES
+    driver_libraries = DRIVER_LIBRARIES
+    hook_kinds = (HookKind.CONDA_ACTIVATE, HookKind.PRELOAD)
+
+    def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
+        return inventory.parse_lib_name(name)
+
+    def library_major(self, name: str) -> int | None:
+        return inventory.soname_major(name)
+
+    def cuda_major_by_name(self, name: str) -> int | None:
+        return inventory.cuda_major_by_name(name)
+
+    # -- the machine, read once ------------------------------------------------------------------------------
+    @cached_property
+    def ld_cache(self) -> LdCache:
+        return load_ld_cache()
+
+    @cached_property
+    def interpreter(self) -> str | None:
+        """The machine's ld.so."""
+        return find_interpreter()
+
+    @cached_property
+    def _search_dirs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return system_search_dirs(self.interpreter)
+
+    def machine_loader(self) -> MachineLoader:
+        return MachineLoader(index_source=self.ld_cache.source, default_dirs=self._search_dirs[0])
+
+    def detect_driver(self) -> DriverFacts:
+        return detect_driver(self.ld_cache)
+
+    def scan_libraries(self, probe: ProbeFacts, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
+        return inventory.scan(probe, self.ld_cache, reader, matrix)
+
+    # -- the target's processes ------------------------------------------------------------------------------
+    def installed_hooks(self, probe: ProbeFacts) -> InstalledHooks:
+        prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
+        paths = (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
+        return InstalledHooks(
+            search_prepend=prepend,
+            preloaded=tuple(hooks.read_preload_hook(probe.purelib) or ()),
+            files_present=tuple(str(p) for p in paths if os.path.lexists(p)),
+        )
+
+    def loader_config(self, probe: ProbeFacts, search_path: str | None) -> LoaderConfig:
+        """What decides the search in a process of the target with LD_LIBRARY_PATH=`search_path`."""
+        dirs, hwcaps = self._search_dirs
+        return LoaderConfig(
+            ld_library_path=search_path,
+            cache=self.ld_cache,
+            default_dirs=dirs,
+            hwcaps_subdirs=hwcaps,
+            cwd=probe.cwd,
+            elf_class=probe.pointer_bits,
+            machine=_ELF_MACHINES.get(probe.machine, "EM_" + probe.machine.upper()),
+        )
+
+    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: ElfReader) -> LinuxLoader:
+        loader = LinuxLoader(self.loader_config(probe, search_path), reader)
+        if self.interpreter:
+            loader.preload(self.interpreter)
+        return loader
+
+    def unreadable_dirs(self, search_path: str | None, cwd: str) -> list[str]:
+        return unreadable_dirs(search_path, cwd)

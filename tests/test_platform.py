@@ -1,0 +1,109 @@
+"""The platform seam: the Linux platform object satisfies the Platform Protocol and answers exactly as the modules it
+delegates to do, on this machine's real ld.so.cache, ld.so and ELF files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from ortfix.compat.matrix import load_matrix
+from ortfix.errors import OrtfixError
+from ortfix.system import hooks, inventory
+from ortfix.system.elfcache import ElfReader
+from ortfix.system.ldcache import load_ld_cache
+from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux import LinuxPlatform
+from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
+from ortfix.system.platform import HookKind, Platform
+from ortfix.system.platforms import platform_for
+from ortfix.target.probe import ProbeFacts, run_probe
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux" or find_interpreter() is None, reason="needs glibc's ld.so")
+
+
+@pytest.fixture(scope="module")
+def probe() -> ProbeFacts:
+    return run_probe(Path(sys.executable))
+
+
+def test_the_linux_platform_is_a_platform() -> None:
+    typed: Platform = LinuxPlatform()  # mypy checks every member's signature here
+    assert isinstance(typed, Platform)
+    assert isinstance(platform_for(sys.platform), LinuxPlatform)
+    assert set(typed.hook_kinds) == {HookKind.CONDA_ACTIVATE, HookKind.PRELOAD}
+
+
+def test_the_protocol_check_can_fail() -> None:
+    class Partial:
+        system = "Linux"
+
+    assert not isinstance(Partial(), Platform)
+
+
+def test_an_unsupported_platform_is_one_line() -> None:
+    with pytest.raises(OrtfixError, match=r"^Windows is not supported yet"):
+        platform_for("win32")
+
+
+def test_names_are_read_as_inventory_reads_them() -> None:
+    plat = LinuxPlatform()
+    names = set(load_ld_cache().names())
+    for _major, wheel in load_matrix().nvidia_wheels:
+        names.update(wheel.sonames)
+    names.update(os.listdir(os.path.dirname(os.path.realpath(load_ld_cache().lookup("libc.so.6") or "/lib"))))
+    assert any(inventory.parse_lib_name(n) for n in names), "no CUDA library name to compare on"
+    for name in names:
+        assert plat.parse_library_name(name) == inventory.parse_lib_name(name), name
+        assert plat.library_major(name) == inventory.soname_major(name), name
+        assert plat.cuda_major_by_name(name) == inventory.cuda_major_by_name(name), name
+    assert plat.provider_libraries["cuda"] == "libonnxruntime_providers_cuda.so"
+    assert "libcuda.so.1" in plat.driver_libraries
+
+
+def test_the_machine_loader_is_ld_so_and_its_cache() -> None:
+    plat = LinuxPlatform()
+    machine = plat.machine_loader()
+    assert machine.index_source == load_ld_cache().source == "/etc/ld.so.cache"
+    assert machine.default_dirs == system_search_dirs(find_interpreter())[0]
+    assert plat.ld_cache.entries == load_ld_cache().entries
+
+
+def test_a_simulated_process_resolves_as_the_loader_does(probe: ProbeFacts, tmp_path: Path) -> None:
+    """The platform's fresh process and a LinuxLoader set up by hand give the same answers for the real
+    interpreter and for a bare dlopen of real system libraries."""
+    interp = find_interpreter()
+    assert interp is not None
+    dirs, hwcaps = system_search_dirs(interp)
+    search = str(tmp_path)
+    config = LoaderConfig(ld_library_path=search, cache=load_ld_cache(), default_dirs=dirs, hwcaps_subdirs=hwcaps,
+                          cwd=probe.cwd, elf_class=probe.pointer_bits,
+                          machine={"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}[probe.machine])
+    by_hand = LinuxLoader(config, ElfReader(use_disk=False))
+    by_hand.preload(interp)
+    ours = LinuxPlatform().new_process(probe, search, ElfReader(use_disk=False))
+    executable = os.path.realpath(probe.real_executable)
+    assert ours.start_process(executable) == by_hand.start_process(executable)
+    assert ours.loaded_paths() == by_hand.loaded_paths()
+    for name in ("libc.so.6", "libm.so.6", "libz.so.1", "libnothere.so.7"):
+        assert ours.locate(name) == by_hand.locate(name), name
+    libc = ours.locate("libc.so.6")
+    assert libc.path is not None and os.path.samefile(libc.path, load_ld_cache().lookup("libc.so.6") or "")
+
+
+def test_hooks_and_search_path_answers(probe: ProbeFacts, tmp_path: Path) -> None:
+    plat = LinuxPlatform()
+    installed = plat.installed_hooks(probe)
+    assert installed.preloaded == tuple(hooks.read_preload_hook(probe.purelib) or ())
+    assert installed.files_present == tuple(
+        str(p) for p in (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
+        if os.path.lexists(p))
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o000)
+    try:
+        value = f"{tmp_path}:{locked}"
+        assert plat.unreadable_dirs(value, "/") == unreadable_dirs(value, "/")
+    finally:
+        locked.chmod(0o755)
