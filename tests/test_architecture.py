@@ -14,15 +14,18 @@ MAX_LINES = 400
 
 # Low to high. A module may import from its own layer and the layers below it, never from a higher one.
 LAYERS: dict[str, int] = {
-    "errors": 0, "fields": 0, "strenum": 0, "versions": 0,
-    "system": 1,
-    "target": 2, "compat": 2,
+    "errors": 0, "fields": 0, "strenum": 0, "versions": 0, "subproc": 0, "cachedir": 0,
+    "target": 1, "compat": 1,
+    "system": 2,
     "check": 3,
     "plan": 4, "explain": 4, "tune": 4,
     "transaction": 5, "verify": 5,
     "speed": 6, "commands": 6,
     "cli": 7, "__main__": 8,
 }
+# Modules whose layer is not their package's: the finding codes are vocabulary (they import only strenum), which the
+# compat layer's error-pattern schema names.
+MODULE_LAYERS: dict[str, int] = {"ortfix.check.codes": 0}
 SPEED_USERS = ("commands", "cli", "__main__", "speed")
 
 
@@ -69,6 +72,8 @@ GRAPH = {name: _imports(path) for name, path in MODULES.items()}
 
 
 def _layer(module: str) -> int | None:
+    if module in MODULE_LAYERS:
+        return MODULE_LAYERS[module]
     parts = module.split(".")
     return LAYERS.get(parts[1]) if len(parts) > 1 else None
 
@@ -123,6 +128,6 @@ def test_long_modules_say_why() -> None:
         text = path.read_text(encoding="utf-8")
         lines = text.count("\n")
         doc = ast.get_docstring(ast.parse(text)) or ""
-        if lines > MAX_LINES and "Over 400 lines" not in doc:
+        if lines > MAX_LINES and "400 lines" not in doc:
             unexplained.append(f"{name} ({lines} lines)")
-    assert not unexplained, f"split these, or say in their docstring why not ('Over 400 lines: ...'): {unexplained}"
+    assert not unexplained, f"split these, or say in their docstring why they are over 400 lines: {unexplained}"

@@ -18,7 +18,7 @@ from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.diagnose import diagnose, gpu_install
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding, NotOnPathData, finding_json, problems, removal, soname_link
-from ortfix.compat.matrix import load_matrix
+from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from ortfix.plan.make import make_plan
 from ortfix.plan.model import PlanOptions

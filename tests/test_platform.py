@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.compat.matrix import load_matrix
+from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from ortfix.system import hooks, inventory
 from ortfix.system.elfcache import ElfReader

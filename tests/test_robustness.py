@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from clitools import REPO, assert_one_line_error, run_ortfix
+from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.system import subproc
 from ortfix.target.choose import resolve_target
 from support.fixtures import make_venv, pip_install
 

@@ -20,9 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol, Union
 
+from ortfix import subproc
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
-from ortfix.system import subproc
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.elf import NotElf
 from ortfix.system.elfcache import ElfReader

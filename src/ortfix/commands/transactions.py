@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortfix import subproc
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.system import subproc
 from ortfix.target.choose import TargetDescription, choose_target, is_own_prefix
 from ortfix.transaction.apply import (
     ApplyOutcome,
@@ -138,7 +138,7 @@ def prepare_apply(python: str | None, plan_file: Path | None, options: PlanOptio
     With a saved plan, `options` may repeat the machine the plan was made for (--driver, --compute-capability):
     the same values are accepted, others refused; every other option is the file's."""
     from ortfix.commands.plan import run_plan
-    from ortfix.plan.file import check_against, read_plan_file
+    from ortfix.transaction.plan_file import check_against, read_plan_file
 
     if plan_file is None:
         result = run_plan(python, options)

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
 from ortfix.compat.schemas import MATRIX_KINDS
 from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
-from ortfix.system.cachedir import cache_dir, write_json
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
 _CACHE_FORMAT = 6

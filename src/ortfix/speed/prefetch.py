@@ -62,7 +62,7 @@ def start(argv: Sequence[str]) -> None:
 def _drop() -> None:
     run = take_any()
     if isinstance(run, subprocess.Popen) and run.poll() is None:
-        from ortfix.system import subproc
+        from ortfix import subproc
 
         subproc.terminate_group(run, timeout=0)
 
@@ -79,7 +79,7 @@ def finished(target: Path) -> subprocess.CompletedProcess[str]:
     """The probe's result for `target`, waiting for the one started early (or starting one now); it stays here for
     the `take` that follows, so the probe runs once however many look at its report."""
     global _started
-    from ortfix.system import subproc
+    from ortfix import subproc
     from ortfix.target.choose import PROBE_TIMEOUT, start_probe
 
     run = take(target) or start_probe(target)
@@ -98,7 +98,7 @@ def take(target: Path) -> ProbeRun | None:
     if early_target == target:
         return run
     if isinstance(run, subprocess.Popen):
-        from ortfix.system import subproc
+        from ortfix import subproc
 
         subproc.terminate_group(run, timeout=0)
     return None

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ortfix import __version__
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.speed import fsrecord, prefetch
-from ortfix.system.cachedir import cache_dir, write_json
 from ortfix.target.choose import choose_target
 
 SCHEMA = 1

@@ -9,7 +9,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from ortfix.system.cachedir import cache_dir, write_json
+from ortfix.cachedir import cache_dir, write_json
 from ortfix.system.elf import ElfInfo, read_elf
 
 _CACHE_VERSION = 1

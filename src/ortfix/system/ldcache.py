@@ -7,7 +7,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ortfix.system import subproc
+from ortfix import subproc
 
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"

@@ -8,8 +8,8 @@ import os
 import platform
 from functools import lru_cache
 
-from ortfix.system import subproc
-from ortfix.system.cachedir import cache_dir, write_json
+from ortfix import subproc
+from ortfix.cachedir import cache_dir, write_json
 
 _FALLBACK_DIRS = {
     "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.system import subproc
 
 PROBE_SOURCE = Path(__file__).with_name("_probe.py")
 # How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.system import subproc
-from ortfix.verify.loadcheck import launch
+from ortfix.target.launch import launch
 
 SOURCE = Path(__file__).with_name("_ortrun.py")
 MARK = "ORTFIX-RUN:"

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ortfix import subproc
 from ortfix.errors import OrtfixError
-from ortfix.system import subproc
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
 __all__ = [

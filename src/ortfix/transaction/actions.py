@@ -45,6 +45,7 @@ from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
 
+from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
     BadField,
@@ -59,7 +60,7 @@ from ortfix.fields import (
     want_str_list,
 )
 from ortfix.plan.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK, WRITE_FILE
-from ortfix.system import hooks, subproc
+from ortfix.system import hooks
 from ortfix.transaction.confine import ConfinementError, EnvRoot, check_rel
 from ortfix.transaction.journal import Step, StepState, TransactionStore
 

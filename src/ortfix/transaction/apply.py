@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
-from ortfix import __version__
+from ortfix import __version__, subproc
 from ortfix.check.codes import FindingCode
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.kinds import PIP_INSTALL, PIP_UNINSTALL
-from ortfix.system import hooks, subproc
+from ortfix.system import hooks
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import (
     ORIGIN_PLAN,

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortfix.system import subproc
+from ortfix import subproc
 from ortfix.system.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
 from ortfix.system.loader import VIA_RPATH, VIA_RUNPATH, Resolution
+from ortfix.target.launch import launch
 
 VERIFY_SCHEMA = "ortfix.verify/1"
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
@@ -145,18 +146,6 @@ def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] |
     runpaths = {n: list(d) for n, d in (requester_dirs or {}).items() if n in names}
     return _SCRIPT % {"names": json.dumps(names), "runpaths": json.dumps(runpaths), "provider": PROVIDER_PREFIX,
                       "mark": _MARK, "families": CUDA_MAJOR_FILES}
-
-
-def launch(python: str, code: str, args: Sequence[str] = (), *, prefix: str,
-           conda_hook: Path | None = None) -> tuple[list[str], dict[str, str]]:
-    """argv and environment that start `python -c code args...` as a user starts it: plain, or, in a conda
-    environment with ortfix's activate.d hook, after sourcing that hook as `conda activate` does."""
-    if conda_hook is not None:
-        # What `conda activate` does: CONDA_PREFIX set, then the activate.d scripts sourced by the shell.
-        line = '. "$1"; exec "$2" -c "$3"' + "".join(f' "${{{i}}}"' for i in range(4, 4 + len(args)))
-        return (["sh", "-c", line, "sh", str(conda_hook), python, code, *args],
-                subproc.child_env(CONDA_PREFIX=prefix))
-    return [python, "-c", code, *args], subproc.child_env()
 
 
 def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_hook: Path | None = None,
