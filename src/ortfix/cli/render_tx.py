@@ -11,7 +11,9 @@ from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import HistoryEntry, Step, StepState, Transaction, TxStatus, transaction_json
 
 if TYPE_CHECKING:
-    from ortfix.commands.transactions import ApplyResult, HistoryResult, PruneResult, RollbackResult, ShowResult
+    from ortfix.commands.apply import ApplyResult
+    from ortfix.commands.history import HistoryResult, PruneResult, ShowResult
+    from ortfix.commands.rollback import RollbackResult
 
 APPLY_SCHEMA = "ortfix.apply/1"
 ROLLBACK_SCHEMA = "ortfix.rollback/1"
