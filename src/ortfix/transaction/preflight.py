@@ -59,12 +59,6 @@ def _planned(index: int, kind: str, summary: str, origin: str, details: Mapping[
                 state=StepState.PLANNED, record=dict(record or {}), started=None, finished=None, error=None)
 
 
-def _resolution_json(res: InstallerResolution) -> list[dict[str, Any]]:
-    return [{"name": r.name, "version": r.version, "url": r.url, "download_bytes": r.download_bytes,
-             "unpacked_bytes": r.unpacked_bytes,
-             "replaces": f"{r.replaces.name} {r.replaces.version}" if r.replaces else None} for r in res.install]
-
-
 def _expand(env: TargetEnv, plan: Plan, workdir: Path
             ) -> tuple[list[Step], InstallerResolution | None, list[tuple[str, ...]]]:
     """Plan actions → steps; the install is preceded by the uninstall of every distribution pip would replace."""
@@ -93,7 +87,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
                 {"distribution": old.name, "version": old.version, "location": old.location,
                  "dist_info": old.dist_info}))
         steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details,
-                              {"resolution": _resolution_json(resolution)}))
+                              {"resolution": resolution.to_json()}))
     return steps, resolution, commands
 
 

@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.utils import canonicalize_name
 
@@ -19,8 +19,16 @@ from ortfix.transaction.actions.files import fingerprint, parent_dirs_of
 from ortfix.transaction.journal import Step
 
 
+class InstalledJson(TypedDict):
+    """A distribution an install wrote, as the pip-install step's `installed` record field keeps it."""
+
+    name: str
+    version: str
+    dist_info: str  # absolute
+
+
 def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]],
-                      after: Mapping[str, list[Any]]) -> tuple[dict[str, list[Any]], list[str], list[dict[str, str]]]:
+                      after: Mapping[str, list[Any]]) -> tuple[dict[str, list[Any]], list[str], list[InstalledJson]]:
     """What this install wrote, by the installer's own account: the RECORD rows of the distributions it reports
     it installed, each with its hash (RECORD's, else computed now) and stat fingerprint; the folders it created for
     them; and the distributions."""
@@ -28,7 +36,7 @@ def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, l
     wanted = {canonicalize_name(n) for n in names}
     site_rels = set(env.site_rels())
     ours: dict[str, list[Any]] = {}
-    installed = []
+    installed: list[InstalledJson] = []
     for rel in sorted(created):
         if not rel.endswith(".dist-info") or os.path.dirname(rel) not in site_rels:
             continue

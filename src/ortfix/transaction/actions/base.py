@@ -26,7 +26,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
@@ -144,7 +144,15 @@ def test_crash() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-class Handler(ABC):
+DetailsT = TypeVar("DetailsT", bound=Mapping[str, object], covariant=True)  # a kind's details TypedDict (plan/kinds.py)
+RecordT = TypeVar("RecordT", bound=Mapping[str, object], covariant=True)  # the undo record TypedDict its execute writes
+
+
+class Handler(ABC, Generic[DetailsT, RecordT]):
+    """One kind of step. `details` and `record` arrive as plain mappings (from a plan file or a journal: untrusted)
+    and are checked field by field (`check_step`, `check_details`, `check_record`); `typed_details`/`typed_record`
+    then read them as the kind's TypedDicts. The types say what was checked; they check nothing themselves."""
+
     kind: ClassVar[ActionKind]
     details_keys: ClassVar[frozenset[str]]  # exactly what `details` holds
     record_keys: ClassVar[frozenset[str]]  # every key a record may hold
@@ -174,11 +182,20 @@ class Handler(ABC):
             return exc.one_line() if isinstance(exc, OrtfixError) else str(exc)
         return None
 
+    def typed_details(self, details: Mapping[str, Any]) -> DetailsT:
+        """`details` as this kind's TypedDict: only for details `check_details` accepted."""
+        return cast(DetailsT, details)
+
+    def typed_record(self, step: Step) -> RecordT:
+        """The step's record as this kind's TypedDict: only for a record `check_step` accepted, or one this run
+        wrote (a started step's record may lack what only the end of `execute` adds: those keys are optional)."""
+        return cast(RecordT, step.record)
+
     @abstractmethod
     def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
         """Raise BadField/ConfinementError unless every field is of the expected type and every path inside."""
 
-    def check_record(self, env: TargetEnv, step: Step) -> None:  # noqa: B027 (most kinds check their record)
+    def check_record(self, env: TargetEnv, step: Step) -> None:
         """Raise BadField/ConfinementError unless the record's fields are well-formed."""
 
     @abstractmethod
@@ -188,7 +205,7 @@ class Handler(ABC):
     def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]: ...
 
     @abstractmethod
-    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> RecordT:
         """Do it; returns the final record (the journal gets it with the step marked done)."""
 
     def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
@@ -203,15 +220,16 @@ class Handler(ABC):
         return [step.summary]
 
 
-HANDLERS: dict[str, Handler] = {}  # keyed by ActionKind (a str); looked up by what a plan or journal says
+AnyHandler = Handler[Mapping[str, object], Mapping[str, object]]  # a handler of any kind (both parameters covariant)
+HANDLERS: dict[str, AnyHandler] = {}  # keyed by ActionKind (a str); looked up by what a plan or journal says
 
 
-def register(handler: Handler) -> Handler:
+def register(handler: AnyHandler) -> AnyHandler:
     HANDLERS[handler.kind] = handler
     return handler
 
 
-def handler_for(kind: str) -> Handler:
+def handler_for(kind: str) -> AnyHandler:
     try:
         return HANDLERS[kind]
     except KeyError as exc:

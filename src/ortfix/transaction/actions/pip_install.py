@@ -15,7 +15,7 @@ import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.utils import canonicalize_name
 
@@ -31,12 +31,19 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
-from ortfix.plan.kinds import ActionKind
+from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.system import subproc
-from ortfix.transaction.actions.attribution import attribute_install, claimed_by_others, foreign_changes
+from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs
-from ortfix.transaction.actions.resolve import INSTALLERS, install_argv, local_file, report_installs, uv_installed
+from ortfix.transaction.actions.resolve import (
+    INSTALLERS,
+    ResolvedJson,
+    install_argv,
+    local_file,
+    report_installs,
+    uv_installed,
+)
 from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
 from ortfix.transaction.confine import check_rel
 from ortfix.transaction.journal import Step, TransactionStore
@@ -98,7 +105,33 @@ def _fingerprint_list(item: Any, n: int) -> list[Any]:
     return item
 
 
-class PipInstall(Handler):
+class PipInstallSidecars(TypedDict, total=False):
+    snapshot: str  # sha256 of the snapshot taken before the installer ran
+    created: str  # sha256 of what it wrote (`CreatedSidecar`), once it has finished
+
+
+class CreatedSidecar(TypedDict):
+    files: dict[str, list[Any]]  # rel path → [sha256, inode, size, mtime_ns] (a JSON row: mixed types)
+    dirs: list[str]  # the folders it created for them
+
+
+class PipInstallRecord(TypedDict, total=False):
+    """Written in stages: `resolution` by preflight; roots, sidecars, protected and argv before the installer starts;
+    pid while it runs; the rest once it has finished. Every field is therefore optional to a reader."""
+
+    resolution: list[ResolvedJson]
+    roots: list[str]  # rel paths of the folders snapshotted
+    sidecars: PipInstallSidecars
+    protected: list[list[Any]]  # [rel path, sha256, inode, size, mtime_ns] of each file saved aside (a JSON row)
+    argv: list[str]
+    pid: int
+    installed: list[InstalledJson]
+    created: int  # how many files it wrote
+    overwritten: list[str]  # rel paths it overwrote that were not saved aside
+    foreign: list[str]  # rel paths changed meanwhile by someone else (the first 20)
+
+
+class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
     kind = ActionKind.PIP_INSTALL
     details_keys = frozenset({"requirements", "installer", "reinstall"})
     record_keys = frozenset({"resolution", "roots", "sidecars", "protected", "argv", "pid", "installed", "created",
@@ -160,9 +193,9 @@ class PipInstall(Handler):
             return [exc.one_line()]
         return [f"run ({who}, with your pip configuration): {' '.join(argv)}"]
 
-    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
-        installer = str(step.details["installer"])
+        installer = str(self.typed_details(step.details)["installer"])
         roots = [r for r in dict.fromkeys((*env.site_dirs, env.scripts)) if os.path.isdir(r)]
         before = take_snapshot(roots, env.prefix)
         protect_rel = ctx.step_rel + "/protect"
@@ -183,8 +216,8 @@ class PipInstall(Handler):
         try:
             report = Path(report_dir) / "report.json"
             argv = install_argv(env, step.details, report=str(report) if installer == "pip" else None)
-            record: dict[str, Any] = {
-                **step.record,
+            record: PipInstallRecord = {
+                **self.typed_record(step),
                 "roots": [env.rel(r) for r in roots],
                 "sidecars": {"snapshot": ctx.write_sidecar("snapshot", before)},
                 "protected": protected,
@@ -211,9 +244,9 @@ class PipInstall(Handler):
         for rel in protected_rels - keep:
             with contextlib.suppress(OSError, OrtfixError):
                 fs.unlink(f"{protect_rel}/{rel}")
+        created: CreatedSidecar = {"files": ours, "dirs": dirs}
         record.update({
-            "sidecars": {**record["sidecars"], "created": ctx.write_sidecar("created", {"files": ours,
-                                                                                       "dirs": dirs})},
+            "sidecars": {**record["sidecars"], "created": ctx.write_sidecar("created", created)},
             "protected": [p for p in protected if p[0] in keep],
             "installed": installed,
             "created": len(ours),
@@ -229,9 +262,9 @@ class PipInstall(Handler):
                 hint="everything this transaction did is undone; what the other installer did stays")
         return record
 
-    def _run(self, argv: Sequence[str], record: dict[str, Any], step: Step, ctx: StepContext,
+    def _run(self, argv: Sequence[str], record: PipInstallRecord, step: Step, ctx: StepContext,
              roots: Sequence[str], lines: list[str]) -> int:
-        ctx.echo(f"installing with {step.details['installer']}: {' '.join(argv)}")
+        ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(argv)}")
 
         def output(line: str, is_err: bool) -> None:
             lines.append(line)
@@ -259,9 +292,11 @@ class PipInstall(Handler):
         """Files that exist now and that the install may overwrite: exactly those of local wheels, else every file
         under the top-level folder a distribution's name suggests (nvidia/ for the NVIDIA wheels). They are
         hard-linked aside first, so rollback can put the old bytes back."""
+        record = self.typed_record(step)
+        planned = self.typed_details(step.details)
         wanted: set[str] = set()
         guesses: set[str] = set()
-        for item in step.record.get("resolution", []):
+        for item in record.get("resolution", []):
             if not isinstance(item, dict):
                 continue
             url = item.get("url")
@@ -271,7 +306,7 @@ class PipInstall(Handler):
                     with contextlib.suppress(OrtfixError):
                         wanted.add(env.rel(p))
             guesses.add(_top_level_guess(str(item.get("name", ""))))
-        for name in step.details.get("requirements", []):
+        for name in planned.get("requirements", []):
             guesses.add(_top_level_guess(re.split(r"[<>=!~;\[ ]", str(name), maxsplit=1)[0]))
         tops = {env.rel(os.path.join(d, g)) for d in env.site_dirs for g in guesses if g}
         out = []
@@ -297,7 +332,8 @@ class PipInstall(Handler):
         test_crash()
 
     def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, list[Any]], list[str]]:
-        data = ctx.read_sidecar("created", step.record["sidecars"]["created"])
+        record = self.typed_record(step)
+        data = ctx.read_sidecar("created", record["sidecars"]["created"])
         try:
             if not isinstance(data, dict) or set(data) != {"files", "dirs"}:
                 raise BadField("not {files, dirs}")
@@ -311,13 +347,14 @@ class PipInstall(Handler):
         return files, dirs
 
     def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
-        if not step.record.get("sidecars", {}).get("snapshot"):
+        record = self.typed_record(step)
+        if not record.get("sidecars", {}).get("snapshot"):
             return []
-        if step.record["sidecars"].get("created"):
+        if record["sidecars"].get("created"):
             self._created(step, ctx)
         problems = []
         protect_rel = ctx.step_rel + "/protect"
-        protected = step.record.get("protected", [])
+        protected = record.get("protected", [])
         copies = env.fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
         in_place = env.fs.stat_many(p[0] for p in protected)
         for rel, digest, *fp in protected:
@@ -333,10 +370,11 @@ class PipInstall(Handler):
         return problems
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
-        sidecars = step.record.get("sidecars", {})
+        record = self.typed_record(step)
+        sidecars = record.get("sidecars", {})
         if not sidecars.get("snapshot"):
             return []  # never started: pip did not run
-        pid = step.record.get("pid")
+        pid = record.get("pid")
         if isinstance(pid, int) and _pid_alive(pid, env.python):
             raise OrtfixError(f"the installer the interrupted apply started (pid {pid}) is still running",
                               hint=f"wait for it to end (or kill {pid}), then run `ortfix rollback` again")
@@ -367,7 +405,7 @@ class PipInstall(Handler):
             before = ctx.read_sidecar("snapshot", sidecars["snapshot"])
             if not isinstance(before, dict):
                 raise OrtfixError(f"the snapshot sidecar of step {step.index} is malformed")
-            roots = [env.abs(check_rel(r)) for r in step.record.get("roots", [])]
+            roots = [env.abs(check_rel(r)) for r in record.get("roots", [])]
             diff = diff_snapshots(before, take_snapshot(roots, env.prefix))
             claimed = claimed_by_others(env, step, diff)
             created = [r for r in diff["created"] if r not in claimed]
@@ -377,26 +415,28 @@ class PipInstall(Handler):
             for rel in sorted(claimed)[:1]:
                 warnings.append(f"{env.abs(rel)} belongs to a distribution another installer wrote meanwhile; kept")
         protect_rel = ctx.step_rel + "/protect"
-        restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in step.record.get("protected", []))
+        restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in record.get("protected", []))
         for kept in fs.move_many(restore, replace=False):  # a copy gone was put back already
             warnings.append(f"{env.abs(kept.dst)} was changed after the install; its earlier content stays in "
                             f"{env.abs(kept.src)}")
-        overwritten = step.record.get("overwritten")
+        overwritten = record.get("overwritten")
         if overwritten is None and diff is not None:
-            saved = {p[0] for p in step.record.get("protected", [])}
+            saved = {p[0] for p in record.get("protected", [])}
             overwritten = [r for r in diff.get("changed", []) if r not in saved]
         for rel in overwritten or []:
             warnings.append(f"{env.abs(rel)} was overwritten by the install and its earlier content was not saved")
         if diff is not None:
-            saved = {p[0] for p in step.record.get("protected", [])}
+            saved = {p[0] for p in record.get("protected", [])}
             for rel in diff.get("removed", []):
                 if not fs.exists(rel) and rel not in saved:
                     warnings.append(f"{env.abs(rel)} was removed by the install and could not be restored")
         return warnings
 
     def changes(self, step: Step) -> list[str]:
-        installed = step.record.get("installed")
+        record = self.typed_record(step)
+        planned = self.typed_details(step.details)
+        installed = record.get("installed")
         if installed:
             return [f"+ {d.get('name')} {d.get('version')}" for d in installed if isinstance(d, dict)]
-        return [f"+ {r}" for r in step.details.get("requirements", [])]
+        return [f"+ {r}" for r in planned.get("requirements", [])]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, distribution_name, want_dict, want_int, want_list, want_sha, want_str
-from ortfix.plan.kinds import ActionKind
+from ortfix.plan.kinds import ActionKind, PipUninstallDetails
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.dists import record_paths
 from ortfix.transaction.actions.files import dir_meta, fingerprint, make_dir, parent_dirs, remove_empty_dirs
@@ -17,7 +17,24 @@ from ortfix.transaction.confine import ConfinementError, check_rel
 from ortfix.transaction.journal import Step
 
 
-class PipUninstall(Handler):
+class StashSidecars(TypedDict):
+    files: str  # sha256 of the `files` sidecar
+
+
+class StashSidecar(TypedDict):
+    """The `files` sidecar: what was moved into the stash, and the folders it came from."""
+
+    files: list[list[str | int]]  # [rel path, sha256, inode, size, mtime_ns] of each file moved
+    dirs: dict[str, list[int]]  # rel path → [mode, uid, gid] of each folder the files were in
+
+
+class PipUninstallRecord(TypedDict):
+    sidecars: StashSidecars
+    files: int  # how many files were moved aside
+    bytes: int  # their total size
+
+
+class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
     kind = ActionKind.PIP_UNINSTALL
     details_keys = frozenset({"distribution", "version", "location", "dist_info"})
     record_keys = started_keys = frozenset({"sidecars", "files", "bytes"})
@@ -47,7 +64,8 @@ class PipUninstall(Handler):
 
     def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         location, dist_info = self._dist(env, details)
-        name = f"{details['distribution']} {details['version']}"
+        planned = self.typed_details(details)
+        name = f"{planned['distribution']} {planned['version']}"
         if not env.fs.is_dir(dist_info):
             return [f"{name} is no longer installed ({env.abs(dist_info)} is gone)"]
         if not dist_info.endswith(".dist-info"):
@@ -76,12 +94,13 @@ class PipUninstall(Handler):
             paths = record_paths(env, location, dist_info)
         except OrtfixError as exc:
             return [exc.one_line()]
-        lines = [f"move aside {len(paths)} files of {details['distribution']} {details['version']} "
+        planned = self.typed_details(details)
+        lines = [f"move aside {len(paths)} files of {planned['distribution']} {planned['version']} "
                  f"(its RECORD, its .dist-info and cached bytecode) into the transaction's stash (rename)"]
         lines += [f"  - {env.abs(p)}" for p in paths]
         return lines
 
-    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipUninstallRecord:
         fs = env.fs
         location, dist_info = self._dist(env, step.details)
         paths = record_paths(env, location, dist_info)
@@ -89,7 +108,7 @@ class PipUninstall(Handler):
         for p in paths:
             candidates.update(parent_dirs(p, location))
         dirs = {d: dir_meta(fs, d) for d in sorted(candidates) if fs.is_dir(d)}
-        files: list[list[Any]] = []
+        files: list[list[str | int]] = []
         size = 0
         stats, digests = fs.stat_many(paths), fs.sha256_many(paths)
         for rel in paths:
@@ -98,8 +117,9 @@ class PipUninstall(Handler):
                 continue
             files.append([rel, digest, *fingerprint(st)])  # a rename keeps inode, size and mtime
             size += st.st_size
-        sha = ctx.write_sidecar("files", {"files": files, "dirs": dirs})
-        record = {"sidecars": {"files": sha}, "files": len(files), "bytes": size}
+        sidecar: StashSidecar = {"files": files, "dirs": dirs}
+        record: PipUninstallRecord = {"sidecars": {"files": ctx.write_sidecar("files", sidecar)}, "files": len(files),
+                                      "bytes": size}
         ctx.commit(record)
         moved = 0
 
@@ -118,7 +138,7 @@ class PipUninstall(Handler):
 
     def _files(self, env: TargetEnv, step: Step, ctx: StepContext
                ) -> tuple[list[tuple[str, str, list[int]]], dict[str, Any]]:
-        sha = step.record["sidecars"]["files"]
+        sha = self.typed_record(step)["sidecars"]["files"]
         data = ctx.read_sidecar("files", sha)
         if not isinstance(data, dict) or set(data) != {"files", "dirs"}:
             raise OrtfixError(f"the files sidecar of step {step.index} is malformed")
@@ -176,4 +196,5 @@ class PipUninstall(Handler):
         return warnings
 
     def changes(self, step: Step) -> list[str]:
-        return [f"- {step.details['distribution']} {step.details['version']}"]
+        planned = self.typed_details(step.details)
+        return [f"- {planned['distribution']} {planned['version']}"]

@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
@@ -68,6 +68,17 @@ class Resolved:
     replaces: InstalledDist | None  # the installed distribution (another version) pip would replace
 
 
+class ResolvedJson(TypedDict):
+    """A `Resolved` as the journal keeps it (the pip-install step's `resolution` record field)."""
+
+    name: str
+    version: str
+    url: str | None
+    download_bytes: int | None
+    unpacked_bytes: int | None
+    replaces: str | None  # "<name> <version>" of the distribution it replaces
+
+
 @dataclass(frozen=True)
 class InstallerResolution:
     installer: str
@@ -78,6 +89,11 @@ class InstallerResolution:
     @property
     def replaced(self) -> list[InstalledDist]:
         return [r.replaces for r in self.install if r.replaces is not None]
+
+    def to_json(self) -> list[ResolvedJson]:
+        return [{"name": r.name, "version": r.version, "url": r.url, "download_bytes": r.download_bytes,
+                 "unpacked_bytes": r.unpacked_bytes,
+                 "replaces": f"{r.replaces.name} {r.replaces.version}" if r.replaces else None} for r in self.install]
 
 
 def local_file(url: str | None) -> str | None:

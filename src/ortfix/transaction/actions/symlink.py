@@ -7,17 +7,23 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from ortfix.fields import BadField, want_str
-from ortfix.plan.kinds import ActionKind
+from ortfix.plan.kinds import ActionKind, SymlinkDetails
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step
+
+
+class SymlinkRecord(TypedDict):
+    path: str  # the link, as the details name it
+    target: str
+
 
 _LIB_NAME = re.compile(r"lib[A-Za-z0-9_+.-]*\.so(?:\.[0-9]+)*")
 
 
-class Symlink(Handler):
+class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
     kind = ActionKind.SYMLINK
     details_keys = frozenset({"path", "target"})
     record_keys = started_keys = frozenset({"path", "target"})
@@ -54,9 +60,9 @@ class Symlink(Handler):
         rel, target = self._parts(env, details)
         return [f"create the symbolic link {env.abs(rel)} -> {target}"]
 
-    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> SymlinkRecord:
         rel, target = self._parts(env, step.details)
-        record = {"path": str(step.details["path"]), "target": target}
+        record: SymlinkRecord = {"path": self.typed_details(step.details)["path"], "target": target}
         ctx.commit(record)
         env.fs.symlink(target, rel)  # fails rather than replace anything that appeared meanwhile
         if ctx.crash_midway:
@@ -77,5 +83,6 @@ class Symlink(Handler):
         return []
 
     def changes(self, step: Step) -> list[str]:
-        return [f"+ {step.details['path']} -> {step.details['target']}"]
+        details = self.typed_details(step.details)
+        return [f"+ {details['path']} -> {details['target']}"]
 

@@ -8,10 +8,10 @@ import hashlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from ortfix.fields import BadField, want_bool, want_int, want_sha, want_str, want_str_list
-from ortfix.plan.kinds import ActionKind
+from ortfix.plan.kinds import ActionKind, WriteFileDetails
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.files import (
     PYC_CACHE,
@@ -27,7 +27,14 @@ from ortfix.transaction.journal import Step
 FILE_MODES = (0o644,)  # the only modes a write-file step may give (hooks are data and modules, never executables)
 
 
-class WriteFile(Handler):
+class WriteFileRecord(TypedDict):
+    existed: bool  # a file was there before (kept in the stash as `file`)
+    saved_sha256: str  # its sha256 ("" when none existed)
+    created_dirs: list[str]  # the folders this step created for it (rel paths)
+    pycache_existed: bool  # its folder held a __pycache__ before
+
+
+class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
     kind = ActionKind.WRITE_FILE
     details_keys = frozenset({"path", "content", "sha256", "mode", "replaces_existing"})
     record_keys = started_keys = frozenset({"existed", "saved_sha256", "created_dirs", "pycache_existed"})
@@ -62,11 +69,12 @@ class WriteFile(Handler):
 
     def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         rel = self._rel(env, details)
+        planned = self.typed_details(details)
         path = env.abs(rel)
         st = env.fs.lstat(rel)
         if st is not None and not stat.S_ISREG(st.st_mode):
             return [f"{path} is not a regular file"]
-        if (st is not None) != bool(details.get("replaces_existing")):
+        if (st is not None) != bool(planned["replaces_existing"]):
             return [f"{path} {'appeared' if st is not None else 'disappeared'} since the plan was made"]
         if not is_writable(path if st is not None else os.path.dirname(path)):
             return [f"cannot write {path}: not writable"]
@@ -74,24 +82,26 @@ class WriteFile(Handler):
 
     def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         rel = self._rel(env, details)
-        content = str(details["content"])
+        planned = self.typed_details(details)
+        content = str(planned["content"])
         verb = "replace" if env.fs.exists(rel) else "create"
-        lines = [f"{verb} {env.abs(rel)} ({len(content.encode('utf-8'))} bytes, mode {int(details['mode']):04o}, "
-                 f"sha256 {str(details['sha256'])[:16]}…) via a temp file + rename"
+        lines = [f"{verb} {env.abs(rel)} ({len(content.encode('utf-8'))} bytes, mode {int(planned['mode']):04o}, "
+                 f"sha256 {str(planned['sha256'])[:16]}…) via a temp file + rename"
                  + ("; the current file is kept in the stash" if verb == "replace" else "")]
         lines += [f"  + folder {env.abs(d)}" for d in missing_dirs(env.fs, rel)]
         lines += [f"  | {line}" for line in content.splitlines()]
         return lines
 
-    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> Mapping[str, Any]:
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> WriteFileRecord:
         fs = env.fs
         rel = self._rel(env, step.details)
-        mode = int(step.details["mode"])
+        planned = self.typed_details(step.details)
+        mode = int(planned["mode"])
         saved_sha = fs.sha256(rel)
         existed = saved_sha is not None
-        record: dict[str, Any] = {"existed": existed, "saved_sha256": saved_sha or "",
-                                  "created_dirs": missing_dirs(fs, rel),
-                                  "pycache_existed": fs.is_dir(f"{os.path.dirname(rel)}/{PYC_CACHE}")}
+        record: WriteFileRecord = {"existed": existed, "saved_sha256": saved_sha or "",
+                                   "created_dirs": missing_dirs(fs, rel),
+                                   "pycache_existed": fs.is_dir(f"{os.path.dirname(rel)}/{PYC_CACHE}")}
         ctx.commit(record)
         for d in record["created_dirs"]:
             fs.mkdir(d, 0o755)
@@ -106,7 +116,7 @@ class WriteFile(Handler):
         tmp = self._tmp(rel, ctx.tx_id)
         with contextlib.suppress(FileNotFoundError):
             fs.unlink(tmp)
-        fs.write_new(tmp, str(step.details["content"]).encode("utf-8"), mode)
+        fs.write_new(tmp, str(planned["content"]).encode("utf-8"), mode)
         if ctx.crash_midway:
             test_crash()
         fs.rename(tmp, rel)
@@ -118,16 +128,17 @@ class WriteFile(Handler):
         return f"{os.path.dirname(rel)}/.{os.path.basename(rel)}.ortfix-{tx_id}.tmp"
 
     def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
-        if not step.record.get("existed"):
+        record = self.typed_record(step)
+        if not record.get("existed"):
             return []
         saved = f"{ctx.stash_rel}/file"
-        want = step.record["saved_sha256"]
+        want = record["saved_sha256"]
         if env.fs.sha256(saved) == want or env.fs.sha256(self._rel(env, step.details)) == want:
             return []
         return [f"{env.abs(saved)} (the earlier {step.details['path']}) is missing from the stash or was changed"]
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
-        record = step.record
+        record = self.typed_record(step)
         if "existed" not in record:
             return []
         fs = env.fs
@@ -143,7 +154,7 @@ class WriteFile(Handler):
             elif not fs.exists(rel):
                 warnings.append(f"{path} cannot be restored: its saved copy is gone")
         elif fs.exists(rel):
-            if fs.is_file(rel) and fs.sha256(rel) == step.details["sha256"]:
+            if fs.is_file(rel) and fs.sha256(rel) == self.typed_details(step.details)["sha256"]:
                 fs.unlink(rel)
             else:
                 aside = f"{ctx.stash_rel}/changed-after-apply"
@@ -160,7 +171,8 @@ class WriteFile(Handler):
         return warnings
 
     def changes(self, step: Step) -> list[str]:
-        return [f"{'~' if step.details.get('replaces_existing') else '+'} {step.details['path']}"]
+        planned = self.typed_details(step.details)
+        return [f"{'~' if planned.get('replaces_existing') else '+'} {planned['path']}"]
 
 
 def _sha_text(text: str) -> str:
