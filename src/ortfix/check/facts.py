@@ -34,7 +34,7 @@ from ortfix.system.loader import (
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
 if TYPE_CHECKING:
-    from ortfix.transaction.journal import InterruptedTransaction
+    from ortfix.transaction.store import InterruptedTransaction
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
 DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")
@@ -226,7 +226,7 @@ def gather(
 def _interrupted(prefix: str) -> tuple[InterruptedTransaction, ...]:
     if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
         return ()  # the common case costs one stat, not an import of the journal machinery
-    from ortfix.transaction.journal import interrupted_transactions
+    from ortfix.transaction.store import interrupted_transactions
 
     return tuple(interrupted_transactions(prefix))
 

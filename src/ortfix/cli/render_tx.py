@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.journal import HistoryEntry, Step, StepState, Transaction, TxStatus, transaction_json
+from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
+from ortfix.transaction.store import HistoryEntry
 
 if TYPE_CHECKING:
     from ortfix.commands.apply import ApplyResult

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import TargetDescription
-from ortfix.transaction.journal import HistoryEntry, TransactionStore
 from ortfix.transaction.prune import PruneOutcome, prune
+from ortfix.transaction.store import HistoryEntry, TransactionStore
 
 if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
     pass

@@ -24,18 +24,11 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.env import system_warning, target_env
-from ortfix.transaction.journal import (
-    OPEN_STATUSES,
-    Transaction,
-    TransactionStore,
-    TxStatus,
-    new_id,
-    now_iso,
-    sha256_bytes,
-)
+from ortfix.transaction.journal import OPEN_STATUSES, Transaction, TxStatus, new_id, now_iso, sha256_bytes
 from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
 from ortfix.transaction.runner import Runner, Terminated, Ui
+from ortfix.transaction.store import TransactionStore
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts

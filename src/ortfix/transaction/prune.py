@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction import lock as envlock
-from ortfix.transaction.journal import OPEN_STATUSES, TransactionStore
+from ortfix.transaction.journal import OPEN_STATUSES
+from ortfix.transaction.store import TransactionStore
 
 if TYPE_CHECKING:
     pass

@@ -18,8 +18,9 @@ from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.pip_install import discard_rel
 from ortfix.transaction.env import env_from_journal
-from ortfix.transaction.journal import Step, StepState, Transaction, TransactionStore, TxStatus
+from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus
 from ortfix.transaction.runner import Runner, Ui
+from ortfix.transaction.store import TransactionStore
 
 if TYPE_CHECKING:
     pass

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
-from ortfix.transaction.journal import Step, StepState, Transaction, TransactionStore, TxStatus, now_iso
+from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
+from ortfix.transaction.store import TransactionStore
 
 if TYPE_CHECKING:
     pass

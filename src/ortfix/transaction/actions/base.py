@@ -33,7 +33,8 @@ from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
 from ortfix.system import hooks
 from ortfix.transaction.confine import ConfinementError, EnvRoot
-from ortfix.transaction.journal import Step, StepState, TransactionStore
+from ortfix.transaction.journal import Step, StepState
+from ortfix.transaction.store import TransactionStore
 
 ORIGIN_PLAN = "plan"
 ORIGIN_REPLACED = "replaced-by-pip"

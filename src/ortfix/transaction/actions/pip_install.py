@@ -46,7 +46,8 @@ from ortfix.transaction.actions.resolve import (
 )
 from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
 from ortfix.transaction.confine import check_rel
-from ortfix.transaction.journal import Step, TransactionStore
+from ortfix.transaction.journal import Step
+from ortfix.transaction.store import TransactionStore
 
 
 def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
