@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
-
-from packaging.utils import canonicalize_name
+from typing import IO, Any, TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
@@ -36,11 +33,11 @@ from ortfix.system import subproc
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs
+from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
     ResolvedJson,
     install_argv,
-    local_file,
     report_installs,
     uv_installed,
 )
@@ -55,37 +52,7 @@ def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
     return store.step_rel(tx_id, index) + "/discard"
 
 
-def _top_level_guess(name: str) -> str:
-    # nvidia-cublas-cu12 → nvidia, onnxruntime-gpu → onnxruntime: the folder a wheel of that name most likely writes.
-    return re.split(r"[-_.]", canonicalize_name(name))[0]
-
-
-def _wheel_targets(env: TargetEnv, wheel: str) -> list[str]:
-    """Where pip would put each file of a local wheel (purelib/platlib root, .data/scripts → bin, .data/<scheme>)."""
-    out = []
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = zf.namelist()
-            wheel_meta = next((n for n in names if n.endswith(".dist-info/WHEEL") and n.count("/") == 1), None)
-            purelib = b"Root-Is-Purelib: true" in zf.read(wheel_meta) if wheel_meta else True
-    except (OSError, zipfile.BadZipFile, KeyError):
-        return []
-    root = env.purelib if purelib else env.platlib
-    for n in names:
-        if n.endswith("/"):
-            continue
-        parts = n.split("/")
-        if parts[0].endswith(".data") and len(parts) > 2:
-            base = {"scripts": env.scripts, "purelib": env.purelib, "platlib": env.platlib}.get(parts[1])
-            if base is None:
-                continue
-            out.append(os.path.join(base, *parts[2:]))
-        else:
-            out.append(os.path.join(root, *parts))
-    return out
-
-
-def _pump(stream: Any, is_err: bool, output: Callable[[str, bool], None]) -> None:
+def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) -> None:
     for line in iter(stream.readline, ""):
         output(line.rstrip("\n"), is_err)
 
@@ -201,7 +168,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         before = take_snapshot(roots, env.prefix)
         protect_rel = ctx.step_rel + "/protect"
         protected: list[list[Any]] = []
-        candidates = self._protect_candidates(env, step, before)
+        candidates = overwrite_candidates(env, self.typed_record(step).get("resolution", []),
+                                          self.typed_details(step.details).get("requirements", []), before)
         for rel, digest in fs.sha256_many(candidates).items():
             if digest is None:
                 continue
@@ -289,37 +257,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             t.join(timeout=5)
         return rc
 
-    def _protect_candidates(self, env: TargetEnv, step: Step, before: Mapping[str, list[Any]]) -> list[str]:
-        """Files that exist now and that the install may overwrite: exactly those of local wheels, else every file
-        under the top-level folder a distribution's name suggests (nvidia/ for the NVIDIA wheels). They are
-        hard-linked aside first, so rollback can put the old bytes back."""
-        record = self.typed_record(step)
-        planned = self.typed_details(step.details)
-        wanted: set[str] = set()
-        guesses: set[str] = set()
-        for item in record.get("resolution", []):
-            if not isinstance(item, dict):
-                continue
-            url = item.get("url")
-            local = local_file(url if isinstance(url, str) else None)
-            if local and local.endswith(".whl"):
-                for p in _wheel_targets(env, local):
-                    with contextlib.suppress(OrtfixError):
-                        wanted.add(env.rel(p))
-            guesses.add(_top_level_guess(str(item.get("name", ""))))
-        for name in planned.get("requirements", []):
-            guesses.add(_top_level_guess(re.split(r"[<>=!~;\[ ]", str(name), maxsplit=1)[0]))
-        tops = {env.rel(os.path.join(d, g)) for d in env.site_dirs for g in guesses if g}
-        out = []
-        for rel, meta in before.items():
-            if meta[0] != "f":
-                continue
-            if rel in wanted or any(rel.startswith(t + "/") for t in tops):
-                out.append(rel)
-        return sorted(out)
-
     @staticmethod
-    def _crash_when_writing(proc: Any, roots: Sequence[str]) -> None:
+    def _crash_when_writing(proc: subprocess.Popen[str], roots: Sequence[str]) -> None:
         # Fault injection: as soon as pip has started writing into the environment, kill it and die (kill -9).
         tops = {r: set(os.listdir(r)) for r in roots}
         while proc.poll() is None:
