@@ -19,7 +19,7 @@ from typing import Any, Union
 
 from ortfix.check.facts import Facts, gather
 from ortfix.compat.load import load_matrix
-from ortfix.transaction.journal import InterruptedTransaction
+from ortfix.transaction.store import InterruptedTransaction
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
 FORMAT = "ortfix-test.facts/1"

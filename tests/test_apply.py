@@ -216,7 +216,8 @@ def _replace_scenario(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> 
 @pytest.mark.parametrize("scenario", ["cpu-swap", "replace"])
 def test_crash_after_and_during_every_step_then_rollback(scenario: str, tmp_path: Path, wheelhouse: Path,
                                                          venv_template: Path, env: dict[str, str]) -> None:
-    from ortfix.transaction.journal import TxStatus, interrupted_transactions
+    from ortfix.transaction.journal import TxStatus
+    from ortfix.transaction.store import interrupted_transactions
 
     if scenario == "cpu-swap":
         python = pip_venv(venv_template, tmp_path / "venv")

@@ -274,7 +274,7 @@ def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
 
 def _located(python: str | None, as_json: bool) -> TargetDescription:
     """The environment a transaction command works on (no full probe: see txcommands.locate_environment)."""
-    from ortfix.commands.transactions import locate_environment
+    from ortfix.target.locate import locate_environment
 
     return _named(locate_environment(python), as_json)
 
@@ -287,7 +287,7 @@ def _described(python: str | None, as_json: bool) -> TargetDescription:
 
 
 def _tx_ui(as_json: bool) -> Any:
-    from ortfix.transaction.apply import Ui
+    from ortfix.transaction.runner import Ui
 
     return Ui(echo=lambda line: click.echo(f"ortfix: {line}", err=as_json),
               output=lambda line, is_err: click.echo(line, err=is_err or as_json))
@@ -346,7 +346,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     """
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
-    from ortfix.commands.transactions import prepare_apply, run_apply
+    from ortfix.commands.apply import prepare_apply, run_apply
     from ortfix.plan.model import PlanOptions
     from ortfix.versions import validate_machine_options, validate_ort_version
 
@@ -387,7 +387,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
       ortfix rollback 20251122T193012345Z-a1b2 --yes
     """
     from ortfix.cli.render_tx import render_rollback, render_rollback_preview, rollback_json
-    from ortfix.commands.transactions import run_rollback
+    from ortfix.commands.rollback import run_rollback
     from ortfix.transaction.journal import Transaction
 
     _require_confirmation_possible(yes)
@@ -420,7 +420,7 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from ortfix.cli.render_tx import history_json, render_history
-    from ortfix.commands.transactions import run_history
+    from ortfix.commands.history import run_history
 
     result = run_history(_located(python, as_json))
     _finish(Command.HISTORY, result, as_json, history_json, render_history)
@@ -433,7 +433,7 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
 def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: str) -> None:
     """Show one transaction: every step, its state, what it changed, the verification and any rollback."""
     from ortfix.cli.render_tx import render_show, show_json
-    from ortfix.commands.transactions import run_history_show
+    from ortfix.commands.history import run_history_show
 
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
@@ -450,7 +450,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
     """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
     rolled back; their journals stay listed)."""
     from ortfix.cli.render_tx import prune_json, render_prune
-    from ortfix.commands.transactions import run_prune
+    from ortfix.commands.history import run_prune
 
     python = python or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))

@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.journal import HistoryEntry, Step, StepState, Transaction, TxStatus, transaction_json
+from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
+from ortfix.transaction.store import HistoryEntry
 
 if TYPE_CHECKING:
-    from ortfix.commands.transactions import ApplyResult, HistoryResult, PruneResult, RollbackResult, ShowResult
+    from ortfix.commands.apply import ApplyResult
+    from ortfix.commands.history import HistoryResult, PruneResult, ShowResult
+    from ortfix.commands.rollback import RollbackResult
 
 APPLY_SCHEMA = "ortfix.apply/1"
 ROLLBACK_SCHEMA = "ortfix.rollback/1"

@@ -21,7 +21,7 @@ from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_
 
 if TYPE_CHECKING:
     from ortfix.target.probe import ProbeFacts
-    from ortfix.transaction.journal import InterruptedTransaction
+    from ortfix.transaction.store import InterruptedTransaction
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def unfinished_transactions(prefix: str) -> Sequence[InterruptedTransaction]:
     """The environment's unfinished transactions, for check's facts (TX001)."""
     if not os.path.isdir(os.path.join(prefix, ".ortfix", "transactions")):
         return ()  # the common case costs one stat, not an import of the journal machinery (keeps `check` fast)
-    from ortfix.transaction.journal import interrupted_transactions
+    from ortfix.transaction.store import interrupted_transactions
 
     return interrupted_transactions(prefix)
 

@@ -1,9 +1,57 @@
-"""The kinds of change a plan can hold: `plan` produces them, `actions` carries them out (one handler each).
+"""The kinds of change a plan can hold and the typed `details` of each: `plan` produces them, `transaction.actions`
+carries them out (one handler each).
 
 Kept apart so that neither imports the other: planning stays free of the transaction machinery, and rollback
-(which needs the handlers) stays free of the planning one."""
+(which needs the handlers) stays free of the planning one. The TypedDicts say what a kind's details hold; details
+read back from a plan file or a journal are untrusted and are still validated field by field by the handler."""
 
-PIP_UNINSTALL = "pip-uninstall"
-PIP_INSTALL = "pip-install"
-WRITE_FILE = "write-file"
-SYMLINK = "symlink"
+from __future__ import annotations
+
+from typing import Literal, TypedDict, Union
+
+from ortfix.strenum import StrEnum
+
+
+class ActionKind(StrEnum):
+    PIP_UNINSTALL = "pip-uninstall"
+    PIP_INSTALL = "pip-install"
+    WRITE_FILE = "write-file"
+    SYMLINK = "symlink"
+
+
+# The members under their former module-level names (plan/make.py still uses these).
+PIP_UNINSTALL = ActionKind.PIP_UNINSTALL
+PIP_INSTALL = ActionKind.PIP_INSTALL
+WRITE_FILE = ActionKind.WRITE_FILE
+SYMLINK = ActionKind.SYMLINK
+
+Installer = Literal["pip", "uv"]
+
+
+class PipUninstallDetails(TypedDict):
+    distribution: str
+    version: str
+    location: str  # the site-packages folder (absolute)
+    dist_info: str  # its .dist-info folder (absolute)
+
+
+class PipInstallDetails(TypedDict):
+    requirements: list[str]  # names with version specifiers
+    installer: Installer | None  # None: the environment has no installer
+    reinstall: bool
+
+
+class WriteFileDetails(TypedDict):
+    path: str  # absolute; one of the hooks ortfix renders
+    content: str
+    sha256: str  # of content, UTF-8
+    mode: int
+    replaces_existing: bool
+
+
+class SymlinkDetails(TypedDict):
+    path: str  # the link (absolute), in site-packages
+    target: str  # a file name next to it
+
+
+ActionDetails = Union[PipUninstallDetails, PipInstallDetails, WriteFileDetails, SymlinkDetails]

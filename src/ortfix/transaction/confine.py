@@ -10,6 +10,10 @@ string prefix test that a link could defeat.
 Paths come in as absolute paths (from the probe, a plan or a journal) and are turned into relative ones by
 `EnvRoot.rel`, which refuses `..`, NUL bytes and anything that does not lie below the root. Links that stay inside the
 environment (a venv's `lib64 -> lib`) are resolved once there; the walk itself never follows one.
+
+One module although over 400 lines: `EnvRoot`, the descriptor-level `*at` helpers it alone is built from, and the
+reading of a regular file from a trusted owner (the journal store's) are one concept, confined file access; split,
+the helpers would be a module with a single user.
 """
 
 from __future__ import annotations

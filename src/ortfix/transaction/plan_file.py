@@ -37,7 +37,8 @@ from ortfix.fields import (
     want_str_list,
 )
 from ortfix.plan.model import HOOK_CHOICES, PLAN_SCHEMA, Plan, PlanOptions
-from ortfix.transaction.actions import handler_for, open_env
+from ortfix.transaction.actions import handler_for
+from ortfix.transaction.actions.base import open_env
 from ortfix.transaction.confine import read_regular, require_trusted_owner
 from ortfix.transaction.journal import loads_json
 from ortfix.versions import validate_machine_options, validate_ort_version

@@ -1,0 +1,70 @@
+"""The history commands: list the transactions, show one, prune old stashes; each result knows its exit code
+(always 0: a listing, even of a damaged journal, is a success)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.target.choose import TargetDescription
+from ortfix.transaction.prune import PruneOutcome, prune
+from ortfix.transaction.store import HistoryEntry, TransactionStore
+
+if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
+    pass
+
+
+@dataclass(frozen=True)
+class HistoryResult:
+    target: TargetDescription
+    entries: tuple[HistoryEntry, ...]
+
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+
+@dataclass(frozen=True)
+class ShowResult:
+    target: TargetDescription
+    entry: HistoryEntry
+    plan: Mapping[str, Any] | None
+
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    target: TargetDescription
+    outcome: PruneOutcome
+
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+
+def run_history(target: TargetDescription) -> HistoryResult:
+    with TransactionStore(target.prefix) as store:
+        return HistoryResult(target, tuple(store.entries()))
+
+
+def run_history_show(target: TargetDescription, tx_id: str) -> ShowResult:
+    prefix = target.prefix
+    with TransactionStore(prefix) as store:
+        if tx_id not in store.ids():  # a malformed id is refused by store.folder first
+            store.folder(tx_id)
+            raise OrtfixError(f"no transaction {tx_id} in {prefix}", hint="`ortfix history` lists them")
+        entry = store.entry(tx_id)
+        return ShowResult(target, entry, store.plan_doc(tx_id) if entry.tx is not None else None)
+
+
+def run_prune(target: TargetDescription, keep: int) -> PruneResult:
+    return PruneResult(target, prune(target.prefix, keep))
+

@@ -1,0 +1,382 @@
+"""The pip-install handler: save aside what the install may overwrite, run the installer, record exactly what it
+wrote (attribution.py); undone by moving that aside and putting the saved files back. Also where a rollback
+puts what an install created (`discard_rel`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, TypedDict
+
+from ortfix import subproc
+from ortfix.errors import OrtfixError
+from ortfix.fields import (
+    BadField,
+    requirement,
+    want_bool,
+    want_dict,
+    want_int,
+    want_list,
+    want_sha,
+    want_str,
+    want_str_list,
+)
+from ortfix.plan.kinds import ActionKind, PipInstallDetails
+from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs
+from ortfix.transaction.actions.overwrite import overwrite_candidates
+from ortfix.transaction.actions.resolve import (
+    INSTALLERS,
+    ResolvedJson,
+    install_argv,
+    report_installs,
+    uv_installed,
+)
+from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
+from ortfix.transaction.confine import check_rel
+from ortfix.transaction.journal import Step
+from ortfix.transaction.store import TransactionStore
+
+
+def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
+    """Where a rollback moves what an install created; deleted right after, or by `history prune`."""
+    return store.step_rel(tx_id, index) + "/discard"
+
+
+def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) -> None:
+    for line in iter(stream.readline, ""):
+        output(line.rstrip("\n"), is_err)
+
+
+def _pid_alive(pid: int, python: str) -> bool:
+    """Whether `pid` is still a process of the target's installer (a pip an interrupted apply left running)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    args = [c.decode(errors="replace") for c in cmdline if c]
+    return any(a == python for a in args) and ("pip" in args or "install" in args)
+
+
+def _fingerprint_list(item: Any, n: int) -> list[Any]:
+    if not isinstance(item, list) or len(item) != n:
+        raise BadField("a file entry has the wrong shape")
+    return item
+
+
+class PipInstallSidecars(TypedDict, total=False):
+    snapshot: str  # sha256 of the snapshot taken before the installer ran
+    created: str  # sha256 of what it wrote (`CreatedSidecar`), once it has finished
+
+
+class CreatedSidecar(TypedDict):
+    files: dict[str, list[Any]]  # rel path → [sha256, inode, size, mtime_ns] (a JSON row: mixed types)
+    dirs: list[str]  # the folders it created for them
+
+
+class PipInstallRecord(TypedDict, total=False):
+    """Written in stages: `resolution` by preflight; roots, sidecars, protected and argv before the installer starts;
+    pid while it runs; the rest once it has finished. Every field is therefore optional to a reader."""
+
+    resolution: list[ResolvedJson]
+    roots: list[str]  # rel paths of the folders snapshotted
+    sidecars: PipInstallSidecars
+    protected: list[list[Any]]  # [rel path, sha256, inode, size, mtime_ns] of each file saved aside (a JSON row)
+    argv: list[str]
+    pid: int
+    installed: list[InstalledJson]
+    created: int  # how many files it wrote
+    overwritten: list[str]  # rel paths it overwrote that were not saved aside
+    foreign: list[str]  # rel paths changed meanwhile by someone else (the first 20)
+
+
+class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
+    kind = ActionKind.PIP_INSTALL
+    details_keys = frozenset({"requirements", "installer", "reinstall"})
+    record_keys = frozenset({"resolution", "roots", "sidecars", "protected", "argv", "pid", "installed", "created",
+                             "overwritten", "foreign"})
+    started_keys = frozenset({"roots", "sidecars", "protected", "argv"})
+
+    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+        reqs = want_list(details, "requirements", limit=100)
+        if not reqs:
+            raise BadField("field 'requirements' is empty")
+        for r in reqs:
+            requirement(r)
+        if details.get("installer") not in (*INSTALLERS, None):  # None: the environment has no installer
+            raise BadField(f"field 'installer' must be one of {', '.join(INSTALLERS)} or null")
+        want_bool(details, "reinstall")
+
+    def check_record(self, env: TargetEnv, step: Step) -> None:
+        for rel in want_list(step.record, "roots", limit=16):
+            check_rel(rel if isinstance(rel, str) else "")
+        sidecars = want_dict(step.record, "sidecars")
+        if not set(sidecars) <= {"snapshot", "created"}:
+            raise BadField("field 'sidecars' names an unknown sidecar")
+        for key in sidecars:
+            want_sha(sidecars, key)
+        for item in want_list(step.record, "protected"):
+            item = _fingerprint_list(item, 5)
+            check_rel(item[0] if isinstance(item[0], str) else "")
+        want_str_list(step.record, "argv", items=1000)
+        if "pid" in step.record:
+            want_int(step.record, "pid")
+        if "created" in step.record:
+            want_int(step.record, "created")
+        for key in ("overwritten", "foreign"):
+            if key in step.record:
+                for rel in want_str_list(step.record, key, items=1_000_000):
+                    check_rel(rel)
+        for key in ("installed", "resolution"):
+            for item in want_list(step.record, key) if key in step.record else []:
+                if not isinstance(item, dict):
+                    raise BadField(f"field {key!r} is not a list of objects")
+        for item in step.record.get("installed", []):
+            for field_name in ("name", "version", "dist_info"):
+                want_str(item, field_name, where="installed")
+
+    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        problems = [f"{d} is not writable" for d in (*env.site_dirs, env.scripts)
+                    if os.path.isdir(d) and not os.access(d, os.W_OK)]
+        try:
+            install_argv(env, details)
+        except OrtfixError as exc:
+            problems.append(exc.one_line())
+        return problems
+
+    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        who = "uv" if details.get("installer") == "uv" else "the environment's own pip"
+        try:
+            argv = install_argv(env, details)
+        except OrtfixError as exc:
+            return [exc.one_line()]
+        return [f"run ({who}, with your pip configuration): {' '.join(argv)}"]
+
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
+        fs = env.fs
+        installer = str(self.typed_details(step.details)["installer"])
+        roots = [r for r in dict.fromkeys((*env.site_dirs, env.scripts)) if os.path.isdir(r)]
+        before = take_snapshot(roots, env.prefix)
+        protect_rel = ctx.step_rel + "/protect"
+        protected: list[list[Any]] = []
+        candidates = overwrite_candidates(env, self.typed_record(step).get("resolution", []),
+                                          self.typed_details(step.details).get("requirements", []), before)
+        for rel, digest in fs.sha256_many(candidates).items():
+            if digest is None:
+                continue
+            try:
+                fs.link(rel, f"{protect_rel}/{rel}", make_parents=True)
+            except OSError:
+                fs.copy(rel, f"{protect_rel}/{rel}", make_parents=True)
+            protected.append([rel, digest])
+        copies = fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
+        protected = [[rel, digest, *fingerprint(st)] for rel, digest in protected
+                     if (st := copies[f"{protect_rel}/{rel}"]) is not None]
+        report_dir = tempfile.mkdtemp(prefix="ortfix-pip-report-")  # private (0700), outside the environment
+        try:
+            report = Path(report_dir) / "report.json"
+            argv = install_argv(env, step.details, report=str(report) if installer == "pip" else None)
+            record: PipInstallRecord = {
+                **self.typed_record(step),
+                "roots": [env.rel(r) for r in roots],
+                "sidecars": {"snapshot": ctx.write_sidecar("snapshot", before)},
+                "protected": protected,
+                "argv": argv,
+            }
+            ctx.commit(record)
+            lines: list[str] = []
+            rc = self._run(argv, record, step, ctx, roots, lines)
+            if rc != 0:
+                raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
+            names = ([n for n, _v, _u in report_installs(report)] if installer == "pip"
+                     else [n for n, _v in uv_installed("\n".join(lines))])
+        finally:
+            shutil.rmtree(report_dir, ignore_errors=True)
+        after = take_snapshot(roots, env.prefix)
+        diff = diff_snapshots(before, after)
+        ours, dirs, installed = attribute_install(env, names, diff, after)
+        lock = env.fs.lstat(".lock") if installer == "uv" and ".lock" in diff["created"] else None
+        if lock is not None:  # uv's own lock file, made by this install: the transaction's too
+            ours[".lock"] = [env.fs.sha256(".lock"), *fingerprint(lock)]
+        foreign = foreign_changes(diff, ours, dirs, installer)
+        protected_rels = {p[0] for p in protected}
+        keep = set(diff["changed"]) | set(diff["removed"])
+        for rel in protected_rels - keep:
+            with contextlib.suppress(OSError, OrtfixError):
+                fs.unlink(f"{protect_rel}/{rel}")
+        created: CreatedSidecar = {"files": ours, "dirs": dirs}
+        record.update({
+            "sidecars": {**record["sidecars"], "created": ctx.write_sidecar("created", created)},
+            "protected": [p for p in protected if p[0] in keep],
+            "installed": installed,
+            "created": len(ours),
+            "overwritten": [r for r in diff["changed"] if r in ours and r not in protected_rels],
+            "foreign": foreign[:20],
+        })
+        record.pop("pid", None)
+        if foreign:
+            ctx.commit(record)
+            raise OrtfixError(
+                f"the environment changed while {installer} was installing: {len(foreign)} path(s) this install did "
+                f"not write, e.g. {env.abs(foreign[0])} (another installer running at the same time?)",
+                hint="everything this transaction did is undone; what the other installer did stays")
+        return record
+
+    def _run(self, argv: Sequence[str], record: PipInstallRecord, step: Step, ctx: StepContext,
+             roots: Sequence[str], lines: list[str]) -> int:
+        ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(argv)}")
+
+        def output(line: str, is_err: bool) -> None:
+            lines.append(line)
+            ctx.output(line, is_err)
+
+        proc = subproc.start(argv)
+        record["pid"] = proc.pid
+        ctx.commit(record)
+        threads = [threading.Thread(target=_pump, args=(proc.stdout, False, output), daemon=True),
+                   threading.Thread(target=_pump, args=(proc.stderr, True, output), daemon=True)]
+        for t in threads:
+            t.start()
+        try:
+            if ctx.crash_midway:
+                self._crash_when_writing(proc, roots)
+            rc = proc.wait()
+        except BaseException:
+            subproc.terminate_group(proc, timeout=30, close_pipes=False)  # the output threads are still reading
+            raise
+        for t in threads:
+            t.join(timeout=5)
+        return rc
+
+    @staticmethod
+    def _crash_when_writing(proc: subprocess.Popen[str], roots: Sequence[str]) -> None:
+        # Fault injection: as soon as pip has started writing into the environment, kill it and die (kill -9).
+        tops = {r: set(os.listdir(r)) for r in roots}
+        while proc.poll() is None:
+            for root, names in tops.items():
+                with contextlib.suppress(OSError):
+                    if set(os.listdir(root)) - names:
+                        proc.kill()
+                        proc.wait()
+                        test_crash()
+            time.sleep(0.005)
+        test_crash()
+
+    def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, list[Any]], list[str]]:
+        record = self.typed_record(step)
+        data = ctx.read_sidecar("created", record["sidecars"]["created"])
+        try:
+            if not isinstance(data, dict) or set(data) != {"files", "dirs"}:
+                raise BadField("not {files, dirs}")
+            files = want_dict(data, "files")
+            for rel, item in files.items():
+                check_rel(rel)
+                _fingerprint_list(item, 4)
+            dirs = [check_rel(d) for d in want_list(data, "dirs") if isinstance(d, str)]
+        except BadField as exc:
+            raise OrtfixError(f"the created sidecar of step {step.index} is malformed: {exc}") from exc
+        return files, dirs
+
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        record = self.typed_record(step)
+        if not record.get("sidecars", {}).get("snapshot"):
+            return []
+        if record["sidecars"].get("created"):
+            self._created(step, ctx)
+        problems = []
+        protect_rel = ctx.step_rel + "/protect"
+        protected = record.get("protected", [])
+        copies = env.fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
+        in_place = env.fs.stat_many(p[0] for p in protected)
+        for rel, digest, *fp in protected:
+            copy = f"{protect_rel}/{rel}"
+            st = copies[copy]
+            if st is not None:
+                if fingerprint(st) != fp and env.fs.sha256(copy) != digest:
+                    problems.append(f"{env.abs(copy)} was changed since it was saved")
+            else:  # saved aside by hard link: put back, it is the very same file (or it was never replaced)
+                here = in_place[rel]
+                if here is None or (fingerprint(here) != fp and env.fs.sha256(rel) != digest):
+                    problems.append(f"{env.abs(copy)} (the earlier {env.abs(rel)}) is missing from the stash")
+        return problems
+
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        record = self.typed_record(step)
+        sidecars = record.get("sidecars", {})
+        if not sidecars.get("snapshot"):
+            return []  # never started: pip did not run
+        pid = record.get("pid")
+        if isinstance(pid, int) and _pid_alive(pid, env.python):
+            raise OrtfixError(f"the installer the interrupted apply started (pid {pid}) is still running",
+                              hint=f"wait for it to end (or kill {pid}), then run `ortfix rollback` again")
+        fs = env.fs
+        discard = discard_rel(ctx.store, ctx.tx_id, ctx.index)
+        warnings: list[str] = []
+        diff: dict[str, list[str]] | None = None
+        if sidecars.get("created"):
+            files, dirs = self._created(step, ctx)
+
+            def changed(rel: str, st: os.stat_result) -> str | None:
+                # Only the very file the install wrote, untouched since: anything else (edited, or written again by
+                # a later installer, even with the same bytes) is someone else's now.
+                if rel in files and (stat.S_ISDIR(st.st_mode) or fingerprint(st) != files[rel][1:]):
+                    return f"{env.abs(rel)} was changed after the install; left in place"
+                return None
+
+            later = [p for p in cached_bytecode(fs, files) if p not in files]  # a later run cached it
+            moves = ((rel, f"{discard}/{rel}") for rel in [*sorted(files), *later])
+            warnings += [k.why for k in fs.move_many(moves, veto=changed) if k.why]
+            for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
+                fs.rmdir(f"{d}/{PYC_CACHE}")  # emptied above (bytecode a later run cached for the install's files)
+                if fs.is_dir(d) and not fs.rmdir(d):
+                    others = sorted(fs.listdir(d))
+                    warnings.append(f"{env.abs(d)} holds files this transaction did not install "
+                                    f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}); kept")
+        else:  # cut off while pip ran: judge by the snapshot taken before it started
+            before = ctx.read_sidecar("snapshot", sidecars["snapshot"])
+            if not isinstance(before, dict):
+                raise OrtfixError(f"the snapshot sidecar of step {step.index} is malformed")
+            roots = [env.abs(check_rel(r)) for r in record.get("roots", [])]
+            diff = diff_snapshots(before, take_snapshot(roots, env.prefix))
+            claimed = claimed_by_others(env, step, diff)
+            created = [r for r in diff["created"] if r not in claimed]
+            folders = [r for r, st in fs.stat_many(created).items() if st is not None and stat.S_ISDIR(st.st_mode)]
+            fs.move_many((rel, f"{discard}/{rel}") for rel in sorted(set(created) - set(folders)))
+            remove_empty_dirs(fs, folders)
+            for rel in sorted(claimed)[:1]:
+                warnings.append(f"{env.abs(rel)} belongs to a distribution another installer wrote meanwhile; kept")
+        protect_rel = ctx.step_rel + "/protect"
+        restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in record.get("protected", []))
+        for kept in fs.move_many(restore, replace=False):  # a copy gone was put back already
+            warnings.append(f"{env.abs(kept.dst)} was changed after the install; its earlier content stays in "
+                            f"{env.abs(kept.src)}")
+        overwritten = record.get("overwritten")
+        if overwritten is None and diff is not None:
+            saved = {p[0] for p in record.get("protected", [])}
+            overwritten = [r for r in diff.get("changed", []) if r not in saved]
+        for rel in overwritten or []:
+            warnings.append(f"{env.abs(rel)} was overwritten by the install and its earlier content was not saved")
+        if diff is not None:
+            saved = {p[0] for p in record.get("protected", [])}
+            for rel in diff.get("removed", []):
+                if not fs.exists(rel) and rel not in saved:
+                    warnings.append(f"{env.abs(rel)} was removed by the install and could not be restored")
+        return warnings
+
+    def changes(self, step: Step) -> list[str]:
+        record = self.typed_record(step)
+        planned = self.typed_details(step.details)
+        installed = record.get("installed")
+        if installed:
+            return [f"+ {d.get('name')} {d.get('version')}" for d in installed if isinstance(d, dict)]
+        return [f"+ {r}" for r in planned.get("requirements", [])]
+

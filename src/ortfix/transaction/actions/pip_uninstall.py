@@ -1,0 +1,200 @@
+"""The pip-uninstall handler: move a distribution's files aside into the step's stash (same filesystem, rename),
+like pip's own stash; undone by moving them back."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from ortfix.errors import OrtfixError
+from ortfix.fields import BadField, distribution_name, want_dict, want_int, want_list, want_sha, want_str
+from ortfix.plan.kinds import ActionKind, PipUninstallDetails
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.dists import record_paths
+from ortfix.transaction.actions.files import dir_meta, fingerprint, make_dir, parent_dirs, remove_empty_dirs
+from ortfix.transaction.confine import ConfinementError, check_rel
+from ortfix.transaction.journal import Step
+
+
+class StashSidecars(TypedDict):
+    files: str  # sha256 of the `files` sidecar
+
+
+class StashSidecar(TypedDict):
+    """The `files` sidecar: what was moved into the stash, and the folders it came from."""
+
+    files: list[list[str | int]]  # [rel path, sha256, inode, size, mtime_ns] of each file moved
+    dirs: dict[str, list[int]]  # rel path → [mode, uid, gid] of each folder the files were in
+
+
+class PipUninstallRecord(TypedDict):
+    sidecars: StashSidecars
+    files: int  # how many files were moved aside
+    bytes: int  # their total size
+
+
+class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
+    kind = ActionKind.PIP_UNINSTALL
+    details_keys = frozenset({"distribution", "version", "location", "dist_info"})
+    record_keys = started_keys = frozenset({"sidecars", "files", "bytes"})
+
+    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+        distribution_name(want_str(details, "distribution", limit=200))
+        want_str(details, "version", limit=200)
+        self._dist(env, details)
+
+    def _dist(self, env: TargetEnv, details: Mapping[str, Any]) -> tuple[str, str]:
+        """(location, .dist-info) as rel paths: the .dist-info directly in one of the environment's site folders."""
+        location = env.rel(want_str(details, "location"))
+        dist_info = env.rel(want_str(details, "dist_info"))
+        if location not in env.site_rels():
+            raise BadField(f"{details['location']} is not a site-packages folder of this environment")
+        if os.path.dirname(dist_info) != location or not dist_info.endswith((".dist-info", ".egg-info")):
+            raise BadField(f"{details['dist_info']} is not a distribution's metadata folder in {details['location']}")
+        return location, dist_info
+
+    def check_record(self, env: TargetEnv, step: Step) -> None:
+        sidecars = want_dict(step.record, "sidecars")
+        if set(sidecars) != {"files"}:
+            raise BadField("field 'sidecars' must name exactly the 'files' sidecar")
+        want_sha(sidecars, "files")
+        want_int(step.record, "files")
+        want_int(step.record, "bytes")
+
+    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        location, dist_info = self._dist(env, details)
+        planned = self.typed_details(details)
+        name = f"{planned['distribution']} {planned['version']}"
+        if not env.fs.is_dir(dist_info):
+            return [f"{name} is no longer installed ({env.abs(dist_info)} is gone)"]
+        if not dist_info.endswith(".dist-info"):
+            return [f"{name} was installed without a RECORD ({os.path.basename(dist_info)}): uninstall it with pip"]
+        try:
+            paths = record_paths(env, location, dist_info)
+        except ConfinementError as exc:
+            return [f"{name} lists files outside the environment or behind a link: {exc.message}; uninstall it with "
+                    "pip yourself"]
+        except OrtfixError as exc:
+            return [exc.one_line()]
+        problems = []
+        for folder in sorted({os.path.dirname(p) for p in paths}):
+            if not os.access(env.abs(folder), os.W_OK):
+                problems.append(f"cannot move files out of {env.abs(folder)}: not writable")
+                break
+        state = env.abs(".ortfix") if os.path.isdir(env.abs(".ortfix")) else env.prefix
+        if os.stat(env.abs(location)).st_dev != os.stat(state).st_dev:
+            problems.append(f"{env.abs(location)} is on another filesystem than {env.prefix}/.ortfix: files cannot "
+                            "be moved aside by rename")
+        return problems
+
+    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        location, dist_info = self._dist(env, details)
+        try:
+            paths = record_paths(env, location, dist_info)
+        except OrtfixError as exc:
+            return [exc.one_line()]
+        planned = self.typed_details(details)
+        lines = [f"move aside {len(paths)} files of {planned['distribution']} {planned['version']} "
+                 f"(its RECORD, its .dist-info and cached bytecode) into the transaction's stash (rename)"]
+        lines += [f"  - {env.abs(p)}" for p in paths]
+        return lines
+
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipUninstallRecord:
+        fs = env.fs
+        location, dist_info = self._dist(env, step.details)
+        paths = record_paths(env, location, dist_info)
+        candidates: set[str] = set()
+        for p in paths:
+            candidates.update(parent_dirs(p, location))
+        dirs = {d: dir_meta(fs, d) for d in sorted(candidates) if fs.is_dir(d)}
+        files: list[list[str | int]] = []
+        size = 0
+        stats, digests = fs.stat_many(paths), fs.sha256_many(paths)
+        for rel in paths:
+            st, digest = stats[rel], digests[rel]
+            if st is None or digest is None:
+                continue
+            files.append([rel, digest, *fingerprint(st)])  # a rename keeps inode, size and mtime
+            size += st.st_size
+        sidecar: StashSidecar = {"files": files, "dirs": dirs}
+        record: PipUninstallRecord = {"sidecars": {"files": ctx.write_sidecar("files", sidecar)}, "files": len(files),
+                                      "bytes": size}
+        ctx.commit(record)
+        moved = 0
+
+        def midway(_src: str, _st: os.stat_result) -> None:
+            nonlocal moved
+            moved += 1
+            if ctx.crash_midway and moved > len(files) // 2:
+                test_crash()
+
+        kept = fs.move_many(((str(f[0]), f"{ctx.stash_rel}/{f[0]}") for f in files), replace=False, veto=midway)
+        if kept:
+            raise OrtfixError(f"cannot stash {env.abs(kept[0].src)}: {env.abs(kept[0].dst)} exists")
+        remove_empty_dirs(fs, dirs)
+        fs.fsync_dir(location)
+        return record
+
+    def _files(self, env: TargetEnv, step: Step, ctx: StepContext
+               ) -> tuple[list[tuple[str, str, list[int]]], dict[str, Any]]:
+        sha = self.typed_record(step)["sidecars"]["files"]
+        data = ctx.read_sidecar("files", sha)
+        if not isinstance(data, dict) or set(data) != {"files", "dirs"}:
+            raise OrtfixError(f"the files sidecar of step {step.index} is malformed")
+        files: list[tuple[str, str, list[int]]] = []
+        try:
+            for item in want_list(data, "files"):
+                if (not isinstance(item, list) or len(item) != 5 or not all(isinstance(x, str) for x in item[:2])
+                        or not all(isinstance(x, int) for x in item[2:])):
+                    raise BadField("a files entry is not [path, sha256, inode, size, mtime]")
+                files.append((check_rel(item[0]), item[1], item[2:]))
+            dirs = want_dict(data, "dirs")
+            for rel, meta in dirs.items():
+                check_rel(rel)
+                if not (isinstance(meta, list) and len(meta) == 3 and all(isinstance(x, int) for x in meta)):
+                    raise BadField("a dirs entry is not [mode, uid, gid]")
+        except BadField as exc:
+            raise OrtfixError(f"the files sidecar of step {step.index} is malformed: {exc}") from exc
+        for rel, _digest, _fp in files:
+            if rel == ".ortfix" or rel.startswith(".ortfix/"):
+                raise OrtfixError(f"the files sidecar of step {step.index} names ortfix's own folder")
+        return files, dirs
+
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        if not step.record.get("sidecars"):
+            return []
+        files, _dirs = self._files(env, step, ctx)
+        problems = []
+        stashed = env.fs.stat_many(f"{ctx.stash_rel}/{rel}" for rel, _d, _f in files)
+        in_place = env.fs.stat_many(rel for rel, _d, _f in files)
+        for rel, digest, fp in files:
+            copy = f"{ctx.stash_rel}/{rel}"
+            st = stashed[copy]
+            if st is not None:
+                if fingerprint(st) != fp and env.fs.sha256(copy) != digest:
+                    problems.append(f"{env.abs(copy)} was changed since it was stashed")
+                continue
+            here = in_place[rel]  # never moved, or already moved back: the very same file (a rename keeps it)
+            if here is None or fingerprint(here) != fp:
+                problems.append(f"{env.abs(copy)} is missing from the stash")
+        return problems
+
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        if not step.record.get("sidecars"):
+            return []  # the journal has no record: nothing was moved
+        fs = env.fs
+        files, dirs = self._files(env, step, ctx)
+        warnings = []
+        for rel in sorted(dirs, key=lambda r: (r.count("/"), r)):
+            if not fs.is_dir(rel):
+                make_dir(fs, rel, dirs[rel])
+        # never moved, or already moved back: no source, skipped; in the way: kept in the stash, said
+        for kept in fs.move_many(((f"{ctx.stash_rel}/{rel}", rel) for rel, _d, _f in files), replace=False):
+            warnings.append(f"{env.abs(kept.dst)} exists again; the stashed copy stays in {env.abs(kept.src)}")
+        remove_empty_dirs(fs, {d for rel, _d, _f in files for d in parent_dirs(f"{ctx.stash_rel}/{rel}", ctx.step_rel)})
+        return warnings
+
+    def changes(self, step: Step) -> list[str]:
+        planned = self.typed_details(step.details)
+        return [f"- {planned['distribution']} {planned['version']}"]

@@ -1,0 +1,206 @@
+"""What an install will do, asked of the installer itself before anything changes: the install command line,
+the dry-run resolution (`pip install --dry-run --report`, or uv's dry run) and the wheels' sizes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+from urllib.parse import unquote, urlparse
+
+from packaging.utils import canonicalize_name
+
+from ortfix import subproc
+from ortfix.errors import OrtfixError
+from ortfix.fields import requirement
+from ortfix.transaction.actions.base import TargetEnv
+from ortfix.transaction.actions.dists import InstalledDist, installed_distributions
+from ortfix.transaction.actions.snapshot import take_snapshot
+
+INSTALLERS = ("pip", "uv")
+
+
+def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: str | None = None,
+                 report: str | None = None) -> list[str]:
+    """The install command, built here from typed values: the target's own pip (or the uv found on PATH now) with
+    the user's pip configuration; requirements are plain names with version specifiers."""
+    installer = details.get("installer")
+    requirements = [requirement(r) for r in details.get("requirements", [])]
+    if installer == "uv":
+        if not env.uv:
+            raise OrtfixError("the plan installs with uv, but no uv is on PATH now",
+                              hint="install uv, or pip into the environment; nothing was changed")
+        argv = [env.uv, "pip", "install", "--python", env.python]
+        if env.break_system_packages:
+            argv.append("--break-system-packages")
+        if dry_run_report is not None:
+            argv.append("--dry-run")
+        return [*argv, *requirements]
+    if installer != "pip":
+        raise OrtfixError("the target environment has no pip (and no uv was found)",
+                          hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
+    # Options after the requirements (none of which can start with "-"): the command reads as the plan shows it.
+    argv = [env.python, "-m", "pip", "install", *requirements]
+    if dry_run_report is not None:
+        argv += ["--dry-run", "--report", dry_run_report, "--quiet"]
+    if report is not None:
+        argv += ["--report", report]
+    argv.append("--disable-pip-version-check")
+    if env.break_system_packages:
+        argv.append("--break-system-packages")
+    return argv
+
+
+@dataclass(frozen=True)
+class Resolved:
+    name: str
+    version: str
+    url: str | None
+    download_bytes: int | None  # the archive's size, when it is a local file
+    unpacked_bytes: int | None  # sum of the archive's file sizes, when it is a local wheel
+    replaces: InstalledDist | None  # the installed distribution (another version) pip would replace
+
+
+class ResolvedJson(TypedDict):
+    """A `Resolved` as the journal keeps it (the pip-install step's `resolution` record field)."""
+
+    name: str
+    version: str
+    url: str | None
+    download_bytes: int | None
+    unpacked_bytes: int | None
+    replaces: str | None  # "<name> <version>" of the distribution it replaces
+
+
+@dataclass(frozen=True)
+class InstallerResolution:
+    installer: str
+    argv: tuple[str, ...]  # the dry-run command that was run
+    install: tuple[Resolved, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def replaced(self) -> list[InstalledDist]:
+        return [r.replaces for r in self.install if r.replaces is not None]
+
+    def to_json(self) -> list[ResolvedJson]:
+        return [{"name": r.name, "version": r.version, "url": r.url, "download_bytes": r.download_bytes,
+                 "unpacked_bytes": r.unpacked_bytes,
+                 "replaces": f"{r.replaces.name} {r.replaces.version}" if r.replaces else None} for r in self.install]
+
+
+def local_file(url: str | None) -> str | None:
+    if not url or not url.startswith("file:"):
+        return None
+    return unquote(urlparse(url).path)
+
+
+def _wheel_sizes(path: str | None) -> tuple[int | None, int | None]:
+    if path is None:
+        return None, None
+    try:
+        size = os.path.getsize(path)
+        if not path.endswith(".whl"):
+            return size, None
+        with zipfile.ZipFile(path) as zf:
+            return size, sum(i.file_size for i in zf.infolist())
+    except (OSError, zipfile.BadZipFile):
+        return None, None
+
+
+def _pip_error(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("ERROR:", "error:", "\u00d7", "\u2570\u2500>"))]
+    pick = errors[0] if errors else (lines[-1] if lines else "no output")
+    return re.sub(r"^(ERROR|error):\s*", "", pick)
+
+
+def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
+            replaced_elsewhere: Iterable[str] = ()) -> InstallerResolution:
+    """What the install will do, asked of the installer itself: `pip install --dry-run --report FILE --quiet ...`
+    (pip >= 22.2) with the user's pip configuration. Failing here (index unreachable, nothing matches) is a
+    preflight failure: nothing has been changed yet."""
+    installer = str(details.get("installer"))
+    installed = installed_distributions(env.site_dirs)
+    skip = {canonicalize_name(n) for n in replaced_elsewhere}
+    wanted = " ".join(str(r) for r in details.get("requirements", []))
+    if installer == "uv":
+        dry = install_argv(env, details, dry_run_report="")
+        top_before = set(take_snapshot((), env.prefix))
+        proc = subproc.run(dry, timeout=900)
+        # Preflight changes nothing: uv's dry run still takes the environment's lock file (<prefix>/.lock, empty).
+        for rel in set(take_snapshot((), env.prefix)) - top_before:
+            st = env.fs.lstat(rel)
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                with contextlib.suppress(OSError):
+                    env.fs.unlink(rel)
+        if proc.returncode != 0:
+            raise OrtfixError(f"uv cannot resolve {wanted}: {_pip_error(proc.stderr)}",
+                              hint="is the index reachable? check your uv/pip configuration")
+        items = []
+        for name, version in uv_installed(proc.stderr + proc.stdout):
+            old = installed.get(canonicalize_name(name))
+            replaces = old if old and canonicalize_name(name) not in skip and _in_env(env, old) else None
+            items.append(Resolved(name, version, None, None, None, replaces))
+        return InstallerResolution("uv", tuple(dry), tuple(items), ("uv reports no download sizes",))
+    report = workdir / "pip-report.json"
+    # --disable-pip-version-check: the dry-run's own output is not shown, so its self-check would only cost time.
+    dry = install_argv(env, details, dry_run_report=str(report))
+    proc = subproc.run(dry, timeout=900)
+    if proc.returncode != 0:
+        message = _pip_error(proc.stderr or proc.stdout)
+        if "no such option: --report" in proc.stderr or "no such option: --dry-run" in proc.stderr:
+            raise OrtfixError("the target's pip is older than 22.2 (no --dry-run --report)",
+                              hint=f"upgrade it first: {env.python} -m pip install -U pip")
+        if "externally-managed-environment" in proc.stderr:
+            raise OrtfixError(f"{env.python} is an externally managed system Python: pip refuses to change it",
+                              hint="use a venv (python3 -m venv), or pass --system to change it anyway")
+        raise OrtfixError(f"pip cannot get {wanted} from the configured index or wheelhouse: {message}",
+                          hint="is the index reachable? check `pip config list` and your network; nothing was changed")
+    items = []
+    for name, version, url in report_installs(report):
+        download, unpacked = _wheel_sizes(local_file(url))
+        old = installed.get(canonicalize_name(name))
+        replaces = old if old and canonicalize_name(name) not in skip and _in_env(env, old) else None
+        items.append(Resolved(name, version, url, download, unpacked, replaces))
+    return InstallerResolution("pip", tuple(dry), tuple(items))
+
+
+def uv_installed(text: str) -> list[tuple[str, str]]:
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^\s*\+\s+([A-Za-z0-9._-]+)==(\S+)", line)
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
+    """(name, version, download URL) of every distribution in pip's --report."""
+    try:
+        doc = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise OrtfixError(f"pip's --report was unreadable: {exc}") from exc
+    out = []
+    entries = doc.get("install", []) if isinstance(doc, dict) else []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        meta = entry.get("metadata") or {}
+        info = entry.get("download_info") or {}
+        url = info.get("url") if isinstance(info, dict) else None
+        out.append((str(meta.get("name", "")), str(meta.get("version", "")), url if isinstance(url, str) else None))
+    return out
+
+
+def _in_env(env: TargetEnv, dist: InstalledDist) -> bool:
+    # pip replaces only what is inside the environment it installs into (it leaves a system copy alone).
+    return any(os.path.realpath(dist.location) == os.path.realpath(d) for d in env.site_dirs)
+

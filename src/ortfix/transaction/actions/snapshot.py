@@ -1,0 +1,57 @@
+"""The snapshot an install is judged by: every path under the roots it may write (site-packages, bin, the
+prefix's own files) with its type and stat fingerprint, and the difference between two snapshots."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
+    """rel path → [type, inode, size, mtime_ns] for everything under `roots` (the snapshot an install is judged by)."""
+    out: dict[str, list[Any]] = {}
+    stack = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+    seen: set[str] = set()
+    while stack:
+        folder = stack.pop()
+        if folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
+            out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
+            if kind == "d":
+                stack.append(e.path)
+    return out
+
+
+def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
+    """What an install is judged by: everything under `roots` (site-packages, bin), and the files directly in the
+    prefix, where an installer may leave its own (uv writes `<prefix>/.lock`)."""
+    out = _walk_tree(roots, prefix)
+    with contextlib.suppress(OSError):
+        for e in os.scandir(prefix):
+            st = e.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                kind = "l" if stat.S_ISLNK(st.st_mode) else "f"
+                out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
+    return out
+
+
+def diff_snapshots(before: Mapping[str, list[Any]], after: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    created = sorted(set(after) - set(before))
+    removed = sorted(r for r in before if r not in after and before[r][0] != "d")
+    changed = sorted(r for r in before if r in after and before[r][0] == "f" and after[r] != before[r])
+    return {"created": created, "removed": removed, "changed": changed}
+

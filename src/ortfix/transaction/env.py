@@ -1,0 +1,47 @@
+"""The environment a transaction changes, opened for it: from the check's facts (refusing a system Python
+unless `--system`, PEP 668's externally-managed mark) or from a journal (for rollback)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ortfix.errors import OrtfixError
+from ortfix.transaction.actions.base import TargetEnv, open_env
+from ortfix.transaction.journal import Transaction
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import Facts
+
+
+def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
+    """The environment opened for changes (its root descriptor held; see confine.py). A system Python is changed only
+    when the user says so (`--system`): its hooks and packages affect every program that uses it."""
+    p = facts.probe
+    if p.env_kind == "system" and not system:
+        raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "
+                          "that uses it, and ortfix changes only venvs and conda environments by default",
+                          hint="make a venv (python3 -m venv) and use that, or pass --system to change it anyway")
+    return open_env(p.executable, p.prefix, p.purelib, p.platlib, os.path.join(p.prefix, "bin"), p.env_kind,
+                    uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
+
+
+def externally_managed(prefix: str, python_version: str) -> bool:
+    """PEP 668: the interpreter's stdlib folder holds EXTERNALLY-MANAGED (pip then refuses without
+    --break-system-packages)."""
+    short = ".".join(python_version.split(".")[:2])
+    return any(os.path.isfile(os.path.join(prefix, lib, f"python{short}", "EXTERNALLY-MANAGED"))
+               for lib in ("lib", "lib64"))
+
+
+def system_warning(env: TargetEnv) -> str:
+    return (f"--system: changing the system environment {env.prefix}: the packages and hooks written to "
+            f"{env.purelib} are seen by every program that runs {env.python}")
+
+
+def env_from_journal(tx: Transaction) -> TargetEnv:
+    """The environment a journal was written for; its paths are checked to lie inside the prefix the journal was
+    found in (TransactionStore.load checked the prefix itself)."""
+    t = tx.target
+    return open_env(t["python"], t["prefix"], t["purelib"], t["platlib"], t["scripts"], t["env_kind"])
+

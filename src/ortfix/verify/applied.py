@@ -1,0 +1,76 @@
+"""The verification after an apply's last step, before the transaction counts as applied: `ortfix verify`'s level 1
+(a fresh process of the target loads every library the provider needs) and a re-check with no blocking finding left.
+The apply command passes `verify_applied` to `transaction.apply.apply_plan` (the transaction layer does not import
+this one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ortfix.check.codes import FindingCode
+from ortfix.check.diagnose import diagnose
+from ortfix.check.facts import gather
+from ortfix.check.findings import Finding
+from ortfix.compat.load import load_matrix
+from ortfix.system import hooks
+from ortfix.target.choose import choose_target
+from ortfix.verify.levels import Status, level_loader, no_gpu_reason
+
+if TYPE_CHECKING:
+    from ortfix.transaction.actions.base import TargetEnv
+    from ortfix.verify.loadcheck import LoadCheck
+
+# Findings that must be gone after an apply: the GPU provider cannot load while any of them is there.
+BLOCKING = frozenset({
+    FindingCode.LIB_MISSING, FindingCode.LIB_NOT_ON_PATH, FindingCode.LIB_WRONG_MAJOR, FindingCode.SONAME_LINK_MISSING,
+    FindingCode.LIB_DAMAGED, FindingCode.LIB_OTHER_CUDA, FindingCode.NO_ORT, FindingCode.CPU_ONLY,
+    FindingCode.CPU_AND_GPU, FindingCode.PROVIDER_MISSING, FindingCode.ORT_DAMAGED, FindingCode.ORT_ORPHANED})
+
+
+@dataclass(frozen=True)
+class Verification:
+    ok: bool
+    loader: LoadCheck | None
+    blocking: tuple[str, ...]  # blocking finding codes the re-check still reports
+    problems: tuple[str, ...]
+    # Applied for a machine with another driver (--driver) on one without any: why the GPU part (the provider
+    # starts, a model matches the CPU) was not verified here. None: not such an apply.
+    gpu_not_verified: str | None = None
+    notes: tuple[str, ...] = ()  # what the load check left out and why (a library that needs the driver's libcuda)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "loader": self.loader.to_json() if self.loader else None,
+                "blocking_findings": list(self.blocking), "problems": list(self.problems),
+                "gpu_not_verified": self.gpu_not_verified, "notes": list(self.notes)}
+
+
+def _codes_blocking(findings: Sequence[Finding]) -> tuple[str, ...]:
+    return tuple(sorted({f.code for f in findings if f.code in BLOCKING}))
+
+
+def verify_applied(env: TargetEnv, *, python: str, assumed_driver: str | None = None) -> Verification:
+    """`ortfix verify`'s level 1 (a fresh process of the target, started as the user starts it, loads every library
+    the provider needs, as its requesters would), and ortfix's own check agrees.
+
+    Everything here can be verified without a GPU. With `assumed_driver` (the plan was made with --driver for
+    another machine) on a machine without a usable driver, that is all that can be: the result says so."""
+    matrix = load_matrix()
+    # this machine as it is: its own driver, or none
+    facts = gather(choose_target(python).python, matrix)
+    level = level_loader(facts, python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
+    blocking = _codes_blocking(diagnose(facts, matrix))
+    problems: list[str] = []
+    if level.status is not Status.PASS:
+        problems += list(level.load_check.failures if level.load_check and level.load_check.failures
+                         else (level.verdict,))
+    problems += [f"ortfix check still reports {c}" for c in blocking]
+    no_gpu = no_gpu_reason(facts.driver) if assumed_driver else None
+    not_verified = (f"GPU part not verified: {no_gpu} on this machine (the plan assumes driver {assumed_driver}); "
+                    "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model matches the "
+                    "CPU" if no_gpu else None)
+    need_driver = level.data.get("need_driver", {}) if level.status is Status.PASS else {}
+    notes = tuple(n for n in level.evidence if n.split(":", 1)[0] in need_driver)
+    return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified, notes)
+
