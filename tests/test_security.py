@@ -130,7 +130,15 @@ def _driver(doc: dict[str, Any], venv: Path, outside: Path) -> None:
     doc["options"]["driver_version"] = "\uff15\uff15\uff10.\uff15\uff14"  # full-width "550.54": refused
 
 
+def _envelope(command: str, exit_code: object) -> Callable[[dict[str, Any], Path, Path], None]:
+    def edit(doc: dict[str, Any], venv: Path, outside: Path) -> None:
+        doc.update(command=command, exit_code=exit_code)
+    return edit
+
+
 EDITS: dict[str, tuple[Callable[[dict[str, Any], Path, Path], None], str]] = {
+    "envelope-other-command": (_envelope("apply", 0), "not those of `ortfix plan --json`"),
+    "envelope-bool-exit-code": (_envelope("plan", True), "not those of `ortfix plan --json`"),
     "driver-option": (_driver, "not an NVIDIA driver version"),
     "argv": (_argv, "unknown detail 'argv'"),
     "editable": (_set_requirements("-e", "OUTSIDE"), "not a plain requirement"),
@@ -185,6 +193,22 @@ def test_unedited_saved_plan_still_applies(planned: tuple[Path, dict[str, Any], 
     doc = ortfix_json("apply", str(plan_file), "--python", str(venv), "--yes", env=environ)
     assert doc["status"] == "applied"
     ortfix_json("rollback", "--python", str(venv), "--yes", env=environ)
+    assert_same_tree(before, tree_state(venv))
+
+
+def test_plan_json_output_is_a_plan_file(planned: tuple[Path, dict[str, Any], dict[str, str], Path],
+                                         tmp_path: Path) -> None:
+    """What `plan --json` prints (the plan inside the command envelope) is accepted by `apply` as a saved plan."""
+    venv, _original, environ, _outside = planned
+    proc = ortfix("plan", "--python", str(venv), "--json", env=environ)
+    doc = json.loads(proc.stdout)
+    assert (doc["command"], doc["exit_code"], proc.returncode) == ("plan", 1, 1)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(proc.stdout)
+    before = tree_state(venv)
+    dry = ortfix("apply", str(plan_file), "--python", str(venv), "--dry-run", env=environ)
+    assert dry.returncode == 1, dry.stderr  # changes pending, nothing changed
+    assert "pip install" in dry.stdout or "pip" in dry.stdout
     assert_same_tree(before, tree_state(venv))
 
 

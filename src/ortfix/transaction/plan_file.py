@@ -140,6 +140,12 @@ def parse(doc: Any) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedActio
     if _INTERPRETER in doc:
         _interpreter(doc[_INTERPRETER])
         doc = {k: v for k, v in doc.items() if k != _INTERPRETER}
+    # What `plan --json` printed (the envelope's fields, informational) is a plan file too; only these values.
+    if "command" in doc or "exit_code" in doc:
+        if doc.get("command") != "plan" or doc.get("exit_code") not in (0, 1) or type(doc.get("exit_code")) is not int:
+            raise BadField("its command/exit_code are not those of `ortfix plan --json` (command 'plan', exit_code 0 "
+                           "or 1)")
+        doc = {k: v for k, v in doc.items() if k not in ("command", "exit_code")}
     d = exact_fields(doc, _FIELDS, "the plan")
     for key in ("created", "ortfix_version", "environment", "matrix_version"):
         want_str(d, key)
