@@ -102,7 +102,7 @@ def test_a_replayed_check_says_how_its_target_was_chosen(gpu_venv: Path, tmp_pat
     first line differs), never the replay of the first."""
     path = f"{gpu_venv / 'bin'}{os.pathsep}{system_path()}"
     cache = {"ORTFIX_CACHE_DIR": str(tmp_path / "cache")}
-    time.sleep(2.1)  # what a check depends on must be settled before its result is kept (checkcache.RACY_MARGIN_NS)
+    time.sleep(2.1)  # what a check depends on must be settled before its result is kept (speed.replay.RACY_MARGIN_NS)
     for _ in range(2):  # the second of each is a replay
         for args, chosen_by in ((["check"], "python3 on PATH"), (["check", "--python", str(gpu_venv)], "--python"),
                                 (["check"], "python3 on PATH")):

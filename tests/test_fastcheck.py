@@ -1,4 +1,4 @@
-"""`ortfix check` takes a path that does not import click (src/ortfix/fastpath.py). It must behave exactly as the
+"""`ortfix check` takes a path that does not import click (src/ortfix/cli/fastcheck.py). It must behave exactly as the
 click command does: same output, same exit code, same one-line errors; anything it does not understand goes to
 click."""
 

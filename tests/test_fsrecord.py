@@ -1,4 +1,4 @@
-"""observed.py: what a computation looked at, recorded through the os-level functions, and looked at again."""
+"""speed/fsrecord.py: what a computation looked at, recorded through the os-level functions, and looked at again."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`ortfix check` replays an identical earlier check while nothing it depended on has changed (checkcache.py,
-observed.py). What matters is that it never replays a stale answer: every change below must give exactly what a
+"""`ortfix check` replays an identical earlier check while nothing it depended on has changed (speed/replay.py,
+speed/fsrecord.py). What matters is that it never replays a stale answer: every change below must give exactly what a
 full check (`--fresh`) gives."""
 
 from __future__ import annotations

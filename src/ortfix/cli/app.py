@@ -255,7 +255,7 @@ def matrix_validate(files: tuple[Path, ...]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Transactions: apply, rollback, history (txcommands.py does the work; txreport.py renders)
+# Transactions: apply, rollback, history (commands/apply, rollback, history do the work; render_tx.py renders)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -273,7 +273,7 @@ def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
 
 
 def _located(python: str | None, as_json: bool) -> TargetDescription:
-    """The environment a transaction command works on (no full probe: see txcommands.locate_environment)."""
+    """The environment a transaction command works on (no full probe: see target/locate.py)."""
     from ortfix.target.locate import locate_environment
 
     return _named(locate_environment(python), as_json)
@@ -459,7 +459,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Does it really run on the GPU: verify (gpuverify.py) and tune (tune.py)
+# Does it really run on the GPU: verify (commands/verify.py) and tune (commands/tune.py)
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing):
-the entry point imports it before anything else so the probe can start at once (see prefetch.py)."""
+the entry point imports it before anything else so the probe can start at once (see speed/prefetch.py)."""
 
 from __future__ import annotations
 

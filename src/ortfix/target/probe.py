@@ -147,7 +147,7 @@ class ProbeFacts:
     distribution_count: int
     ort_dirs: tuple[OrtDir, ...]
     torch: TorchInfo | None
-    report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (checkcache.py)
+    report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (speed/replay.py)
 
     def dist(self, normalized: str) -> Distribution | None:
         for d in self.distributions:

@@ -20,7 +20,7 @@ from ortfix.system.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
 from ortfix.system.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 from ortfix.target.launch import launch
 
-VERIFY_SCHEMA = "ortfix.verify/1"
+LOADCHECK_SCHEMA = "ortfix.loadcheck/1"  # the library-load check inside apply's and verify's JSON
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
 _MARK = "ORTFIX-VERIFY:"
 
@@ -134,7 +134,7 @@ class LoadCheck:
         return out
 
     def to_json(self) -> dict[str, object]:
-        return {"schema": VERIFY_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
+        return {"schema": LOADCHECK_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
                 "import_error": self.import_error, "process_error": self.process_error,
                 "libraries": {x.soname: x.error for x in self.libraries},
                 "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
