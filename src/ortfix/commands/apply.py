@@ -46,8 +46,8 @@ class ApplyResult:
 
 def prepare_apply(python: str | None, plan_file: Path | None, options: PlanOptions) -> PreparedApply:
     """The plan to apply: made now, or a saved plan accepted only while it is exactly what ortfix plans for the
-    environment now (same facts, same options, same actions; see transaction/plan_file.py). The environment is always the one
-    named by --python (or the active one), never one named in the file.
+    environment now (same facts, same options, same actions; see transaction/plan_file.py). The environment is always
+    the one named by --python (or the active one), never one named in the file.
 
     With a saved plan, `options` may repeat the machine the plan was made for (--driver, --compute-capability):
     the same values are accepted, others refused; every other option is the file's."""
