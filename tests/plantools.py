@@ -32,7 +32,7 @@ def requirements(plan: dict[str, Any]) -> list[str]:
     return [r for a in plan["actions"] if a["kind"] == "pip-install" for r in a["details"]["requirements"]]
 
 
-def _hook_libraries(plan: dict[str, Any]) -> list[str]:
+def hook_libraries(plan: dict[str, Any]) -> list[str]:
     for action in plan["actions"]:
         if action["kind"] == "write-file" and action["details"]["path"].endswith("_ortfix_preload.py"):
             for line in action["details"]["content"].splitlines():
@@ -42,7 +42,8 @@ def _hook_libraries(plan: dict[str, Any]) -> list[str]:
     return []
 
 
-def _name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement names (`nvidia-cudnn-cu12~=9.0` -> nvidia-cudnn-cu12)."""
     for i, ch in enumerate(requirement):
         if ch in "=<>~!;[ ":
             return requirement[:i]
@@ -55,7 +56,7 @@ def assert_coherent(plan: dict[str, Any], installed: str | None, installed_major
     target = plan["target"]
     assert target is not None, plan["notes"]
     reqs = requirements(plan)
-    pinned = [r for r in reqs if _name(r) == "onnxruntime-gpu"]
+    pinned = [r for r in reqs if requirement_name(r) == "onnxruntime-gpu"]
     uninstalled = [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
     if pinned:
         assert pinned == [f"onnxruntime-gpu=={target['version']}"]
@@ -67,9 +68,9 @@ def assert_coherent(plan: dict[str, Any], installed: str | None, installed_major
         assert target["version"] == installed and target["cuda_major"] == installed_major, target
     major = target["cuda_major"]
     for req in reqs:
-        if _name(req) != "onnxruntime-gpu":
-            assert _name(req) in WHEELS[major], f"{req} is not a CUDA {major} wheel"
-    for lib in _hook_libraries(plan):
+        if requirement_name(req) != "onnxruntime-gpu":
+            assert requirement_name(req) in WHEELS[major], f"{req} is not a CUDA {major} wheel"
+    for lib in hook_libraries(plan):
         assert ("nvidia/cu13/" in lib) == (major == 13) or lib.startswith("nvidia/cudnn/"), (major, lib)
     assert not [n for n in plan["notes"] if "no NVIDIA pip wheel is known" in n], plan["notes"]
     assert {f["code"] for f in plan["unresolved"]} <= {"DRV001"}, plan["unresolved"]

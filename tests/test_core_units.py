@@ -6,7 +6,6 @@ must say and do about it from the README's finding codes: never from the code's 
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import os
 from typing import Any, cast
@@ -25,7 +24,7 @@ from ortfix.plan.model import PlanOptions
 from ortfix.system.driver import overridden_driver
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import VIA_LD_LIBRARY_PATH
-from plantools import WHEELS, assert_coherent, requirements
+from plantools import WHEELS, assert_coherent, hook_libraries, requirement_name, requirements
 
 MATRIX = load_matrix()
 # The CUDA 13 toolkit of the machine the facts were recorded on (tests/data/facts/README.md).
@@ -48,24 +47,6 @@ def _plan(facts: Facts, options: PlanOptions | None = None) -> dict[str, Any]:
 
 def _uninstalled(plan: dict[str, Any]) -> list[str]:
     return [a["details"]["distribution"] for a in plan["actions"] if a["kind"] == "pip-uninstall"]
-
-
-def _hook_libraries(plan: dict[str, Any]) -> list[str]:
-    for action in plan["actions"]:
-        if action["kind"] == "write-file" and action["details"]["path"].endswith("_ortfix_preload.py"):
-            for line in action["details"]["content"].splitlines():
-                if line.startswith("LIBRARIES = "):
-                    libraries: list[str] = ast.literal_eval(line.split("=", 1)[1].strip())
-                    return libraries
-    return []
-
-
-def _name(requirement: str) -> str:
-    """The distribution a requirement names (`nvidia-cudnn-cu12~=9.0` → nvidia-cudnn-cu12)."""
-    for i, ch in enumerate(requirement):
-        if ch in "=<>~!;[ ":
-            return requirement[:i]
-    return requirement
 
 
 # --- the CPU package ----------------------------------------------------------------------------------------------
@@ -91,9 +72,9 @@ def test_cpu_package_plan_swaps_it_for_the_gpu_build_of_the_same_version() -> No
     target = plan["target"]
     assert (target["package"], target["version"], target["cuda_major"]) == ("onnxruntime-gpu", "1.22.0", 12)
     # The CUDA 12 libraries come as NVIDIA wheels of that major, and are made findable by the preload hook.
-    nvidia = [_name(r) for r in reqs if r.startswith("nvidia-")]
+    nvidia = [requirement_name(r) for r in reqs if r.startswith("nvidia-")]
     assert nvidia and set(nvidia) <= WHEELS[12], nvidia
-    assert _hook_libraries(plan)
+    assert hook_libraries(plan)
     # The uninstall comes before the install, and both say they fix ORT002.
     kinds = [a["kind"] for a in plan["actions"]]
     assert kinds.index("pip-uninstall") < kinds.index("pip-install")
@@ -136,7 +117,7 @@ def test_installed_wheels_not_on_the_loader_path_are_lib002_and_hooked_not_reins
     # Keep the installed build: nothing to uninstall or download, only the hook.
     assert _uninstalled(plan) == [] and requirements(plan) == []
     assert (plan["target"]["version"], plan["target"]["cuda_major"]) == ("1.20.2", 12)
-    hooked = _hook_libraries(plan)
+    hooked = hook_libraries(plan)
     assert {os.path.basename(p) for p in hooked} >= {"libcublas.so.12", "libcublasLt.so.12", "libcudart.so.12",
                                                      "libcudnn.so.9", "libcurand.so.10", "libcufft.so.11"}
     # Load order: the runtime before cuBLAS, cuBLASLt before cuBLAS, cuBLAS before cuDNN.
@@ -202,7 +183,7 @@ def test_a_library_resolved_from_another_cuda_major_is_lib008_and_the_hook_loads
 
     plan = _plan(facts)
     assert requirements(plan) == [] and _uninstalled(plan) == []  # the CUDA 12 copy is installed: hook it
-    hooked = _hook_libraries(plan)
+    hooked = hook_libraries(plan)
     assert "nvidia/curand/lib/libcurand.so.10" in hooked  # the preload hook names them relative to site-packages
     assert not [p for p in hooked if p.startswith(TOOLKIT_13)], hooked
     assert all("LIB008" in a["fixes"] for a in plan["actions"])
@@ -231,7 +212,7 @@ def test_a_missing_soname_link_inside_the_environment_is_lib005_and_planned_as_a
     assert list(link["fixes"]) == ["LIB005"]
     # The hook loads cuBLAS from that folder (by the file or the new link: either registers the SONAME).
     in_site = os.path.relpath(folder, facts.probe.purelib)
-    assert [p for p in _hook_libraries(plan) if os.path.dirname(p) == in_site], _hook_libraries(plan)
+    assert [p for p in hook_libraries(plan) if os.path.dirname(p) == in_site], hook_libraries(plan)
     assert "LIB005" not in {f["code"] for f in plan["unresolved"]}
 
 
@@ -261,7 +242,7 @@ def test_a_driver_too_old_for_the_build_is_drv002_and_the_plan_moves_to_an_older
     assert "onnxruntime-gpu" in _uninstalled(plan)
     assert f"onnxruntime-gpu=={plan['target']['version']}" in requirements(plan)
     # The CUDA 12 wheels stay where they are (another folder than the CUDA 11 ones), the new ones are CUDA 11's.
-    assert all(_name(r) in WHEELS[11] for r in requirements(plan) if r.startswith("nvidia-"))
+    assert all(requirement_name(r) in WHEELS[11] for r in requirements(plan) if r.startswith("nvidia-"))
     assert "DRV002" not in {f["code"] for f in plan["unresolved"]}
     assert_coherent(plan, "1.20.2", 12, facts.probe.prefix)
 

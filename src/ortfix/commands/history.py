@@ -5,22 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ortfix.errors import ExitCode, OrtfixError
+from ortfix.errors import OrtfixError
 from ortfix.target.choose import TargetDescription
 from ortfix.transaction.prune import PruneOutcome, prune
 from ortfix.transaction.store import HistoryEntry, TransactionStore
 
-if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
-    pass
 
-
-@dataclass(frozen=True)
-class HistoryResult:
-    target: TargetDescription
-    entries: tuple[HistoryEntry, ...]
-
+class _Listing:
+    """A listing's exit code: 0, even for a damaged journal (it is listed as such)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -28,26 +22,22 @@ class HistoryResult:
 
 
 @dataclass(frozen=True)
-class ShowResult:
+class HistoryResult(_Listing):
+    target: TargetDescription
+    entries: tuple[HistoryEntry, ...]
+
+
+@dataclass(frozen=True)
+class ShowResult(_Listing):
     target: TargetDescription
     entry: HistoryEntry
     plan: Mapping[str, Any] | None
 
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK
-
-
 @dataclass(frozen=True)
-class PruneResult:
+class PruneResult(_Listing):
     target: TargetDescription
     outcome: PruneOutcome
-
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK
 
 
 def run_history(target: TargetDescription) -> HistoryResult:
