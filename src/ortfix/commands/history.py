@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ortfix.errors import OrtfixError
+from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import TargetDescription
 from ortfix.transaction.prune import PruneOutcome, prune
 from ortfix.transaction.store import HistoryEntry, TransactionStore
