@@ -606,7 +606,7 @@ def test_forged_step_record_is_refused(cpu_venv: Path, env: dict[str, str]) -> N
 def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """In process, with shutil.disk_usage reporting a nearly full disk: the wheels' sizes come from pip's report."""
-    from ortfix.commands.check import run_plan
+    from ortfix.commands.plan import run_plan
     from ortfix.errors import OrtfixError
     from ortfix.plan.model import PlanOptions
     from ortfix.transaction import apply as transaction
@@ -635,7 +635,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
     """Over HTTP pip's report gives no sizes: preflight takes them from the matrix's measured wheels (about 3 GiB for
     onnxruntime-gpu and the NVIDIA set), so 1 GiB free is refused before anything changes, although these test
     wheels are tiny."""
-    from ortfix.commands.check import run_plan
+    from ortfix.commands.plan import run_plan
     from ortfix.errors import OrtfixError
     from ortfix.plan.model import PlanOptions
     from ortfix.transaction import apply as transaction
