@@ -50,6 +50,11 @@ def test_check_and_plan_envelopes(tmp_path: Path) -> None:
     assert doc["schema"] == "ortfix.check/2" and doc["healthy"] is False and check.returncode == 1
     plan = run_ortfix("plan", "--json", "--python", str(venv / "bin" / "python"))
     assert _envelope(plan, "plan")["schema"] == "ortfix.plan/2"
+    for args, command, schema in ((("history",), "history", "ortfix.history/2"),
+                                  (("history", "prune", "--keep", "0"), "history prune", "ortfix.prune/2")):
+        proc = run_ortfix(*args, "--json", "--python", str(venv / "bin" / "python"))
+        assert proc.returncode == 0, proc.stderr
+        assert _envelope(proc, command)["schema"] == schema
 
 
 @pytest.mark.parametrize(("args", "command", "fragment"), [

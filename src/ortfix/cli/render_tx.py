@@ -1,4 +1,5 @@
-"""Render the transaction commands' results for people (text) and programs (versioned JSON documents)."""
+"""Render the transaction commands' results for people (text) and for programs (the data of their JSON
+envelope, cli/output.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,6 @@ if TYPE_CHECKING:
     from ortfix.commands.history import HistoryResult, PruneResult, ShowResult
     from ortfix.commands.rollback import RollbackResult
 
-APPLY_SCHEMA = "ortfix.apply/1"
-ROLLBACK_SCHEMA = "ortfix.rollback/1"
-HISTORY_SCHEMA = "ortfix.history/1"
-TRANSACTION_SCHEMA = "ortfix.transaction/1"
-PRUNE_SCHEMA = "ortfix.prune/1"
 
 
 def size(n: int) -> str:
@@ -135,7 +131,7 @@ def render_apply(result: ApplyResult) -> str:
 
 def apply_json(result: ApplyResult) -> dict[str, Any]:
     out = result.outcome
-    doc: dict[str, Any] = {"schema": APPLY_SCHEMA, "exit_code": int(result.exit_code), "dry_run": result.dry_run,
+    doc: dict[str, Any] = {"dry_run": result.dry_run,
                            "status": "nothing-to-do" if out is None else out.status,
                            "plan_source": result.prepared.source, "plan": result.prepared.plan.to_json(),
                            "interpreter": result.prepared.check.target.to_json()}
@@ -192,7 +188,7 @@ def render_rollback(result: RollbackResult) -> str:
 
 def rollback_json(result: RollbackResult) -> dict[str, Any]:
     o = result.outcome
-    return {"schema": ROLLBACK_SCHEMA, "exit_code": int(result.exit_code), "prefix": result.target.prefix,
+    return {"prefix": result.target.prefix,
             "interpreter": result.target.to_json(),
             "transaction": transaction_json(o.tx), "undone": [s.index for s in o.undone],
             "freeing_in_background": list(o.freeing),
@@ -233,7 +229,7 @@ def render_history(result: HistoryResult) -> str:
 
 
 def history_json(result: HistoryResult) -> dict[str, Any]:
-    return {"schema": HISTORY_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
+    return {"prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "transactions": [_entry_json(e) for e in result.entries]}
 
 
@@ -270,7 +266,7 @@ def render_show(result: ShowResult) -> str:
 
 def show_json(result: ShowResult) -> dict[str, Any]:
     e = result.entry
-    return {"schema": TRANSACTION_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
+    return {"prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "summary": _entry_json(e),
             "journal": None if e.tx is None else transaction_json(e.tx), "plan": result.plan}
 
@@ -288,6 +284,6 @@ def render_prune(result: PruneResult) -> str:
 
 def prune_json(result: PruneResult) -> dict[str, Any]:
     o = result.outcome
-    return {"schema": PRUNE_SCHEMA, "prefix": result.target.prefix, "interpreter": result.target.to_json(),
+    return {"prefix": result.target.prefix, "interpreter": result.target.to_json(),
             "pruned": list(o.pruned), "kept": list(o.kept),
             "skipped": list(o.skipped), "freed_bytes": o.freed_bytes}
