@@ -176,11 +176,9 @@ def test_symlink_that_is_not_a_soname_link_is_refused(fake: FakeEnv, cublas_dir:
         f"{cublas_dir / name} -> {target} is not a library's SONAME link"]
 
 
-@pytest.mark.xfail(strict=True, reason="gap: the handler checks that both names look like libraries, not that the "
-                                       "link is the target's own SONAME (libcudnn.so.9 -> libcublas.so.12.1.0 passes)")
 def test_symlink_named_for_another_library_is_refused(fake: FakeEnv, cublas_dir: Path) -> None:
     details: SymlinkDetails = {"path": str(cublas_dir / "libcudnn.so.9"), "target": "libcublas.so.12.1.0"}
-    assert verified(fake.env, ActionKind.SYMLINK, details) != []
+    assert any("it names another library" in r for r in verified(fake.env, ActionKind.SYMLINK, details))
 
 
 def test_symlink_over_an_existing_file_is_refused(fake: FakeEnv, cublas_dir: Path) -> None:

@@ -39,6 +39,9 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
             raise BadField(f"{path} is not inside the environment's site-packages")
         if not _LIB_NAME.fullmatch(os.path.basename(rel)) or not _LIB_NAME.fullmatch(target):
             raise BadField(f"{path} -> {target} is not a library's SONAME link")
+        # A SONAME link names its own library (libcudnn.so.9 -> libcudnn.so.9.1.0), never another one.
+        if os.path.basename(rel).split(".so", 1)[0] != target.split(".so", 1)[0]:
+            raise BadField(f"{path} -> {target} is not a library's SONAME link: it names another library")
         return rel, target
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
