@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from ortfix.errors import ExitCode, OrtfixError, exit_for
-from ortfix.plan.model import PLAN_SCHEMA
+from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.strenum import StrEnum
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, on the path of a replayed `check`

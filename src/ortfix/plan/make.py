@@ -26,9 +26,10 @@ from ortfix.compat.model import WheelSpec
 from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
 from ortfix.plan.hook_actions import hook_actions, hook_kind
 from ortfix.plan.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK
-from ortfix.plan.model import PLAN_SCHEMA, Action, Plan, PlanOptions, plan_fingerprint
+from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
 from ortfix.plan.repairs import find_repairs
+from ortfix.plan.schema import PLAN_SCHEMA
 
 
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,

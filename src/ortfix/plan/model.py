@@ -12,7 +12,6 @@ from typing import Any
 
 from ortfix.check.findings import Finding, finding_json
 
-PLAN_SCHEMA = "ortfix.plan/2"
 # How libraries are made findable: by the environment's kind, a conda hook, a preload hook, or not at all.
 HOOK_CHOICES = ("auto", "conda", "preload", "none")
 

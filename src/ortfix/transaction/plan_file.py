@@ -36,7 +36,8 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
-from ortfix.plan.model import HOOK_CHOICES, PLAN_SCHEMA, Plan, PlanOptions
+from ortfix.plan.model import HOOK_CHOICES, Plan, PlanOptions
+from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import open_env
 from ortfix.transaction.confine import read_regular, require_trusted_owner
