@@ -160,7 +160,12 @@ def test_no_python_on_path_is_one_line(tmp_path: Path, args: list[str]) -> None:
     for extra in ({}, {"ORTFIX_NO_FASTPATH": "1"}):
         proc = run(*(a.format(out=tmp_path / "plan.json") for a in args), path=str(empty), extra=extra)
         one_line_error(proc, "no python3 or python on PATH", "pass --python")
-        assert proc.stdout == ""
+        if "--json" in args:  # the error envelope on stdout, the same on both paths
+            doc = json.loads(proc.stdout)
+            assert (doc["schema"], doc["command"], doc["exit_code"]) == ("ortfix.error/1", args[0], 2)
+            assert "no python3 or python on PATH" in doc["error"]["message"]
+        else:
+            assert proc.stdout == ""
     assert not (tmp_path / "plan.json").exists()
 
 
