@@ -259,6 +259,8 @@ if what == "write-outside":
 elif what == "prefix":
     body["prefix"] = "/"
     body["target"]["prefix"] = "/"
+elif what == "target-prefix":
+    body["target"]["prefix"] = "/"
 canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 doc["sha256"] = hashlib.sha256(canon).hexdigest()
 json.dump(doc, open(path, "w"))
@@ -308,6 +310,12 @@ def test_forged_journal_by_the_venv_owner_cannot_touch_roots_files(user_venv: tu
     # (b) a journal claiming the whole machine as its environment
     journal.write_bytes(original)
     as_user(user, _FORGE, str(journal), "prefix")
+    one_line_error(ortfix("rollback", "--python", python, "--yes", env=environ), "was written for /")
+    assert_same_tree(around, tree_state(outside))
+
+    # (b2) only the environment rollback opens (`target`) claims the whole machine; the journal's own prefix is right
+    journal.write_bytes(original)
+    as_user(user, _FORGE, str(journal), "target-prefix")
     one_line_error(ortfix("rollback", "--python", python, "--yes", env=environ), "was written for /")
     assert_same_tree(around, tree_state(outside))
 

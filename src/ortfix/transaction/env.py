@@ -41,7 +41,7 @@ def system_warning(env: TargetEnv) -> str:
 
 def env_from_journal(tx: Transaction) -> TargetEnv:
     """The environment a journal was written for; its paths are checked to lie inside the prefix the journal was
-    found in (TransactionStore.load checked the prefix itself)."""
+    found in (TransactionStore.load checked that both prefixes the journal names are that one)."""
     t = tx.target
     return open_env(t["python"], t["prefix"], t["purelib"], t["platlib"], t["scripts"], t["env_kind"])
 

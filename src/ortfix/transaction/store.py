@@ -280,9 +280,11 @@ def _checked(tx: Transaction, tx_id: str, path: str, real_prefix: str, prefix: s
     if tx.id != tx_id:
         raise OrtfixError(f"journal {path} names transaction {tx.id}, not {tx_id}",
                           hint="ortfix will not guess how to undo it")
-    if os.path.realpath(tx.prefix) != real_prefix:
-        raise OrtfixError(f"journal {path} was written for {tx.prefix}, not for {prefix}",
-                          hint="ortfix undoes a transaction only in the environment it was made in")
+    # Both prefixes a journal names: rollback opens the environment from `target` (env_from_journal).
+    for named in (tx.prefix, tx.target["prefix"]):
+        if os.path.realpath(named) != real_prefix:
+            raise OrtfixError(f"journal {path} was written for {named}, not for {prefix}",
+                              hint="ortfix undoes a transaction only in the environment it was made in")
     return tx
 
 
