@@ -606,6 +606,7 @@ def test_forged_step_record_is_refused(cpu_venv: Path, env: dict[str, str]) -> N
 def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """In process, with shutil.disk_usage reporting a nearly full disk: the wheels' sizes come from pip's report."""
+    from ortfix.commands.apply import post_apply_check
     from ortfix.commands.plan import run_plan
     from ortfix.errors import OrtfixError
     from ortfix.plan.model import PlanOptions
@@ -625,7 +626,7 @@ def test_too_little_disk_space_fails_preflight(cpu_venv: Path, env: dict[str, st
 
     monkeypatch.setattr(transaction.shutil, "disk_usage", nearly_full)
     with pytest.raises(OrtfixError, match="not enough free space"):
-        transaction.apply_plan(result.plan, result.check.facts)
+        transaction.apply_plan(result.plan, result.check.facts, verification=post_apply_check)
     assert_same_tree(before, tree_state(cpu_venv))
     assert not (cpu_venv / ".ortfix").exists()
 
@@ -635,6 +636,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
     """Over HTTP pip's report gives no sizes: preflight takes them from the matrix's measured wheels (about 3 GiB for
     onnxruntime-gpu and the NVIDIA set), so 1 GiB free is refused before anything changes, although these test
     wheels are tiny."""
+    from ortfix.commands.apply import post_apply_check
     from ortfix.commands.plan import run_plan
     from ortfix.errors import OrtfixError
     from ortfix.plan.model import PlanOptions
@@ -664,7 +666,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
 
         monkeypatch.setattr(transaction.shutil, "disk_usage", one_gib_free)
         with pytest.raises(OrtfixError, match=r"not enough free space .*estimated from the sizes of measured wheels"):
-            transaction.apply_plan(result.plan, result.check.facts)
+            transaction.apply_plan(result.plan, result.check.facts, verification=post_apply_check)
     finally:
         house.close()
     assert_same_tree(before, tree_state(cpu_venv))

@@ -17,6 +17,7 @@ from ortfix.verify.applied import Verification, verify_applied
 if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
     from ortfix.commands.check import CheckResult
     from ortfix.plan.model import Plan, PlanOptions
+    from ortfix.transaction.actions.base import TargetEnv
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,20 @@ def _same_machine(where: str, saved: PlanOptions, given: PlanOptions) -> None:
                                    f"`ortfix plan {flag} {mine} -o plan.json`")
 
 
+def post_apply_check(env: TargetEnv, assumed_driver: str | None) -> Verification:
+    """What decides, after the last step, whether the transaction stands: `ortfix check` of the environment as it is
+    now (this machine, its own driver or none) and the fresh-process load check (verify.applied)."""
+    from ortfix.commands.check import run_check  # deferred: rollback and history import this package too
+
+    result = run_check(env.python)
+    return verify_applied(env, result.facts, result.findings, assumed_driver=assumed_driver)
+
+
 def run_apply(prepared: PreparedApply, *, dry_run: bool = False, keep_on_failure: bool = False,
               ui: Ui | None = None, system: bool = False) -> ApplyResult:
     if prepared.plan.empty:
         return ApplyResult(prepared, None, dry_run)
-    outcome = apply_plan(prepared.plan, prepared.check.facts, verification=verify_applied, dry_run=dry_run,
+    outcome = apply_plan(prepared.plan, prepared.check.facts, verification=post_apply_check, dry_run=dry_run,
                          keep_on_failure=keep_on_failure, plan_bytes=prepared.plan_bytes, ui=ui, system=system)
     return ApplyResult(prepared, outcome, dry_run)
 

@@ -15,9 +15,10 @@ import contextlib
 import json
 import shutil  # noqa: F401 (tests/test_apply.py patches shutil.disk_usage through this module)
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
 
 from ortfix import __version__
 from ortfix.errors import ExitCode, OrtfixError
@@ -48,15 +49,10 @@ class PostApplyResult(Protocol):
 
 
 ResultT = TypeVar("ResultT", bound=PostApplyResult)
-ResultT_co = TypeVar("ResultT_co", bound=PostApplyResult, covariant=True)
-
-
-class PostApplyVerification(Protocol[ResultT_co]):
-    """The check run after the last step, before the transaction counts as applied (`verify.applied.verify_applied`,
-    passed in by the apply command: the transaction layer does not import the verification layer). `assumed_driver`:
-    the driver the plan was made for with --driver, or None."""
-
-    def __call__(self, env: TargetEnv, *, python: str, assumed_driver: str | None = None) -> ResultT_co: ...
+# The check run after the last step, before the transaction counts as applied, given the environment and the driver
+# the plan was made for with --driver (or None). Passed in by the apply command: the transaction layer does not
+# import the verification layer.
+PostApplyVerification = Callable[[TargetEnv, Optional[str]], ResultT]
 
 
 @dataclass(frozen=True)
@@ -71,11 +67,11 @@ class ApplyOutcome(Generic[ResultT]):
         return self.tx.status.value if self.tx else "dry-run"
 
 
-def apply_plan(plan: Plan, facts: Facts, *, verification: PostApplyVerification[ResultT] | None = None,
-               dry_run: bool = False, keep_on_failure: bool = False, plan_bytes: bytes | None = None,
-               ui: Ui | None = None, system: bool = False) -> ApplyOutcome[ResultT]:
-    """Apply `plan` to the environment `facts` describe. `verification` is required to change anything (a dry run
-    needs none): without it the apply stops after preflight, before the first change."""
+def apply_plan(plan: Plan, facts: Facts, *, verification: PostApplyVerification[ResultT], dry_run: bool = False,
+               keep_on_failure: bool = False, plan_bytes: bytes | None = None, ui: Ui | None = None,
+               system: bool = False) -> ApplyOutcome[ResultT]:
+    """Apply `plan` to the environment `facts` describe; `verification` decides, after the last step, whether the
+    transaction stands (a dry run does not call it)."""
     ui = ui or Ui()
     env = target_env(facts, system=system)
     try:
@@ -90,7 +86,7 @@ def apply_plan(plan: Plan, facts: Facts, *, verification: PostApplyVerification[
         env.fs.close()
 
 
-def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[ResultT] | None, keep_on_failure: bool,
+def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[ResultT], keep_on_failure: bool,
            plan_bytes: bytes | None, ui: Ui) -> ApplyOutcome[ResultT]:
     fs = env.fs
     made_state = not fs.exists(envlock.STATE_DIR)
@@ -132,10 +128,7 @@ def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[Resul
             raise OrtfixError(f"preflight failed: {pf.problems[0]}"
                               + (f" (and {len(pf.problems) - 1} more)" if len(pf.problems) > 1 else ""),
                               hint="nothing was changed")
-        if verification is None:
-            raise OrtfixError("no post-apply verification was given: ortfix changes nothing it cannot verify",
-                              hint="nothing was changed")
-        _create(store, plan, env, tx_id, pf, plan_bytes)
+        tx = _create(store, plan, env, tx_id, pf, plan_bytes)
     except BaseException:
         with contextlib.suppress(OSError, OrtfixError):
             store.abandon(tx_id)
@@ -146,14 +139,15 @@ def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[Resul
             fs.rmdir(envlock.STATE_DIR)
         raise
     try:
-        return _run(plan, env, store, tx_id, pf, verification, keep_on_failure, ui)
+        return _run(plan, env, store, tx, pf, verification, keep_on_failure, ui)
     finally:
         envlock.release(held)
 
 
 def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf: Preflight,
-            plan_bytes: bytes | None) -> None:
-
+            plan_bytes: bytes | None) -> Transaction:
+    """Write the journal (status running) and the plan; the transaction as written (the runner starts from it, not
+    from a read-back of the file)."""
     data = plan_bytes if plan_bytes is not None else (json.dumps(plan.to_json(), indent=2, default=str) + "\n"
                                                      ).encode()
     now = now_iso()
@@ -166,11 +160,13 @@ def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf:
     except OSError as exc:
         raise OrtfixError(f"cannot write the journal in {store.root}: {exc.strerror or exc}",
                           hint="free some disk space; nothing was changed") from exc
+    return tx
 
 
-def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Preflight,
+def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, pf: Preflight,
          verify: PostApplyVerification[ResultT], keep_on_failure: bool, ui: Ui) -> ApplyOutcome[ResultT]:
-    runner = Runner(store, store.load(tx_id), env, ui)
+    tx_id = tx.id
+    runner = Runner(store, tx, env, ui)
     ui.echo(f"transaction {tx_id} ({store.folder(tx_id)})")
     try:
         runner.run_steps()
@@ -191,7 +187,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx_id: str, pf: Pr
         raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
                           exit_code=ExitCode.PROBLEMS) from exc
     ui.echo("verifying in a fresh process of the target interpreter")
-    verification = verify(env, python=env.python, assumed_driver=plan.options.driver_version)
+    verification = verify(env, plan.options.driver_version)
     runner.save(replace(runner.tx, verification=verification.to_json()))
     if verification.ok:
         runner.save(replace(runner.tx, status=TxStatus.APPLIED))

@@ -1,7 +1,7 @@
 """The verification after an apply's last step, before the transaction counts as applied: `ortfix verify`'s level 1
 (a fresh process of the target loads every library the provider needs) and a re-check with no blocking finding left.
-The apply command passes `verify_applied` to `transaction.apply.apply_plan` (the transaction layer does not import
-this one)."""
+The apply command runs `ortfix check` on the environment as it is now and passes the result here, in the callable it
+gives `transaction.apply.apply_plan` (the transaction layer does not import this one)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import FindingCode
-from ortfix.check.diagnose import diagnose
-from ortfix.check.facts import gather
 from ortfix.check.findings import Finding
-from ortfix.compat.load import load_matrix
 from ortfix.system import hooks
-from ortfix.target.choose import choose_target
 from ortfix.verify.levels import Status, level_loader, no_gpu_reason
 
 if TYPE_CHECKING:
+    from ortfix.check.facts import Facts
     from ortfix.transaction.actions.base import TargetEnv
     from ortfix.verify.loadcheck import LoadCheck
 
@@ -50,17 +47,16 @@ def _codes_blocking(findings: Sequence[Finding]) -> tuple[str, ...]:
     return tuple(sorted({f.code for f in findings if f.code in BLOCKING}))
 
 
-def verify_applied(env: TargetEnv, *, python: str, assumed_driver: str | None = None) -> Verification:
+def verify_applied(env: TargetEnv, facts: Facts, findings: Sequence[Finding], *,
+                   assumed_driver: str | None = None) -> Verification:
     """`ortfix verify`'s level 1 (a fresh process of the target, started as the user starts it, loads every library
-    the provider needs, as its requesters would), and ortfix's own check agrees.
+    the provider needs, as its requesters would), and ortfix's own check (`facts`, `findings`: the environment as it
+    is now, on this machine with its own driver, or none) has no blocking finding left.
 
     Everything here can be verified without a GPU. With `assumed_driver` (the plan was made with --driver for
     another machine) on a machine without a usable driver, that is all that can be: the result says so."""
-    matrix = load_matrix()
-    # this machine as it is: its own driver, or none
-    facts = gather(choose_target(python).python, matrix)
-    level = level_loader(facts, python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
-    blocking = _codes_blocking(diagnose(facts, matrix))
+    level = level_loader(facts, env.python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
+    blocking = _codes_blocking(findings)
     problems: list[str] = []
     if level.status is not Status.PASS:
         problems += list(level.load_check.failures if level.load_check and level.load_check.failures
