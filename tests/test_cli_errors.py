@@ -50,3 +50,26 @@ def test_bad_compute_capability() -> None:
 
 def test_unwritable_plan_output(tmp_path: Path) -> None:
     assert_one_line_error(run_ortfix("plan", "-o", str(tmp_path / "missing-dir" / "plan.json")))
+
+
+def test_command_line_mistakes_come_before_the_target_is_looked_at(tmp_path: Path) -> None:
+    """A missing model or bad --shapes is the command line's own mistake: reported as such even where no target
+    could be found (no python3 on PATH), and nothing about a target is printed first."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = str(tmp_path / "missing.onnx")
+    for args in (["tune", missing], ["tune", missing, "--shapes", "1x3"], ["verify", "--model", missing]):
+        proc = run_ortfix(*args, env={"PATH": str(empty)})
+        assert_one_line_error(proc, "missing.onnx: no such file")
+        assert proc.stdout == ""
+
+
+def test_error_envelope_names_a_subcommand_given_after_options(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    venv = tmp_path / "venv"
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    proc = run_ortfix("history", "--python", str(venv), "show", "not-an-id", "--json")
+    assert_one_line_error(proc, "is not a transaction id")
+    assert json.loads(proc.stdout)["command"] == "history show"

@@ -493,6 +493,7 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
     """
     from ortfix.cli.render_verify import render_verify, verify_json
     from ortfix.commands.verify import run_verify
+    from ortfix.target.ortrun import model_file
     from ortfix.tune import parse_shapes
 
     if shapes is not None and model is None:
@@ -503,6 +504,8 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
         if len(sets) != 1:
             raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
         spec = sets[0]
+    if model is not None:  # the command line's own mistakes first, before the target is looked at
+        model = model_file(model, f"--model {model}")
     target = _described(python, as_json)
     result = run_verify(python, model=model, shapes=spec, timeout=timeout)
     _finish(Command.VERIFY, result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()},
@@ -540,11 +543,14 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
     """
     from ortfix.cli.render_tune import render_tune, tune_json
     from ortfix.commands.tune import run_tune
+    from ortfix.target.ortrun import model_file
     from ortfix.tune import parse_shapes
 
     if progress is None:
         progress = sys.stderr.isatty()
+    specs = parse_shapes(shapes)  # the command line's own mistakes first, before the target is looked at
+    model = model_file(model, str(model))
     target = _described(python, as_json)
-    result = run_tune(python, model, parse_shapes(shapes), runs=runs, timeout=timeout,
+    result = run_tune(python, model, specs, runs=runs, timeout=timeout,
                       progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 
-from ortfix.errors import ExitCode, OrtfixError, exit_for
+from ortfix.errors import OrtfixError, exit_for
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.strenum import StrEnum
 
@@ -77,7 +77,7 @@ def json_command(argv: Sequence[str]) -> Command | None:
         return None
     name = words[0]
     if name in _SUBCOMMANDS:
-        sub = words[1] if len(words) > 1 and words[1] in _SUBCOMMANDS[name] else None
+        sub = next((w for w in words[1:] if w in _SUBCOMMANDS[name]), None)  # after options' values too
         name = f"{name} {sub}" if sub else name
     try:
         return Command(name)
@@ -112,4 +112,4 @@ def print_error(command: Command, exit_code: int, message: str, hint: str | None
         pass  # standard output closed: the line on standard error is all there is
 
 
-__all__ = ["SCHEMAS", "Command", "ExitCode", "dump_json", "ended", "envelope", "error_envelope", "json_command"]
+__all__ = ["SCHEMAS", "Command", "dump_json", "ended", "envelope", "error_envelope", "json_command"]
