@@ -19,7 +19,6 @@ from typing import Any, Union
 
 from ortfix.check.facts import Facts, gather
 from ortfix.compat.load import load_matrix
-from ortfix.transaction.store import InterruptedTransaction
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
 FORMAT = "ortfix-test.facts/1"
@@ -57,7 +56,7 @@ def decode(kind: Any, data: Any) -> Any:
         value_kind = args[1] if args else Any
         return {k: decode(value_kind, v) for k, v in data.items()}
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        hints = typing.get_type_hints(kind, localns={"InterruptedTransaction": InterruptedTransaction})
+        hints = typing.get_type_hints(kind)
         return kind(**{f.name: decode(hints[f.name], data[f.name]) for f in dataclasses.fields(kind)
                        if f.name in data})
     if isinstance(kind, type) and issubclass(kind, enum.Enum):

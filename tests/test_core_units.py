@@ -172,7 +172,7 @@ def test_a_library_resolved_from_another_cuda_major_is_lib008_and_the_hook_loads
         libraries=(*facts.libraries, LibCopy(toolkit_copy, "curand", "libcurand.so.10", 10, "10", "CUDA toolkit",
                                              False, 13)),
         findable={**facts.findable, "libcurand.so.10": toolkit_copy})
-    assert _cuda_provider(facts).resolutions  # the change reached the provider check reads
+    assert {r.name: r.path for r in _cuda_provider(facts).resolutions}["libcurand.so.10"] == toolkit_copy
     findings = diagnose(facts, MATRIX)
     other_major = _one(findings, FindingCode.LIB_OTHER_CUDA)
     assert other_major.severity is Severity.ERROR

@@ -122,9 +122,6 @@ class Facts:
     interrupted: tuple[UnfinishedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
 
-    def distributions(self, prefix: str) -> list[Distribution]:
-        return [d for d in self.probe.distributions if d.normalized.startswith(prefix)]
-
     @cached_property
     def _cuda_majors(self) -> dict[str, int | None]:
         return {os.path.realpath(c.path): c.cuda_major for c in self.libraries}

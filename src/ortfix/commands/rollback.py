@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ortfix.errors import ExitCode
 from ortfix.target.choose import TargetDescription
 from ortfix.transaction.journal import Transaction
 from ortfix.transaction.rollback import RollbackOutcome, rollback
 from ortfix.transaction.runner import Ui
-
-if TYPE_CHECKING:  # planning and checking are imported only by `apply`: rollback and history stay light
-    pass
 
 
 @dataclass(frozen=True)

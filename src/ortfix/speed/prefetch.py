@@ -15,9 +15,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of `check`
 if TYPE_CHECKING:
-    from typing import Union
-
-    ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]
+    from ortfix.check.facts import ProbeRun
 
 _started: tuple[Path, ProbeRun] | None = None
 _COMMANDS = ("check", "plan")

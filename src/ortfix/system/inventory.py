@@ -86,8 +86,9 @@ def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
     """Folder of an installed NVIDIA wheel → the CUDA majors of the wheels installed there (nvidia-cudnn-cu12 and
     nvidia-cudnn-cu13 both install into nvidia/cudnn/lib; nvidia-curand-cu11 and -cu12 into nvidia/curand/lib)."""
     out: dict[str, set[int]] = {}
+    wheels = matrix.nvidia_wheels
     for dist in probe.distributions:
-        for major, wheel in matrix.nvidia_wheels:
+        for major, wheel in wheels:
             if dist.normalized == wheel.distribution:
                 out.setdefault(os.path.realpath(os.path.join(dist.location, wheel.dir)), set()).add(major)
     return out

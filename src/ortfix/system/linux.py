@@ -18,7 +18,7 @@ from ortfix.system.inventory import LibCopy
 from ortfix.system.ldcache import LdCache, load_ld_cache
 from ortfix.system.ldso import find_interpreter, system_search_dirs
 from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
-from ortfix.system.platform import HookKind, InstalledHooks, MachineLoader
+from ortfix.system.platform import InstalledHooks, MachineLoader
 from ortfix.target.probe import ProbeFacts
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
@@ -34,7 +34,6 @@ class LinuxPlatform:
     system = "Linux"
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
-    hook_kinds = (HookKind.CONDA_ACTIVATE, HookKind.PRELOAD)
 
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return inventory.parse_lib_name(name)
@@ -42,8 +41,6 @@ class LinuxPlatform:
     def library_major(self, name: str) -> int | None:
         return inventory.soname_major(name)
 
-    def cuda_major_by_name(self, name: str) -> int | None:
-        return inventory.cuda_major_by_name(name)
 
     # -- the machine, read once ------------------------------------------------------------------------------
     @cached_property

@@ -12,19 +12,11 @@ from typing import Protocol, runtime_checkable
 
 from ortfix.compat.matrix import Matrix
 from ortfix.errors import OrtfixError
-from ortfix.strenum import StrEnum
 from ortfix.system.driver import DriverFacts
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import LoadReport, Resolution
 from ortfix.target.probe import ProbeFacts
-
-
-class HookKind(StrEnum):
-    """A way ortfix can make libraries findable for every process of an environment."""
-
-    CONDA_ACTIVATE = "conda-activate"  # a script conda runs on activation (prepends the library search path)
-    PRELOAD = "preload"  # a start-up hook of the interpreter that loads libraries by absolute path
 
 
 @dataclass(frozen=True)
@@ -88,21 +80,12 @@ class Platform(Protocol):
         """The libraries the GPU driver installs (never a wheel)."""
         ...
 
-    @property
-    def hook_kinds(self) -> tuple[HookKind, ...]:
-        """The hooks this platform offers."""
-        ...
-
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library's file name or SONAME; None for another."""
         ...
 
     def library_major(self, name: str) -> int | None:
         """The major version a library's name carries (libcudnn.so.9 → 9), else None."""
-        ...
-
-    def cuda_major_by_name(self, name: str) -> int | None:
-        """The CUDA major a library's name alone says (libcudart.so.12 → 12), else None."""
         ...
 
     def machine_loader(self) -> MachineLoader:

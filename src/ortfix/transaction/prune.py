@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.journal import OPEN_STATUSES
 from ortfix.transaction.store import TransactionStore
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ortfix import subproc
 from ortfix.errors import ExitCode, OrtfixError
@@ -21,10 +20,6 @@ from ortfix.transaction.env import env_from_journal
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus
 from ortfix.transaction.runner import Runner, Ui
 from ortfix.transaction.store import TransactionStore
-
-if TYPE_CHECKING:
-    pass
-
 
 _FREE_CODE = """import sys
 from ortfix.transaction.confine import EnvRoot

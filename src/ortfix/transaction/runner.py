@@ -14,17 +14,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
 from ortfix.transaction.store import TransactionStore
-
-if TYPE_CHECKING:
-    pass
-
 
 CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
 CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
