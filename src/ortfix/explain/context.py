@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from ortfix.check.facts import Facts
     from ortfix.compat.matrix import Matrix
 
-GPU_PACKAGE = "onnxruntime-gpu"
 
 
 class MatrixOnDemand:

@@ -8,8 +8,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ortfix.check.packages import GPU_PACKAGE
 from ortfix.compat.platforms import wheel_platform
-from ortfix.explain.context import GPU_PACKAGE, AnalysisContext, version_or_none, version_or_zero
+from ortfix.explain.context import AnalysisContext, version_or_none, version_or_zero
 
 if TYPE_CHECKING:
     from packaging.version import Version

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
-from ortfix.plan.kinds import WRITE_FILE
+from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, PlanOptions
 from ortfix.system import hooks
 from ortfix.system.inventory import parse_lib_name
@@ -68,7 +68,7 @@ def _write(path: str, content: str, summary: str, fixes: tuple[str, ...], presen
     existed = path in present
     digest = hashlib.sha256(content.encode()).hexdigest()
     return Action(
-        WRITE_FILE, f"{'replace' if existed else 'write'} {path}: {summary}",
+        ActionKind.WRITE_FILE, f"{'replace' if existed else 'write'} {path}: {summary}",
         (f"{'~' if existed else '+'} {path} ({len(content.encode())} bytes)",),
         "the previous file is restored" if existed else "the file is deleted",
         fixes,

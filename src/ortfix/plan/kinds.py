@@ -7,7 +7,7 @@ read back from a plan file or a journal are untrusted and are still validated fi
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, Union
+from typing import Literal, TypedDict
 
 from ortfix.strenum import StrEnum
 
@@ -18,12 +18,6 @@ class ActionKind(StrEnum):
     WRITE_FILE = "write-file"
     SYMLINK = "symlink"
 
-
-# The members under their former module-level names (plan/make.py still uses these).
-PIP_UNINSTALL = ActionKind.PIP_UNINSTALL
-PIP_INSTALL = ActionKind.PIP_INSTALL
-WRITE_FILE = ActionKind.WRITE_FILE
-SYMLINK = ActionKind.SYMLINK
 
 Installer = Literal["pip", "uv"]
 
@@ -54,4 +48,3 @@ class SymlinkDetails(TypedDict):
     target: str  # a file name next to it
 
 
-ActionDetails = Union[PipUninstallDetails, PipInstallDetails, WriteFileDetails, SymlinkDetails]

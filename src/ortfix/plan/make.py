@@ -25,7 +25,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
 from ortfix.plan.hook_actions import hook_actions, hook_kind
-from ortfix.plan.kinds import PIP_INSTALL, PIP_UNINSTALL, SYMLINK
+from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
 from ortfix.plan.repairs import find_repairs
@@ -122,7 +122,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         why = (f" ({replaced[name].distribution} installs into the same folder, {replaced[name].dir})"
                if name in replaced else "")
         actions.append(Action(
-            PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}{why}",
+            ActionKind.PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}{why}",
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
             tuple(sorted({*(c for c in codes if c in REMOVE_CODES), *repairs.remove.get(name, ())})),
@@ -148,7 +148,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                               *repairs.installed_by(swap and target is not None, codes),
                               *((Code.GPU_ARCH,) if swap and arch_error else ())}))
         actions.append(Action(
-            PIP_INSTALL, f"install {', '.join(requirements)}",
+            ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             tuple(f"+ {r}" for r in requirements),
             "the installed distributions are uninstalled by moving their files aside, then discarded",
             fixes,
@@ -165,7 +165,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             continue
         link = os.path.join(missing_link["directory"], missing_link["link"])
         actions.append(Action(
-            SYMLINK, f"create {link} -> {missing_link['target']}", (f"+ {link} -> {missing_link['target']}",),
+            ActionKind.SYMLINK, f"create {link} -> {missing_link['target']}",
+            (f"+ {link} -> {missing_link['target']}",),
             "the link is removed", (Code.SONAME_LINK_MISSING,),
             {"path": link, "target": missing_link["target"]}))
         hook_libs.setdefault(missing_link["link"], link)
@@ -207,7 +208,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
 def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
     if finding.code in (Code.ORT_DAMAGED, Code.LIB_DAMAGED):  # one finding per distribution: its own uninstall or none
         name = damage(finding)["distribution"]
-        if not any(a.kind == PIP_UNINSTALL and a.details.get("distribution") == name for a in actions):
+        if not any(a.kind == ActionKind.PIP_UNINSTALL and a.details.get("distribution") == name for a in actions):
             return False
     return any(finding.code in a.fixes for a in actions)
 

@@ -4,7 +4,6 @@ undone by putting the stashed file back (or removing the one written)."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from ortfix.transaction.actions.files import (
     remove_empty_dirs,
 )
 from ortfix.transaction.confine import check_rel
-from ortfix.transaction.journal import Step
+from ortfix.transaction.journal import Step, sha256_bytes
 
 FILE_MODES = (0o644,)  # the only modes a write-file step may give (hooks are data and modules, never executables)
 
@@ -42,7 +41,7 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
     def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
         self._rel(env, details)
         content = want_str(details, "content", limit=1 << 20)
-        if want_sha(details, "sha256") != _sha_text(content):
+        if want_sha(details, "sha256") != sha256_bytes(content.encode("utf-8")):
             raise BadField(f"the content planned for {details['path']} does not match its sha256 (edited)")
         if want_int(details, "mode", high=0o7777) not in FILE_MODES:
             allowed = ", ".join(f"{m:o}" for m in FILE_MODES)
@@ -173,8 +172,3 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
     def changes(self, step: Step) -> list[str]:
         planned = self.typed_details(step.details)
         return [f"{'~' if planned.get('replaces_existing') else '+'} {planned['path']}"]
-
-
-def _sha_text(text: str) -> str:
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
