@@ -44,7 +44,6 @@ def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
 def describe_target(python: str | None) -> TargetDescription:
     """The target's first line for a command that runs its own probe later (verify, tune): the probe runs now and
     is kept for the command's own look (prefetch.finished), so it runs once."""
-    from ortfix.speed import prefetch
     from ortfix.target.probe import finish_probe
 
     chosen = choose_target(python)

@@ -80,7 +80,7 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
                 raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
             docs[kind] = doc
             matrix_files.append(str(f))
-        missing = {"ort-releases", "cuda"} - set(docs)
+        missing = set(MATRIX_KINDS) - set(docs)
         if missing:
             raise OrtfixError(f"{directory}: no matrix file of kind {', '.join(sorted(missing))}")
         if cache_file is not None:

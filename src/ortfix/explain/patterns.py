@@ -217,7 +217,7 @@ def load_default_patterns() -> list[Pattern]:
 
 def read_patterns_document(path: Path) -> dict[str, Any]:
     """Parse an errors.yaml and validate it against ERROR_PATTERNS_SCHEMA; problems are OrtfixError `file: message`."""
-    import yaml  # deferred with jsonschema below: only `explain` and `check --explain` read the patterns
+    import yaml  # deferred with jsonschema below: only `explain` reads the patterns
 
     try:
         text = path.read_text(encoding="utf-8")
