@@ -6,7 +6,6 @@ each, and spreading the click declarations over several modules would only hide 
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -182,7 +181,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
         try:
-            output.write_text(json.dumps(plan_document(result), indent=2, default=str) + "\n", encoding="utf-8")
+            output.write_text(dump_json(plan_document(result)) + "\n", encoding="utf-8")
         except OSError as exc:
             raise OrtfixError(f"cannot write {output}: {exc.strerror or exc}") from exc
 

@@ -193,7 +193,8 @@ def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict):
             continue
-        meta = entry.get("metadata") or {}
+        meta = entry.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
         info = entry.get("download_info") or {}
         url = info.get("url") if isinstance(info, dict) else None
         out.append((str(meta.get("name", "")), str(meta.get("version", "")), url if isinstance(url, str) else None))
