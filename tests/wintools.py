@@ -1,0 +1,159 @@
+"""A real Windows loader for the tests: wine, the Windows CPython of `../shared/wintest/`, and packages installed for
+`win_amd64` from the Linux side.
+
+`win_python()` gives a `WinPython` (or skips the test with one line saying what is missing). It is built once per
+machine and cached (the wine prefix takes about 8 s to create): the prefix, the unpacked CPython and a site folder
+with ortfix's dependencies for win_amd64. ortfix itself is taken from this checkout's `src/` through PYTHONPATH, so
+the code under test is always the current one.
+
+Paths: wine maps the Linux root to drive Z:, so `to_windows(Path("/tmp/x"))` is `Z:\\tmp\\x`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path, PureWindowsPath
+
+import pytest
+
+from clitools import REPO
+
+WINTEST = REPO.parent / "shared" / "wintest" / "cpython-3.11.11-windows-amd64.tar.gz"
+PY_VERSION = "3.11"
+# ortfix's own dependencies for win_amd64; pip evaluates environment markers against the Linux interpreter that runs
+# it, so click's `colorama; platform_system == "Windows"` must be named here. numpy 2.x does not start under wine 8.
+ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "platformdirs>=3",
+                   "pefile>=2023.2.7")
+CACHE_VERSION = "1"
+
+
+def to_windows(path: Path | str) -> str:
+    """The Windows path wine gives a Linux path (drive Z: is the Linux root)."""
+    return "Z:" + str(Path(path).absolute()).replace("/", "\\")
+
+
+def from_windows(path: str) -> Path:
+    """The Linux path of a wine path on drive Z:."""
+    win = PureWindowsPath(path)
+    if win.drive.upper() != "Z:":
+        raise ValueError(f"{path} is not on drive Z:")
+    return Path("/", *win.parts[1:])
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+@dataclass(frozen=True)
+class WinPython:
+    """A Windows CPython under wine, with ortfix's dependencies importable."""
+
+    prefix: Path  # WINEPREFIX
+    home: Path  # the folder holding python.exe
+    deps: Path  # site folder with ortfix's win_amd64 dependencies
+
+    @property
+    def exe(self) -> Path:
+        return self.home / "python.exe"
+
+    def env(self, extra: Mapping[str, str] | None = None, *, pythonpath: Sequence[Path] = ()) -> dict[str, str]:
+        """The environment for a wine process: this prefix, wine's own chatter off (but for errors about modules,
+        which name missing DLLs), ortfix's src/ and dependencies on PYTHONPATH."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
+        paths = [*pythonpath, REPO / "src", self.deps]
+        env.update({"WINEPREFIX": str(self.prefix), "WINEDEBUG": "-all,err+module", "WINEDLLOVERRIDES": "mscoree,mshtml=",
+                    "PYTHONPATH": ";".join(to_windows(p) for p in paths), "PYTHONUTF8": "1",
+                    "PYTHONDONTWRITEBYTECODE": "1"})
+        env.update(extra or {})
+        return env
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None, pythonpath: Sequence[Path] = (),
+            exe: Path | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """`wine python.exe ARGS` (or another exe), stdin closed (wine's Python cannot start without a valid one)."""
+        return subprocess.run(["wine", str(exe or self.exe), *args], capture_output=True, text=True,
+                              env=self.env(env, pythonpath=pythonpath), stdin=subprocess.DEVNULL,
+                              cwd=str(cwd or REPO), timeout=timeout, check=False)
+
+    def ortfix(self, *args: str, env: Mapping[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """The real `ortfix` command, run by the Windows Python."""
+        return self.run("-m", "ortfix", *args, env=env, timeout=timeout)
+
+    def new_home(self, where: Path) -> Path:
+        """A fresh copy of the Windows CPython (an install of its own that a test may change), returned as the
+        folder holding its python.exe; Lib/site-packages is created empty."""
+        home = where / "python"
+        shutil.copytree(self.home, home, symlinks=True)
+        (home / "Lib" / "site-packages").mkdir(parents=True, exist_ok=True)
+        return home
+
+
+def pip_install_windows(target: Path, *requirements: str, find_links: Path | None = None,
+                        no_deps: bool = False) -> None:
+    """Install requirements for win_amd64 / CPython 3.11 into `target` (a site-packages folder), from Linux."""
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(target),
+            "--platform", "win_amd64", "--only-binary=:all:", "--python-version", PY_VERSION, "--upgrade"]
+    if find_links is not None:
+        argv += ["--find-links", str(find_links)]
+    if no_deps:
+        argv.append("--no-deps")
+    proc = subprocess.run([*argv, *requirements], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@cache
+def _wine_missing() -> str | None:
+    if shutil.which("wine") is None:
+        return "wine is not installed (apt-get install wine64 wine)"
+    if not WINTEST.is_file():
+        return f"the Windows CPython is not at {WINTEST}"
+    return None
+
+
+@cache
+def _build() -> WinPython:
+    key = hashlib.sha256(f"{CACHE_VERSION}|{ORTFIX_WIN_DEPS}|{WINTEST.stat().st_size}".encode()).hexdigest()[:16]
+    root = _cache_root() / f"wine-{key}"
+    done = root / "done"
+    with _locked(_cache_root() / "wine.lock"):
+        if not done.is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            with tarfile.open(WINTEST) as tar:
+                tar.extractall(root / "cpython", filter="data")
+            prefix = root / "prefix"
+            env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all", "WINEDLLOVERRIDES": "mscoree,mshtml="}
+            boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                  timeout=300, check=False)
+            assert boot.returncode == 0, boot.stderr[-2000:]
+            pip_install_windows(root / "deps", *ORTFIX_WIN_DEPS)
+            done.write_text("ok\n")
+    return WinPython(prefix=root / "prefix", home=root / "cpython" / "cpython-3.11.11-windows-amd64", deps=root / "deps")
+
+
+def win_python() -> WinPython:
+    """The cached Windows CPython under wine; skips the calling test with one line when wine or it is missing."""
+    missing = _wine_missing()
+    if missing:
+        pytest.skip(missing)
+    return _build()
