@@ -81,7 +81,8 @@ class WinPython:
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
         paths = [*pythonpath, REPO / "src", self.deps]
-        env.update({"WINEPREFIX": str(self.prefix), "WINEDEBUG": "-all,err+module", "WINEDLLOVERRIDES": "mscoree,mshtml=",
+        env.update({"WINEPREFIX": str(self.prefix), "WINEDEBUG": "-all,err+module",
+                    "WINEDLLOVERRIDES": "mscoree,mshtml=",
                     "PYTHONPATH": ";".join(to_windows(p) for p in paths), "PYTHONUTF8": "1",
                     "PYTHONDONTWRITEBYTECODE": "1"})
         env.update(extra or {})
@@ -148,7 +149,8 @@ def _build() -> WinPython:
             assert boot.returncode == 0, boot.stderr[-2000:]
             pip_install_windows(root / "deps", *ORTFIX_WIN_DEPS)
             done.write_text("ok\n")
-    return WinPython(prefix=root / "prefix", home=root / "cpython" / "cpython-3.11.11-windows-amd64", deps=root / "deps")
+    home = root / "cpython" / "cpython-3.11.11-windows-amd64"
+    return WinPython(prefix=root / "prefix", home=home, deps=root / "deps")
 
 
 def win_python() -> WinPython:

@@ -1,0 +1,132 @@
+"""Reading Windows PE files (DLLs, .pyd, .exe) with pefile: the DLLs a file imports (load-time and delay-load), its
+machine, and the FileVersion of its version resource (how the MSVC runtime's version is told). `PeReader` caches the
+results on disk like `elfcache.ElfReader`, keyed by path, size and mtime, so repeated checks do not parse again.
+
+pefile is pure Python, so this works on any machine (the tests read the real `win_amd64` wheels on Linux)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ortfix.cachedir import cache_dir, write_json
+
+_CACHE_VERSION = 1
+_MAX_ENTRIES = 20000
+MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64"}
+
+
+class PeError(ValueError):
+    """Not a PE file, or one pefile cannot read."""
+
+
+@dataclass(frozen=True)
+class PeInfo:
+    """What ortfix needs of one PE file. DLL names keep the case the file spells them in (Windows compares them
+    case-insensitively: compare with `.lower()`)."""
+
+    path: str
+    machine: str  # "AMD64", "I386", "ARM64" or "0x…"
+    needed: tuple[str, ...]  # load-time imports, in table order
+    delay_needed: tuple[str, ...]  # delay-load imports (loaded on first call, not with the file)
+    file_version: tuple[int, ...] | None  # VS_FIXEDFILEINFO's FileVersion, e.g. (14, 40, 33810, 0)
+
+
+def read_pe(path: str, data: bytes | None = None) -> PeInfo:
+    """Parse the PE file at `path` (or its bytes, `data`, e.g. read from a wheel); PeError if it is not one."""
+    import pefile  # type: ignore[import-untyped]  # deferred: pefile's import costs ~40 ms, and only Windows targets need it
+
+    wanted = [pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+              pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+              pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"]]
+    try:
+        pe = pefile.PE(name=None if data is not None else path, data=data, fast_load=True)
+        try:
+            pe.parse_data_directories(directories=wanted)
+            machine_id = int(pe.FILE_HEADER.Machine)
+            needed = _dll_names(getattr(pe, "DIRECTORY_ENTRY_IMPORT", []))
+            delay = _dll_names(getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", []))
+            version = _file_version(pe)
+        finally:
+            pe.close()
+    except (pefile.PEFormatError, OSError, AttributeError, IndexError, struct.error) as exc:
+        raise PeError(f"{path}: not a readable PE file ({exc})") from exc
+    return PeInfo(path=path, machine=MACHINES.get(machine_id, hex(machine_id)), needed=needed, delay_needed=delay,
+                  file_version=version)
+
+
+def _dll_names(entries: object) -> tuple[str, ...]:
+    names: list[str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        raw = getattr(entry, "dll", None)
+        if isinstance(raw, bytes):
+            names.append(raw.decode("ascii", "replace"))
+    return tuple(dict.fromkeys(names))
+
+
+def _file_version(pe: object) -> tuple[int, ...] | None:
+    fixed = getattr(pe, "VS_FIXEDFILEINFO", None)
+    if not fixed:
+        return None
+    info = fixed[0]
+    ms, ls = int(info.FileVersionMS), int(info.FileVersionLS)
+    return (ms >> 16, ms & 0xFFFF, ls >> 16, ls & 0xFFFF)
+
+
+def default_cache_file() -> Path | None:
+    base = cache_dir()
+    return base / "pe-cache.json" if base else None
+
+
+class PeReader:
+    """read_pe with a disk cache; `save()` writes new entries back (best effort: a cache is never an error)."""
+
+    def __init__(self, cache_file: Path | None = None, *, use_disk: bool = True) -> None:
+        self._file = (cache_file or default_cache_file()) if use_disk else None
+        self._entries: dict[str, dict[str, object]] = {}
+        self._dirty = False
+        if self._file is not None:
+            with contextlib.suppress(OSError, ValueError):
+                doc = json.loads(self._file.read_text(encoding="utf-8"))
+                if doc.get("version") == _CACHE_VERSION and isinstance(doc.get("entries"), dict):
+                    self._entries = doc["entries"]
+
+    def read(self, path: str) -> PeInfo:
+        """The PeInfo of `path` (OSError if it cannot be read, PeError if it is no PE file)."""
+        st = os.stat(path)
+        key = f"{os.path.normcase(path)}|{st.st_size}|{st.st_mtime_ns}"
+        hit = self._entries.get(key)
+        if hit is not None:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                return _from_json(hit)
+        info = read_pe(path)
+        self._entries[key] = asdict(info)
+        self._dirty = True
+        return info
+
+    def save(self) -> None:
+        if self._file is None or not self._dirty:
+            return
+        entries = self._entries
+        if len(entries) > _MAX_ENTRIES:
+            entries = dict(list(entries.items())[-_MAX_ENTRIES:])
+        if write_json(self._file, {"version": _CACHE_VERSION, "entries": entries}):
+            self._dirty = False
+
+
+def _from_json(doc: dict[str, object]) -> PeInfo:
+    def strs(key: str) -> tuple[str, ...]:
+        value = doc[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TypeError(key)
+        return tuple(value)
+
+    version = doc["file_version"]
+    if version is not None and (not isinstance(version, list) or not all(isinstance(v, int) for v in version)):
+        raise TypeError("file_version")
+    return PeInfo(path=str(doc["path"]), machine=str(doc["machine"]), needed=strs("needed"),
+                  delay_needed=strs("delay_needed"), file_version=None if version is None else tuple(version))
