@@ -6,7 +6,10 @@ machine and cached (the wine prefix takes about 8 s to create): the prefix, the 
 with ortfix's dependencies for win_amd64. ortfix itself is taken from this checkout's `src/` through PYTHONPATH, so
 the code under test is always the current one.
 
-Paths: wine maps the Linux root to drive Z:, so `to_windows(Path("/tmp/x"))` is `Z:\\tmp\\x`.
+Paths: wine maps the Linux root to drive Z:, so `to_windows(Path("/tmp/x"))` is `Z:\\tmp\\x`. The Windows process's
+PATH is wine's registry PATH, not the Linux one: `WINEPATH` (';'-separated Windows paths) is put in front of it.
+`ctypes.CDLL(path)` uses Python's strict DLL search (no PATH); `ctypes.WinDLL(path, winmode=8)` loads as ORT loads its
+provider (LOAD_WITH_ALTERED_SEARCH_PATH: the DLL's folder, System32, Windows, the current folder, PATH).
 """
 
 from __future__ import annotations
