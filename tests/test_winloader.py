@@ -79,6 +79,16 @@ def stub(folder: Path, name: str, *needed: str) -> Path:
                                    marker=f"{folder.name}/{name}")
 
 
+def as_i386(dll: Path) -> Path:
+    """The DLL with its COFF header's Machine set to IMAGE_FILE_MACHINE_I386 (a DLL for another architecture)."""
+    data = bytearray(dll.read_bytes())
+    (pe_offset,) = struct.unpack_from("<I", data, 0x3C)
+    struct.pack_into("<H", data, pe_offset + 4, 0x14C)
+    dll.unlink()
+    dll.write_bytes(bytes(data))
+    return dll
+
+
 def loader(tree: Tree, **changes: Any) -> WindowsLoader:
     return WindowsLoader(tree.config(**changes), PeReader(use_disk=False))
 
@@ -219,12 +229,7 @@ def test_a_packaged_app_has_no_path(tmp_path: Path) -> None:
 
 def test_a_32_bit_dll_first_on_the_search_path_fails_with_error_193(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
-    wrong = stub(t.path1, "w_dep.dll")
-    data = bytearray(wrong.read_bytes())
-    (pe_offset,) = struct.unpack_from("<I", data, 0x3C)
-    struct.pack_into("<H", data, pe_offset + 4, 0x14C)  # IMAGE_FILE_MACHINE_I386
-    wrong.unlink()
-    wrong.write_bytes(bytes(data))
+    wrong = as_i386(stub(t.path1, "w_dep.dll"))
     stub(t.path2, "w_dep.dll")  # a good copy later on PATH: Windows does not go on to it
     provider = stub(t.provider, "prov_w.dll", "w_dep.dll")
     report = loader(t).dlopen(str(provider))
@@ -347,6 +352,12 @@ def test_the_simulation_predicts_wines_loader(wine_tree: tuple[Tree, object, str
     stub(t.path1, f"d_path{v}.dll"), stub(t.extra, f"d_user{v}.dll"), stub(t.path2, f"d_user{v}.dll")
     dd_lost = stub(t.provider, f"prov_dl{v}.dll", f"d_path{v}.dll")
     dd = stub(t.provider, f"prov_dd{v}.dll", f"d_user{v}.dll")
+    # A file with the wanted name that this process cannot load ends the search: the good copy later on PATH is not
+    # used (wine: STATUS_INVALID_IMAGE_FORMAT, STATUS_INVALID_IMAGE_NOT_MZ).
+    as_i386(stub(t.path1, f"w_dep{v}.dll")), stub(t.path2, f"w_dep{v}.dll")
+    (t.path1 / f"t_dep{v}.dll").write_text("not a DLL"), stub(t.path2, f"t_dep{v}.dll")
+    wrong = stub(t.provider, f"prov_w{v}.dll", f"w_dep{v}.dll")
+    text = stub(t.provider, f"prov_t{v}.dll", f"t_dep{v}.dll")
 
     def names_of(*paths: Path) -> list[str]:
         return sorted({p.name.lower() for p in paths} | {n.lower() for p in paths for n in _needed(p)})
@@ -356,6 +367,8 @@ def test_the_simulation_predicts_wines_loader(wine_tree: tuple[Tree, object, str
         ("name", f"n_top{v}.dll", [f"n_top{v}.dll", f"n_dep{v}.dll"]),
         ("altered", str(failing), [failing.name, f"f_mid{v}.dll"]),
         ("pyd", str(ext_lost), [ext_lost.name, f"x_dep{v}.dll"]),
+        ("altered", str(wrong), [wrong.name, f"w_dep{v}.dll"]),
+        ("altered", str(text), [text.name, f"t_dep{v}.dll"]),
         ("add", str(t.path2), []),
         ("add", str(t.extra), []),
         ("pyd", str(ext), [ext.name, f"x_add{v}.dll"]),
@@ -406,3 +419,19 @@ def _needed(path: Path) -> tuple[str, ...]:
     from ortfix.system.pe import read_pe
 
     return tuple(n for n in read_pe(str(path)).needed if n.lower() not in ("kernel32.dll", "msvcrt.dll"))
+
+
+def test_process_start_and_preloaded_modules(tmp_path: Path) -> None:
+    t = make_tree(tmp_path)
+    stub(t.app, "e_dep.dll"), stub(t.path1, "e_dep.dll")
+    stub(t.provider, "e_pre.dll")
+    stub(t.path2, "e_pre.dll")
+    exe = stub(t.app, "tool.exe", "e_dep.dll")  # an image with imports: what the loader reads is the same
+    process = loader(t)
+    started = process.start_process(str(exe))
+    assert where(started)["e_dep.dll"] == (str(t.app / "e_dep.dll"), VIA_APPLICATION_FOLDER)
+    process.preload(str(t.provider / "e_pre.dll"))  # e.g. a DLL a hook loaded by full path
+    assert process.locate("E_PRE").path == str(t.provider / "e_pre.dll")
+    assert process.locate("e_pre.").rejected == () and process.locate("e_pre.").path is None  # "." : no extension
+    ours = [p for p in process.loaded_paths() if Path(p).parent in (t.app, t.provider)]
+    assert ours == [str(exe), str(t.app / "e_dep.dll"), str(t.provider / "e_pre.dll")]
