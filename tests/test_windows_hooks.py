@@ -6,6 +6,7 @@ Hostile folder names are unit tests on Linux: the render functions refuse or quo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -14,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from factsdata import load_facts
 from ortfix.errors import OrtfixError
+from ortfix.plan.hook_actions import hook_actions
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import HOOK_CHOICES
 from ortfix.system import userpath, winhooks
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import TargetEnv
+from ortfix.transaction.actions.base import TargetEnv, open_env
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.plan_file import parse_options
 from support import winstubs
@@ -420,3 +423,36 @@ def test_user_path_added_and_removed_in_the_registry(tmp_path: Path) -> None:
     assert values[12] == [f"{a};C:\\plain", "REG_SZ"] and values[13] == ["C:\\plain", "REG_SZ"]
     assert _reg_value(str(results[16])) == ("REG_EXPAND_SZ", f"{a};{b}")  # created with the type Windows gives it
     assert values[17] is None and _reg_value(str(results[18])) is None  # created by ortfix, deleted again
+
+
+def test_plan_chooses_the_windows_fixes_and_apply_accepts_them(tmp_path: Path) -> None:
+    """What `plan` makes on Windows for each --hook, in load order, and that the handlers take those steps."""
+    prefix = tmp_path / "env"
+    site = prefix / "Lib" / "site-packages"
+    site.mkdir(parents=True)
+    (prefix / "Scripts").mkdir()
+    facts = load_facts("cpu")
+    facts = dataclasses.replace(facts, probe=dataclasses.replace(facts.probe, prefix=str(prefix), purelib=str(site)))
+    bins = {name: str(site / "nvidia" / name / "bin") for name in ("cudnn", "cublas", "cuda_runtime")}
+    libs = {"cudnn_ops64_9.dll": bins["cudnn"] + "/cudnn_ops64_9.dll",
+            "cudnn64_9.dll": bins["cudnn"] + "/cudnn64_9.dll",
+            "cublas64_12.dll": bins["cublas"] + "/cublas64_12.dll",
+            "cublasLt64_12.dll": bins["cublas"] + "/cublasLt64_12.dll",
+            "cudart64_12.dll": bins["cuda_runtime"] + "/cudart64_12.dll"}
+    in_order = [bins["cuda_runtime"], bins["cublas"], bins["cudnn"]]  # a DLL's dependencies first
+    user = hook_actions(facts, "user-path", libs, set(), windows=True)
+    assert [(a.kind, dict(a.details)) for a in user] == [(ActionKind.USER_PATH, {"entries": in_order})]
+    conda = hook_actions(facts, "conda", libs, set(), windows=True)
+    assert [a.details["path"] for a in conda] == [str(p) for p in winhooks.conda_windows_hook_paths(str(prefix))]
+    preload = hook_actions(facts, "preload", libs, set(), windows=True)
+    assert [a.details["path"] for a in preload] == [str(p) for p in winhooks.path_hook_paths(str(site))]
+    assert f"FOLDERS = {in_order!r}" in preload[0].details["content"]
+    with pytest.raises(OrtfixError) as exc:
+        hook_actions(facts, "user-path", libs, set(), windows=False)
+    assert "Windows" in exc.value.one_line()
+    env = open_env(sys.executable, str(prefix), str(site), str(site), str(prefix / "Scripts"), "venv")
+    try:
+        for action in [*conda, *preload]:
+            handler_for(action.kind).check_details(env, action.details)  # ortfix's own hook files: allowed
+    finally:
+        env.fs.close()
