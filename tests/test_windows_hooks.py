@@ -345,6 +345,9 @@ for action in args["do"]:
         elif what == "reg-query":  # another program's reading of the registry: wine's reg.exe
             result = subprocess.run(["reg", "query", "HKCU\\Environment", "/v", "Path"], capture_output=True,
                                     text=True, stdin=subprocess.DEVNULL).stdout
+        elif what == "login-path":
+            from ortfix.system.userpath import new_login_path
+            result = new_login_path()
         elif what == "execute-anyway":
             result = {"record": handler.execute(env, step(action[1]), ctx)}
     except OrtfixError as exc:
@@ -390,21 +393,22 @@ def test_user_path_added_and_removed_in_the_registry(tmp_path: Path) -> None:
             ["apply", [a, b]],  # 1: b is there already (other case, trailing backslash): only a is added
             ["apply", [a, b]],  # 2: nothing left to add: a no-op
             ["reg-query"],  # 3
-            ["write", f"{a};{original};{user}", "REG_EXPAND_SZ"],  # 4: the user adds an entry meanwhile
-            ["undo", [a, b], "first"],  # 5
-            ["undo", [a, b], "last"],  # 6
-            ["reg-query"],  # 7
-            ["write", long_value, "REG_SZ"],  # 8
-            ["apply", [a]],  # 9: over the limit: verify says why, in one line
-            ["execute-anyway", [a]],  # 10: and execute refuses before it changes anything
-            ["write", "C:\\plain", "REG_SZ"],  # 11
-            ["apply", [a]],  # 12
-            ["undo", [a], "last"],  # 13
-            ["write", None, "REG_EXPAND_SZ"],  # 14
-            ["apply", [a, b]],  # 15
-            ["reg-query"],  # 16
-            ["undo", [a, b], "last"],  # 17
-            ["reg-query"],  # 18
+            ["login-path"],  # 4
+            ["write", f"{a};{original};{user}", "REG_EXPAND_SZ"],  # 5: the user adds an entry meanwhile
+            ["undo", [a, b], "first"],  # 6
+            ["undo", [a, b], "last"],  # 7
+            ["reg-query"],  # 8
+            ["write", long_value, "REG_SZ"],  # 9
+            ["apply", [a]],  # 10: over the limit: verify says why, in one line
+            ["execute-anyway", [a]],  # 11: and execute refuses before it changes anything
+            ["write", "C:\\plain", "REG_SZ"],  # 12
+            ["apply", [a]],  # 13
+            ["undo", [a], "last"],  # 14
+            ["write", None, "REG_EXPAND_SZ"],  # 15
+            ["apply", [a, b]],  # 16
+            ["reg-query"],  # 17
+            ["undo", [a, b], "last"],  # 18
+            ["reg-query"],  # 19
         ])
     finally:
         subprocess.run(["wineserver", "-k"], env=w.env({"WINEPREFIX": str(prefix)}), capture_output=True,
@@ -414,15 +418,18 @@ def test_user_path_added_and_removed_in_the_registry(tmp_path: Path) -> None:
     assert results[2] == {"record": {"existed": True, "value_type": "REG_EXPAND_SZ", "added": []}}
     assert values[2] == [f"{a};{original}", "REG_EXPAND_SZ"]
     assert _reg_value(str(results[3])) == ("REG_EXPAND_SZ", f"{a};{original}")  # %USERPROFILE% unexpanded
-    assert results[5] == results[6] == []
-    assert _reg_value(str(results[7])) == ("REG_EXPAND_SZ", f"{original};{user}")  # the user's entry survives
-    problems = results[9]["problems"]  # type: ignore[index]
+    login = str(results[4]).split(";")  # as a new login sees it: machine Path first, then the user's, expanded
+    assert login[0].lower() == "c:\\windows\\system32" and login[-6] == a
+    assert login[-5].lower().startswith("c:\\users\\") and login[-5].endswith("\\bin")  # %USERPROFILE%\bin
+    assert results[6] == results[7] == []
+    assert _reg_value(str(results[8])) == ("REG_EXPAND_SZ", f"{original};{user}")  # the user's entry survives
+    problems = results[10]["problems"]  # type: ignore[index]
     assert len(problems) == 1 and "32766" in problems[0] and "\n" not in problems[0]
-    assert "32766" in results[10]["error"]  # type: ignore[index]
-    assert values[10] == [long_value, "REG_SZ"]
-    assert values[12] == [f"{a};C:\\plain", "REG_SZ"] and values[13] == ["C:\\plain", "REG_SZ"]
-    assert _reg_value(str(results[16])) == ("REG_EXPAND_SZ", f"{a};{b}")  # created with the type Windows gives it
-    assert values[17] is None and _reg_value(str(results[18])) is None  # created by ortfix, deleted again
+    assert "32766" in results[11]["error"]  # type: ignore[index]
+    assert values[11] == [long_value, "REG_SZ"]
+    assert values[13] == [f"{a};C:\\plain", "REG_SZ"] and values[14] == ["C:\\plain", "REG_SZ"]
+    assert _reg_value(str(results[17])) == ("REG_EXPAND_SZ", f"{a};{b}")  # created with the type Windows gives it
+    assert values[18] is None and _reg_value(str(results[19])) is None  # created by ortfix, deleted again
 
 
 def test_plan_chooses_the_windows_fixes_and_apply_accepts_them(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadow
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
-from ortfix.plan.hook_actions import hook_actions, hook_kind
+from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
@@ -175,6 +175,9 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     kind = hook_kind(facts, options)
     if hook_libs and kind != "none":
         actions += hook_actions(facts, kind, hook_libs, codes)
+    elif hook_libs and targets_windows(facts):
+        notes.append("libraries need to be made findable but --hook none was given: put these folders first on PATH: "
+                     + ";".join(dll_folders(hook_libs)))
     elif hook_libs:
         notes.append("libraries need to be made findable but --hook none was given: set LD_LIBRARY_PATH to "
                      + ":".join(sorted({os.path.dirname(p) for p in hook_libs.values()})))

@@ -27,6 +27,7 @@ from ortfix.errors import OrtfixError
 from ortfix.strenum import StrEnum
 
 REGISTRY_KEY = "HKCU\\Environment"
+MACHINE_KEY = "SYSTEM\\CurrentControlSet\\Control\\Session Manager\\Environment"  # under HKEY_LOCAL_MACHINE
 VALUE_NAME = "Path"
 MAX_VALUE = 32_767  # characters of one environment variable, the terminating NUL included
 _REG_SZ = 1  # winreg.REG_SZ
@@ -106,20 +107,33 @@ if sys.platform == "win32":
     import winreg
     from ctypes import wintypes
 
-    def read_user_path() -> UserPath:
-        """The user Path as stored; an OrtfixError for a value of another type than REG_SZ/REG_EXPAND_SZ."""
+    def _read(root: int, subkey: str, where: str) -> UserPath:
         try:
-            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, "Environment", 0, winreg.KEY_READ) as key:
+            with winreg.OpenKey(root, subkey, 0, winreg.KEY_READ) as key:
                 raw, kind = winreg.QueryValueEx(key, VALUE_NAME)
         except FileNotFoundError:
             return UserPath(None, ValueType.REG_EXPAND_SZ)  # what Windows itself creates
         except OSError as exc:
-            raise OrtfixError(f"cannot read {REGISTRY_KEY}\\{VALUE_NAME}: {exc.strerror or exc}") from exc
+            raise OrtfixError(f"cannot read {where}\\{VALUE_NAME}: {exc.strerror or exc}") from exc
         if kind not in (_REG_SZ, _REG_EXPAND_SZ) or not isinstance(raw, str):
-            raise OrtfixError(f"{REGISTRY_KEY}\\{VALUE_NAME} is of registry type {kind}, not REG_SZ or "
+            raise OrtfixError(f"{where}\\{VALUE_NAME} is of registry type {kind}, not REG_SZ or "
                               "REG_EXPAND_SZ; ortfix does not change it", hint="fix the value in Environment "
                               "Variables, or use the PATH hook (--hook preload)")
         return UserPath(raw, ValueType.REG_SZ if kind == _REG_SZ else ValueType.REG_EXPAND_SZ)
+
+    def read_user_path() -> UserPath:
+        """The user Path as stored; an OrtfixError for a value of another type than REG_SZ/REG_EXPAND_SZ."""
+        return _read(winreg.HKEY_CURRENT_USER, "Environment", REGISTRY_KEY)
+
+    def read_machine_path() -> UserPath:
+        """The machine Path as stored (HKLM), read the same way."""
+        return _read(winreg.HKEY_LOCAL_MACHINE, MACHINE_KEY, "HKLM\\" + MACHINE_KEY)
+
+    def new_login_path() -> str:
+        """PATH as a process started now by a new login gets it: the machine Path, then the user Path, each with
+        its %VAR% entries expanded (what `check` judges a user PATH change by; this process's PATH is older)."""
+        parts = [expanded(p.value) for p in (read_machine_path(), read_user_path()) if p.value]
+        return ";".join(parts)
 
     def expanded(value: str) -> str:
         return winreg.ExpandEnvironmentStrings(value)

@@ -21,7 +21,7 @@ from ortfix.fields import BadField, want_bool, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.system import userpath, winhooks
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
-from ortfix.transaction.journal import Step
+from ortfix.transaction.journal import Step, StepState
 
 MAX_ENTRIES = 64
 _WHERE = f"{userpath.REGISTRY_KEY}\\{userpath.VALUE_NAME}"
@@ -119,8 +119,9 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
             raise _not_windows()
         current = userpath.read_user_path()
         new, removed = userpath.removed_value(current.value, record["added"])
+        # A step cut off before its write added nothing: no warning for entries it never put there.
         warnings = [f"{e} is no longer in the user PATH; nothing to remove" for e in record["added"]
-                    if e not in removed]
+                    if e not in removed and step.state is StepState.DONE]
         if not removed:
             return warnings
         if new == "" and not record["existed"]:
