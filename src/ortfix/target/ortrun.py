@@ -28,12 +28,18 @@ CUDA_EP = "CUDAExecutionProvider"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Lines of onnxruntime's own logging (and of its Python fallback) that say why a provider did not start.
 _INTERESTING = re.compile(r"\[E:onnxruntime|\[W:onnxruntime|EP Error|Failed to load library|CUDA failure|"
-                          r"CUDA error|cudaError|cannot open shared object file|Falling back")
+                          r"CUDA error|cudaError|cannot open shared object file|Falling back|"
+                          r"LoadLibrary failed|which is missing|Could not locate|Could not load library")
 
 # "2025-11-23 07:11:54.786951380 [E:onnxruntime:Default, provider_bridge_ort.cc:2195 TryGetProviderInfo_CUDA] "
 _LOG_PREFIX = re.compile(r"^\S+ \S+ \[([EWIV]):onnxruntime:[^\]]*\] ")
 # "/onnxruntime_src/.../provider_bridge_ort.cc:1778 onnxruntime::Provider& ...::Get() [ONNXRuntimeError] : 1 : FAIL : "
 _ORT_ERROR = re.compile(r"^\S+:\d+ .*?\[ONNXRuntimeError\] : \d+ : \w+ : ")
+# cuDNN 8 on Windows, when a DLL it loads on demand (a sub-library, or zlibwapi.dll for 8.3-8.9) is not found, prints
+# this and ends the whole process with exit code 9 (measured: ../shared/facts/windows.md).
+_CUDNN8_LOCATE = re.compile(r"Could not locate (?P<dll>[\w.+-]+\.dll)\.\s*Please make sure it is in your library path",
+                            re.IGNORECASE)
+CUDNN8_EXIT_CODE = 9
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,9 @@ class RunOutcome:
             return f"did not finish within {self.timeout:.0f} s and was killed"
         if self.signal is not None:
             return f"was killed by signal {self.signal} ({signal_name(self.signal)})"
+        dll = cudnn8_exit(self.log, self.returncode)
+        if dll is not None:
+            return f"exited with status {self.returncode}: {cudnn8_verdict(dll)}"
         tail = next((line for line in reversed(self.log) if line.strip()), "")
         return f"exited with status {self.returncode}" + (f": {tail}" if tail else "")
 
@@ -86,6 +95,26 @@ class RunOutcome:
             if text not in out:
                 out.append(text)
         return out
+
+
+def cudnn8_exit(log: Sequence[str], returncode: int | None) -> str | None:
+    """The DLL cuDNN 8 could not locate when it ended the process (exit code 9 after "Could not locate X.dll. Please
+    make sure it is in your library path!"), else None."""
+    if returncode != CUDNN8_EXIT_CODE:
+        return None
+    for line in reversed(log):
+        m = _CUDNN8_LOCATE.search(line)
+        if m:
+            return m.group("dll")
+    return None
+
+
+def cudnn8_verdict(dll: str) -> str:
+    """What it means, in one sentence, that cuDNN 8 ended the process because it could not locate `dll`."""
+    what = ("zlibwapi.dll (cuDNN 8.3-8.9 load it; no pip wheel ships it)" if dll.lower() == "zlibwapi.dll"
+            else f"its sub-library {dll}")
+    return (f"cuDNN 8 could not load {what}: it printed \"Could not locate {dll}. Please make sure it is in your "
+            f"library path!\" and ended the process with exit code {CUDNN8_EXIT_CODE}")
 
 
 def signal_name(number: int) -> str:

@@ -20,12 +20,26 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
+from ortfix.check.windows_remedies import (
+    MSVC_DLL,
+    MSVC_MIN_ORT,
+    MSVC_MIN_VERSION,
+    MSVC_REMEDY,
+    MSVC_WHY,
+    ZLIBWAPI_DLL,
+    ZLIBWAPI_REMEDY,
+    msvc_version_ok,
+)
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
+from ortfix.system.pe import PeError, read_pe
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, one_line, run_in_target, shapes_text
 from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
+from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
 
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
 BUILTIN_SHAPES = {"x": [2, 3, 17, 23]}  # odd sizes: no kernel gets an easy case
@@ -105,13 +119,17 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      fix="`ortfix plan` shows what to install")
     label = f"{install.package or 'onnxruntime'} {install.version or '(unknown version)'}"
     cuda = _provider(install, "cuda")
+    windows = facts.probe.system == "Windows"
     if cuda is None:
+        provider_file = PROVIDER_DLL if windows else "libonnxruntime_providers_cuda.so"
         return Level(1, "loader", Status.FAIL,
-                     f"{label} has no CUDA provider (no libonnxruntime_providers_cuda.so in "
+                     f"{label} has no CUDA provider (no {provider_file} in "
                      f"{install.dir.capi}): it is a CPU-only build",
                      fix="`ortfix plan` shows the switch to onnxruntime-gpu")
     if cuda.error:
         return Level(1, "loader", Status.FAIL, f"cannot read {cuda.library}: {cuda.error}")
+    if windows:
+        return _level_loader_windows(facts, python, install, cuda)
     cuda_names = provider_sonames(cuda)
     trt = _provider(install, "tensorrt")
     trt_names = provider_sonames(trt) if trt and not trt.error and _tensorrt_installed(facts) else []
@@ -168,6 +186,73 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                  f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
                  f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),
                  tuple(notes), data=data, load_check=check)
+
+
+def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: ProviderLoad) -> Level:
+    """Level 1 on Windows (verify/winloadcheck.py): the provider loaded as onnxruntime loads it, the libraries loaded
+    later by bare name as cuDNN and onnxruntime load them, then the C++ runtime the process got."""
+    by_name = list(dict.fromkeys(r.name for r in cuda.resolutions if r.lazy))
+    no_driver = no_gpu_reason(facts.driver) is not None
+    skipped = [n for n in by_name if no_driver and (is_driver_dll(n) or n in cuda.needs_driver)]
+    check = check_loadable_windows(python, cuda.library, [n for n in by_name if n not in skipped],
+                                   prefix=facts.probe.prefix, cuda_major=install.cuda_major)
+    data: dict[str, Any] = {"check": check.to_json(), "cuda": [cuda.library, *by_name], "tensorrt": [],
+                            "tensorrt_checked": False}
+    notes = [f"{n}: not loaded: it needs the NVIDIA driver, absent here" for n in skipped]
+    if check.process_error:
+        fix = None
+        if check.cudnn8_missing:
+            fix = (ZLIBWAPI_REMEDY if check.cudnn8_missing.lower() == ZLIBWAPI_DLL else
+                   "put cuDNN 8's complete bin folder on PATH: `ortfix plan` shows how")
+        return Level(1, "loader", Status.FAIL, check.process_error, tuple(check.failures), fix=fix, data=data,
+                     load_check=check)
+    if not check.imported:
+        return Level(1, "loader", Status.FAIL, f"import onnxruntime failed in a fresh process of {python}",
+                     (f"import onnxruntime: {check.import_error}",), data=data, load_check=check)
+    errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
+    need_driver: dict[str, str] = {n: "needs the NVIDIA driver" for n in skipped}
+    for lib in check.libraries:
+        culprit = first_missing(lib)
+        if lib.error and culprit and is_driver_dll(culprit) and no_driver:
+            errors.pop(lib.soname)  # the environment cannot hold it: it comes with the driver
+            need_driver[lib.soname] = f"imports the NVIDIA driver's {culprit}"
+            notes.append(f"{lib.soname}: not loaded: it imports the NVIDIA driver's {culprit}, absent here")
+    if need_driver:
+        data["need_driver"] = need_driver
+    if errors:
+        bad = next(lib for lib in check.libraries if lib.soname in errors)
+        culprit = first_missing(bad)
+        name = PROVIDER_DLL if bad.soname == cuda.library else bad.soname
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        why = f": it needs {culprit}, which is not found" if culprit and culprit.lower() != name.lower() else ""
+        return Level(1, "loader", Status.FAIL, f"{name} cannot be loaded{why}{more}: the CUDA provider cannot start",
+                     tuple(_lib_error(n, e) for n, e in errors.items()),
+                     fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
+    runtime = _msvc_verdict(install, check.msvcp140)
+    if runtime is not None:
+        return Level(1, "loader", Status.FAIL, runtime, (MSVC_WHY,), fix=MSVC_REMEDY, data=data, load_check=check)
+    loaded = len(check.libraries) - len(need_driver) + len(skipped)
+    return Level(1, "loader", Status.PASS,
+                 f"{PROVIDER_DLL} and the {loaded - 1} libraries loaded by name load in a fresh process, as "
+                 "onnxruntime loads them", tuple(notes), data=data, load_check=check)
+
+
+def _msvc_verdict(install: OrtInstall, msvcp140: str | None) -> str | None:
+    """Why the C++ runtime the process loaded is too old for this onnxruntime, or None (new enough, or not known)."""
+    try:
+        if msvcp140 is None or Version(install.version or "0").release[:2] < Version(MSVC_MIN_ORT).release[:2]:
+            return None
+    except InvalidVersion:
+        return None
+    try:
+        version = read_pe(msvcp140).file_version
+    except (PeError, OSError):
+        return None
+    if version is None or msvc_version_ok(version) is not False:
+        return None
+    shown = ".".join(str(v) for v in version)
+    return (f"{msvcp140} is version {shown}: onnxruntime-gpu {MSVC_MIN_ORT} and newer need {MSVC_DLL} "
+            f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer")
 
 
 def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,

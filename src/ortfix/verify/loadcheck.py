@@ -78,9 +78,11 @@ sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
 
 @dataclass(frozen=True)
 class LibLoad:
-    soname: str
+    soname: str  # on Windows: the DLL's name (the provider: its path, as onnxruntime loads it)
     error: str | None  # None: loaded
     via_requester: str | None = None  # loaded from this path, found through its requester's RUNPATH/RPATH
+    # Windows: the import chain down to the first DLL that is not found (error 126 itself names none)
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,10 @@ class LoadCheck:
     process_error: str | None  # the process itself failed (crashed, no JSON)
     mapped: tuple[str, ...] = ()  # CUDA libraries in the process's /proc/self/maps afterwards
     cuda_major: int | None = None  # the major the build needs (None: not known)
+    platform: str = "linux"  # linux | windows (verify/winloadcheck.py)
+    exit_code: int | None = None  # the process's exit status when it ended early (None: it finished, or Linux)
+    cudnn8_missing: str | None = None  # Windows: the DLL cuDNN 8 could not locate before it ended the process
+    msvcp140: str | None = None  # Windows: the msvcp140.dll the process had loaded at the end
 
     @property
     def majors(self) -> dict[int, list[str]]:
@@ -138,7 +144,10 @@ class LoadCheck:
                 "import_error": self.import_error, "process_error": self.process_error,
                 "libraries": {x.soname: x.error for x in self.libraries},
                 "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
-                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors}
+                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors,
+                "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
+                "msvcp140": self.msvcp140,
+                "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing}}
 
 
 def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] | None = None) -> str:

@@ -1,0 +1,126 @@
+"""The library-load check of `ortfix verify` (level 1) and of apply's verification on Windows: a fresh process of the
+target interpreter, started as the user starts it, runs `target/_winload.py`, which imports onnxruntime (an ortfix
+hook then puts the NVIDIA folders on PATH), loads the CUDA provider as onnxruntime does (full path,
+LOAD_WITH_ALTERED_SEARCH_PATH) and the libraries loaded later by bare name (cuDNN's sub-libraries; cuDNN and cuFFT
+for onnxruntime 1.28+) with a plain LoadLibrary, as cuDNN and onnxruntime do.
+
+On Linux the provider is never loaded (it can crash without a driver); on Windows loading it is the point, since
+whether its imports resolve depends on the provider's own folder and PATH, and loading a DLL runs nothing of the CUDA
+provider but its DLL initialisation. Whatever the process does becomes data: the first missing DLL is named (the
+child walks the import tables, since error 126 names none), and cuDNN 8, which ends the process with exit code 9 when
+it cannot locate a sub-library (or zlibwapi.dll), becomes the verdict "cuDNN 8 could not load its sub-library X",
+never a crash. The result is the same `LoadCheck` (schema `ortfix.loadcheck/1`) the Linux check returns.
+"""
+
+from __future__ import annotations
+
+import json
+import ntpath
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ortfix.target.launch import launch
+from ortfix.target.ortrun import RunOutcome, cudnn8_exit, cudnn8_verdict, stream
+from ortfix.verify.loadcheck import LibLoad, LoadCheck
+
+SOURCE = Path(__file__).resolve().parents[1] / "target" / "_winload.py"
+PROVIDER_DLL = "onnxruntime_providers_cuda.dll"
+# DLLs only the NVIDIA display driver installs (System32): never in an environment, never a wheel.
+DRIVER_DLLS = frozenset({"nvcuda.dll", "nvcudart_hybrid64.dll", "nvml.dll", "nvapi64.dll", "nvcuda64.dll"})
+
+
+def check_loadable_windows(python: str, provider: str | None, by_name: Sequence[str], *, prefix: str,
+                           timeout: float = 300.0, cuda_major: int | None = None,
+                           env: Mapping[str, str] | None = None) -> LoadCheck:
+    """Start `python` plainly (the .pth hook acts on `import onnxruntime`), load `provider` (a full path; None: none)
+    as onnxruntime does and each of `by_name` by bare name; report each as a `LibLoad` (the provider under its full
+    path). `env`: the child's environment (default: this process's, as subproc gives it)."""
+    names = list(dict.fromkeys(by_name))
+    code = SOURCE.read_text(encoding="utf-8")
+    argv, child_env = launch(python, code, [json.dumps({"provider": provider, "by_name": names})], prefix=prefix)
+    shown = tuple("<ortfix load-check script>" if a == code else a for a in argv)
+    run = stream(argv, dict(env) if env is not None else child_env, timeout=timeout, shown=shown)
+    return read_outcome(run, provider, names, cuda_major)
+
+
+def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cuda_major: int | None) -> LoadCheck:
+    """The child's stage lines (and how it ended) as a LoadCheck; `provider`/`names` as asked, in that order."""
+    wanted = ([provider] if provider else []) + list(names)
+    imported = run.stage("import")
+    loaded: dict[str, Mapping[str, Any]] = {}
+    for report in run.all("loaded"):
+        reported = report.get("name")
+        if isinstance(reported, str) and reported in wanted:
+            loaded[reported] = report
+    in_flight = _in_flight(run)
+    cudnn8 = None if run.finished else cudnn8_exit(run.log, run.returncode)
+    libs: list[LibLoad] = []
+    for name in wanted:
+        stage = loaded.get(name)
+        if stage is not None:
+            error = stage.get("error")
+            missing = tuple(str(m) for m in stage.get("missing") or () if isinstance(m, str))
+            libs.append(LibLoad(name, _with_missing(name, str(error), missing) if error else None, missing=missing))
+        elif run.finished:
+            libs.append(LibLoad(name, "not reported"))
+        elif in_flight is not None and in_flight[0] == name:
+            libs.append(LibLoad(name, f"the process ended while loading it ({_ended(run, cudnn8)})"))
+        elif in_flight is not None and in_flight[1] == name:
+            libs.append(LibLoad(name, f"the process ended while loading {in_flight[0]}, which it imports "
+                                      f"({_ended(run, cudnn8)})", missing=(in_flight[0],) if cudnn8 else ()))
+        else:
+            libs.append(LibLoad(name, "not reached"))
+    process_error = None if run.finished else (cudnn8_verdict(cudnn8) if cudnn8 else
+                                               f"the verification process {run.death()}")
+    import_error = None if imported is None else imported.get("error")
+    return LoadCheck(argv=run.argv, imported=imported is not None and not import_error,
+                     import_error=None if imported is None else (str(import_error) if import_error else None),
+                     libraries=tuple(libs), process_error=process_error, cuda_major=cuda_major, platform="windows",
+                     exit_code=None if run.finished else run.returncode, cudnn8_missing=cudnn8,
+                     msvcp140=_text((run.stage("runtime") or {}).get("msvcp140")))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _in_flight(run: RunOutcome) -> tuple[str, str | None] | None:
+    """(the DLL being loaded when the process ended, the requested library whose load or diagnosis it was part of),
+    or None when every load it started was reported."""
+    requested: str | None = None
+    current: str | None = None
+    for stage in run.stages:
+        kind = stage.get("stage")
+        name = stage.get("name")
+        if kind == "loading" and isinstance(name, str):
+            current = name
+            if stage.get("how") in ("path", "name"):
+                requested = name
+        elif kind == "loaded":
+            current = None
+    return None if current is None else (current, requested if requested != current else None)
+
+
+def _ended(run: RunOutcome, cudnn8: str | None) -> str:
+    return cudnn8_verdict(cudnn8) if cudnn8 else run.death()
+
+
+def _with_missing(name: str, error: str, missing: Sequence[str]) -> str:
+    if not missing:
+        return error
+    if list(missing) == [name]:
+        return f"{error}; {name} is in none of the folders a load by name searches (PATH included)"
+    chain = " -> ".join(missing)
+    return f"{error}; it needs {chain}" + ("" if "(found at" in missing[-1] else ", which is not found")
+
+
+def first_missing(lib: LibLoad) -> str | None:
+    """The DLL whose absence made this load fail (the last of its import chain), by name; None when none is known."""
+    if not lib.missing:
+        return None
+    return lib.missing[-1].split(" ", 1)[0]
+
+
+def is_driver_dll(name: str) -> bool:
+    return ntpath.basename(name).lower() in DRIVER_DLLS

@@ -1,0 +1,176 @@
+"""`ortfix verify`'s library-load check on Windows, proven under wine's real loader: ortfix itself runs on the
+Windows CPython (its host side, `verify/winloadcheck.py`), starts a fresh Windows Python that runs
+`target/_winload.py`, and reads its `ortfix.loadcheck/1` report back.
+
+The DLLs are real x86-64 PE files built with mingw-w64: the provider stands in for onnxruntime_providers_cuda.dll
+with the imports a 1.19-1.26 provider has (cublasLt64_12.dll, cudnn64_9.dll) or a 1.16-1.18 one (cudnn64_8.dll);
+cudnn64_8.dll is a stub that does what the real cuDNN 8 does when a DLL it loads by name is absent: it prints
+"Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!" and ends the process with
+exit code 9 (here in its DllMain, so loading it is enough). All scenarios run in one Windows process (each starts
+its own fresh child, as verify does).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.winstubs import MINGW_GCC, build_stub_dll, mingw_missing
+from wintools import to_windows, win_python
+
+# What the real cuDNN 8 does when a DLL it loads on demand is not found (../shared/facts/windows.md).
+CUDNN8_SOURCE = r"""
+#include <windows.h>
+#include <stdio.h>
+__declspec(dllexport) int cudnnGetVersion(void) { return 8907; }
+BOOL WINAPI DllMain(HINSTANCE self, DWORD reason, LPVOID reserved) {
+    if (reason == DLL_PROCESS_ATTACH && LoadLibraryA(WANT) == NULL) {
+        printf("Could not locate %s. Please make sure it is in your library path!\n", WANT);
+        fflush(stdout);
+        ExitProcess(9);
+    }
+    return TRUE;
+}
+"""
+
+HOST = r"""
+import json, os, sys
+from ortfix.verify.winloadcheck import check_loadable_windows
+cases = json.loads(sys.argv[1])
+out = {}
+for name, case in cases.items():
+    env = dict(os.environ)
+    env["PATH"] = ";".join(case["path"] + [env.get("PATH", "")])
+    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = case["pythonpath"]
+    check = check_loadable_windows(sys.executable, case["provider"], case["by_name"], prefix=sys.prefix,
+                                   env=env, timeout=120)
+    out[name] = check.to_json()
+print("RESULT:" + json.dumps(out))
+"""
+
+
+def _cudnn8_stub(path: Path, wants: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    src = path.parent / f"{path.stem}-{wants}.c"
+    src.write_text(CUDNN8_SOURCE)
+    proc = subprocess.run([MINGW_GCC, "-shared", "-O0", f'-DWANT="{wants}"', "-o", str(path), str(src)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    src.unlink()
+    return path
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    missing = mingw_missing()
+    if missing:
+        pytest.skip(missing)
+    w = win_python()
+    root = tmp_path_factory.mktemp("winverify")
+    site = root / "site"
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "onnxruntime" / "__init__.py").write_text("__version__ = '0+stub'\n")
+    nvidia = site / "nvidia"
+    cublas, cudnn = nvidia / "cublas" / "bin", nvidia / "cudnn" / "bin"
+    build_stub_dll(cublas / "cublasLt64_12.dll", exports=["cublasLtCreate"])
+    build_stub_dll(cudnn / "cudnn64_9.dll", exports=["cudnnGetVersion"])
+    build_stub_dll(cudnn / "cudnn_graph64_9.dll", exports=["cudnnBackendCreateDescriptor"])
+    # cublas64_12.dll alone in a folder: it imports cublasLt64_12.dll, which is not beside it
+    lone = root / "lone"
+    build_stub_dll(lone / "cublas64_12.dll", exports=["cublasCreate_v2"], needed=["cublasLt64_12.dll"])
+    cu8 = root / "cudnn8"
+    _cudnn8_stub(cu8 / "cudnn64_8.dll", "cudnn_ops_infer64_8.dll")
+    z8 = root / "cudnn8z"
+    _cudnn8_stub(z8 / "cudnn64_8.dll", "zlibwapi.dll")
+    providers = {}
+    for tag, needed in {"v12": ["cublasLt64_12.dll", "cudnn64_9.dll"], "chain": ["cublas64_12.dll"],
+                        "v8": ["cudnn64_8.dll"], "driver": ["nvcudart_hybrid64.dll", "cublasLt64_12.dll"]}.items():
+        capi = root / tag / "onnxruntime" / "capi"
+        build_stub_dll(capi / "onnxruntime_providers_cuda.dll", needed=needed, marker=f"provider-{tag}")
+        providers[tag] = to_windows(capi / "onnxruntime_providers_cuda.dll")
+    both = [to_windows(cublas), to_windows(cudnn)]
+    cases: dict[str, dict[str, Any]] = {
+        "complete": {"provider": providers["v12"], "by_name": ["cudnn_graph64_9.dll"], "path": both},
+        "cublaslt-missing": {"provider": providers["v12"], "by_name": [], "path": [to_windows(cudnn)]},
+        "chain": {"provider": providers["chain"], "by_name": [], "path": [to_windows(lone)]},
+        "sublib-missing": {"provider": None, "by_name": ["cudnn_adv64_9.dll"], "path": both},
+        "cudnn8-exit": {"provider": providers["v8"], "by_name": ["cudnn_ops_infer64_8.dll"], "path": [to_windows(cu8)]},
+        "zlibwapi-exit": {"provider": providers["v8"], "by_name": [], "path": [to_windows(z8)]},
+        "driver": {"provider": providers["driver"], "by_name": [], "path": both},
+    }
+    for case in cases.values():
+        case["pythonpath"] = ";".join(to_windows(p) for p in (site, Path(__file__).resolve().parents[1] / "src",
+                                                              w.deps))
+    proc = w.run("-c", HOST, json.dumps(cases), timeout=600)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT:")), None)
+    assert line is not None, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    doc: dict[str, dict[str, Any]] = json.loads(line[len("RESULT:"):])
+    return doc
+
+
+def _provider_entry(doc: dict[str, Any]) -> tuple[str, Any]:
+    return next((k, v) for k, v in doc["libraries"].items() if k.lower().endswith("onnxruntime_providers_cuda.dll"))
+
+
+def test_every_dll_found_through_path_loads(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["complete"]
+    assert doc["schema"] == "ortfix.loadcheck/1" and doc["platform"] == "windows"
+    assert doc["ok"] is True, doc
+    assert doc["imported"] is True and doc["process_error"] is None and doc["exit_code"] is None
+    assert doc["libraries"]["cudnn_graph64_9.dll"] is None
+    assert _provider_entry(doc)[1] is None
+
+
+def test_the_first_missing_dll_is_named(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["cublaslt-missing"]
+    assert doc["ok"] is False
+    name, error = _provider_entry(doc)
+    assert "error 126" in error and "cublasLt64_12.dll" in error, error
+    assert doc["missing"][name] == ["cublasLt64_12.dll"]
+
+
+def test_a_missing_dll_of_a_dependency_is_followed_down(results: dict[str, dict[str, Any]]) -> None:
+    """cublas64_12.dll is found on PATH, but what it imports is not: the chain names both, the missing one last."""
+    doc = results["chain"]
+    name, error = _provider_entry(doc)
+    assert doc["missing"][name] == ["cublas64_12.dll", "cublasLt64_12.dll"], doc
+    assert "cublas64_12.dll -> cublasLt64_12.dll, which is not found" in error
+
+
+def test_a_library_loaded_by_name_that_is_nowhere_is_named(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["sublib-missing"]
+    assert doc["ok"] is False and doc["imported"] is True
+    assert doc["missing"]["cudnn_adv64_9.dll"] == ["cudnn_adv64_9.dll"]
+    assert "error 126" in doc["libraries"]["cudnn_adv64_9.dll"]
+    assert "in none of the folders a load by name searches" in doc["libraries"]["cudnn_adv64_9.dll"]
+
+
+def test_cudnn8_ending_the_process_with_exit_code_9_is_a_verdict(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["cudnn8-exit"]
+    assert doc["ok"] is False
+    assert doc["exit_code"] == 9 and doc["cudnn8_missing"] == "cudnn_ops_infer64_8.dll"
+    assert doc["process_error"].startswith("cuDNN 8 could not load its sub-library cudnn_ops_infer64_8.dll"), doc
+    assert "Traceback" not in json.dumps(doc)
+    _, error = _provider_entry(doc)
+    assert "the process ended while loading it" in error
+    # the process was gone before the sub-library's own check
+    assert doc["libraries"]["cudnn_ops_infer64_8.dll"] == "not reached"
+
+
+def test_cudnn8_without_zlibwapi_is_named_as_such(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["zlibwapi-exit"]
+    assert doc["exit_code"] == 9 and doc["cudnn8_missing"] == "zlibwapi.dll"
+    assert doc["process_error"].startswith("cuDNN 8 could not load zlibwapi.dll"), doc
+
+
+def test_a_driver_dll_is_named_when_the_driver_is_absent(results: dict[str, dict[str, Any]]) -> None:
+    """1.27's provider imports the driver's nvcudart_hybrid64.dll: under wine there is no driver, and the chain says
+    so (levels.py turns it into 'needs the NVIDIA driver', not an environment failure)."""
+    doc = results["driver"]
+    name, _ = _provider_entry(doc)
+    assert doc["missing"][name] == ["nvcudart_hybrid64.dll"], doc
