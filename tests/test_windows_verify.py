@@ -12,13 +12,20 @@ its own fresh child, as verify does).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from factsdata import load_facts
+from ortfix.check.facts import Facts, ProviderLoad
+from ortfix.system.driver import DriverFacts
+from ortfix.system.loader import Resolution
+from ortfix.verify.levels import Level, Status, level_loader
 from support.winstubs import MINGW_GCC, build_stub_dll, mingw_missing
 from wintools import to_windows, win_python
 
@@ -174,3 +181,77 @@ def test_a_driver_dll_is_named_when_the_driver_is_absent(results: dict[str, dict
     doc = results["driver"]
     name, _ = _provider_entry(doc)
     assert doc["missing"][name] == ["nvcudart_hybrid64.dll"], doc
+
+
+# --- verify's level 1 on a Windows target: the verdicts -------------------------------------------------------------
+
+
+def _windows_facts(provider: Path, lazy: list[str], prefix: Path) -> Facts:
+    """A recorded environment's facts made into a Windows target's (the host side only reads these fields): the
+    provider at `provider`, the libraries loaded later by bare name, no NVIDIA driver (wine has none)."""
+    base = load_facts("e120")
+    install = base.ort[0]
+    cuda = ProviderLoad("cuda", to_windows(provider), (), tuple(
+        Resolution(n, "cudnn64_9.dll", None, None, lazy=True) for n in lazy))
+    probe = dataclasses.replace(base.probe, system="Windows", prefix=to_windows(prefix))
+    return dataclasses.replace(base, probe=probe, driver=DriverFacts(present=False, version=None),
+                               ort=(dataclasses.replace(install, version="1.20.2", providers=(cuda,)),))
+
+
+@pytest.fixture(scope="module")
+def launcher(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a `python` that is the Windows CPython under wine, the folder for the test's DLLs): ortfix's host side runs
+    here on Linux and starts the Windows Python as it would start the target's own."""
+    missing = mingw_missing()
+    if missing:
+        pytest.skip(missing)
+    w = win_python()
+    root = tmp_path_factory.mktemp("winlevel")
+    site = root / "site"
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "onnxruntime" / "__init__.py").write_text("")
+    env = w.env(pythonpath=[site])
+    script = root / "python"
+    exports = "".join(f"export {k}={shlex.quote(env[k])}\n" for k in ("WINEPREFIX", "WINEDEBUG", "WINEDLLOVERRIDES"))
+    script.write_text(f"#!/bin/sh\n{exports}export PYTHONPATH={shlex.quote(to_windows(site))}\n"
+                      f"export WINEPATH=\"$ORTFIX_TEST_WINEPATH\"\nexec wine {shlex.quote(str(w.exe))} \"$@\"\n")
+    script.chmod(0o755)
+    return script, root
+
+
+def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    python, root = launcher
+    build_stub_dll(root / "cublas" / "cublasLt64_12.dll", exports=["cublasLtCreate"])
+    build_stub_dll(root / "cudnn" / "cudnn64_9.dll", exports=["cudnnGetVersion"])
+    build_stub_dll(root / "cudnn" / "cudnn_graph64_9.dll", exports=["cudnnBackendCreateDescriptor"])
+    _cudnn8_stub(root / "cudnn8z" / "cudnn64_8.dll", "zlibwapi.dll")
+    v12 = build_stub_dll(root / "v12" / "capi" / "onnxruntime_providers_cuda.dll",
+                         needed=["cublasLt64_12.dll", "cudnn64_9.dll"], marker="level-v12")
+    v8 = build_stub_dll(root / "v8" / "capi" / "onnxruntime_providers_cuda.dll", needed=["cudnn64_8.dll"],
+                        marker="level-v8")
+    hybrid = build_stub_dll(root / "v27" / "capi" / "onnxruntime_providers_cuda.dll",
+                            needed=["nvcudart_hybrid64.dll", "cublasLt64_12.dll"], marker="level-v27")
+    both = ";".join(to_windows(root / d) for d in ("cublas", "cudnn"))
+
+    def level(provider: Path, lazy: list[str], winepath: str) -> Level:
+        monkeypatch.setenv("ORTFIX_TEST_WINEPATH", winepath)
+        return level_loader(_windows_facts(provider, lazy, root), str(python), conda_hook=None)
+
+    ok = level(v12, ["cudnn_graph64_9.dll"], both)
+    assert ok.status is Status.PASS, (ok.verdict, ok.evidence)
+    assert ok.load_check is not None and ok.load_check.platform == "windows"
+
+    missing = level(v12, ["cudnn_graph64_9.dll"], to_windows(root / "cudnn"))
+    assert missing.status is Status.FAIL
+    assert missing.verdict.startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs cublasLt64_12.dll, "
+                                      "which is not found"), missing.verdict
+
+    zlib = level(v8, [], to_windows(root / "cudnn8z"))
+    assert zlib.status is Status.FAIL and zlib.verdict.startswith("cuDNN 8 could not load zlibwapi.dll"), zlib.verdict
+    assert zlib.fix is not None and "cuDNN 9" in zlib.fix and "1.19" in zlib.fix
+    assert zlib.load_check is not None and zlib.load_check.exit_code == 9
+
+    # No driver here: the driver's own DLL missing is not the environment's fault, and says so.
+    driverless = level(hybrid, [], both)
+    assert driverless.status is Status.PASS, (driverless.verdict, driverless.evidence)
+    assert any("nvcudart_hybrid64.dll" in n and "driver" in n for n in driverless.evidence), driverless.evidence
