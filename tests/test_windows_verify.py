@@ -57,6 +57,12 @@ for name, case in cases.items():
     check = check_loadable_windows(sys.executable, case["provider"], case["by_name"], prefix=sys.prefix,
                                    env=env, timeout=120)
     out[name] = check.to_json()
+# A session whose cuDNN 8 ends the process (as level 2's child would see it): how ortrun reads that death.
+from ortfix.target.ortrun import MARK, stream
+child = ("import ctypes, json, sys; print(sys.argv[1] + json.dumps({'stage': 'import'}), flush=True); "
+         "ctypes.WinDLL(sys.argv[2])")
+dead = stream([sys.executable, "-c", child, MARK, sys.argv[2]], dict(os.environ), timeout=120)
+out["session-death"] = {"death": dead.death(), "returncode": dead.returncode, "evidence": dead.evidence}
 print("RESULT:" + json.dumps(out))
 """
 
@@ -113,7 +119,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     for case in cases.values():
         case["pythonpath"] = ";".join(to_windows(p) for p in (site, Path(__file__).resolve().parents[1] / "src",
                                                               w.deps))
-    proc = w.run("-c", HOST, json.dumps(cases), timeout=600)
+    proc = w.run("-c", HOST, json.dumps(cases), to_windows(cu8 / "cudnn64_8.dll"), timeout=600)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT:")), None)
     assert line is not None, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     doc: dict[str, dict[str, Any]] = json.loads(line[len("RESULT:"):])
@@ -173,6 +179,15 @@ def test_cudnn8_without_zlibwapi_is_named_as_such(results: dict[str, dict[str, A
     doc = results["zlibwapi-exit"]
     assert doc["exit_code"] == 9 and doc["cudnn8_missing"] == "zlibwapi.dll"
     assert doc["process_error"].startswith("cuDNN 8 could not load zlibwapi.dll"), doc
+
+
+def test_a_session_ended_by_cudnn8_reads_as_a_verdict(results: dict[str, dict[str, Any]]) -> None:
+    """What verify's levels 2-3 (and tune) say when cuDNN 8 ends their child: the verdict, and the message."""
+    doc = results["session-death"]
+    assert doc["returncode"] == 9
+    assert doc["death"].startswith("exited with status 9: cuDNN 8 could not load its sub-library "
+                                   "cudnn_ops_infer64_8.dll"), doc
+    assert any("Could not locate cudnn_ops_infer64_8.dll" in line for line in doc["evidence"]), doc
 
 
 def test_a_driver_dll_is_named_when_the_driver_is_absent(results: dict[str, dict[str, Any]]) -> None:

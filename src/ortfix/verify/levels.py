@@ -37,7 +37,7 @@ from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
 from ortfix.system.pe import PeError, read_pe
-from ortfix.target.ortrun import CUDA_EP, RunOutcome, one_line, run_in_target, shapes_text
+from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
 from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
 
@@ -311,6 +311,11 @@ def _provider_level(facts: Facts, run: RunOutcome, loader: Level, *, user_model:
         else:
             what = f"the session fell back to {stage.get('providers')}"
         data["providers"] = stage.get("providers") if stage else None
+        cudnn8 = cudnn8_exit(run.log, run.returncode) if stage is None else None
+        if cudnn8 is not None:  # the environment's fault, driver or not
+            return Level(2, "provider", Status.FAIL, what, tuple(run.evidence),
+                         fix=(ZLIBWAPI_REMEDY if cudnn8.lower() == ZLIBWAPI_DLL else
+                              "put cuDNN 8's complete bin folder on PATH: `ortfix plan` shows how"), data=data)
         if reason:
             return Level(2, "provider", Status.NOT_RUN,
                          f"{libs}; {reason}, so the provider cannot start here ({what})",
