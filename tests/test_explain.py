@@ -591,3 +591,116 @@ def test_pip_requires_python_line_is_read(patterns: list[Pattern]) -> None:
             "onnxruntime-gpu==1.21.0 (from versions: 1.17.0, 1.17.1, 1.18.0, 1.18.1, 1.19.0, 1.19.2)\n")
     e = _one(text, patterns)
     assert f"pip skipped 1.21.0 because it requires Python {spec}." in e.details
+
+
+# --- Windows: the messages Windows users paste ----------------------------------------------------------------------
+
+SEEDS = REPO.parent / "shared" / "seeds"
+
+
+def _hit(text: str, patterns: list[Pattern], pattern_id: str) -> Explanation:
+    found = {e.pattern_id: e for e in explain_text(text, patterns)}
+    assert pattern_id in found, sorted(found)
+    return found[pattern_id]
+
+
+@pytest.mark.parametrize(("text", "dll", "wheel", "folder", "major"), [
+    # onnxruntime 1.22+ (windows.md, measured under wine with the real 1.23.2 wheel)
+    ('Error loading "…\\onnxruntime_providers_cuda.dll" which depends on "cublasLt64_12.dll" which is missing. '
+     '(Error 126: "The specified module could not be found.")', "cublasLt64_12.dll", "nvidia-cublas-cu12",
+     "nvidia\\cublas\\bin", "CUDA 12"),
+    # seeds/001
+    ('Error loading "...onnxruntime_providers_cuda.dll" which depends on "cublas64_12.dll" which is missing.',
+     "cublas64_12.dll", "nvidia-cublas-cu12", "nvidia\\cublas\\bin", "CUDA 12"),
+    # a 1.27+ build (CUDA 13: one folder for every CUDA 13 wheel)
+    ('Error loading "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll" which depends on '
+     '"cublasLt64_13.dll" which is missing.', "cublasLt64_13.dll", "nvidia-cublas", "nvidia\\cu13\\bin\\x86_64",
+     "CUDA 13"),
+    ('Error loading "...onnxruntime_providers_cuda.dll" which depends on "cufft64_11.dll" which is missing.',
+     "cufft64_11.dll", "nvidia-cufft-cu12", "nvidia\\cufft\\bin", "CUDA 12"),
+    ('Error loading "...onnxruntime_providers_cuda.dll" which depends on "cudart64_110.dll" which is missing.',
+     "cudart64_110.dll", "nvidia-cuda-runtime-cu11", "nvidia\\cuda_runtime\\bin", "CUDA 11"),
+])
+def test_windows_missing_dll_names_its_wheel_and_major(patterns: list[Pattern], text: str, dll: str, wheel: str,
+                                                       folder: str, major: str) -> None:
+    e = _hit(text, patterns, "windows-dependency-dll-missing")
+    assert e.groups["dll"] == dll
+    details = " ".join(e.details)
+    assert f"{dll} is" in details and major in details, details
+    assert f"{wheel} installs it into site-packages\\{folder}" in details, details
+    assert "PATH" in details
+
+
+def test_windows_cudnn_dll_names_the_cudnn_wheels(patterns: list[Pattern]) -> None:
+    e = _hit('Error loading "...onnxruntime_providers_cuda.dll" ... "cudnn64_9.dll" which is missing', patterns,
+             "windows-dependency-dll-missing")
+    details = " ".join(e.details)
+    assert "cuDNN 9" in details and "nvidia-cudnn-cu12 (for CUDA 12 builds)" in details
+    assert "nvidia-cudnn-cu13 (for CUDA 13 builds)" in details and "nvidia\\cudnn\\bin" in details
+
+
+def test_windows_error_126_of_old_releases_says_to_run_check(patterns: list[Pattern]) -> None:
+    """1.21 and older name no DLL: the remedy is to let ortfix find it."""
+    text = ('D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:1637 onnxruntime::ProviderLibrary::'
+            'Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "" when trying to load '
+            '"C:\\venv\\lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll"')
+    e = _hit(text, patterns, "windows-provider-loadlibrary-126")
+    assert "`ortfix check`" in e.fix and "PATH" in e.fix
+    assert e.groups["provider"] == "cuda"
+    assert "windows-dependency-dll-missing" not in _ids(text, patterns)
+
+
+@pytest.mark.parametrize(("text", "cuda", "wheels"), [
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime.", "12",
+     ("nvidia-cublas-cu12", "nvidia-cudnn-cu12")),
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 13.*, and the latest MSVC runtime. Please "
+     "install all dependencies as mentioned in the GPU requirements page, make sure they're in the PATH, and that "
+     "your GPU is supported.", "13", ("nvidia-cublas,", "nvidia-cudnn-cu13")),
+])
+def test_windows_require_message_names_the_wheels_and_the_msvc_runtime(patterns: list[Pattern], text: str, cuda: str,
+                                                                       wheels: tuple[str, ...]) -> None:
+    e = _hit(text, patterns, "cuda-provider-not-created-require")
+    details = " ".join(e.details)
+    assert f"CUDA {cuda} and cuDNN 9" in details
+    for wheel in wheels:
+        assert wheel in details, details
+    assert "msvcp140.dll" in details and "14.40" in details
+    assert "Visual C++ Redistributable for Visual Studio 2015-2022 (x64)" in details
+
+
+def test_linux_require_message_does_not_mention_the_msvc_runtime(patterns: list[Pattern]) -> None:
+    e = _hit("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*", patterns,
+             "cuda-provider-not-created-require")
+    assert not any("msvcp140" in d for d in e.details)
+
+
+def test_windows_zlibwapi_says_move_to_cudnn_9(patterns: list[Pattern]) -> None:
+    text = (SEEDS / "002_0b2d7f744e54ca01.txt").read_text(encoding="utf-8")
+    e = _hit(text, patterns, "cudnn8-zlibwapi-missing")
+    assert "cuDNN 9" in e.fix and "1.19" in e.fix and "`ortfix plan" in e.fix
+    assert "exit code 9" in e.cause and "8.3" in e.cause and "no pip wheel ships it" in e.cause
+
+
+def test_windows_cudnn8_sublibrary_not_located(patterns: list[Pattern]) -> None:
+    e = _hit("Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!", patterns,
+             "cudnn-windows-dll-not-located")
+    assert e.groups["dll"] == "cudnn_ops_infer64_8.dll"
+    assert "exit code 9" in e.cause and "PATH" in e.fix
+    details = " ".join(e.details)
+    assert "part of cuDNN 8" in details and "nvidia-cudnn-cu11" in details and "nvidia\\cudnn\\bin" in details
+
+
+def test_cudnn9_cannot_load_its_own_symbol(patterns: list[Pattern]) -> None:
+    text = "Invalid handle. Cannot load symbol cudnnGetVersion"
+    e = _hit(text, patterns, "cudnn9-cannot-load-own-symbol")
+    assert e.groups["symbol"] == "cudnnGetVersion" and e.finding == "LIB002"
+    assert "nvidia\\cudnn\\bin" in e.fix and "PATH" in e.fix
+    assert "cudnn-cannot-load-cublas-symbol" not in _ids(text, patterns)
+
+
+def test_seed_001_windows_report_yields_the_dll_and_the_require_line(patterns: list[Pattern]) -> None:
+    text = (SEEDS / "001_84561876bdd9e25a.txt").read_text(encoding="utf-8")
+    ids = _ids(text, patterns)
+    assert "windows-dependency-dll-missing" in ids and "cuda-provider-not-created-require" in ids
+    e = _hit(text, patterns, "windows-dependency-dll-missing")
+    assert e.groups["dll"] == "cublas64_12.dll" and any("nvidia-cublas-cu12" in d for d in e.details)

@@ -34,9 +34,8 @@ MSVC_REDIST = "Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 
 
 MSVC_REMEDY = (
     f"install the latest {MSVC_REDIST}, version {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer (Microsoft's "
-    "vc_redist.x64.exe, https://aka.ms/vs/17/release/vc_redist.x64.exe, or "
-    "`winget install Microsoft.VCRedist.2015+.x64`), "
-    "then start the program again: it updates msvcp140.dll in System32, which every Python finds"
+    "vc_redist.x64.exe, or `winget install Microsoft.VCRedist.2015+.x64`), then start the program again: it updates "
+    "msvcp140.dll in System32, which every Python finds"
 )
 MSVC_WHY = (
     f"onnxruntime-gpu {MSVC_MIN_ORT} and newer need {MSVC_DLL} {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer "

@@ -28,6 +28,7 @@ class Analysis(StrEnum):
     NUMPY_DTYPE = "numpy-dtype"
     GPU_COUNT = "gpu-count"
     DRIVER = "driver"
+    WINDOWS_DLL = "windows-dll"
 
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}

@@ -4,7 +4,8 @@ names; analysis_function gives each its function, and mypy checks that no name i
 
 pip-version: the version pip was asked for against the versions it offered and the wheels each release has (and this
 environment's Python, platform and glibc); numpy-abi / numpy-dtype: which way NumPy and a module disagree; gpu-count:
-the device ids that exist here; driver: the driver here against the CUDA the installed build was made with.
+the device ids that exist here; driver: the driver here against the CUDA the installed build was made with;
+windows-dll: what a Windows DLL a message names is and which wheel installs it (explain/windows_dlls.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 from ortfix.compat.schemas import Analysis
 from ortfix.explain.context import AnalysisContext, version_or_none, version_or_zero
 from ortfix.explain.pip_version import pip_version
+from ortfix.explain.windows_dlls import windows_dll
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -153,6 +155,8 @@ def analysis_function(name: Analysis) -> AnalysisFunction:
         return _gpu_count
     if name is Analysis.DRIVER:
         return _driver
+    if name is Analysis.WINDOWS_DLL:
+        return windows_dll
     return _unreachable(name)
 
 
