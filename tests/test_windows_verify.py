@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,9 @@ from factsdata import load_facts
 from ortfix.check.facts import Facts, ProviderLoad
 from ortfix.system.driver import DriverFacts
 from ortfix.system.loader import Resolution
-from ortfix.verify.levels import Level, Status, level_loader
-from support.winstubs import MINGW_GCC, build_stub_dll, mingw_missing
-from wintools import to_windows, win_python
+from ortfix.verify.levels import BUILTIN_MODEL, Level, Status, level_loader, session_levels
+from support.winstubs import MINGW_GCC, build_stub_dll, exports_imported_by, mingw_missing
+from wintools import _cache_root, pip_install_windows, to_windows, win_python
 
 # What the real cuDNN 8 does when a DLL it loads on demand is not found (../shared/facts/windows.md).
 CUDNN8_SOURCE = r"""
@@ -201,7 +204,7 @@ def test_a_driver_dll_is_named_when_the_driver_is_absent(results: dict[str, dict
 # --- verify's level 1 on a Windows target: the verdicts -------------------------------------------------------------
 
 
-def _windows_facts(provider: Path, lazy: list[str], prefix: Path) -> Facts:
+def _windows_facts(provider: Path, lazy: list[str], prefix: Path, version: str = "1.20.2") -> Facts:
     """A recorded environment's facts made into a Windows target's (the host side only reads these fields): the
     provider at `provider`, the libraries loaded later by bare name, no NVIDIA driver (wine has none)."""
     base = load_facts("e120")
@@ -210,7 +213,19 @@ def _windows_facts(provider: Path, lazy: list[str], prefix: Path) -> Facts:
         Resolution(n, "cudnn64_9.dll", None, None, lazy=True) for n in lazy))
     probe = dataclasses.replace(base.probe, system="Windows", prefix=to_windows(prefix))
     return dataclasses.replace(base, probe=probe, driver=DriverFacts(present=False, version=None),
-                               ort=(dataclasses.replace(install, version="1.20.2", providers=(cuda,)),))
+                               ort=(dataclasses.replace(install, version=version, providers=(cuda,)),))
+
+
+def _wine_python(script: Path, site: Path) -> Path:
+    """Write `script`: a `python` that is the Windows CPython under wine with `site` on its PYTHONPATH and the
+    folders of $ORTFIX_TEST_WINEPATH in front of its PATH, for ortfix's host side on Linux to start."""
+    w = win_python()
+    env = w.env(pythonpath=[site])
+    exports = "".join(f"export {k}={shlex.quote(env[k])}\n" for k in ("WINEPREFIX", "WINEDEBUG", "WINEDLLOVERRIDES"))
+    script.write_text(f"#!/bin/sh\n{exports}export PYTHONPATH={shlex.quote(to_windows(site))}\n"
+                      f"export WINEPATH=\"$ORTFIX_TEST_WINEPATH\"\nexec wine {shlex.quote(str(w.exe))} \"$@\"\n")
+    script.chmod(0o755)
+    return script
 
 
 @pytest.fixture(scope="module")
@@ -220,18 +235,12 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     missing = mingw_missing()
     if missing:
         pytest.skip(missing)
-    w = win_python()
+    win_python()
     root = tmp_path_factory.mktemp("winlevel")
     site = root / "site"
     (site / "onnxruntime").mkdir(parents=True)
     (site / "onnxruntime" / "__init__.py").write_text("")
-    env = w.env(pythonpath=[site])
-    script = root / "python"
-    exports = "".join(f"export {k}={shlex.quote(env[k])}\n" for k in ("WINEPREFIX", "WINEDEBUG", "WINEDLLOVERRIDES"))
-    script.write_text(f"#!/bin/sh\n{exports}export PYTHONPATH={shlex.quote(to_windows(site))}\n"
-                      f"export WINEPATH=\"$ORTFIX_TEST_WINEPATH\"\nexec wine {shlex.quote(str(w.exe))} \"$@\"\n")
-    script.chmod(0o755)
-    return script, root
+    return _wine_python(root / "python", site), root
 
 
 def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,3 +279,50 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     driverless = level(hybrid, [], both)
     assert driverless.status is Status.PASS, (driverless.verdict, driverless.evidence)
     assert any("nvcudart_hybrid64.dll" in n and "driver" in n for n in driverless.evidence), driverless.evidence
+
+
+def _ort_site(version: str) -> Path:
+    """A win_amd64 site folder with the real onnxruntime-gpu `version` (numpy 1.26.4: 2.x does not start under wine
+    8), installed once per machine into the test cache (pip reads the configured index)."""
+    site = _cache_root() / f"win-ort-{version}"
+    if not (site / "done").is_file():
+        tmp = Path(tempfile.mkdtemp(dir=_cache_root()))
+        pip_install_windows(tmp, f"onnxruntime-gpu=={version}", "numpy==1.26.4")
+        (tmp / "done").write_text("ok\n")
+        shutil.rmtree(site, ignore_errors=True)
+        os.replace(tmp, site)
+    return site
+
+
+@pytest.mark.realwheels
+def test_the_real_onnxruntime_provider_under_wine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real onnxruntime-gpu 1.23.2 win_amd64 wheel, its NVIDIA DLLs replaced by stubs with the exports its
+    provider imports: level 1 names the first import it cannot find, then passes with the stubs on PATH; levels 2
+    and 3, with no driver here, are the documented "not run" verdict, not a failure and not a crash."""
+    missing = mingw_missing()
+    if missing:
+        pytest.skip(missing)
+    win_python()
+    site = _ort_site("1.23.2")
+    provider = site / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll"
+    nvbin = tmp_path / "nvbin"
+    for dll, functions in exports_imported_by(provider.read_bytes()).items():
+        if dll.lower().startswith(("cublas", "cudart", "cufft", "cudnn")):
+            build_stub_dll(nvbin / dll, exports=list(functions))
+    python = _wine_python(tmp_path / "python", site)
+    facts = _windows_facts(provider, [], tmp_path, version="1.23.2")
+
+    monkeypatch.setenv("ORTFIX_TEST_WINEPATH", "")
+    gone = level_loader(facts, str(python), conda_hook=None)
+    assert gone.status is Status.FAIL
+    assert gone.verdict.startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs cublasLt64_12.dll"), \
+        gone.verdict
+
+    monkeypatch.setenv("ORTFIX_TEST_WINEPATH", to_windows(nvbin))
+    loader = level_loader(facts, str(python), conda_hook=None)
+    assert loader.status is Status.PASS, (loader.verdict, loader.evidence)
+    provider_level, numbers = session_levels(facts, str(python), Path(to_windows(BUILTIN_MODEL)), None, loader,
+                                             user_model=False, conda_hook=None, timeout=120)
+    assert provider_level.status is Status.NOT_RUN, (provider_level.verdict, provider_level.evidence)
+    assert "libraries complete; no NVIDIA driver, so the provider cannot start here" in provider_level.verdict
+    assert numbers.status is Status.NOT_RUN
