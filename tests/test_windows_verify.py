@@ -70,6 +70,22 @@ print("RESULT:" + json.dumps(out))
 """
 
 
+def _msvcp140_stub(path: Path, version: tuple[int, int, int, int]) -> Path:
+    """An msvcp140.dll carrying a version resource of `version` (windres), as the redistributable's does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    numbers = ",".join(str(v) for v in version)
+    rc, obj, src = path.with_suffix(".rc"), path.with_suffix(".res.o"), path.with_suffix(".c")
+    rc.write_text(f"1 VERSIONINFO\nFILEVERSION {numbers}\nPRODUCTVERSION {numbers}\nBEGIN\nEND\n")
+    src.write_text("int ortfix_stub(void) { return 0; }\n")
+    for argv in (["x86_64-w64-mingw32-windres", str(rc), "-O", "coff", "-o", str(obj)],
+                 [MINGW_GCC, "-shared", "-o", str(path), str(src), str(obj)]):
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+    for leftover in (rc, obj, src):
+        leftover.unlink()
+    return path
+
+
 def _cudnn8_stub(path: Path, wants: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     src = path.parent / f"{path.stem}-{wants}.c"
@@ -216,11 +232,14 @@ def _windows_facts(provider: Path, lazy: list[str], prefix: Path, version: str =
                                ort=(dataclasses.replace(install, version=version, providers=(cuda,)),))
 
 
-def _wine_python(script: Path, site: Path) -> Path:
+def _wine_python(script: Path, site: Path, overrides: str | None = None) -> Path:
     """Write `script`: a `python` that is the Windows CPython under wine with `site` on its PYTHONPATH and the
-    folders of $ORTFIX_TEST_WINEPATH in front of its PATH, for ortfix's host side on Linux to start."""
+    folders of $ORTFIX_TEST_WINEPATH in front of its PATH, for ortfix's host side on Linux to start. `overrides`:
+    WINEDLLOVERRIDES entries to add (wine uses its own msvcp140.dll for that name unless told `msvcp140=n,b`)."""
     w = win_python()
     env = w.env(pythonpath=[site])
+    if overrides:
+        env["WINEDLLOVERRIDES"] += ";" + overrides
     exports = "".join(f"export {k}={shlex.quote(env[k])}\n" for k in ("WINEPREFIX", "WINEDEBUG", "WINEDLLOVERRIDES"))
     script.write_text(f"#!/bin/sh\n{exports}export PYTHONPATH={shlex.quote(to_windows(site))}\n"
                       f"export WINEPATH=\"$ORTFIX_TEST_WINEPATH\"\nexec wine {shlex.quote(str(w.exe))} \"$@\"\n")
@@ -240,7 +259,7 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     site = root / "site"
     (site / "onnxruntime").mkdir(parents=True)
     (site / "onnxruntime" / "__init__.py").write_text("")
-    return _wine_python(root / "python", site), root
+    return _wine_python(root / "python", site, "msvcp140=n,b"), root
 
 
 def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -274,6 +293,18 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     assert zlib.status is Status.FAIL and zlib.verdict.startswith("cuDNN 8 could not load zlibwapi.dll"), zlib.verdict
     assert zlib.fix is not None and "cuDNN 9" in zlib.fix and "1.19" in zlib.fix
     assert zlib.load_check is not None and zlib.load_check.exit_code == 9
+
+    # The msvcp140.dll the provider gets (here: beside it) is 14.29: too old for 1.22+, fine for 1.20.
+    _msvcp140_stub(root / "v22" / "capi" / "msvcp140.dll", (14, 29, 30133, 0))
+    v22 = build_stub_dll(root / "v22" / "capi" / "onnxruntime_providers_cuda.dll",
+                         needed=["msvcp140.dll", "cublasLt64_12.dll"], marker="level-v22")
+    monkeypatch.setenv("ORTFIX_TEST_WINEPATH", both)
+    old_runtime = level_loader(_windows_facts(v22, [], root, version="1.22.0"), str(python), conda_hook=None)
+    assert old_runtime.status is Status.FAIL, old_runtime.verdict
+    assert "msvcp140.dll is version 14.29.30133.0" in old_runtime.verdict and "14.40" in old_runtime.verdict
+    assert old_runtime.fix is not None and "Visual C++ Redistributable" in old_runtime.fix
+    older_ort = level_loader(_windows_facts(v22, [], root, version="1.20.2"), str(python), conda_hook=None)
+    assert older_ort.status is Status.PASS, older_ort.verdict
 
     # No driver here: the driver's own DLL missing is not the environment's fault, and says so.
     driverless = level(hybrid, [], both)

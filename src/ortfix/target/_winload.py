@@ -81,6 +81,32 @@ def module_path(handle):
     return buf.value[:n] if n else None
 
 
+def file_version(path):
+    # type: (str) -> Optional[list[int]]
+    """The FileVersion of a DLL's version resource (VS_FIXEDFILEINFO), as [14, 44, 35211, 0]; None without one."""
+    try:
+        ver = getattr(ctypes, "WinDLL")("version")  # noqa: B009 (Windows-only)
+        ver.GetFileVersionInfoSizeW.argtypes = [ctypes.c_wchar_p, ctypes.c_void_p]
+        ver.GetFileVersionInfoW.argtypes = [ctypes.c_wchar_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p]
+        ver.VerQueryValueW.argtypes = [ctypes.c_void_p, ctypes.c_wchar_p, ctypes.c_void_p, ctypes.c_void_p]
+        size = ver.GetFileVersionInfoSizeW(path, None)
+        if not size:
+            return None
+        data = ctypes.create_string_buffer(size)
+        if not ver.GetFileVersionInfoW(path, 0, size, data):
+            return None
+        info = ctypes.c_void_p()
+        length = ctypes.c_uint32()
+        if not ver.VerQueryValueW(data, "\\", ctypes.byref(info), ctypes.byref(length)) or length.value < 16:
+            return None
+        fixed = ctypes.cast(info, ctypes.POINTER(ctypes.c_uint32 * 4)).contents
+        if fixed[0] != 0xFEEF04BD:  # VS_FIXEDFILEINFO's signature
+            return None
+        return [fixed[2] >> 16, fixed[2] & 0xFFFF, fixed[3] >> 16, fixed[3] & 0xFFFF]
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
 def load(name, flags):
     # type: (str, int) -> Any
     """(handle, None) or (None, Win32 error code)."""
@@ -223,7 +249,8 @@ def main():
     for name in args.get("by_name") or []:
         check(name, False)
     runtime = K32.GetModuleHandleW("msvcp140.dll")  # the C++ runtime the provider got (its version matters)
-    emit("runtime", msvcp140=module_path(runtime) if runtime else None)
+    path = module_path(runtime) if runtime else None
+    emit("runtime", msvcp140=path, version=file_version(path) if path else None)
     emit("done")
 
 

@@ -36,7 +36,6 @@ from ortfix.check.windows_remedies import (
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
-from ortfix.system.pe import PeError, read_pe
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
 from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
@@ -228,7 +227,7 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
         return Level(1, "loader", Status.FAIL, f"{name} cannot be loaded{why}{more}: the CUDA provider cannot start",
                      tuple(_lib_error(n, e) for n, e in errors.items()),
                      fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
-    runtime = _msvc_verdict(install, check.msvcp140)
+    runtime = _msvc_verdict(install, check)
     if runtime is not None:
         return Level(1, "loader", Status.FAIL, runtime, (MSVC_WHY,), fix=MSVC_REMEDY, data=data, load_check=check)
     loaded = len(check.libraries) - len(need_driver) + len(skipped)
@@ -237,21 +236,18 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
                  "onnxruntime loads them", tuple(notes), data=data, load_check=check)
 
 
-def _msvc_verdict(install: OrtInstall, msvcp140: str | None) -> str | None:
+def _msvc_verdict(install: OrtInstall, check: LoadCheck) -> str | None:
     """Why the C++ runtime the process loaded is too old for this onnxruntime, or None (new enough, or not known)."""
+    version = check.msvcp140_version
     try:
-        if msvcp140 is None or Version(install.version or "0").release[:2] < Version(MSVC_MIN_ORT).release[:2]:
+        if version is None or Version(install.version or "0").release[:2] < Version(MSVC_MIN_ORT).release[:2]:
             return None
     except InvalidVersion:
         return None
-    try:
-        version = read_pe(msvcp140).file_version
-    except (PeError, OSError):
-        return None
-    if version is None or msvc_version_ok(version) is not False:
+    if msvc_version_ok(version) is not False:
         return None
     shown = ".".join(str(v) for v in version)
-    return (f"{msvcp140} is version {shown}: onnxruntime-gpu {MSVC_MIN_ORT} and newer need {MSVC_DLL} "
+    return (f"{check.msvcp140} is version {shown}: onnxruntime-gpu {MSVC_MIN_ORT} and newer need {MSVC_DLL} "
             f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer")
 
 

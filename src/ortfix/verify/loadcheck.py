@@ -98,6 +98,7 @@ class LoadCheck:
     exit_code: int | None = None  # the process's exit status when it ended early (None: it finished, or Linux)
     cudnn8_missing: str | None = None  # Windows: the DLL cuDNN 8 could not locate before it ended the process
     msvcp140: str | None = None  # Windows: the msvcp140.dll the process had loaded at the end
+    msvcp140_version: tuple[int, ...] | None = None  # its FileVersion, as the process read it
 
     @property
     def majors(self) -> dict[int, list[str]]:
@@ -147,6 +148,7 @@ class LoadCheck:
                 "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors,
                 "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
                 "msvcp140": self.msvcp140,
+                "msvcp140_version": list(self.msvcp140_version) if self.msvcp140_version else None,
                 "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing}}
 
 

@@ -71,6 +71,7 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
                                       f"({_ended(run, cudnn8)})", missing=(in_flight[0],) if cudnn8 else ()))
         else:
             libs.append(LibLoad(name, "not reached"))
+    runtime = run.stage("runtime") or {}
     process_error = None if run.finished else (cudnn8_verdict(cudnn8) if cudnn8 else
                                                f"the verification process {run.death()}")
     import_error = None if imported is None else imported.get("error")
@@ -78,11 +79,19 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
                      import_error=None if imported is None else (str(import_error) if import_error else None),
                      libraries=tuple(libs), process_error=process_error, cuda_major=cuda_major, platform="windows",
                      exit_code=None if run.finished else run.returncode, cudnn8_missing=cudnn8,
-                     msvcp140=_text((run.stage("runtime") or {}).get("msvcp140")))
+                     msvcp140=_text(runtime.get("msvcp140")), msvcp140_version=_version(runtime.get("version")))
 
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _version(value: object) -> tuple[int, ...] | None:
+    """A FileVersion the child reported: four numbers of 0-65535, else None (untrusted output)."""
+    if (isinstance(value, list) and len(value) == 4
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 0xFFFF for v in value)):
+        return tuple(value)
+    return None
 
 
 def _in_flight(run: RunOutcome) -> tuple[str, str | None] | None:
