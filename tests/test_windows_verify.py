@@ -134,6 +134,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         "cudnn8-exit": {"provider": providers["v8"], "by_name": ["cudnn_ops_infer64_8.dll"], "path": [to_windows(cu8)]},
         "zlibwapi-exit": {"provider": providers["v8"], "by_name": [], "path": [to_windows(z8)]},
         "driver": {"provider": providers["driver"], "by_name": [], "path": both},
+        "driver-and-missing": {"provider": providers["driver"], "by_name": [], "path": [to_windows(cudnn)]},
     }
     for case in cases.values():
         case["pythonpath"] = ";".join(to_windows(p) for p in (site, Path(__file__).resolve().parents[1] / "src",
@@ -213,8 +214,16 @@ def test_a_driver_dll_is_named_when_the_driver_is_absent(results: dict[str, dict
     """1.27's provider imports the driver's nvcudart_hybrid64.dll: under wine there is no driver, and the chain says
     so (levels.py turns it into 'needs the NVIDIA driver', not an environment failure)."""
     doc = results["driver"]
+    name, error = _provider_entry(doc)
+    assert doc["driver_missing"][name] == ["nvcudart_hybrid64.dll"], doc
+    assert name not in doc["missing"], doc  # every other import (cublasLt64_12.dll here) was found and loaded
+    assert "the NVIDIA driver's nvcudart_hybrid64.dll is not installed" in error
+
+
+def test_a_driver_dll_does_not_hide_a_missing_one(results: dict[str, dict[str, Any]]) -> None:
+    doc = results["driver-and-missing"]
     name, _ = _provider_entry(doc)
-    assert doc["missing"][name] == ["nvcudart_hybrid64.dll"], doc
+    assert doc["driver_missing"][name] == ["nvcudart_hybrid64.dll"] and doc["missing"][name] == ["cublasLt64_12.dll"]
 
 
 # --- verify's level 1 on a Windows target: the verdicts -------------------------------------------------------------
@@ -310,6 +319,10 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     driverless = level(hybrid, [], both)
     assert driverless.status is Status.PASS, (driverless.verdict, driverless.evidence)
     assert any("nvcudart_hybrid64.dll" in n and "driver" in n for n in driverless.evidence), driverless.evidence
+    # ... but not when another import is missing too
+    monkeypatch.setenv("ORTFIX_TEST_WINEPATH", to_windows(root / "cudnn"))
+    both_missing = level_loader(_windows_facts(hybrid, [], root), str(python), conda_hook=None)
+    assert both_missing.status is Status.FAIL and "cublasLt64_12.dll" in both_missing.verdict, both_missing.verdict
 
 
 def _ort_site(version: str) -> Path:

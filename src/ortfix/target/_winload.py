@@ -190,10 +190,12 @@ def locate(name, dirs):
     return None
 
 
-def first_missing(path, dirs, seen, depth):
-    # type: (str, list[str], set[str], int) -> list[str]
+def first_missing(path, dirs, seen, depth, driver, absent):
+    # type: (str, list[str], set[str], int, set[str], list[str]) -> list[str]
     """The import chain from the DLL at `path` down to the first DLL that cannot be found or loaded (the last entry
-    names it, with why when it was found but failed); [] when every import loads."""
+    names it, with why when it was found but failed); [] when every import loads. DLLs named in `driver` (the NVIDIA
+    driver's own, lower case) that are absent are appended to `absent` and passed over, so that the rest of the
+    imports are still checked on a machine without the driver."""
     for dep in pe_imports(path):
         key = dep.lower()
         if key.startswith(API_SETS) or key in seen or depth > 16:
@@ -206,33 +208,41 @@ def first_missing(path, dirs, seen, depth):
             handle, _ = load(dep, 0)  # a KnownDLL, or a DLL the system provides without a file where we looked
             if handle:
                 continue
+            if key in driver:
+                absent.append(dep)
+                continue
             return [dep]
         emit("loading", name=dep, how="import", path=where)
         handle, code = load(where, LOAD_WITH_ALTERED_SEARCH_PATH)
         if handle:
             continue
-        deeper = first_missing(where, dirs, seen, depth + 1)
-        return [dep, *deeper] if deeper else [f"{dep} (found at {where}, but it fails to load: "
-                                              f"{error_text(code or 0)})"]
+        before = len(absent)
+        deeper = first_missing(where, dirs, seen, depth + 1, driver, absent)
+        if deeper:
+            return [dep, *deeper]
+        if len(absent) > before:  # it fails only for want of the driver's DLLs
+            continue
+        return [f"{dep} (found at {where}, but it fails to load: {error_text(code or 0)})"]
     return []
 
 
-def check(name, by_path):
-    # type: (str, bool) -> None
+def check(name, by_path, driver):
+    # type: (str, bool, set[str]) -> None
     emit("loading", name=name, how="path" if by_path else "name")
     handle, code = load(name, LOAD_WITH_ALTERED_SEARCH_PATH if by_path else 0)
     if handle:
         emit("loaded", name=name, error=None, path=module_path(handle))
         return
     missing = []  # type: list[str]
+    absent = []  # type: list[str]
     if by_path:
         if os.path.isfile(name):
-            missing = first_missing(name, search_dirs(os.path.dirname(name)), set(), 0)
+            missing = first_missing(name, search_dirs(os.path.dirname(name)), set(), 0, driver, absent)
     else:
         dirs = search_dirs(None)
         where = locate(name, dirs)
-        missing = [name] if where is None else first_missing(where, dirs, set(), 0)
-    emit("loaded", name=name, error=error_text(code or 0), code=code, missing=missing)
+        missing = [name] if where is None else first_missing(where, dirs, set(), 0, driver, absent)
+    emit("loaded", name=name, error=error_text(code or 0), code=code, missing=missing, driver_missing=absent)
 
 
 def main():
@@ -244,10 +254,11 @@ def main():
         emit("import", error=None, file=getattr(onnxruntime, "__file__", None))
     except BaseException as exc:
         emit("import", error=f"{type(exc).__name__}: {exc}")
+    driver = set(name.lower() for name in args.get("driver_dlls") or [])
     if args.get("provider"):
-        check(args["provider"], True)
+        check(args["provider"], True, driver)
     for name in args.get("by_name") or []:
-        check(name, False)
+        check(name, False, driver)
     runtime = K32.GetModuleHandleW("msvcp140.dll")  # the C++ runtime the provider got (its version matters)
     path = module_path(runtime) if runtime else None
     emit("runtime", msvcp140=path, version=file_version(path) if path else None)

@@ -211,11 +211,13 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
     need_driver: dict[str, str] = {n: "needs the NVIDIA driver" for n in skipped}
     for lib in check.libraries:
-        culprit = first_missing(lib)
-        if lib.error and culprit and is_driver_dll(culprit) and no_driver:
-            errors.pop(lib.soname)  # the environment cannot hold it: it comes with the driver
-            need_driver[lib.soname] = f"imports the NVIDIA driver's {culprit}"
-            notes.append(f"{lib.soname}: not loaded: it imports the NVIDIA driver's {culprit}, absent here")
+        if lib.error and lib.driver_missing and not lib.missing and no_driver:
+            # every other import loaded; what is left comes with the driver, which this machine has not
+            errors.pop(lib.soname)
+            dlls = ", ".join(lib.driver_missing)
+            need_driver[lib.soname] = f"imports the NVIDIA driver's {dlls}"
+            notes.append(f"{lib.soname}: not loaded: it imports the NVIDIA driver's {dlls}, absent here; its "
+                         "other imports all load")
     if need_driver:
         data["need_driver"] = need_driver
     if errors:
@@ -230,10 +232,11 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     runtime = _msvc_verdict(install, check)
     if runtime is not None:
         return Level(1, "loader", Status.FAIL, runtime, (MSVC_WHY,), fix=MSVC_REMEDY, data=data, load_check=check)
-    loaded = len(check.libraries) - len(need_driver) + len(skipped)
+    by_name_loaded = sum(1 for lib in check.libraries if lib.soname != cuda.library and lib.error is None)
+    head = (f"{PROVIDER_DLL}'s imports but the driver's" if cuda.library in need_driver else PROVIDER_DLL)
     return Level(1, "loader", Status.PASS,
-                 f"{PROVIDER_DLL} and the {loaded - 1} libraries loaded by name load in a fresh process, as "
-                 "onnxruntime loads them", tuple(notes), data=data, load_check=check)
+                 f"{head} and the {by_name_loaded} libraries loaded by name load in a fresh process, as onnxruntime "
+                 "loads them", tuple(notes), data=data, load_check=check)
 
 
 def _msvc_verdict(install: OrtInstall, check: LoadCheck) -> str | None:
@@ -259,6 +262,8 @@ def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, 
         why = "onnxruntime is not installed (level 1)"
         return Level(2, "provider", Status.NOT_RUN, why), Level(3, "numbers", Status.NOT_RUN, why)
     args = {"mode": "verify", "model": str(model), "shapes": dict(shapes) if shapes else None}
+    if facts.probe.system == "Windows":
+        conda_hook = None  # a POSIX shell's hook; on Windows the process starts plainly (its PATH as the user's)
     outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
     provider = _provider_level(facts, outcome, loader, user_model=user_model, model=model)
     return provider, _numbers_level(outcome, provider)

@@ -83,6 +83,7 @@ class LibLoad:
     via_requester: str | None = None  # loaded from this path, found through its requester's RUNPATH/RPATH
     # Windows: the import chain down to the first DLL that is not found (error 126 itself names none)
     missing: tuple[str, ...] = ()
+    driver_missing: tuple[str, ...] = ()  # Windows: the NVIDIA driver's own DLLs it imports that are absent
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,8 @@ class LoadCheck:
                 "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
                 "msvcp140": self.msvcp140,
                 "msvcp140_version": list(self.msvcp140_version) if self.msvcp140_version else None,
-                "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing}}
+                "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing},
+                "driver_missing": {x.soname: list(x.driver_missing) for x in self.libraries if x.driver_missing}}
 
 
 def script(sonames: Sequence[str], requester_dirs: Mapping[str, Sequence[str]] | None = None) -> str:

@@ -38,7 +38,8 @@ def check_loadable_windows(python: str, provider: str | None, by_name: Sequence[
     path). `env`: the child's environment (default: this process's, as subproc gives it)."""
     names = list(dict.fromkeys(by_name))
     code = SOURCE.read_text(encoding="utf-8")
-    argv, child_env = launch(python, code, [json.dumps({"provider": provider, "by_name": names})], prefix=prefix)
+    doc = {"provider": provider, "by_name": names, "driver_dlls": sorted(DRIVER_DLLS)}
+    argv, child_env = launch(python, code, [json.dumps(doc)], prefix=prefix)
     shown = tuple("<ortfix load-check script>" if a == code else a for a in argv)
     run = stream(argv, dict(env) if env is not None else child_env, timeout=timeout, shown=shown)
     return read_outcome(run, provider, names, cuda_major)
@@ -60,8 +61,10 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
         stage = loaded.get(name)
         if stage is not None:
             error = stage.get("error")
-            missing = tuple(str(m) for m in stage.get("missing") or () if isinstance(m, str))
-            libs.append(LibLoad(name, _with_missing(name, str(error), missing) if error else None, missing=missing))
+            missing = _names(stage.get("missing"))
+            driver = _names(stage.get("driver_missing"))
+            libs.append(LibLoad(name, _with_missing(name, str(error), missing, driver) if error else None,
+                                missing=missing, driver_missing=driver))
         elif run.finished:
             libs.append(LibLoad(name, "not reported"))
         elif in_flight is not None and in_flight[0] == name:
@@ -115,7 +118,13 @@ def _ended(run: RunOutcome, cudnn8: str | None) -> str:
     return cudnn8_verdict(cudnn8) if cudnn8 else run.death()
 
 
-def _with_missing(name: str, error: str, missing: Sequence[str]) -> str:
+def _names(value: object) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def _with_missing(name: str, error: str, missing: Sequence[str], driver: Sequence[str] = ()) -> str:
+    if driver:
+        error += f"; the NVIDIA driver's {', '.join(driver)} {'is' if len(driver) == 1 else 'are'} not installed"
     if not missing:
         return error
     if list(missing) == [name]:
