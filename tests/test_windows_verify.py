@@ -318,7 +318,9 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     # No driver here: the driver's own DLL missing is not the environment's fault, and says so.
     driverless = level(hybrid, [], both)
     assert driverless.status is Status.PASS, (driverless.verdict, driverless.evidence)
-    assert any("nvcudart_hybrid64.dll" in n and "driver" in n for n in driverless.evidence), driverless.evidence
+    assert any(n.startswith("onnxruntime_providers_cuda.dll: not loaded: it imports the NVIDIA driver's "
+                            "nvcudart_hybrid64.dll") for n in driverless.evidence), driverless.evidence
+    assert driverless.load_check is not None and driverless.load_check.ok and not driverless.load_check.failures
     # ... but not when another import is missing too
     monkeypatch.setenv("ORTFIX_TEST_WINEPATH", to_windows(root / "cudnn"))
     both_missing = level_loader(_windows_facts(hybrid, [], root), str(python), conda_hook=None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
-from ortfix.verify.loadcheck import LoadCheck, check_loadable, requester_runpath_dirs
+from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
 
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
@@ -193,8 +193,9 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     by_name = list(dict.fromkeys(r.name for r in cuda.resolutions if r.lazy))
     no_driver = no_gpu_reason(facts.driver) is not None
     skipped = [n for n in by_name if no_driver and (is_driver_dll(n) or n in cuda.needs_driver)]
-    check = check_loadable_windows(python, cuda.library, [n for n in by_name if n not in skipped],
-                                   prefix=facts.probe.prefix, cuda_major=install.cuda_major)
+    check = replace(check_loadable_windows(python, cuda.library, [n for n in by_name if n not in skipped],
+                                           prefix=facts.probe.prefix, cuda_major=install.cuda_major),
+                    driver_absent=no_driver)
     data: dict[str, Any] = {"check": check.to_json(), "cuda": [cuda.library, *by_name], "tensorrt": [],
                             "tensorrt_checked": False}
     notes = [f"{n}: not loaded: it needs the NVIDIA driver, absent here" for n in skipped]
@@ -208,22 +209,23 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     if not check.imported:
         return Level(1, "loader", Status.FAIL, f"import onnxruntime failed in a fresh process of {python}",
                      (f"import onnxruntime: {check.import_error}",), data=data, load_check=check)
-    errors = {lib.soname: lib.error for lib in check.libraries if lib.error}
+    def shown(lib: LibLoad) -> str:  # the provider by its name: notes are keyed by what precedes their first ':'
+        return PROVIDER_DLL if lib.soname == cuda.library else lib.soname
+
+    errors = {lib.soname: lib.error for lib in check.libraries if lib.error and not check.excused(lib)}
     need_driver: dict[str, str] = {n: "needs the NVIDIA driver" for n in skipped}
     for lib in check.libraries:
-        if lib.error and lib.driver_missing and not lib.missing and no_driver:
-            # every other import loaded; what is left comes with the driver, which this machine has not
-            errors.pop(lib.soname)
+        if lib.error and check.excused(lib):  # every other import loaded; the rest comes with the driver
             dlls = ", ".join(lib.driver_missing)
-            need_driver[lib.soname] = f"imports the NVIDIA driver's {dlls}"
-            notes.append(f"{lib.soname}: not loaded: it imports the NVIDIA driver's {dlls}, absent here; its "
+            need_driver[shown(lib)] = f"imports the NVIDIA driver's {dlls}"
+            notes.append(f"{shown(lib)}: not loaded: it imports the NVIDIA driver's {dlls}, absent here; its "
                          "other imports all load")
     if need_driver:
         data["need_driver"] = need_driver
     if errors:
         bad = next(lib for lib in check.libraries if lib.soname in errors)
         culprit = first_missing(bad)
-        name = PROVIDER_DLL if bad.soname == cuda.library else bad.soname
+        name = shown(bad)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         why = f": it needs {culprit}, which is not found" if culprit and culprit.lower() != name.lower() else ""
         return Level(1, "loader", Status.FAIL, f"{name} cannot be loaded{why}{more}: the CUDA provider cannot start",
@@ -233,7 +235,7 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     if runtime is not None:
         return Level(1, "loader", Status.FAIL, runtime, (MSVC_WHY,), fix=MSVC_REMEDY, data=data, load_check=check)
     by_name_loaded = sum(1 for lib in check.libraries if lib.soname != cuda.library and lib.error is None)
-    head = (f"{PROVIDER_DLL}'s imports but the driver's" if cuda.library in need_driver else PROVIDER_DLL)
+    head = (f"{PROVIDER_DLL}'s imports but the driver's" if PROVIDER_DLL in need_driver else PROVIDER_DLL)
     return Level(1, "loader", Status.PASS,
                  f"{head} and the {by_name_loaded} libraries loaded by name load in a fresh process, as onnxruntime "
                  "loads them", tuple(notes), data=data, load_check=check)

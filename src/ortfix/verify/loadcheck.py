@@ -100,6 +100,9 @@ class LoadCheck:
     cudnn8_missing: str | None = None  # Windows: the DLL cuDNN 8 could not locate before it ended the process
     msvcp140: str | None = None  # Windows: the msvcp140.dll the process had loaded at the end
     msvcp140_version: tuple[int, ...] | None = None  # its FileVersion, as the process read it
+    # Windows, set by verify's level 1 on a machine without the NVIDIA driver: a DLL that failed only for want of the
+    # driver's own DLLs (every other import loaded) is not a failure of the environment
+    driver_absent: bool = False
 
     @property
     def majors(self) -> dict[int, list[str]]:
@@ -124,10 +127,14 @@ class LoadCheck:
                     f"{self.cuda_major}")
         return None
 
+    def excused(self, lib: LibLoad) -> bool:
+        """`lib` failed only because the NVIDIA driver's own DLLs are absent, on a machine without the driver."""
+        return self.driver_absent and bool(lib.driver_missing) and not lib.missing
+
     @property
     def ok(self) -> bool:
-        return (self.imported and self.process_error is None and all(x.error is None for x in self.libraries)
-                and self.mixed_majors is None)
+        return (self.imported and self.process_error is None
+                and all(x.error is None or self.excused(x) for x in self.libraries) and self.mixed_majors is None)
 
     @property
     def failures(self) -> list[str]:
@@ -138,7 +145,7 @@ class LoadCheck:
             out.append(self.mixed_majors)
         if not self.imported:
             out.append(f"import onnxruntime failed: {self.import_error}")
-        out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error]
+        out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error and not self.excused(x)]
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -148,6 +155,7 @@ class LoadCheck:
                 "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
                 "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors,
                 "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
+                "driver_absent": self.driver_absent,
                 "msvcp140": self.msvcp140,
                 "msvcp140_version": list(self.msvcp140_version) if self.msvcp140_version else None,
                 "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing},
