@@ -7,18 +7,22 @@ Sources (read 2026-11-24):
 - The rule itself: ../shared/facts/windows.md ("MSVC runtime"): ORT >= 1.22 imports `_Mtx_lock` without
   `_Mtx_init_in_situ` (the constexpr-mutex change of microsoft/STL 4730), which an msvcp140.dll older than 14.40 does
   not handle; python.org's Python ships vcruntime140.dll and vcruntime140_1.dll but not msvcp140.dll, which then
-  comes from System32 (the redistributable) or, in conda, from the environment's own `vc14_runtime`.
+  comes from System32 (the redistributable) or, in conda, from the environment's own `vc14_runtime`. Read off the
+  real win_amd64 wheel of 1.19.2: onnxruntime_pybind11_state.pyd imports MSVCP140.dll and MSVCP140_1.dll, and
+  onnxruntime_providers_cuda.dll imports MSVCP140.dll (pefile).
 - The pip package `msvc-runtime` (checked by downloading msvc_runtime-14.44.35112-cp311-cp311-win_amd64.whl and
   listing it): msvcp140.dll etc. with FileVersion 14.44.35211, installed as wheel *data* into `sys.prefix` and
   `sys.prefix\\Scripts`; its METADATA names no author or project page; it is the package WinPython bundles (WinPython
   changelogs list msvc_runtime 14.27 ... 14.32 upgrades). Why ortfix does not install it: a DLL an extension module
   imports is searched in the *application's* folder (python.exe's), System32 and `os.add_dll_directory` folders
   (CPython's LOAD_LIBRARY_SEARCH_DEFAULT_DIRS), never PATH. In a venv, `Scripts\\python.exe` is a launcher that starts
-  the base interpreter, so the venv's copies are not in the application's folder: `onnxruntime_pybind11_state.pyd`
-  still gets System32's msvcp140.dll, and the provider DLL, which imports msvcp140.dll too, gets the one already
-  loaded. It works only in a base python.org install (sys.prefix is python.exe's folder), where it changes every
-  program of that Python, and in conda it would overwrite files `vc14_runtime` owns. The redistributable is the
-  one remedy that works for every kind of environment.
+  the base interpreter (since CPython 3.7.2: bpo-34977, python/cpython#11030 "venv redirector"; multiprocessing's
+  bpo-35797 "bypass the redirect executor and launch our base Python"), so the venv's copies are not in the
+  application's folder: `onnxruntime_pybind11_state.pyd` still gets System32's msvcp140.dll, and the provider DLL,
+  which imports msvcp140.dll too, gets the one already loaded. It works only in a base python.org install
+  (sys.prefix is python.exe's folder), where it changes every program of that Python, and in conda it would
+  overwrite files `vc14_runtime` owns. The redistributable is the one remedy that works for every kind of
+  environment.
 - zlibwapi.dll: ../shared/facts/windows.md ("DLL names"): cuDNN 8.3 to 8.9 for Windows load zlibwapi.dll, no wheel
   ships it and NVIDIA stopped distributing it (seeds/002: "Could not locate zlibwapi.dll"); cuDNN 9 does not use it,
   and onnxruntime-gpu >= 1.19 is built for cuDNN 9 (compat/ort.yaml).
