@@ -5,8 +5,8 @@ the wheels of those majors. With this machine's facts it adds which build is ins
 
 DLL names follow ../shared/facts/windows.md ("DLL names"): `cublasLt64_12.dll` is cuBLAS of CUDA 12, `cudart64_110.dll`
 the CUDA 11 runtime, `cufft64_11.dll` cuFFT 11 (CUDA 12), `nvrtc64_120_0.dll` NVRTC of CUDA 12, `cudnn_graph64_9.dll`
-a cuDNN 9 sub-library. The matrix knows the wheels by their Linux SONAMEs, so a DLL is looked up by the SONAME of the
-same library and major (`libcublasLt.so.12`).
+a cuDNN 9 sub-library. The wheel is the one whose `dlls` (the DLLs its win_amd64 build installs) name the DLL; a DLL
+no row names (a newer sub-library) is looked up by the SONAME of the same library and major (`libcublasLt.so.12`).
 """
 
 from __future__ import annotations
@@ -56,13 +56,16 @@ def dll_soname(dll: str) -> tuple[str, int | None, int | None] | None:
     return None
 
 
-def _wheels_for(matrix: Matrix, soname: str, cuda: int | None, cudnn: int | None) -> list[tuple[int, WheelSpec]]:
-    found: list[tuple[int, WheelSpec]] = []
-    if cudnn is not None:
-        found += [(r.cuda_major, r.wheel) for r in matrix.cudnn if r.major == cudnn and soname in r.wheel.sonames]
-    else:
-        found += [(major, w) for major, w in matrix.nvidia_wheels
-                  if soname in w.sonames and (cuda is None or major == cuda)]
+def _wheels_for(matrix: Matrix, dll: str, soname: str, cuda: int | None,
+                cudnn: int | None) -> list[tuple[int, WheelSpec]]:
+    """The wheels that install `dll`, with their CUDA major: by the matrix's Windows DLL names (`dlls`), else by the
+    SONAME of the same library and major."""
+    found = [(major, w) for major, w in matrix.nvidia_wheels if dll.lower() in (d.lower() for d in w.dlls)]
+    if not found and cudnn is not None:
+        found = [(r.cuda_major, r.wheel) for r in matrix.cudnn if r.major == cudnn and soname in r.wheel.sonames]
+    elif not found:
+        found = [(major, w) for major, w in matrix.nvidia_wheels
+                 if soname in w.sonames and (cuda is None or major == cuda)]
     return list({w.distribution: (major, w) for major, w in found}.values())
 
 
@@ -91,7 +94,7 @@ def about_dll(dll: str, matrix: Matrix | None) -> list[str]:
     label = _LABELS.get(family, family)
     what = (f"{dll} is part of cuDNN {cudnn}" if cudnn is not None
             else f"{dll} is {label} of CUDA {cuda}" if cuda is not None else f"{dll} is {label}")
-    wheels = _wheels_for(matrix, soname, cuda, cudnn) if matrix is not None else []
+    wheels = _wheels_for(matrix, dll, soname, cuda, cudnn) if matrix is not None else []
     if not wheels:
         return [what + "."]
     if cudnn is not None:
