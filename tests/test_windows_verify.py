@@ -372,3 +372,52 @@ def test_the_real_onnxruntime_provider_under_wine(tmp_path: Path, monkeypatch: p
     assert provider_level.status is Status.NOT_RUN, (provider_level.verdict, provider_level.evidence)
     assert "libraries complete; no NVIDIA driver, so the provider cannot start here" in provider_level.verdict
     assert numbers.status is Status.NOT_RUN
+
+
+HOST_CONDA = r"""
+import dataclasses, json, sys
+from factsdata import load_facts
+from ortfix.check.facts import ProviderLoad
+from ortfix.system.driver import DriverFacts
+from ortfix.system.winhooks import conda_windows_hook_paths, render_conda_windows_hooks
+from ortfix.verify.levels import level_loader
+provider, dirs, hooked, plain = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+# ortfix's own conda scripts, written by the hook code, in one environment; none in the other
+for path, text in zip(conda_windows_hook_paths(hooked), render_conda_windows_hooks(dirs, hooked)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+base = load_facts("e120")
+out = {}
+for name, prefix in (("hooked", hooked), ("plain", plain)):
+    probe = dataclasses.replace(base.probe, system="Windows", env_kind="conda", prefix=prefix)
+    install = dataclasses.replace(base.ort[0], providers=(ProviderLoad("cuda", provider, (), ()),))
+    facts = dataclasses.replace(base, probe=probe, driver=DriverFacts(present=False, version=None), ort=(install,))
+    level = level_loader(facts, sys.executable, conda_hook=None)
+    out[name] = {"status": level.status.value, "verdict": level.verdict}
+print("RESULT:" + json.dumps(out))
+"""
+
+
+def test_a_conda_environment_is_checked_as_conda_activate_leaves_it(tmp_path: Path) -> None:
+    """In a Windows conda environment the fresh process gets PATH as ortfix's activate.d scripts leave it: ortfix's
+    host side runs on the Windows Python, piece D's code writes the scripts, and the provider's DLLs are found only
+    through them."""
+    missing = mingw_missing()
+    if missing:
+        pytest.skip(missing)
+    w = win_python()
+    home = w.new_home(tmp_path)
+    (home / "Lib" / "site-packages" / "onnxruntime").mkdir()
+    (home / "Lib" / "site-packages" / "onnxruntime" / "__init__.py").write_text("")
+    cublas = build_stub_dll(tmp_path / "cublas" / "cublasLt64_12.dll", exports=["cublasLtCreate"]).parent
+    provider = build_stub_dll(tmp_path / "capi" / "onnxruntime_providers_cuda.dll", needed=["cublasLt64_12.dll"],
+                              marker="conda-provider")
+    tests = Path(__file__).resolve().parent
+    proc = w.run("-c", HOST_CONDA, to_windows(provider), json.dumps([to_windows(cublas)]),
+                 to_windows(tmp_path / "env"), to_windows(tmp_path / "bare"), exe=home / "python.exe",
+                 pythonpath=[tests], timeout=300)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT:")), None)
+    assert line is not None, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    doc = json.loads(line[len("RESULT:"):])
+    assert doc["hooked"]["status"] == "pass", doc
+    assert doc["plain"]["status"] == "fail" and "cublasLt64_12.dll" in doc["plain"]["verdict"], doc

@@ -125,12 +125,15 @@ def signal_name(number: int) -> str:
 
 
 def run_in_target(python: str, args: Mapping[str, Any], *, prefix: str, conda_hook: Path | None = None,
-                  timeout: float = 300.0, on_stage: Callable[[Mapping[str, Any]], None] | None = None) -> RunOutcome:
-    """Run `_ortrun.py` with `args` in a fresh process of `python`; `on_stage` sees each marker as it arrives."""
+                  timeout: float = 300.0, on_stage: Callable[[Mapping[str, Any]], None] | None = None,
+                  env: Mapping[str, str] | None = None) -> RunOutcome:
+    """Run `_ortrun.py` with `args` in a fresh process of `python`; `on_stage` sees each marker as it arrives.
+    `env`: the child's environment when the caller knows better than `launch` how the user starts it (a Windows
+    conda environment: PATH as its activate.d scripts leave it)."""
     code = SOURCE.read_text(encoding="utf-8")
-    argv, env = launch(python, code, [json.dumps(dict(args))], prefix=prefix, conda_hook=conda_hook)
+    argv, child_env = launch(python, code, [json.dumps(dict(args))], prefix=prefix, conda_hook=conda_hook)
     shown = tuple("<ortfix run script>" if a == code else a for a in argv)
-    return stream(argv, env, timeout=timeout, on_stage=on_stage, shown=shown)
+    return stream(argv, dict(env) if env is not None else child_env, timeout=timeout, on_stage=on_stage, shown=shown)
 
 
 def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,

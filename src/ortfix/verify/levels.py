@@ -13,6 +13,7 @@ failure, but it is not a pass either (exit status 3).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ortfix import subproc
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.windows_remedies import (
     MSVC_DLL,
@@ -36,6 +38,7 @@ from ortfix.check.windows_remedies import (
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
+from ortfix.system.winhooks import read_conda_windows_hook
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
 from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
@@ -187,6 +190,19 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                  tuple(notes), data=data, load_check=check)
 
 
+def windows_child_env(facts: Facts) -> dict[str, str] | None:
+    """The environment of a Windows target's fresh process as its user starts it: in a conda environment with
+    ortfix's activate.d scripts, as `conda activate` leaves it (their folders first on PATH, CONDA_PREFIX set; running
+    the environment's python.exe directly runs no script); None: this process's own (the PATH hook needs no help:
+    it acts when onnxruntime is imported)."""
+    if facts.probe.env_kind != "conda":
+        return None
+    dirs = read_conda_windows_hook(facts.probe.prefix)
+    if not dirs:
+        return None
+    return subproc.child_env(CONDA_PREFIX=facts.probe.prefix, PATH=";".join([*dirs, os.environ.get("PATH", "")]))
+
+
 def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: ProviderLoad) -> Level:
     """Level 1 on Windows (verify/winloadcheck.py): the provider loaded as onnxruntime loads it, the libraries loaded
     later by bare name as cuDNN and onnxruntime load them, then the C++ runtime the process got."""
@@ -194,7 +210,8 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     no_driver = no_gpu_reason(facts.driver) is not None
     skipped = [n for n in by_name if no_driver and (is_driver_dll(n) or n in cuda.needs_driver)]
     check = replace(check_loadable_windows(python, cuda.library, [n for n in by_name if n not in skipped],
-                                           prefix=facts.probe.prefix, cuda_major=install.cuda_major),
+                                           prefix=facts.probe.prefix, cuda_major=install.cuda_major,
+                                           env=windows_child_env(facts)),
                     driver_absent=no_driver)
     data: dict[str, Any] = {"check": check.to_json(), "cuda": [cuda.library, *by_name], "tensorrt": [],
                             "tensorrt_checked": False}
@@ -266,7 +283,8 @@ def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, 
     args = {"mode": "verify", "model": str(model), "shapes": dict(shapes) if shapes else None}
     if facts.probe.system == "Windows":
         conda_hook = None  # a POSIX shell's hook; on Windows the process starts plainly (its PATH as the user's)
-    outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
+    outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout,
+                            env=windows_child_env(facts) if facts.probe.system == "Windows" else None)
     provider = _provider_level(facts, outcome, loader, user_model=user_model, model=model)
     return provider, _numbers_level(outcome, provider)
 
