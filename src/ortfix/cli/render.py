@@ -62,8 +62,18 @@ def _stack_lines(facts: Facts) -> list[str]:
     if p.torch:
         lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
     ld = facts.loader.ld_library_path
-    lines.append(f"loader      LD_LIBRARY_PATH={ld if ld else '(unset)'}"
+    lines.append(f"loader      {facts.loader.search_variable}={ld if ld else '(unset)'}"
                  + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
+    win = facts.windows
+    if win is not None:
+        lines.append(f"            PATH at a new login: {';'.join(win.login_path) or '(empty)'}")
+        msvc = win.msvc_runtime
+        version = ".".join(map(str, msvc.version)) if msvc.version else "version unknown"
+        lines.append(f"            {msvc.name}: {f'{msvc.path} ({version})' if msvc.path else 'not found'}")
+        modes = [m for m, on in (("conda's default-dirs DLL search", win.default_dirs_mode),
+                                 ("Store Python: PATH is not searched", win.packaged)) if on]
+        if modes:
+            lines.append(f"            {'; '.join(modes)}")
     return lines
 
 
@@ -90,7 +100,8 @@ def _library_lines(facts: Facts) -> list[str]:
 
 
 def _interesting(name: str) -> bool:
-    return name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+    return (name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+            or name.lower().startswith(("cu", "nv", "onnxruntime", "msvcp", "zlibwapi")))  # Windows DLLs
 
 
 def render_findings(findings: Sequence[Finding]) -> list[str]:
