@@ -363,7 +363,8 @@ def _analyze_ort(
             continue
         lazy: tuple[str, ...] = ()
         if provider == "cuda":
-            lazy = preload or (builds[0].cuda_lazy if builds else ())
+            listed = preload or (builds[0].cuda_lazy if builds else ())
+            lazy = tuple(n for n in (plat.library_name(s) for s in listed) if n)
         providers.append(simulate_provider(provider, lib, ort_dir, probe, fresh_process, reader, preloaded,
                                            lazy, matrix, cudnn_major, plat))
     return OrtInstall(

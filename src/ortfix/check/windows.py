@@ -50,16 +50,22 @@ def _msvc_runtime(facts: Facts) -> list[Finding]:
     conda = facts.probe.env_kind == "conda"
     fix = ("update the environment's runtime: conda install -c conda-forge \"vc14_runtime>=14.40\"" if conda
            else f"install {REDIST} (vc_redist.x64.exe), then start a new terminal")
+    severity = Severity.ERROR
     if msvc.path is None:
         summary = f"no {msvc.name} would load: {ort.package or 'onnxruntime'} {ort.version} needs the MSVC runtime"
         evidence: tuple[str, ...] = (f"{msvc.name}: not found; searched {', '.join(msvc.searched) or '(nothing)'}",)
+    elif version is None:  # a runtime without a version resource (wine's own): it cannot be judged
+        severity = Severity.WARNING
+        summary = (f"the version of the MSVC runtime that would load cannot be read; {ort.package or 'onnxruntime'} "
+                   f"{ort.version} needs {needs} or newer")
+        evidence = (f"{msvc.name}: {msvc.path} ({msvc.via}), no FileVersion in its version resource",)
     else:
-        summary = (f"the MSVC runtime that would load is {version or 'of unknown version'}, older than the "
-                   f"{needs} that {ort.package or 'onnxruntime'} {ort.version} needs")
-        evidence = (f"{msvc.name}: {msvc.path} ({msvc.via}), FileVersion {version or 'unreadable'}",
+        summary = (f"the MSVC runtime that would load is {version}, older than the {needs} that "
+                   f"{ort.package or 'onnxruntime'} {ort.version} needs")
+        evidence = (f"{msvc.name}: {msvc.path} ({msvc.via}), FileVersion {version}",
                     "python.org's Python ships vcruntime140.dll but not msvcp140.dll: it comes from System32 "
                     "(the VC++ redistributable) or, in conda, from the environment")
-    return [Finding(FindingCode.MSVC_RUNTIME_OLD, Severity.ERROR, summary, evidence, fix,
+    return [Finding(FindingCode.MSVC_RUNTIME_OLD, severity, summary, evidence, fix,
                     {"path": msvc.path, "version": version, "needs": needs})]
 
 

@@ -42,7 +42,8 @@ def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
 def _stack_lines(facts: Facts) -> list[str]:
     p = facts.probe
     d = facts.driver
-    lines = [f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}"]
+    libc = "" if p.windows else f", glibc {p.glibc or 'unknown'}"
+    lines = [f"system      {p.system} {p.machine}{libc}{', WSL' if p.wsl else ''}"]
     if d.present:
         gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
         lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"

@@ -56,6 +56,9 @@ class LinuxPlatform:
     def library_key(self, name: str) -> str:
         return name
 
+    def library_name(self, soname: str) -> str | None:
+        return soname
+
     def wheel_libraries(self, wheel: WheelSpec) -> tuple[str, ...]:
         return wheel.sonames
 

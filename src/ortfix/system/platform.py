@@ -139,6 +139,11 @@ class Platform(Protocol):
         """The form of a library name that compares as the loader compares names (Windows: case-insensitive)."""
         ...
 
+    def library_name(self, soname: str) -> str | None:
+        """This platform's name of a library the matrix names by its Linux SONAME (Windows: libcudart.so.12 →
+        cudart64_12.dll); None when it has none."""
+        ...
+
     def wheel_libraries(self, wheel: WheelSpec) -> tuple[str, ...]:
         """The library names an NVIDIA wheel installs on this platform (Linux: its SONAMEs)."""
         ...

@@ -146,6 +146,9 @@ class WindowsPlatform:
     def library_key(self, name: str) -> str:
         return name.lower()
 
+    def library_name(self, soname: str) -> str | None:
+        return dll_name_for_soname(soname)
+
     def wheel_libraries(self, wheel: WheelSpec) -> tuple[str, ...]:
         return wheel_dlls(wheel)
 
