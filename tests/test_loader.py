@@ -92,10 +92,11 @@ def test_missing_library_and_its_siblings(tmp_path: Path) -> None:
     assert got["libcudnn.so.9"] is None and got["libpresent.so.3"] is not None
 
 
-def test_empty_ld_library_path_entry_means_current_directory(tmp_path: Path) -> None:
+def test_empty_ld_library_path_entry_means_current_directory(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     build_stub_lib(tmp_path / "libx.so.1", soname="libx.so.1")
     top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libx.so.1"])
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # undone before tmp_path is removed: later tests need a current directory
     ours = simulate(top, {"LD_LIBRARY_PATH": ":/nonexistent"})
     assert ours["libx.so.1"] == str(tmp_path / "libx.so.1")
     # ld.so records the relative name it opened ("libx.so.1 (0x...)", no "=>"): found, relative to the cwd
