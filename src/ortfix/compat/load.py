@@ -165,6 +165,7 @@ def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:
         sonames=tuple(row["sonames"]),
         dir=row["dir"],
         windows_dir=row.get("windows_dir"),
+        dlls=tuple(row.get("dlls", ())),
         size_mib=_size(row),
         cuda_major=cuda_major,
         ptx_jit=bool(row.get("ptx_jit", False)),

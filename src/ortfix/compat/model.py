@@ -83,7 +83,8 @@ class WheelSpec:
     specifier: str
     sonames: tuple[str, ...]
     dir: str
-    windows_dir: str | None = None
+    windows_dir: str | None = None  # where the win_amd64 wheel puts its DLLs (site-packages-relative, '/'-separated)
+    dlls: tuple[str, ...] = ()  # the DLL file names the win_amd64 wheel installs in windows_dir (empty: none known)
     size_mib: tuple[float, float] | None = None  # (download, unpacked) of one measured wheel
     cuda_major: int | None = None  # the CUDA major whose row (or cuDNN row) lists the wheel
     ptx_jit: bool = False  # hands PTX it generates to the driver to compile: minor-version compatibility does not cover

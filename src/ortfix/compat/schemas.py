@@ -31,6 +31,9 @@ class Analysis(StrEnum):
 
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
+# File names a win_amd64 wheel installs (WheelSpec.dlls): plain names, no folder.
+_DLL_LIST = {"type": "array", "minItems": 1, "uniqueItems": True,
+             "items": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.dll$"}}
 _HEADER = {
     "schema_version": {"const": SCHEMA_VERSION},
     "data_version": {"type": "string", "pattern": r"^\d{4}\.\d{2}\.\d{2}$"},
@@ -201,6 +204,7 @@ _MATRIX_SCHEMAS: dict[str, JsonSchema] = {
                         "specifier": {"type": "string", "minLength": 2},
                         "dir": {"type": "string", "minLength": 1},
                         "windows_dir": {"type": "string"},
+                        "dlls": _DLL_LIST,
                         "sonames": {**_STR_LIST, "minItems": 1},
                         "size_mib": _SIZE,
                         "ptx_jit": {"type": "boolean"},
@@ -227,6 +231,7 @@ _MATRIX_SCHEMAS: dict[str, JsonSchema] = {
                     "sonames": {**_STR_LIST, "minItems": 1},
                     "dir": {"type": "string", "minLength": 1},
                     "windows_dir": {"type": "string"},
+                    "dlls": _DLL_LIST,
                     "size_mib": _SIZE,
                     "ptx_jit": {"type": "boolean"},
                     "published": _PUBLISHED,

@@ -348,6 +348,11 @@ def _listdir(path: str) -> frozenset[str] | None:
     return _listdir_cached(path, mtime)
 
 
+def folder_listing(path: str) -> frozenset[str] | None:
+    """The names in a folder, from the cache `forget_listings` empties (None: it exists but cannot be listed)."""
+    return _listdir(path)
+
+
 def forget_listings() -> None:
     """Empty the in-process cache of folder listings: every folder is listed afresh (with os.listdir) from now on."""
     _listdir_cached.cache_clear()
