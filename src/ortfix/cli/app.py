@@ -156,8 +156,10 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 @click.option("--driver", "driver_version", metavar="VERSION",
               help="Plan for a machine with this NVIDIA driver (e.g. a GPU host, planned from a CPU build host).")
 @click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability.")
-@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
-              help="How to make libraries findable: conda activate.d hooks, a preload hook, or not at all.")
+@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]), default="auto",
+              show_default=True,
+              help="How to make libraries findable: conda activate.d hooks, a preload hook (Windows: a PATH hook), "
+                   "the Windows user PATH in the registry (user-path), or not at all.")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
          driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
@@ -302,7 +304,8 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version (when planning now).")
 @click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
               help="Plan for this CUDA major (when planning now).")
-@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "none"]), default="auto", show_default=True,
+@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]), default="auto",
+              show_default=True,
               help="How to make libraries findable (when planning now).")
 @click.option("--driver", "driver_version", metavar="VERSION",
               help="Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "

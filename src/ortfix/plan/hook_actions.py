@@ -1,23 +1,41 @@
-"""The actions that make libraries findable: the preload hook (a venv: load them by absolute path when onnxruntime
-is imported) or the conda activate.d/deactivate.d hooks (put their folders first on LD_LIBRARY_PATH), each a file
-written with its content, digest and mode; libraries in load order (a library's dependencies first)."""
+"""The actions that make libraries findable, libraries in load order (a library's dependencies first).
+
+Linux: the preload hook (a venv: load them by absolute path when onnxruntime is imported) or the conda
+activate.d/deactivate.d hooks (put their folders first on LD_LIBRARY_PATH). Windows (system/winhooks.py): ORT finds
+its provider's DLLs through PATH, so every choice puts the folders of the NVIDIA `bin` dirs on PATH: the PATH hook
+(`--hook preload`, the default outside conda: prepended when onnxruntime is imported), conda's activate.d/deactivate.d
+scripts for cmd, PowerShell and bash (`--hook conda`, the default in a conda environment), or the user PATH in the
+registry (`--hook user-path`, never chosen by default: it changes every program the user starts). Hook files are
+written with their content, digest and mode; the user PATH is a step of its own (`ActionKind.USER_PATH`)."""
 
 from __future__ import annotations
 
 import hashlib
+import ntpath
 import os
+import re
 from collections.abc import Mapping
 
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
-from ortfix.plan.kinds import ActionKind
+from ortfix.errors import OrtfixError
+from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
-from ortfix.system import hooks
+from ortfix.system import hooks, winhooks
 from ortfix.system.inventory import parse_lib_name
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",
                "cusparse", "cusolver", "cudnn", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+# A Windows DLL name: family, then "64" (most of them), then "_" and the version (cublasLt64_12.dll, cudnn_ops64_9.dll,
+# nvJitLink_120_0.dll, cudart64_110.dll).
+_DLL_NAME = re.compile(r"^([A-Za-z_]+?)(?:64)?_[0-9][0-9_]*\.dll$", re.I)
+
+
+def targets_windows(facts: Facts) -> bool:
+    """Whether the target runs Windows. ortfix runs on the target's machine, so until the probe says which OS it
+    runs (the Windows platform's facts), this is the host's."""
+    return os.name == "nt"
 
 
 def hook_kind(facts: Facts, options: PlanOptions) -> str:
@@ -26,10 +44,17 @@ def hook_kind(facts: Facts, options: PlanOptions) -> str:
     return "conda" if facts.probe.env_kind == "conda" else "preload"
 
 
+def _family(name: str) -> str:
+    parsed = parse_lib_name(name)
+    if parsed:
+        return parsed[0]
+    m = _DLL_NAME.match(name)
+    return m.group(1) if m else ""
+
+
 def _order(hook_libs: Mapping[str, str]) -> list[str]:
     def key(soname: str) -> tuple[int, str]:
-        parsed = parse_lib_name(soname)
-        family = parsed[0] if parsed else ""
+        family = _family(soname)
         base = family.split("_")[0] if family.startswith("cudnn") else family
         rank = _LOAD_ORDER.index(base) if base in _LOAD_ORDER else len(_LOAD_ORDER)
         # libcudnn.so.N before its sub-libraries; sub-libraries in name order.
@@ -38,10 +63,24 @@ def _order(hook_libs: Mapping[str, str]) -> list[str]:
     return [hook_libs[s] for s in sorted(hook_libs, key=key)]
 
 
-def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code]) -> list[Action]:
+def dll_folders(hook_libs: Mapping[str, str]) -> list[str]:
+    """The folders of the DLLs to make findable, in load order, each once (Windows paths)."""
+    return list(dict.fromkeys(ntpath.dirname(p) for p in _order(hook_libs)))
+
+
+def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code], *,
+                 windows: bool | None = None) -> list[Action]:
+    """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
     fixes = tuple(sorted(c for c in codes if c in (Code.LIB_NOT_ON_PATH, Code.LIB_SHADOWED, Code.LIB_MISSING,
                                                    Code.LIB_WRONG_MAJOR, Code.SONAME_LINK_MISSING,
                                                    Code.LIB_OTHER_CUDA)))
+    if windows is None:
+        windows = targets_windows(facts)
+    if kind == "user-path" and not windows:
+        raise OrtfixError("--hook user-path changes the Windows user PATH; this target is not Windows",
+                          hint="use --hook auto, conda or preload")
+    if windows:
+        return _windows_actions(facts, kind, dll_folders(hook_libs), fixes)
     if kind == "conda":
         dirs = list(dict.fromkeys(os.path.dirname(p) for p in _order(hook_libs)))
         activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)
@@ -61,6 +100,37 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
                "onnxruntime is imported", fixes, facts.hook_files_present),
         _write(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up", fixes,
                facts.hook_files_present),
+    ]
+
+
+def _windows_actions(facts: Facts, kind: str, dirs: list[str], fixes: tuple[str, ...]) -> list[Action]:
+    present = facts.hook_files_present
+    if kind == "user-path":
+        details: UserPathDetails = {"entries": dirs}
+        return [Action(
+            ActionKind.USER_PATH,
+            f"add {len(dirs)} folder(s) at the front of the user PATH (HKCU\\Environment, for programs started "
+            "afterwards)", tuple(f"+ user PATH {d}" for d in dirs),
+            "exactly the entries added are removed again; every other entry (and any the user adds meanwhile) stays",
+            fixes, dict(details))]
+    if kind == "conda":
+        prefix = facts.probe.prefix
+        scripts = winhooks.render_conda_windows_hooks(dirs, prefix)
+        actions = []
+        for path, content in zip(winhooks.conda_windows_hook_paths(prefix), scripts):
+            shell = {".bat": "cmd", ".ps1": "PowerShell", ".sh": "bash"}[path.suffix]
+            summary = (f"conda {path.parent.name} script for {shell}: "
+                       + (f"put {len(dirs)} folder(s) first on PATH" if path.parent.name == "activate.d"
+                          else "restore PATH exactly"))
+            actions.append(_write(str(path), content, summary, fixes, present))
+        return actions
+    site = facts.probe.purelib
+    module, pth = winhooks.path_hook_paths(site)
+    return [
+        _write(str(module), winhooks.render_path_hook_module(dirs, site),
+               f"PATH hook: put {len(dirs)} folder(s) first on PATH when onnxruntime is imported", fixes, present),
+        _write(str(pth), winhooks.render_path_hook_pth(), "activate the PATH hook at interpreter start-up", fixes,
+               present),
     ]
 
 

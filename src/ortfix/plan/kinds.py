@@ -17,6 +17,7 @@ class ActionKind(StrEnum):
     PIP_INSTALL = "pip-install"
     WRITE_FILE = "write-file"
     SYMLINK = "symlink"
+    USER_PATH = "user-path"  # Windows: folders added to the user PATH in the registry (HKCU\\Environment)
 
 
 Installer = Literal["pip", "uv"]
@@ -48,3 +49,5 @@ class SymlinkDetails(TypedDict):
     target: str  # a file name next to it
 
 
+class UserPathDetails(TypedDict):
+    entries: list[str]  # absolute folders inside the environment, added in this order at the front of the user Path

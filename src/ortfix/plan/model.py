@@ -12,8 +12,9 @@ from typing import Any
 
 from ortfix.check.findings import Finding, finding_json
 
-# How libraries are made findable: by the environment's kind, a conda hook, a preload hook, or not at all.
-HOOK_CHOICES = ("auto", "conda", "preload", "none")
+# How libraries are made findable: by the environment's kind, a conda hook, a preload hook (Windows: the PATH hook),
+# the Windows user PATH in the registry, or not at all.
+HOOK_CHOICES = ("auto", "conda", "preload", "user-path", "none")
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class PlanOptions:
 
     ort_version: str | None = None
     cuda_major: int | None = None
-    hook: str = "auto"  # auto | conda | preload | none
+    hook: str = "auto"  # one of HOOK_CHOICES
     driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
     compute_capability: str | None = None
 

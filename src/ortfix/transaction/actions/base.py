@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
-from ortfix.system import hooks
+from ortfix.system import hooks, winhooks
 from ortfix.transaction.confine import ConfinementError, EnvRoot
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore
@@ -84,7 +84,16 @@ class TargetEnv:
         activate, deactivate = hooks.conda_hook_paths(self.prefix)
         module, pth = hooks.preload_paths(self.purelib)
         return {self.rel(str(activate)): "conda activate.d hook", self.rel(str(deactivate)): "conda deactivate.d hook",
-                self.rel(str(module)): "preload hook module", self.rel(str(pth)): "preload hook .pth"}
+                self.rel(str(module)): "preload hook module", self.rel(str(pth)): "preload hook .pth",
+                **self._windows_hook_rels()}
+
+    def _windows_hook_rels(self) -> dict[str, str]:
+        """The Windows hooks (system/winhooks.py): the PATH hook's module and .pth, conda's six scripts."""
+        module, pth = winhooks.path_hook_paths(self.purelib)
+        rels = {self.rel(str(module)): "PATH hook module", self.rel(str(pth)): "PATH hook .pth"}
+        for path in winhooks.conda_windows_hook_paths(self.prefix):
+            rels[self.rel(str(path))] = f"conda {path.parent.name} {path.suffix} script"
+        return rels
 
 
 def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str, env_kind: str, *,

@@ -1,0 +1,135 @@
+"""The user-path handler (Windows): add the environment's NVIDIA DLL folders at the front of the user PATH
+(`HKCU\\Environment` value `Path`, its type kept; see system/userpath.py), and undo by removing exactly the entries
+this step added.
+
+The undo record (journaled before the registry is touched) holds whether the value existed, its type, and the entries
+this step adds: those that were not there already (an entry the user had before is never ours to remove). Reverse is
+judged from the registry as it is at undo time: each added entry that is still there is removed, everything else the
+value holds now (entries the user added or reordered since) stays; a value ortfix created and that is empty again is
+deleted. Plans are per platform: anywhere but Windows the handler refuses with one line.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import sys
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from ortfix.errors import OrtfixError
+from ortfix.fields import BadField, want_bool, want_str, want_str_list
+from ortfix.plan.kinds import ActionKind, UserPathDetails
+from ortfix.system import userpath, winhooks
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.journal import Step
+
+MAX_ENTRIES = 64
+_WHERE = f"{userpath.REGISTRY_KEY}\\{userpath.VALUE_NAME}"
+
+
+class UserPathRecord(TypedDict):
+    existed: bool  # the value existed before this step
+    value_type: str  # a userpath.ValueType: the type it had (or was created with)
+    added: list[str]  # the entries this step adds (those not in the value already), in order
+
+
+def _not_windows() -> OrtfixError:
+    return OrtfixError(f"this step changes the Windows user PATH ({_WHERE}); this is {sys.platform}",
+                       hint="plans are per platform: make and apply the plan on the Windows machine")
+
+
+def _inside(folder: str, prefix: str) -> bool:
+    def norm(path: str) -> str:
+        return ntpath.normcase(ntpath.normpath(path)).rstrip("\\")
+
+    return norm(folder).startswith(norm(prefix) + "\\")
+
+
+class UserPath(Handler[UserPathDetails, UserPathRecord]):
+    kind = ActionKind.USER_PATH
+    details_keys = frozenset({"entries"})
+    record_keys = started_keys = frozenset({"existed", "value_type", "added"})
+
+    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+        entries = want_str_list(details, "entries", items=MAX_ENTRIES, limit=1024)
+        if not entries:
+            raise BadField("a user-path step adds at least one folder")
+        for entry in entries:
+            try:
+                winhooks.check_path_folder(entry)
+            except OrtfixError as exc:
+                raise BadField(exc.message) from exc
+            if "%" in entry:
+                raise BadField(f"{entry!r} contains '%', which Windows would expand in the user PATH")
+            if not _inside(entry, env.prefix):
+                raise BadField(f"{entry} is not a folder of the environment {env.prefix}")
+        if len({e.rstrip("\\/").casefold() for e in entries}) != len(entries):
+            raise BadField("a user-path step names a folder twice")
+
+    def check_record(self, env: TargetEnv, step: Step) -> None:
+        want_bool(step.record, "existed")
+        if want_str(step.record, "value_type", limit=16) not in tuple(userpath.ValueType):
+            raise BadField(f"value_type {step.record['value_type']!r} is not REG_SZ or REG_EXPAND_SZ")
+        entries = self.typed_details(step.details)["entries"]
+        for entry in want_str_list(step.record, "added", items=MAX_ENTRIES, limit=1024):
+            if entry not in entries:
+                raise BadField(f"added entry {entry!r} is not one the step planned")
+
+    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        if sys.platform != "win32":
+            return [_not_windows().one_line()]
+        try:
+            current = userpath.read_user_path()
+            new, _ = userpath.added_value(current.value, self.typed_details(details)["entries"])
+            if new is not None:
+                userpath.check_length(new, userpath.expanded(new))
+        except OrtfixError as exc:
+            return [exc.one_line()]
+        return []
+
+    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        entries = self.typed_details(details)["entries"]
+        return [f"add {len(entries)} folder(s) at the front of the user PATH ({_WHERE}, its registry type kept; "
+                "those already there are left as they are), then broadcast WM_SETTINGCHANGE; programs started "
+                "afterwards see it", *(f"  + {e}" for e in entries)]
+
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> UserPathRecord:
+        if sys.platform != "win32":
+            raise _not_windows()
+        entries = self.typed_details(step.details)["entries"]
+        current = userpath.read_user_path()
+        new, added = userpath.added_value(current.value, entries)
+        if new is not None:
+            userpath.check_length(new, userpath.expanded(new))
+        record: UserPathRecord = {"existed": current.value is not None, "value_type": str(current.type),
+                                  "added": added}
+        ctx.commit(record)
+        if ctx.crash_midway:
+            test_crash()
+        if added:
+            userpath.write_user_path(new, current.type)
+            userpath.broadcast_environment_change()
+        return record
+
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        record = self.typed_record(step)
+        if "added" not in record or not record["added"]:
+            return []
+        if sys.platform != "win32":
+            raise _not_windows()
+        current = userpath.read_user_path()
+        new, removed = userpath.removed_value(current.value, record["added"])
+        warnings = [f"{e} is no longer in the user PATH; nothing to remove" for e in record["added"]
+                    if e not in removed]
+        if not removed:
+            return warnings
+        if new == "" and not record["existed"]:
+            new = None  # ortfix created the value: gone again, as before
+        userpath.write_user_path(new, current.type)
+        userpath.broadcast_environment_change()
+        return warnings
+
+    def changes(self, step: Step) -> list[str]:
+        added = step.record.get("added")
+        entries = added if isinstance(added, list) else self.typed_details(step.details)["entries"]
+        return [f"~ {_WHERE}: + {e}" for e in entries]
