@@ -1,8 +1,8 @@
 """`ortfix check` on Windows.
 
 Hermetic (run on Linux): the DLL names of windows.md's table, the driver version nvcuda.dll's FileVersion encodes,
-Windows' search order simulated on real PE files (stub DLLs built with mingw-w64), and the Windows-only rules
-(WIN001, WIN003, WIN004) on facts built by hand.
+the simulated process as the probe's Windows facts set it up (the search order itself: tests/test_winloader.py), and
+the Windows-only rules (WIN001, WIN003, WIN004) on facts built by hand.
 
 Under wine (`win_python()`): the real `ortfix check --json` run by a Windows CPython on a Windows site-packages built
 here — the real `onnxruntime==1.23.2` win_amd64 wheel (the CPU package: ORT002), then the same install turned into
@@ -25,18 +25,19 @@ from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, LoaderContext, OrtInstall, ProviderLoad
 from ortfix.check.windows import windows_findings
 from ortfix.check.winfacts import DllAt, LoginDifference, WindowsFacts
+from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import ORIGIN_TORCH, ORIGIN_WHEEL, LibCopy
 from ortfix.system.loader import Resolution
 from ortfix.system.pe import PeReader
 from ortfix.system.windows import (
+    WindowsPlatform,
     cuda_major_by_dll_name,
     dll_name_for_soname,
     driver_version_from_file_version,
     parse_dll_name,
 )
-from ortfix.system.winsearch import SearchConfig, WindowsSearch
-from ortfix.target.probe import OrtDir, parse_probe
+from ortfix.target.probe import OrtDir, ProbeFacts, parse_probe
 from support.winstubs import build_stub_dll, mingw_missing
 from wintools import WinPython, pip_install_windows, to_windows, win_python
 
@@ -94,7 +95,7 @@ def test_the_driver_version_nvcuda_dll_encodes() -> None:
     assert driver_version_from_file_version((6, 14, 0)) is None
 
 
-# -- Windows' search order, on real PE files ---------------------------------------------------------------------
+# -- the simulated process, set up from a Windows probe ----------------------------------------------------------
 @pytest.fixture
 def stubs() -> None:
     missing = mingw_missing()
@@ -102,38 +103,41 @@ def stubs() -> None:
         pytest.skip(missing)
 
 
-def test_search_order_of_a_provider_a_bare_load_and_an_extension(tmp_path: Path, stubs: None) -> None:
-    exe, system, windir, capi, path_dir, dll_dir = (tmp_path / n for n in ("exe", "sys32", "win", "capi", "onpath",
-                                                                           "dlldir"))
-    for d in (exe, system, windir, capi, path_dir, dll_dir):
-        d.mkdir()
-    provider = build_stub_dll(capi / "onnxruntime_providers_cuda.dll", needed=["cublas64_12.dll", "cudnn64_9.dll"])
-    build_stub_dll(capi / "cudnn64_9.dll", marker="capi copy")
-    build_stub_dll(path_dir / "cublas64_12.dll", needed=["cublasLt64_12.dll"])
-    build_stub_dll(path_dir / "CUBLASLT64_12.DLL")  # found whatever its case
-    build_stub_dll(path_dir / "cudnn64_9.dll", marker="PATH copy")
-    build_stub_dll(path_dir / "cudnn_graph64_9.dll")
-    build_stub_dll(dll_dir / "cudnn_graph64_9.dll", marker="add_dll_directory copy")
-    pyd = build_stub_dll(capi / "onnxruntime_pybind11_state.pyd", needed=["cudnn_graph64_9.dll"])
-    config = SearchConfig(exe_dir=str(exe), system_dirs=(str(system), str(windir)), cwd=str(tmp_path / "exe"),
-                          path=(str(path_dir),), dll_directories=(str(dll_dir),))
-    process = WindowsSearch(config, PeReader(use_disk=False))
-    where = {r.name: r for r in process.dlopen(str(provider)).resolutions}
-    # LOAD_WITH_ALTERED_SEARCH_PATH: the provider's own folder first, PATH last
-    assert where["cudnn64_9.dll"].path == str(capi / "cudnn64_9.dll")
-    assert where["cublas64_12.dll"].path == str(path_dir / "cublas64_12.dll")
-    assert where["cublasLt64_12.dll"].path == str(path_dir / "CUBLASLT64_12.DLL")
-    assert where["cublas64_12.dll"].searched == (str(capi), str(system), str(windir), str(exe))
-    # a bare LoadLibrary does not look in the provider's folder (cuDNN's sub-libraries); PATH works
-    fresh = WindowsSearch(config, PeReader(use_disk=False))
-    assert fresh.locate("cudnn64_9.dll").path == str(path_dir / "cudnn64_9.dll")
-    # an extension module: its folder, the exe's, System32 and add_dll_directory folders; never PATH
-    ext = WindowsSearch(config, PeReader(use_disk=False))
-    graph = ext.load_extension(str(pyd)).resolved("cudnn_graph64_9.dll")
-    assert graph is not None and graph.path == str(dll_dir / "cudnn_graph64_9.dll")
-    no_dirs = WindowsSearch(SearchConfig(exe_dir=str(exe), system_dirs=(str(system), str(windir)), cwd=str(exe),
-                                         path=(str(path_dir),)), PeReader(use_disk=False))
-    assert no_dirs.load_extension(str(pyd)).missing[0].name == "cudnn_graph64_9.dll"
+def _windows_probe(tmp_path: Path, windows: dict[str, object], path: str) -> ProbeFacts:
+    sp = str(tmp_path / "Lib" / "site-packages")
+    return parse_probe({
+        "probe_schema": 1, "python": {"executable": str(tmp_path / "python.exe"),
+                                      "real_executable": str(tmp_path / "python.exe"), "version": "3.11.11"},
+        "os": {"system": "Windows", "machine": "AMD64"},
+        "env": {"kind": "conda", "prefix": str(tmp_path), "base_prefix": str(tmp_path), "purelib": sp,
+                "platlib": sp, "site_packages": [sp]},
+        "environ": {"PATH": path}, "cwd": str(tmp_path / "cwd"), "windows": windows,
+    })
+
+
+def test_the_probe_s_windows_facts_set_up_the_simulated_process(tmp_path: Path, stubs: None) -> None:
+    sys32, win, exe, on_path = (tmp_path / n for n in ("System32", "Windows", "py", "onpath"))
+    windows = {"system_dir": str(sys32), "windows_dir": str(win), "exe_dir": str(exe),
+               "machine_path": ["%SystemRoot%\\system32;C:\\CUDA\\bin", "REG_EXPAND_SZ",
+                                "C:\\Windows\\system32;C:\\CUDA\\bin"],
+               "user_path": ["C:\\Users\\me\\bin", "REG_SZ", "C:\\Users\\me\\bin"],
+               "conda_dll_search_modification": "1", "packaged": False}
+    probe = _windows_probe(tmp_path, windows, f'"{on_path}";;{tmp_path / "second"}')
+    assert probe.windows is not None
+    assert probe.windows.login_path == ("C:\\Windows\\system32", "C:\\CUDA\\bin", "C:\\Users\\me\\bin")
+    plat = WindowsPlatform()
+    config = plat.loader_config(probe, probe.environ["PATH"])
+    assert (config.exe_dir, config.system_dirs, config.cwd) == (str(exe), (str(sys32), str(win)),
+                                                               str(tmp_path / "cwd"))
+    assert config.path == (str(on_path), str(tmp_path / "second"))  # quotes and empty entries dropped
+    assert config.default_dirs_mode and not config.packaged  # CONDA_DLL_SEARCH_MODIFICATION_ENABLE was set
+    build_stub_dll(on_path / "cudart64_12.dll")
+    no_conda_mode = _windows_probe(tmp_path, {**windows, "conda_dll_search_modification": None},
+                                   probe.environ["PATH"])
+    process = plat.new_process(no_conda_mode, probe.environ["PATH"], PeReader(use_disk=False))
+    assert process.locate("CUDART64_12.DLL").path == str(on_path / "cudart64_12.dll")
+    with pytest.raises(OrtfixError, match=r"windows\.user_path"):
+        _windows_probe(tmp_path, {**windows, "user_path": ["x", "REG_DWORD", "x"]}, "")
 
 
 # -- the Windows rules, on facts built by hand ---------------------------------------------------------------------

@@ -144,6 +144,6 @@ def is_windows(facts: Facts) -> bool:
 
 def shadow_vias() -> tuple[str, ...]:
     """The Windows search steps through which a copy outside the environment can win over its own."""
-    from ortfix.system.winsearch import VIA_CWD, VIA_PATH, VIA_SYSTEM, VIA_WINDOWS
+    from ortfix.system.winloader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER
 
-    return (VIA_PATH, VIA_SYSTEM, VIA_WINDOWS, VIA_CWD)
+    return (VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER, VIA_CURRENT_FOLDER)

@@ -3,9 +3,10 @@ major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `n
 `cudnn_ops_infer64_8.dll`...; compared case-insensitively), the machine's loader folders (System32, the Windows
 folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every copy of every DLL that matters
 (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's
-`Library\\bin`, System32, every PATH folder, now and at the next login), put together behind `platform.Platform`.
-
-The simulated process is `winsearch.WindowsSearch` until the full loader of `system/winloader.py` is wired in."""
+`Library\\bin`, System32, every PATH folder, now and at the next login), ortfix's PATH hook and conda scripts
+(winhooks.py), and the simulated process (winloader.py, set up from the probe: the exe's folder, System32 and the
+Windows folder, the current folder, PATH as the target process has it, conda's default-dirs mode, the Store Python),
+put together behind `platform.Platform`."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from ortfix.system.inventory import (
 from ortfix.system.loader import LoadReport
 from ortfix.system.pe import PeError, PeInfo, PeReader
 from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
-from ortfix.system.winsearch import SearchConfig, WindowsSearch
+from ortfix.system.winhooks import conda_windows_hook_paths, path_hook_paths, read_conda_windows_hook, read_path_hook
+from ortfix.system.winloader import WindowsLoader, WindowsLoaderConfig
 from ortfix.target.probe import ProbeFacts
 
 DRIVER_LIBRARIES = ("nvcuda.dll", "nvml.dll", "nvcudart_hybrid64.dll")  # installed by the driver, never a wheel
@@ -102,9 +104,8 @@ def dll_name_for_soname(soname: str) -> str | None:
 
 def wheel_dlls(wheel: WheelSpec) -> tuple[str, ...]:
     """The DLLs an NVIDIA wheel installs on Windows: the matrix's list where it has one, else its SONAMEs' names."""
-    listed: tuple[str, ...] = getattr(wheel, "dlls", ())  # WheelSpec.dlls: filled in compat/cuda.yaml
-    if listed:
-        return listed
+    if wheel.dlls:
+        return wheel.dlls
     return tuple(n for n in (dll_name_for_soname(s) for s in wheel.sonames) if n)
 
 
@@ -137,7 +138,8 @@ class WindowsPlatform:
     search_path_variable = "PATH"
     search_path_separator = ";"
     preload_variable: str | None = None
-    activation_note = "PATH simulated as after `import onnxruntime` (ortfix's PATH hook is installed)"
+    activation_note = ("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
+                       "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
 
     def new_reader(self) -> PeReader:
@@ -176,21 +178,27 @@ class WindowsPlatform:
 
     # -- the target's processes ----------------------------------------------------------------------------------
     def installed_hooks(self, probe: ProbeFacts) -> InstalledHooks:
-        return InstalledHooks(search_prepend=(), preloaded=(), files_present=())
+        conda = read_conda_windows_hook(probe.prefix) if probe.env_kind == "conda" else None
+        path_hook = read_path_hook(probe.purelib)
+        prepend = tuple(dict.fromkeys((*(conda or ()), *(path_hook or ()))))
+        paths = (*path_hook_paths(probe.purelib), *conda_windows_hook_paths(probe.prefix))
+        return InstalledHooks(search_prepend=prepend, preloaded=(),
+                              files_present=tuple(str(p) for p in paths if os.path.lexists(p)))
 
-    def search_config(self, probe: ProbeFacts, search_path: str | None) -> SearchConfig:
+    def loader_config(self, probe: ProbeFacts, search_path: str | None) -> WindowsLoaderConfig:
         """What decides the DLL search in a process of the target with PATH=`search_path`."""
         win = probe.windows
         system_dirs = (win.system_dir, win.windows_dir) if win else self._system_dirs
         exe_dir = win.exe_dir if win else os.path.dirname(probe.executable)
-        return SearchConfig(exe_dir=exe_dir, system_dirs=system_dirs, cwd=probe.cwd, path=split_path(search_path))
+        return WindowsLoaderConfig(
+            exe_dir=exe_dir, system_dirs=system_dirs, cwd=probe.cwd, path=split_path(search_path),
+            default_dirs_mode=bool(win and win.conda_dll_search_modification),
+            packaged=bool(win and win.packaged))
 
-    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: LibraryReader) -> WindowsSearch:
-        return WindowsSearch(self.search_config(probe, search_path), reader, self._listings)
-
-    @cached_property
-    def _listings(self) -> dict[str, dict[str, str]]:
-        return {}
+    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: LibraryReader) -> WindowsLoader:
+        if not isinstance(reader, PeReader):
+            raise TypeError(f"the Windows platform reads PE files with a PeReader, not {type(reader).__name__}")
+        return WindowsLoader(self.loader_config(probe, search_path), reader)
 
     def start_interpreter(self, process: SimulatedProcess, probe: ProbeFacts) -> str | None:
         # An interpreter we cannot read: the DLLs it maps do not change where ORT's are found.
@@ -199,8 +207,8 @@ class WindowsPlatform:
         return None
 
     def load_extension(self, process: SimulatedProcess, path: str, caller: str | None) -> LoadReport:
-        if isinstance(process, WindowsSearch):
-            return process.load_extension(path)
+        if isinstance(process, WindowsLoader):
+            return process.load_extension(path, caller)
         return process.dlopen(path, caller)
 
     def unreadable_dirs(self, search_path: str | None, cwd: str) -> list[str]:
