@@ -24,7 +24,7 @@ import pytest
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, LoaderContext, OrtInstall, ProviderLoad
 from ortfix.check.windows import windows_findings
-from ortfix.check.winfacts import DllAt, LoginDifference, WindowsFacts
+from ortfix.check.winfacts import DllAt, LoginDifference, WindowsFacts, windows_facts
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import ORIGIN_TORCH, ORIGIN_WHEEL, LibCopy
@@ -140,9 +140,34 @@ def test_the_probe_s_windows_facts_set_up_the_simulated_process(tmp_path: Path, 
         _windows_probe(tmp_path, {**windows, "user_path": ["x", "REG_DWORD", "x"]}, "")
 
 
+def test_windows_facts_msvc_runtime_zlibwapi_and_the_login_path(tmp_path: Path, stubs: None) -> None:
+    sys32, exe, now_dir, login_dir = (tmp_path / n for n in ("System32", "py", "now", "login"))
+    sys32.mkdir()
+    build_stub_dll(exe / "zlibwapi.dll")  # next to python.exe: a bare LoadLibrary finds it first
+    build_stub_dll(now_dir / "cublas64_12.dll", marker="this shell's")
+    build_stub_dll(login_dir / "cublas64_12.dll", marker="the login's")
+    build_stub_dll(login_dir / "cudart64_12.dll")  # found only at login: a new terminal will see it
+    windows = {"system_dir": str(sys32), "windows_dir": str(tmp_path / "Windows"), "exe_dir": str(exe),
+               "machine_path": [str(login_dir), "REG_SZ", str(login_dir)], "user_path": None,
+               "conda_dll_search_modification": None, "packaged": False}
+    probe = _windows_probe(tmp_path, windows, str(now_dir))
+    plat, reader = WindowsPlatform(), PeReader(use_disk=False)
+    needed = [Resolution(n, "provider", None, None) for n in ("cublas64_12.dll", "cudart64_12.dll",
+                                                                 "cufft64_11.dll", "KERNEL32.dll")]
+    facts = windows_facts(probe, plat, lambda path: plat.new_process(probe, path, reader), str(now_dir), (),
+                          reader, needed)
+    assert facts is not None
+    assert facts.msvc_runtime.path is None and str(sys32) in facts.msvc_runtime.searched  # no VC++ runtime here
+    assert facts.zlibwapi.path == str(exe / "zlibwapi.dll")
+    assert facts.login_path == (str(login_dir),) and facts.path == (str(now_dir),)
+    assert facts.login_differs == (
+        LoginDifference("cublas64_12.dll", str(now_dir / "cublas64_12.dll"), str(login_dir / "cublas64_12.dll")),
+        LoginDifference("cudart64_12.dll", None, str(login_dir / "cudart64_12.dll")))
+
+
 # -- the Windows rules, on facts built by hand ---------------------------------------------------------------------
 def _facts(tmp_path: Path, windows: WindowsFacts, *, version: str = "1.23.2", missing: tuple[str, ...] = (),
-           libraries: tuple[LibCopy, ...] = ()) -> Facts:
+           libraries: tuple[LibCopy, ...] = (), cudnn: str | None = None) -> Facts:
     sp = str(tmp_path / "Lib" / "site-packages")
     probe = parse_probe({
         "probe_schema": 1, "python": {"executable": str(tmp_path / "python.exe"),
@@ -150,13 +175,17 @@ def _facts(tmp_path: Path, windows: WindowsFacts, *, version: str = "1.23.2", mi
         "os": {"system": "Windows", "machine": "AMD64"},
         "env": {"kind": "system", "prefix": str(tmp_path), "base_prefix": str(tmp_path), "purelib": sp,
                 "platlib": sp, "site_packages": [sp]},
+        "distributions": [{"name": "nvidia-cudnn-cu11", "normalized": "nvidia-cudnn-cu11", "version": cudnn,
+                           "location": sp, "dist_info": f"{sp}/nvidia_cudnn_cu11-{cudnn}.dist-info",
+                           "requires": []}] if cudnn else [],
     })
     provider_dll = os.path.join(sp, "onnxruntime", "capi", "onnxruntime_providers_cuda.dll")
     provider = ProviderLoad("cuda", provider_dll, missing, tuple(Resolution(n, provider_dll, None, None)
                                                                  for n in missing))
     ort = OrtInstall(dir=OrtDir(os.path.join(sp, "onnxruntime"), sp, {}, ("onnxruntime_providers_cuda.dll",)),
                      package="onnxruntime-gpu", version=version, cuda_version=None, owners=(), winner=None,
-                     cuda_major=12, cuda_source="binary", cudnn_major=9, builds=(), providers=(provider,))
+                     cuda_major=11 if cudnn else 12, cuda_source="binary", cudnn_major=8 if cudnn else 9, builds=(),
+                     providers=(provider,))
     loader = LoaderContext(None, (), (), (), "KnownDLLs", (), search_variable="PATH", fold_case=True)
     return Facts(target=str(tmp_path / "python.exe"), probe=probe, driver=DriverFacts(present=False, version=None),
                  libraries=libraries, ort=(ort,), loader=loader, matrix_version="test", findable={},
@@ -312,3 +341,20 @@ def test_check_under_wine_cpu_package_then_gpu_build_unfound_then_found(tmp_path
     assert libs["cudnn_graph64_9.dll"]["via"] == "PATH" and libs["cudnn_graph64_9.dll"]["lazy"] is True
     assert "loaded" in _wine_loads(w, provider, winepath).stdout
     shutil.rmtree(home, ignore_errors=True)
+
+
+def test_zlibwapi_for_cudnn_8_3_to_8_9_only(tmp_path: Path) -> None:
+    new = DllAt("msvcp140.dll", "C:\\Windows\\System32\\msvcp140.dll", "System32", (14, 42, 0, 0))
+    torch_copy = LibCopy("C:\\sp\\torch\\lib\\zlibwapi.dll", "zlibwapi", "zlibwapi.dll", None, None, ORIGIN_TORCH,
+                         True)
+
+    def codes(cudnn: str) -> list[tuple[FindingCode, Severity]]:
+        facts = _facts(tmp_path, _windows(new), version="1.18.1", cudnn=cudnn, libraries=(torch_copy,))
+        return [(f.code, f.severity) for f in windows_findings(facts, facts.ort[0])]
+
+    assert codes("8.9.2.26") == [(FindingCode.ZLIBWAPI_MISSING, Severity.ERROR)]
+    assert codes("8.3.0.98") == [(FindingCode.ZLIBWAPI_MISSING, Severity.ERROR)]
+    assert codes("8.2.4.15") == []  # before 8.3 cuDNN had no zlib dependency
+    facts = _facts(tmp_path, _windows(new), version="1.18.1", cudnn="8.9.2.26", libraries=(torch_copy,))
+    (finding,) = windows_findings(facts, facts.ort[0])
+    assert finding.data == {"dlls": {"zlibwapi.dll": [torch_copy.path]}}
