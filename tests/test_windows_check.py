@@ -358,3 +358,15 @@ def test_zlibwapi_for_cudnn_8_3_to_8_9_only(tmp_path: Path) -> None:
     facts = _facts(tmp_path, _windows(new), version="1.18.1", cudnn="8.9.2.26", libraries=(torch_copy,))
     (finding,) = windows_findings(facts, facts.ort[0])
     assert finding.data == {"dlls": {"zlibwapi.dll": [torch_copy.path]}}
+
+
+def test_torch_s_cudnn_major_from_its_dlls(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from ortfix.check.torch_compat import torch_cudnn_major
+    from ortfix.target.probe import TorchInfo
+
+    facts = _facts(tmp_path, _windows(DllAt("msvcp140.dll", None, None, None)))
+    lib = str(tmp_path / "torch" / "lib")
+    torch = TorchInfo(str(tmp_path / "torch"), "2.7.1+cu128", "12.8", lib, ("cublas64_12.dll", "cudnn64_9.dll"))
+    assert torch_cudnn_major(replace(facts, probe=replace(facts.probe, torch=torch))) == 9

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from ortfix import subproc
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.system.driver import DriverFacts, Gpu
+from ortfix.system.driver import DriverFacts, Gpu, parse_nvidia_smi_csv
 from ortfix.system.inventory import (
     ORIGIN_CONDA,
     ORIGIN_CUDA_HOME,
@@ -327,6 +327,12 @@ def detect_windows_driver(system_dir: str, *, query_gpus: bool = True) -> Driver
             version = version or driver
             if error:
                 notes.append(error)
+        if not gpus and smi is not None:
+            run = subproc.run([smi, "--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"],
+                              timeout=30)
+            if run.returncode == 0:
+                driver, gpus = parse_nvidia_smi_csv(run.stdout)
+                version = version or driver
     return DriverFacts(present=True, version=version, userspace=version, libcuda=nvcuda if os.path.isfile(nvcuda)
                        else None, cuda_version=cuda, gpus=gpus,
                        source=nvcuda if os.path.isfile(nvcuda) else str(smi), notes=tuple(notes))
