@@ -13,8 +13,10 @@ driver under wine: DRV001 and exit code 1 every time."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -322,6 +324,14 @@ def test_check_under_wine_cpu_package_then_gpu_build_unfound_then_found(tmp_path
                for e in by_code["LIB002"]["evidence"])
     assert by_code["LIB002"]["data"]["libraries"]["cudart64_12.dll"] == [
         to_windows(sp / "nvidia" / "cuda_runtime" / "bin" / "cudart64_12.dll")]
+    # what plan makes of these facts: ortfix's PATH hook with exactly those folders (fixes LIB002)
+    plan = w.ortfix("plan", "--json", "--python", to_windows(home / "python.exe"))
+    actions = json.loads(plan.stdout)["actions"]
+    assert [a["kind"] for a in actions] == ["write-file", "write-file"], actions
+    hook = actions[0]["details"]
+    assert hook["path"] == to_windows(sp / "_ortfix_dllpath.py") and "LIB002" in actions[0]["fixes"], hook
+    listed = re.search(r"^FOLDERS = (\[.*\])$", hook["content"], re.M)
+    assert listed and set(ast.literal_eval(listed.group(1))) == {to_windows(f) for f in folders}, hook["content"]
     oracle = _wine_loads(w, provider, None)
     assert "loaded" not in oracle.stdout
     named = {line.split("Library ", 1)[1].split(" ", 1)[0] for line in oracle.stderr.splitlines()

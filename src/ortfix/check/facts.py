@@ -25,8 +25,8 @@ from ortfix.check.winfacts import WindowsFacts, windows_facts
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.system.driver import DriverFacts, overridden_driver
-from ortfix.system.inventory import LibCopy, cuda_major_by_name
-from ortfix.system.linux import DRIVER_LIBRARIES as DRIVER_LIBRARIES  # Linux's, for plan
+from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
+from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import platform_for
@@ -137,6 +137,15 @@ class Facts:
         """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
         else what its name says; None when nothing tells."""
         return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+
+    def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
+        """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it
+        (libcudnn.so.9; Windows: cudnn64_9.dll), else None."""
+        if self.loader.fold_case:  # Windows
+            from ortfix.system.windows import parse_dll_name
+
+            return parse_dll_name(name)
+        return parse_lib_name(name)
 
     @property
     def active_ort(self) -> OrtInstall | None:
