@@ -1,6 +1,7 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (errors first). The rules
 live by what they look at: packages.py (the ORT packages), damaged.py (half-done installs), driver_gpu.py (driver
-and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch); findings.py holds `Finding`."""
+and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch), windows.py (what only Windows has);
+findings.py holds `Finding`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ortfix.check.libraries import (
 )
 from ortfix.check.packages import CPU_PACKAGE, package_findings
 from ortfix.check.torch_compat import torch_findings
+from ortfix.check.windows import is_windows, windows_findings
 from ortfix.compat.matrix import Matrix
 
 
@@ -27,7 +29,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     gpu = gpu_install(facts)
     findings += driver_findings(facts, matrix, gpu)
     if gpu is not None:
-        findings += matrix_agreement_findings(gpu)
+        findings += matrix_agreement_findings(gpu, windows=is_windows(facts))
         for provider in gpu.providers:
             if provider.provider == "cuda":
                 findings += library_findings(facts, gpu, provider)
@@ -35,6 +37,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings += soname_link_findings(facts)
     findings += unreadable_dir_findings(facts)
     findings += interrupted_findings(facts)
+    findings += windows_findings(facts, gpu)
     findings.sort(key=lambda f: (f.severity.rank, f.code))
     return findings
 

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Protocol, Union
 
 from ortfix import subproc
+from ortfix.check.winfacts import WindowsFacts, windows_facts
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.system.driver import DriverFacts, overridden_driver
-from ortfix.system.elf import NotElf
-from ortfix.system.elfcache import ElfReader
-from ortfix.system.inventory import LibCopy, cuda_major_by_name
-from ortfix.system.linux import DRIVER_LIBRARIES as DRIVER_LIBRARIES  # Linux's, for diagnose and plan
+from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
+from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
-from ortfix.system.platform import Platform, SimulatedProcess, unsupported
+from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import platform_for
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
@@ -105,6 +104,13 @@ class LoaderContext:
     default_dirs: tuple[str, ...]
     cache: str
     unreadable: tuple[str, ...]
+    search_variable: str = "LD_LIBRARY_PATH"  # the variable `ld_library_path` holds (Windows: PATH)
+    driver_libraries: tuple[str, ...] = DRIVER_LIBRARIES  # the platform's driver libraries (no wheel ships them)
+    fold_case: bool = False  # library names compare case-insensitively (Windows)
+
+    def key(self, name: str) -> str:
+        """A library name as the loader compares it."""
+        return name.lower() if self.fold_case else name
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,7 @@ class Facts:
     uv: str | None = None  # `uv` on PATH, an installer for environments without pip
     interrupted: tuple[UnfinishedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
+    windows: WindowsFacts | None = None  # what only a Windows target has (check/windows.py judges it)
 
     @cached_property
     def _cuda_majors(self) -> dict[str, int | None]:
@@ -130,6 +137,15 @@ class Facts:
         """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
         else what its name says; None when nothing tells."""
         return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+
+    def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
+        """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it
+        (libcudnn.so.9; Windows: cudnn64_9.dll), else None."""
+        if self.loader.fold_case:  # Windows
+            from ortfix.system.windows import parse_dll_name
+
+            return parse_dll_name(name)
+        return parse_lib_name(name)
 
     @property
     def active_ort(self) -> OrtInstall | None:
@@ -170,7 +186,7 @@ def gather(
     unfinished: UnfinishedReader | None = None,
     driver_version: str | None = None,
     compute_capability: str | None = None,
-    reader: ElfReader | None = None,
+    reader: LibraryReader | None = None,
     platform: Platform | None = None,
 ) -> Facts:
     """The facts about the environment of `python`. `probe_run`: the probe already started for it (else one starts
@@ -191,24 +207,27 @@ def gather(
     probe = finish_probe(proc, python)
     if probe.system != plat.system:
         raise unsupported(probe.system)
-    reader = reader or ElfReader()
+    reader = reader or plat.new_reader()
     libraries = tuple(plat.scan_libraries(probe, reader, matrix))
 
     installed = plat.installed_hooks(probe)
     prepend = installed.search_prepend
     preloaded = installed.preloaded
-    ld_path = probe.environ.get("LD_LIBRARY_PATH")
+    variable, sep = plat.search_path_variable, plat.search_path_separator
+    ld_path = probe.environ.get(variable)
     notes: list[str] = []
-    if prepend and not all(d in (ld_path or "").split(":") for d in prepend):
-        # The hook runs on `conda activate`; judge the environment as it will be once activated.
-        ld_path = ":".join((*prepend, *([ld_path] if ld_path else [])))
-        notes.append("LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)")
+    if prepend and not all(d in (ld_path or "").split(sep) for d in prepend):
+        # The hook runs on `conda activate` (Windows: on `import onnxruntime`); judge the environment as after it.
+        ld_path = sep.join((*prepend, *([ld_path] if ld_path else [])))
+        notes.append(plat.activation_note)
 
     def fresh_process() -> SimulatedProcess:
         return plat.new_process(probe, ld_path, reader)
 
     ort = tuple(_analyze_ort(d, probe, matrix, plat, fresh_process, reader, preloaded) for d in probe.ort_dirs)
-    findable = _findable(fresh_process(), preloaded, matrix, ort)
+    findable = _findable(fresh_process(), preloaded, matrix, ort, plat)
+    windows = windows_facts(probe, plat, lambda path: plat.new_process(probe, path, reader), ld_path, prepend,
+                            reader, (r for o in ort for p in o.providers for r in p.resolutions))
     reader.save()
     return Facts(
         target=str(python),
@@ -222,7 +241,10 @@ def gather(
             preloaded=preloaded,
             default_dirs=machine.default_dirs,
             cache=machine.index_source,
-            unreadable=tuple(plat.unreadable_dirs(probe.environ.get("LD_LIBRARY_PATH"), probe.cwd)),
+            unreadable=tuple(plat.unreadable_dirs(probe.environ.get(variable), probe.cwd)),
+            search_variable=variable,
+            driver_libraries=plat.driver_libraries,
+            fold_case=plat.library_key("A") != "A",
         ),
         matrix_version=matrix.data_version,
         findable=findable,
@@ -230,6 +252,7 @@ def gather(
         uv=shutil.which("uv"),
         interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),
+        windows=windows,
     )
 
 
@@ -238,18 +261,19 @@ def _findable(
     preloaded: tuple[str, ...],
     matrix: Matrix,
     ort: tuple[OrtInstall, ...],
+    plat: Platform,
 ) -> dict[str, str | None]:
     """Where each library ORT might need resolves today, for a library with no RPATH/RUNPATH of its own (as the
     PyPI ORT builds since 1.19 are): what the planner reuses instead of downloading it again."""
     names: set[str] = set()
     for _major, wheel in matrix.nvidia_wheels:
-        names.update(wheel.sonames)
+        names.update(plat.wheel_libraries(wheel))
     for install in ort:
         for provider in install.providers:
             names.update(r.name for r in provider.resolutions)
     for path in preloaded:
         if os.path.exists(path):
-            with contextlib.suppress(NotElf, OSError):
+            with contextlib.suppress(*_read_errors(plat)):
                 loader.preload(path)
     return {name: loader.locate(name).path for name in sorted(names)}
 
@@ -306,7 +330,7 @@ def _analyze_ort(
     matrix: Matrix,
     plat: Platform,
     fresh_process: Callable[[], SimulatedProcess],
-    reader: ElfReader,
+    reader: LibraryReader,
     preloaded: tuple[str, ...],
 ) -> OrtInstall:
     info = ort_dir.build_info
@@ -321,14 +345,14 @@ def _analyze_ort(
     if cuda_lib:
         try:
             needed = reader.read(cuda_lib).needed
-        except (NotElf, OSError):
+        except _read_errors(plat):
             needed = ()
     # The CUDA and cuDNN majors: what the provider NEEDs, else what _ld_preload.py loads for it (before 1.16), else
     # the build info, else the matrix row of this release.
     # _ld_preload.py is a file in the environment: only bare CUDA/cuDNN sonames from it are used (never a path).
     preload = tuple(n for n in ort_dir.preload_cuda if plat.parse_library_name(n))
     linked = (*needed, *preload)
-    cuda_major = next((plat.library_major(n) for n in linked if n.startswith("libcudart.so.")), None)
+    cuda_major = _family_major(plat, linked, "cudart")
     cuda_source = "binary" if cuda_major is not None else None
     if cuda_major is None and info.get("cuda_version"):
         with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
@@ -338,7 +362,7 @@ def _analyze_ort(
                    if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
     if cuda_major is None and len({b.cuda_major for b in builds}) == 1:
         cuda_major, cuda_source = builds[0].cuda_major, "matrix"
-    cudnn_major = next((plat.library_major(n) for n in linked if n.startswith("libcudnn.so.")), None)
+    cudnn_major = _family_major(plat, linked, "cudnn")
     if cudnn_major is None and builds:
         cudnn_major = builds[0].cudnn_major
     providers = []
@@ -348,9 +372,10 @@ def _analyze_ort(
             continue
         lazy: tuple[str, ...] = ()
         if provider == "cuda":
-            lazy = preload or (builds[0].cuda_lazy if builds else ())
+            listed = preload or (builds[0].cuda_lazy if builds else ())
+            lazy = tuple(n for n in (plat.library_name(s) for s in listed) if n)
         providers.append(simulate_provider(provider, lib, ort_dir, probe, fresh_process, reader, preloaded,
-                                           lazy, matrix, cudnn_major, plat.driver_libraries))
+                                           lazy, matrix, cudnn_major, plat))
     return OrtInstall(
         dir=ort_dir,
         package=package,
@@ -366,37 +391,49 @@ def _analyze_ort(
     )
 
 
+def _read_errors(plat: Platform) -> tuple[type[Exception], ...]:
+    """What reading a library file may raise on this platform: not a library, or not readable."""
+    return (*plat.read_errors, OSError)
+
+
+def _family_major(plat: Platform, names: Sequence[str], family: str) -> int | None:
+    """The major version of the first library of `family` among `names` (libcudart.so.12, cudart64_12.dll → 12)."""
+    for name in names:
+        parsed = plat.parse_library_name(name)
+        if parsed and parsed[0] == family and parsed[1]:
+            return parsed[1][0]
+    return None
+
+
 def simulate_provider(
     provider: str,
     library: str,
     ort_dir: OrtDir,
     probe: ProbeFacts,
     fresh_process: Callable[[], SimulatedProcess],
-    reader: ElfReader,
+    reader: LibraryReader,
     preloaded: tuple[str, ...],
     lazy: tuple[str, ...],
     matrix: Matrix,
     cudnn_major: int | None,
-    driver_libraries: tuple[str, ...],
+    plat: Platform,
 ) -> ProviderLoad:
     """A fresh process of the target interpreter: python and its libraries, LD_PRELOAD and ortfix's preload hook,
-    ORT's extension module, then the provider with `dlopen` (as ORT does), then what it loads lazily."""
+    ORT's extension module, then the provider by path (as ORT loads it), then what it loads lazily, and cuDNN's
+    sub-libraries by bare name."""
     try:
         loader = fresh_process()  # the machine's loader is mapped first
-        caller: str | None = None
-        try:
-            loader.start_process(probe.real_executable)
-            caller = next((p for p in loader.loaded_paths() if "libpython" in os.path.basename(p)), None)
-        except (NotElf, OSError):
-            pass  # an interpreter we cannot read (a wrapper script): its own libraries do not change the answer
-        for path in (*probe.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":"), *preloaded):
+        caller = plat.start_interpreter(loader, probe)
+        preload_var = plat.preload_variable
+        listed = probe.environ.get(preload_var, "").replace(" ", ":").split(":") if preload_var else []
+        for path in (*listed, *preloaded):
             if path and os.path.isabs(path) and os.path.exists(path):
                 loader.dlopen(path, caller)
         pybind = ort_dir.pybind
         if pybind:
-            loader.dlopen(pybind, caller)
+            plat.load_extension(loader, pybind, caller)
             caller = pybind
-        shared = ort_dir.lib("libonnxruntime_providers_shared.so")
+        shared = ort_dir.lib(plat.providers_shared_library)
         if shared:
             loader.dlopen(shared, caller)
         report = loader.dlopen(library, caller)
@@ -404,31 +441,34 @@ def simulate_provider(
         for name in lazy:
             resolutions += loader.dlopen(name, library, lazy=True).resolutions
         if cudnn_major is not None:
-            cudnn_path = next((r.path for r in resolutions if r.name == f"libcudnn.so.{cudnn_major}" and r.path),
-                              None)
             row = next((c for c in matrix.cudnn if c.major == cudnn_major), None)
-            if cudnn_path and row:
-                # cuDNN loads its sub-libraries itself, with dlopen, the first time an operation needs them.
-                for name in row.wheel.sonames:
-                    if name != f"libcudnn.so.{cudnn_major}":
+            names = plat.wheel_libraries(row.wheel) if row else ()
+            main = next((n for n in names if _family_major(plat, (n,), "cudnn") == cudnn_major), None)
+            cudnn_path = next((r.path for r in resolutions if main and r.path
+                               and plat.library_key(r.name) == plat.library_key(main)), None)
+            if cudnn_path:
+                # cuDNN loads its sub-libraries itself, by bare name, the first time an operation needs them.
+                for name in names:
+                    if name != main:
                         resolutions += loader.dlopen(name, cudnn_path, lazy=True).resolutions
         needed = reader.read(library).needed
-    except (NotElf, OSError) as exc:
+    except _read_errors(plat) as exc:
         return ProviderLoad(provider, library, (), (), error=str(exc))
     return ProviderLoad(provider, library, needed, tuple(resolutions),
-                        needs_driver=_needing_driver(resolutions, reader, driver_libraries))
+                        needs_driver=_needing_driver(resolutions, reader, plat))
 
 
-def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader,
-                    driver_libraries: tuple[str, ...]) -> tuple[str, ...]:
+def _needing_driver(resolutions: Sequence[Resolution], reader: LibraryReader, plat: Platform) -> tuple[str, ...]:
     """The resolved libraries whose NEEDED entries lead to a driver library. Read from each file's own NEEDED (a
     library the preload hook mapped first resolves as 'already loaded', without its dependencies listed again)."""
-    where = {r.name: r.path for r in resolutions if r.path}
+    key = plat.library_key
+    driver_libraries = tuple(key(n) for n in plat.driver_libraries)
+    where = {key(r.name): r.path for r in resolutions if r.path}
     needs: dict[str, tuple[str, ...]] = {}
     for name, path in where.items():
         try:
-            needs[name] = reader.read(path).needed
-        except (NotElf, OSError):
+            needs[name] = tuple(key(n) for n in reader.read(path).needed)
+        except _read_errors(plat):
             needs[name] = ()
     bad = set(driver_libraries)
     grew = True
@@ -438,7 +478,8 @@ def _needing_driver(resolutions: Sequence[Resolution], reader: ElfReader,
             if name not in bad and bad.intersection(deps):
                 bad.add(name)
                 grew = True
-    return tuple(n for n in where if n in bad and n not in driver_libraries)
+    names = {key(r.name): r.name for r in reversed(resolutions) if r.path}  # the first spelling of each
+    return tuple(names[n] for n in where if n in bad and n not in driver_libraries)
 
 
 def facts_summary(facts: Facts) -> dict[str, object]:
@@ -477,6 +518,7 @@ def facts_summary(facts: Facts) -> dict[str, object]:
         "loader": asdict(facts.loader),
         "matrix_version": facts.matrix_version,
         "notes": list(facts.notes),
+        **({"windows": facts.windows.to_json()} if facts.windows else {}),
     }
 
 

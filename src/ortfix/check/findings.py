@@ -140,9 +140,29 @@ class TorchData(TypedDict):
     torch_cudnn: int | None
 
 
+class MsvcRuntimeData(TypedDict):
+    """WIN001: the msvcp140.dll that would load (None: none does), its FileVersion, and the minimum needed."""
+
+    path: str | None
+    version: str | None
+    needs: str
+
+
+class DllsData(TypedDict):
+    """WIN002, WIN003: the DLLs concerned → the paths of their copies (empty: none anywhere)."""
+
+    dlls: dict[str, list[str]]
+
+
+class LoginPathData(TypedDict):
+    """WIN004: each DLL → [where this process finds it (None: nowhere), where a new login's process finds it]."""
+
+    dlls: dict[str, list[str | None]]
+
+
 FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
                     GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
-                    SonameLinkData, InterruptedData, TorchData]
+                    SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData, LoginPathData]
 
 
 def _no_data() -> NoData:

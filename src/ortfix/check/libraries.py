@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 
 from ortfix.check.codes import FindingCode, Severity
-from ortfix.check.facts import DRIVER_LIBRARIES, Facts, OrtInstall, ProviderLoad
+from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding
+from ortfix.check.windows import is_windows, search_summary, shadow_vias
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 
 
-def matrix_agreement_findings(gpu: OrtInstall) -> list[Finding]:
+def matrix_agreement_findings(gpu: OrtInstall, *, windows: bool = False) -> list[Finding]:
     provider = next((p for p in gpu.providers if p.provider == "cuda"), None)
     if not gpu.builds:
         return [Finding(
@@ -23,7 +24,7 @@ def matrix_agreement_findings(gpu: OrtInstall) -> list[Finding]:
             "its requirements were read from the binary itself",
             (f"{provider.library}: NEEDED {', '.join(provider.needed)}" if provider else gpu.dir.capi,),
             "none needed; update ortfix for a matrix that knows this release", {})]
-    if provider is None or provider.error:
+    if provider is None or provider.error or windows:  # the matrix's needed lists are Linux SONAMEs
         return []
     build = gpu.builds[0]
     actual = {n for n in provider.needed if parse_lib_name(n)}
@@ -41,22 +42,26 @@ def matrix_agreement_findings(gpu: OrtInstall) -> list[Finding]:
 
 def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
     out: list[Finding] = []
+    key = facts.loader.key
+    windows = is_windows(facts)
     by_soname: dict[str, list[LibCopy]] = {}
     for copy in facts.libraries:
         if copy.soname:
-            by_soname.setdefault(copy.soname, []).append(copy)
+            by_soname.setdefault(key(copy.soname), []).append(copy)
+    driver_libraries = {key(n) for n in facts.loader.driver_libraries}
     missing_entirely: list[str] = []
     not_on_path: list[tuple[str, list[LibCopy]]] = []
     wrong_major: list[tuple[str, list[LibCopy]]] = []
     for res in provider.missing:
-        if res.name in DRIVER_LIBRARIES:
+        if key(res.name) in driver_libraries:
             continue  # part of the driver, not of any wheel: DRV001 covers it
-        copies = by_soname.get(res.name, [])
+        copies = by_soname.get(key(res.name), [])
         if copies:
             not_on_path.append((res.name, copies))
             continue
-        family = parse_lib_name(res.name)
-        others = [c for c in facts.libraries if family and c.family == family[0] and c.soname != res.name]
+        family = parse_dll_name(res.name) if windows else parse_lib_name(res.name)
+        others = [c for c in facts.libraries if family and c.family == family[0] and c.soname
+                  and key(c.soname) != key(res.name)]
         if others:
             wrong_major.append((res.name, others))
         else:
@@ -70,6 +75,8 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             f"{len(not_on_path)} needed librar{'y is' if len(not_on_path) == 1 else 'ies are'} installed but not on "
             f"the loader's path: {names}",
             (*evidence, _search_summary(facts)),
+            "make them findable: ortfix's PATH hook (prepends their folders to PATH when onnxruntime is imported), "
+            "a conda activate.d hook, or the user PATH" if windows else
             "make them findable: a preload hook (venv) or conda activate.d hook that points at the folders above",
             {"libraries": {n: [c.path for c in cs] for n, cs in not_on_path}}))
     if missing_entirely:
@@ -96,20 +103,22 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
         if res.path is None or res.name in seen or res.via == VIA_LOADED:
             continue
         seen.add(res.name)
-        if res.via not in (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH):
+        if res.via not in (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, *(shadow_vias() if windows else ())):
             continue
-        if (os.path.realpath(res.path) + os.sep).startswith(prefix):
+        if (os.path.normcase(os.path.realpath(res.path)) + os.sep).startswith(os.path.normcase(prefix)):
             continue
-        own = [c for c in by_soname.get(res.name, []) if c.inside_env and
-               os.path.realpath(c.path) != os.path.realpath(res.path)]
-        if not own or not parse_lib_name(res.name):
+        own = [c for c in by_soname.get(key(res.name), []) if c.inside_env and
+               os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]
+        if not own or not (parse_dll_name(res.name) if windows else parse_lib_name(res.name)):
             continue
-        loaded_version = _file_version(res.path)
+        loaded_version = _file_version(res.path) or next(
+            (c.version for c in facts.libraries if os.path.normcase(c.path) == os.path.normcase(res.path)), None)
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
             f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
             (f"loaded: {res.path} (version {loaded_version or 'unknown'})",
              *(f"environment's copy: {c.path} (version {c.version or 'unknown'})" for c in own)),
+            "put the environment's folder first: ortfix's PATH hook or a conda activate.d hook" if windows else
             "put the environment's folder first: conda activate.d hook or preload hook",
             {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
     return out
@@ -121,8 +130,9 @@ def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> 
     if gpu.cuda_major is None:
         return []
     wrong: dict[str, tuple[str, int]] = {}
+    driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
     for res in provider.resolutions:
-        if res.path is None or res.name in wrong or res.name in DRIVER_LIBRARIES:
+        if res.path is None or res.name in wrong or facts.loader.key(res.name) in driver_libraries:
             continue
         major = facts.cuda_major_at(res.path)
         if major is not None and major != gpu.cuda_major:
@@ -145,9 +155,18 @@ def _file_version(path: str) -> str | None:
 
 
 def _search_summary(facts: Facts) -> str:
+    if is_windows(facts):
+        return search_summary(facts)
     ld = facts.loader.ld_library_path
     return (f"loader searched: LD_LIBRARY_PATH={ld if ld else '(unset)'}, {facts.loader.cache}, "
             f"{', '.join(facts.loader.default_dirs)}")
+
+
+def parse_dll_name(name: str) -> tuple[str, tuple[int, ...]] | None:
+    """system.windows.parse_dll_name, imported only when a Windows target is judged (keeps Linux checks light)."""
+    from ortfix.system.windows import parse_dll_name as parse
+
+    return parse(name)
 
 
 def soname_link_findings(facts: Facts) -> list[Finding]:

@@ -42,7 +42,8 @@ def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
 def _stack_lines(facts: Facts) -> list[str]:
     p = facts.probe
     d = facts.driver
-    lines = [f"system      {p.system} {p.machine}, glibc {p.glibc or 'unknown'}{', WSL' if p.wsl else ''}"]
+    libc = "" if p.windows else f", glibc {p.glibc or 'unknown'}"
+    lines = [f"system      {p.system} {p.machine}{libc}{', WSL' if p.wsl else ''}"]
     if d.present:
         gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
         lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"
@@ -62,8 +63,18 @@ def _stack_lines(facts: Facts) -> list[str]:
     if p.torch:
         lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
     ld = facts.loader.ld_library_path
-    lines.append(f"loader      LD_LIBRARY_PATH={ld if ld else '(unset)'}"
+    lines.append(f"loader      {facts.loader.search_variable}={ld if ld else '(unset)'}"
                  + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
+    win = facts.windows
+    if win is not None:
+        lines.append(f"            PATH at a new login: {';'.join(win.login_path) or '(empty)'}")
+        msvc = win.msvc_runtime
+        version = ".".join(map(str, msvc.version)) if msvc.version else "version unknown"
+        lines.append(f"            {msvc.name}: {f'{msvc.path} ({version})' if msvc.path else 'not found'}")
+        modes = [m for m, on in (("conda's default-dirs DLL search", win.default_dirs_mode),
+                                 ("Store Python: PATH is not searched", win.packaged)) if on]
+        if modes:
+            lines.append(f"            {'; '.join(modes)}")
     return lines
 
 
@@ -90,7 +101,8 @@ def _library_lines(facts: Facts) -> list[str]:
 
 
 def _interesting(name: str) -> bool:
-    return name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+    return (name.startswith(("libcu", "libnv", "libcudnn", "libonnxruntime"))
+            or name.lower().startswith(("cu", "nv", "onnxruntime", "msvcp", "zlibwapi")))  # Windows DLLs
 
 
 def render_findings(findings: Sequence[Finding]) -> list[str]:

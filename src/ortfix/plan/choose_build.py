@@ -60,7 +60,7 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
     """The GPU build to end up with: the one asked for, else the installed version's, else the newest that this
     Python, platform, driver and GPU can run (preferring torch's CUDA/cuDNN majors, to share its libraries)."""
     probe = facts.probe
-    platform_tag = f"linux_{probe.machine}"
+    platform_tag = "win_amd64" if probe.windows is not None else f"linux_{probe.machine}"
     reasons: list[str] = []
     current = _current_version(facts, installed)
 

@@ -19,7 +19,7 @@ from ortfix import __version__
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.codes import Severity
 from ortfix.check.diagnose import gpu_install
-from ortfix.check.facts import DRIVER_LIBRARIES, Facts
+from ortfix.check.facts import Facts
 from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadowing, soname_link
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
@@ -80,8 +80,9 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         major = facts.cuda_major_at(path)
         return cuda_major is None or major is None or major == cuda_major
 
+    driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
     for soname in needs:
-        if soname in DRIVER_LIBRARIES:
+        if facts.loader.key(soname) in driver_libraries:
             continue
         found = facts.findable.get(soname)
         if found and not fits(found):

@@ -11,7 +11,7 @@ from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
-from ortfix.system.inventory import LibCopy, parse_lib_name
+from ortfix.system.inventory import LibCopy
 from ortfix.target.probe import Distribution
 
 
@@ -24,7 +24,8 @@ def needed_sonames(facts: Facts, matrix: Matrix, target: ChosenBuild | None, ins
             if provider.provider != "cuda":
                 continue
             for r in provider.resolutions:
-                if r.name not in names and parse_lib_name(r.name) and (r.path is None or r.name in facts.findable):
+                if (r.name not in names and facts.parse_library_name(r.name)
+                        and (r.path is None or r.name in facts.findable)):
                     names.append(r.name)
         return [n for n in names if _is_missing_or_shadowed(facts, installed, n)]
     if target is None:

@@ -1,6 +1,7 @@
 """The Linux platform: glibc's loader (simulated by loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
 SONAMEs (inventory.py's naming rules), the driver (driver.py) and the conda activation and preload hooks (hooks.py),
-put together behind the `Platform` Protocol of platform.py. It only delegates: the behaviour lives in those modules.
+put together behind the `Platform` Protocol of platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
+LD_PRELOAD, libonnxruntime_providers_shared.so, libpython). It only delegates: the behaviour lives in those modules.
 One object serves one check: the machine's loader set-up is read once, on first use."""
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from functools import cached_property
 from types import MappingProxyType
 
 from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import WheelSpec
 from ortfix.system import hooks, inventory
 from ortfix.system.driver import DriverFacts, detect_driver
+from ortfix.system.elf import NotElf
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
 from ortfix.system.ldcache import LdCache, load_ld_cache
 from ortfix.system.ldso import find_interpreter, system_search_dirs
-from ortfix.system.loader import LinuxLoader, LoaderConfig, unreadable_dirs
-from ortfix.system.platform import InstalledHooks, MachineLoader
+from ortfix.system.loader import LinuxLoader, LoaderConfig, LoadReport, unreadable_dirs
+from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
@@ -28,12 +31,36 @@ PROVIDER_LIBRARIES: Mapping[str, str] = MappingProxyType(
 _ELF_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 
 
+def _elf_reader(reader: LibraryReader) -> ElfReader:
+    if not isinstance(reader, ElfReader):
+        raise TypeError(f"the Linux platform reads ELF files with an ElfReader, not {type(reader).__name__}")
+    return reader
+
+
 class LinuxPlatform:
     """glibc's Linux (see the module docstring); satisfies platform.Platform."""
 
     system = "Linux"
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
+    providers_shared_library = "libonnxruntime_providers_shared.so"
+    search_path_variable = "LD_LIBRARY_PATH"
+    search_path_separator = ":"
+    preload_variable: str | None = "LD_PRELOAD"
+    activation_note = "LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)"
+    read_errors: tuple[type[Exception], ...] = (NotElf,)
+
+    def new_reader(self) -> ElfReader:
+        return ElfReader()
+
+    def library_key(self, name: str) -> str:
+        return name
+
+    def library_name(self, soname: str) -> str | None:
+        return soname
+
+    def wheel_libraries(self, wheel: WheelSpec) -> tuple[str, ...]:
+        return wheel.sonames
 
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return inventory.parse_lib_name(name)
@@ -62,8 +89,8 @@ class LinuxPlatform:
     def detect_driver(self) -> DriverFacts:
         return detect_driver(self.ld_cache)
 
-    def scan_libraries(self, probe: ProbeFacts, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
-        return inventory.scan(probe, self.ld_cache, reader, matrix)
+    def scan_libraries(self, probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[LibCopy]:
+        return inventory.scan(probe, self.ld_cache, _elf_reader(reader), matrix)
 
     # -- the target's processes ------------------------------------------------------------------------------
     def installed_hooks(self, probe: ProbeFacts) -> InstalledHooks:
@@ -88,11 +115,21 @@ class LinuxPlatform:
             machine=_ELF_MACHINES.get(probe.machine, "EM_" + probe.machine.upper()),
         )
 
-    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: ElfReader) -> LinuxLoader:
-        loader = LinuxLoader(self.loader_config(probe, search_path), reader)
+    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: LibraryReader) -> LinuxLoader:
+        loader = LinuxLoader(self.loader_config(probe, search_path), _elf_reader(reader))
         if self.interpreter:
             loader.preload(self.interpreter)
         return loader
+
+    def start_interpreter(self, process: SimulatedProcess, probe: ProbeFacts) -> str | None:
+        try:
+            process.start_process(probe.real_executable)
+        except (NotElf, OSError):
+            return None  # an interpreter we cannot read (a wrapper script): its own libraries do not change the answer
+        return next((p for p in process.loaded_paths() if "libpython" in os.path.basename(p)), None)
+
+    def load_extension(self, process: SimulatedProcess, path: str, caller: str | None) -> LoadReport:
+        return process.dlopen(path, caller)
 
     def unreadable_dirs(self, search_path: str | None, cwd: str) -> list[str]:
         return unreadable_dirs(search_path, cwd)

@@ -1,8 +1,8 @@
 """The platform seam: everything about the target's operating system that the facts depend on, behind one Protocol —
-how the OS loader resolves a library (simulated), how libraries are named, where the loader looks by default, the
-driver and the library copies on the machine, and which hooks can make libraries findable. `check/facts.py` reaches
-these only through a `Platform`; Linux is `system/linux.py`, and a Windows sibling plugs in through
-`system/platforms.py` (`platform_for`) without touching callers."""
+how the OS loader resolves a library (simulated), how libraries are named and read (ELF or PE: `LibraryReader`),
+the library search variable, where the loader looks by default, the driver and the library copies on the machine,
+and which hooks can make libraries findable. `check/facts.py` reaches these only through a `Platform`; Linux is
+`system/linux.py`, Windows `system/windows.py`, chosen by `system/platforms.py` (`platform_for`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
-from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import LoadReport, Resolution
 from ortfix.target.probe import ProbeFacts
@@ -35,6 +35,27 @@ class InstalledHooks:
     search_prepend: tuple[str, ...]  # folders put first on the library search path on activation
     preloaded: tuple[str, ...]  # libraries loaded by absolute path at interpreter start-up
     files_present: tuple[str, ...]  # the files ortfix's hooks would occupy that exist already
+
+
+class BinaryInfo(Protocol):
+    """What the facts read of any library file (an ELF `ElfInfo`, a PE `PeInfo`)."""
+
+    @property
+    def needed(self) -> tuple[str, ...]:
+        """The libraries it needs at load time (DT_NEEDED; the PE import table)."""
+        ...
+
+
+class LibraryReader(Protocol):
+    """A cached reader of library files (`elfcache.ElfReader`, `pe.PeReader`)."""
+
+    def read(self, path: str) -> BinaryInfo:
+        """The file's info; OSError when it cannot be read, the platform's `read_errors` when it is no library."""
+        ...
+
+    def save(self) -> None:
+        """Write the cache back (best effort)."""
+        ...
 
 
 class SimulatedProcess(Protocol):
@@ -80,6 +101,53 @@ class Platform(Protocol):
         """The libraries the GPU driver installs (never a wheel)."""
         ...
 
+    @property
+    def providers_shared_library(self) -> str:
+        """The file name of ORT's providers_shared library, loaded before any provider."""
+        ...
+
+    @property
+    def search_path_variable(self) -> str:
+        """The environment variable the loader searches ('LD_LIBRARY_PATH'; Windows: 'PATH')."""
+        ...
+
+    @property
+    def search_path_separator(self) -> str:
+        """The separator of that variable's entries (':'; Windows: ';')."""
+        ...
+
+    @property
+    def preload_variable(self) -> str | None:
+        """The variable naming libraries loaded before everything else ('LD_PRELOAD'), None where there is none."""
+        ...
+
+    @property
+    def activation_note(self) -> str:
+        """What the check notes when it judges the search path as after ortfix's installed hook ran."""
+        ...
+
+    @property
+    def read_errors(self) -> tuple[type[Exception], ...]:
+        """What the reader raises for a file that is not a library of this platform."""
+        ...
+
+    def new_reader(self) -> LibraryReader:
+        """A reader of this platform's library files (disk-cached)."""
+        ...
+
+    def library_key(self, name: str) -> str:
+        """The form of a library name that compares as the loader compares names (Windows: case-insensitive)."""
+        ...
+
+    def library_name(self, soname: str) -> str | None:
+        """This platform's name of a library the matrix names by its Linux SONAME (Windows: libcudart.so.12 →
+        cudart64_12.dll); None when it has none."""
+        ...
+
+    def wheel_libraries(self, wheel: WheelSpec) -> tuple[str, ...]:
+        """The library names an NVIDIA wheel installs on this platform (Linux: its SONAMEs)."""
+        ...
+
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library's file name or SONAME; None for another."""
         ...
@@ -96,7 +164,7 @@ class Platform(Protocol):
         """The GPU driver and GPUs of this machine."""
         ...
 
-    def scan_libraries(self, probe: ProbeFacts, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
+    def scan_libraries(self, probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[LibCopy]:
         """Every copy of every library that matters for the target."""
         ...
 
@@ -104,9 +172,18 @@ class Platform(Protocol):
         """What ortfix's hooks installed in the target's environment do."""
         ...
 
-    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: ElfReader) -> SimulatedProcess:
+    def new_process(self, probe: ProbeFacts, search_path: str | None, reader: LibraryReader) -> SimulatedProcess:
         """A fresh simulated process of the target interpreter, with `search_path` as its library search path
-        variable (LD_LIBRARY_PATH on Linux) and the machine's loader preloaded."""
+        variable (LD_LIBRARY_PATH on Linux, PATH on Windows) and the machine's loader preloaded."""
+        ...
+
+    def start_interpreter(self, process: SimulatedProcess, probe: ProbeFacts) -> str | None:
+        """Start the target's interpreter in `process`; the object later loads are made from (Linux: libpython when
+        the interpreter links it; None: the executable)."""
+        ...
+
+    def load_extension(self, process: SimulatedProcess, path: str, caller: str | None) -> LoadReport:
+        """Load a Python extension module (ORT's pybind module) as the interpreter does."""
         ...
 
     def unreadable_dirs(self, search_path: str | None, cwd: str) -> list[str]:
@@ -116,5 +193,5 @@ class Platform(Protocol):
 
 def unsupported(system: str) -> OrtfixError:
     """The one-line error for a target whose operating system has no Platform yet."""
-    return OrtfixError(f"{system} is not supported yet: ortfix reads ELF libraries and glibc's loader",
-                       hint="Windows support is on the roadmap")
+    return OrtfixError(f"{system} is not supported yet: ortfix knows Linux (glibc) and Windows",
+                       hint="run ortfix on Linux or Windows")

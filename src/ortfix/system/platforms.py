@@ -1,16 +1,20 @@
-"""Which Platform serves the machine ortfix runs on: `platform_for(sys.platform)`, the one place a new platform
-(Windows next) is added."""
+"""Which Platform serves the machine ortfix runs on: `platform_for(sys.platform)`, the one place a platform is
+added (Linux, Windows)."""
 
 from __future__ import annotations
 
 from ortfix.system.linux import LinuxPlatform
 from ortfix.system.platform import Platform, unsupported
 
-_NAMES = {"win32": "Windows", "cygwin": "Windows", "darwin": "Darwin"}
+_NAMES = {"cygwin": "Cygwin", "darwin": "Darwin"}
 
 
 def platform_for(sys_platform: str) -> Platform:
     """The Platform for a `sys.platform` value; an OrtfixError for one ortfix does not support yet."""
     if sys_platform.startswith("linux"):
         return LinuxPlatform()
+    if sys_platform == "win32":
+        from ortfix.system.windows import WindowsPlatform  # deferred: Linux checks never import pefile's reader
+
+        return WindowsPlatform()
     raise unsupported(_NAMES.get(sys_platform, sys_platform))

@@ -27,7 +27,7 @@ ORT_PREFIXES = ("onnxruntime", "ort-nightly")  # normalized names whose RECORD r
 # Normalized names whose installed files are checked against their RECORD (size only: hashing hundreds of MB on every
 # check is out of the question, and a pip stopped half-way leaves files missing or cut short, not altered).
 VERIFIED_PREFIXES = ("onnxruntime", "ort-nightly", "nvidia-")
-TORCH_LIB_PREFIXES = ("cud", "cublas", "cufft", "curand", "nvrtc", "nvJit",
+TORCH_LIB_PREFIXES = ("cud", "cublas", "cufft", "curand", "nvrtc", "nvJit", "zlibwapi",
                       "libcud", "libcublas", "libcufft", "libcurand", "libnvrtc", "libnvJit")
 IDENTIFIER_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 IDENTIFIER_CHARS = IDENTIFIER_START + "0123456789"
@@ -82,7 +82,7 @@ def read_head(path, limit):
     # The first `limit` bytes with bare os.open/os.read: half the cost of open() for each of the thousands of
     # METADATA files a big environment has, which only need a glance.
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # Windows: no CRLF translation
     except OSError:
         return None
     try:
@@ -444,6 +444,68 @@ def uname():
     return ["" if v == "unknown" else v for v in (info.sysname, info.release, info.machine)]
 
 
+def registry_path(root_name, key):
+    # type: (str, str) -> Any
+    # [raw value, registry type name, value with %VARS% expanded] of the `Path` value under a registry key; None
+    # when the key or the value is absent or unreadable. Only on Windows (winreg).
+    if sys.platform != "win32":
+        return None
+    import winreg
+
+    root = getattr(winreg, root_name)
+    try:
+        with winreg.OpenKey(root, key) as handle:
+            value, kind = winreg.QueryValueEx(handle, "Path")
+    except OSError:
+        return None
+    if not isinstance(value, str):
+        return None
+    names = {winreg.REG_SZ: "REG_SZ", winreg.REG_EXPAND_SZ: "REG_EXPAND_SZ"}
+    try:
+        expanded = winreg.ExpandEnvironmentStrings(value)
+    except OSError:
+        expanded = value
+    return [value, names.get(kind, str(kind)), expanded]
+
+
+def windows_dirs():
+    # type: () -> List[str]
+    # System32 and the Windows folder, as the loader searches them (GetSystemDirectoryW, GetWindowsDirectoryW).
+    out = []  # type: List[str]
+    if sys.platform != "win32":
+        return out
+    try:
+        import ctypes
+
+        for getter in (ctypes.windll.kernel32.GetSystemDirectoryW, ctypes.windll.kernel32.GetWindowsDirectoryW):
+            buf = ctypes.create_unicode_buffer(1024)
+            size = getter(buf, 1024)
+            out.append(buf.value if 0 < size < 1024 else "")
+    except (ImportError, AttributeError, OSError):
+        out = []
+    if len(out) != 2 or not all(out):
+        root = os.environ.get("SYSTEMROOT") or os.environ.get("WINDIR") or "C:\\Windows"
+        out = [os.path.join(root, "System32"), root]
+    return out
+
+
+def windows_facts():
+    # type: () -> Dict[str, Any]
+    # What the host needs to simulate Windows' DLL search for a process of this interpreter.
+    system_dir, windows_dir = windows_dirs()
+    machine = "SYSTEM\\CurrentControlSet\\Control\\Session Manager\\Environment"
+    executables = [sys.executable, getattr(sys, "_base_executable", "") or ""]
+    return {
+        "system_dir": system_dir,
+        "windows_dir": windows_dir,
+        "exe_dir": os.path.dirname(sys.executable),
+        "machine_path": registry_path("HKEY_LOCAL_MACHINE", machine),
+        "user_path": registry_path("HKEY_CURRENT_USER", "Environment"),
+        "conda_dll_search_modification": os.environ.get("CONDA_DLL_SEARCH_MODIFICATION_ENABLE"),
+        "packaged": any("\\windowsapps\\" in e.lower() for e in executables),
+    }
+
+
 def encode(value):
     # type: (Any) -> str
     # json.dumps(value) byte for byte (ensure_ascii, so pure ASCII), for the types the probe reports: importing json
@@ -515,6 +577,8 @@ def main():
         "onnxruntime_dirs": scan_onnxruntime_dirs(),
         "torch": scan_torch(),
     }
+    if os.name == "nt":  # only there: a Linux report stays as it was
+        doc["windows"] = windows_facts()
     sys.stdout.write(encode(doc))
 
 

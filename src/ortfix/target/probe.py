@@ -1,5 +1,8 @@
 """Host side of the probe: run `_probe.py` inside the target interpreter and type what it reports (one concept, the
-probe's report: its types, their parsing from the untrusted JSON, starting and finishing the run)."""
+probe's report: its types, their parsing from the untrusted JSON, starting and finishing the run).
+
+A little over 400 lines since the Windows part of the report (`WindowsInfo`, the registry's Path values): each type
+sits next to the strict parsing of its fields; the Windows types are the candidate to move out."""
 
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ __all__ = [
     "OrtDir",
     "ProbeFacts",
     "RecordProblem",
+    "RegistryPath",
     "TorchInfo",
+    "WindowsInfo",
     "finish_probe",
     "parse_probe",
     "resolve_target",
@@ -120,6 +125,35 @@ class TorchInfo:
 
 
 @dataclass(frozen=True)
+class RegistryPath:
+    """A `Path` value from the registry, as stored and as a new process would get it."""
+
+    raw: str
+    kind: str  # REG_EXPAND_SZ | REG_SZ (another type is not a Path the system uses)
+    expanded: str  # %VARS% expanded
+
+
+@dataclass(frozen=True)
+class WindowsInfo:
+    """What a Windows target adds to the report: the folders its DLL search uses besides PATH, PATH as a new login
+    would build it, and the modes that change the search."""
+
+    system_dir: str  # System32
+    windows_dir: str
+    exe_dir: str  # the folder of python.exe (the first place a bare LoadLibrary searches)
+    machine_path: RegistryPath | None  # HKLM\...\Session Manager\Environment
+    user_path: RegistryPath | None  # HKCU\Environment
+    conda_dll_search_modification: str | None  # CONDA_DLL_SEARCH_MODIFICATION_ENABLE as set in the process
+    packaged: bool  # a Microsoft Store (packaged) Python
+
+    @property
+    def login_path(self) -> tuple[str, ...]:
+        """PATH as a new login's processes get it: the machine Path, then the user Path (expanded)."""
+        parts = [p.expanded for p in (self.machine_path, self.user_path) if p is not None]
+        return tuple(e for part in parts for e in part.split(";") if e)
+
+
+@dataclass(frozen=True)
 class ProbeFacts:
     executable: str
     real_executable: str
@@ -147,6 +181,7 @@ class ProbeFacts:
     distribution_count: int
     ort_dirs: tuple[OrtDir, ...]
     torch: TorchInfo | None
+    windows: WindowsInfo | None = None  # a Windows target only
     report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (speed/replay.py)
 
     def dist(self, normalized: str) -> Distribution | None:
@@ -287,6 +322,33 @@ def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[Reco
     return tuple(out)
 
 
+_REGISTRY_PATH_KINDS = ("REG_SZ", "REG_EXPAND_SZ")
+
+
+def _registry_path(r: _Report, w: Mapping[str, Any], key: str) -> RegistryPath | None:
+    value = r.get(w, key, "windows", list, optional=True)
+    if value is None:
+        return None
+    if len(value) != 3 or not all(isinstance(v, str) for v in value):
+        raise r.fail(f"windows.{key}", "is not [raw value, registry type, expanded value]")
+    if value[1] not in _REGISTRY_PATH_KINDS:
+        raise r.fail(f"windows.{key}", f"has a registry type that is not {' or '.join(_REGISTRY_PATH_KINDS)} "
+                                       f"({value[1]!r})")
+    return RegistryPath(raw=value[0], kind=value[1], expanded=value[2])
+
+
+def _windows_info(r: _Report, w: Mapping[str, Any]) -> WindowsInfo:
+    return WindowsInfo(
+        system_dir=r.text(w, "system_dir", "windows"),
+        windows_dir=r.text(w, "windows_dir", "windows"),
+        exe_dir=r.text(w, "exe_dir", "windows"),
+        machine_path=_registry_path(r, w, "machine_path"),
+        user_path=_registry_path(r, w, "user_path"),
+        conda_dll_search_modification=r.opt_text(w, "conda_dll_search_modification", "windows"),
+        packaged=r.flag(w, "packaged", "windows"),
+    )
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -309,6 +371,7 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
     if pointer_bits not in (32, 64):
         raise r.fail("python.pointer_bits", f"is not 32 or 64 ({pointer_bits})")
     torch = r.get(doc, "torch", "", dict, optional=True)
+    windows = r.get(doc, "windows", "", dict, optional=True)
     return ProbeFacts(
         executable=r.text(py, "executable", "python"),
         real_executable=r.text(py, "real_executable", "python"),
@@ -362,5 +425,6 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
         torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_text(torch, "version", "torch"),
                         cuda=r.opt_text(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
                         libs=r.texts(torch, "libs", "torch")) if torch else None,
+        windows=_windows_info(r, windows) if windows is not None else None,
         report=report,
     )
