@@ -35,9 +35,10 @@ from clitools import REPO
 WINTEST = REPO.parent / "shared" / "wintest" / "cpython-3.11.11-windows-amd64.tar.gz"
 PY_VERSION = "3.11"
 # ortfix's own dependencies for win_amd64; pip evaluates environment markers against the Linux interpreter that runs
-# it, so click's `colorama; platform_system == "Windows"` must be named here. numpy 2.x does not start under wine 8.
-ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "platformdirs>=3",
-                   "pefile>=2023.2.7")
+# it, so click's `colorama; platform_system == "Windows"` must be named here. numpy 2.x does not start under wine 8;
+# nor does rpds-py (jsonschema's) from 0.19 on: its Rust std imports bcryptprimitives.dll, which wine 8 lacks.
+ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "jsonschema>=4.17",
+                   "rpds-py==0.18.1", "platformdirs>=3", "pefile>=2023.2.7")
 CACHE_VERSION = "1"
 
 

@@ -19,11 +19,18 @@ cudart64_12.dll finds no driver, so a CUDA session stops exactly where it stops 
 failure 35: CUDA driver version is insufficient"), which is the sign that every DLL was found.
 
 Windows targets: `home_with_pip(w, where)` (a copy of the CPython with pip in its Lib\\site-packages) and
-`venv_with_pip(w, where)` (`python.exe -m venv --without-pip` under wine: this CPython has no bundled pip wheel for
-ensurepip, so pip is put into the venv's site-packages from Linux). `pip_env(...)` makes a Windows pip hermetic: no
-configuration file, no index, only the given wheelhouses. `fresh_cuda_session(w, python_exe, model)` runs a new
-Windows process that creates `InferenceSession(model, providers=["CUDAExecutionProvider"])` and returns the verdict
-text; `missing_dll(verdict)` and `reached_driver(verdict)` read it.
+`venv_with_pip(w, base_exe, venv)` (`python.exe -m venv --without-pip` under wine: this CPython has no bundled pip
+wheel for ensurepip, so pip is put into the venv's site-packages from Linux). `pip_env(...)` makes a Windows pip
+hermetic: no configuration file, no index, only the given wheelhouses; `ortfix_windows(w, ...)` runs the real ortfix
+on the Windows CPython with it (what `apply` needs to install from the wheelhouses).
+`fresh_cuda_session(w, python_exe, model)` runs a new Windows process that creates `InferenceSession(model,
+providers=["CUDAExecutionProvider"])` and returns the verdict text; `missing_dll`, `reached_driver`,
+`past_dll_loading`, `providers_of` and `available_providers` read it.
+
+What wine needs (wintools.WinPython.env): WINEPREFIX, WINEDEBUG=-all,err+module (wine's own chatter off but for the
+lines naming missing DLLs), WINEDLLOVERRIDES=mscoree,mshtml= (no Mono/Gecko install dialogs), stdin closed; for a
+target process also no PYTHONPATH (the shared deps folder would shadow the target's packages) and no PIP_* variable
+of this machine (wine passes the Linux environment through to Windows processes).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from clitools import REPO
 from support.fixtures import _cache_dir, build_wheel
 from support.winstubs import build_stub_dll, exports_imported_by
 from wintools import PY_VERSION, WinPython, _locked, to_windows
@@ -79,7 +87,7 @@ def win_wheelhouse(*, gpu: bool = False) -> Path:
     with `gpu`, onnxruntime-gpu ORT_VERSION too (about 245 MB: mark such tests `realwheels`)."""
     key = hashlib.sha256(json.dumps([_SCHEMA, ORT_VERSION, NUMPY, PIP, ORT_RUNTIME_DEPS]).encode()).hexdigest()[:12]
     house = _cache_dir() / f"win-wheelhouse-{key}"
-    parts = {"base": (f"onnxruntime=={ORT_VERSION}", NUMPY, PIP, *ORT_RUNTIME_DEPS)}
+    parts: dict[str, tuple[str, ...]] = {"base": (f"onnxruntime=={ORT_VERSION}", NUMPY, PIP, *ORT_RUNTIME_DEPS)}
     if gpu:
         parts["gpu"] = (f"onnxruntime-gpu=={ORT_VERSION}",)
     with _locked(_cache_dir() / "win-wheelhouse.lock"):
@@ -306,6 +314,17 @@ def target_env(w: WinPython, extra: Mapping[str, str] | None = None) -> dict[str
     env = {k: v for k, v in w.env().items() if not k.startswith("PIP_") and k != "PYTHONPATH"}
     env.update(extra or {})
     return env
+
+
+def ortfix_windows(w: WinPython, *args: str, wheelhouses: Sequence[Path] = (), env: Mapping[str, str] | None = None,
+                   timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The real `ortfix ARGS` run by the shared Windows CPython (ortfix from this checkout's src/), with this machine's
+    PIP_* variables gone; with `wheelhouses`, the pip that apply runs in the target is hermetic (pip_env)."""
+    full = {k: v for k, v in w.env().items() if not k.startswith("PIP_")}
+    full.update(pip_env(*wheelhouses) if wheelhouses else {})
+    full.update(env or {})
+    return subprocess.run(["wine", str(w.exe), "-m", "ortfix", *args], capture_output=True, text=True, env=full,
+                          stdin=subprocess.DEVNULL, cwd=str(REPO), timeout=timeout, check=False)
 
 
 def run_target(w: WinPython, python_exe: Path, *args: str, env: Mapping[str, str] | None = None,
