@@ -6,13 +6,14 @@ What the real Windows loader (wine's) shows here: the CPU package has no CUDA pr
 wheels installed but nothing on PATH fails on the provider's first import ("depends on "cublasLt64_12.dll" which is
 missing", as the seed reports); the same process with the NVIDIA `bin` folders put in front of PATH before onnxruntime
 is imported gets past DLL loading and stops at the absent driver ("CUDA failure 35"). Each wine step is timed and
-printed (pytest -s shows them; the report carries them)."""
+printed (pytest -s shows them). Every test here installs real wheels downloaded once (support/winwheels.py: 38 MB,
+with the GPU wheel 275 MB), hence `realwheels`; without wine they skip with one line."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -22,6 +23,7 @@ from support import winwheels
 from support.winstubs import mingw_missing
 from wintools import WinPython, from_windows, to_windows, win_python
 
+pytestmark = pytest.mark.realwheels
 T = TypeVar("T")
 Stage = tuple[Path, list[winwheels.StubWheel]]  # the target's python.exe, the NVIDIA wheels installed
 
@@ -61,11 +63,10 @@ print(json.dumps({"version": ort.__version__, "available": ort.get_available_pro
 def test_cpu_package_installed_by_windows_pip_has_no_cuda_then_uninstalls(w: WinPython, tmp_path: Path,
                                                                            model: Path) -> None:
     house = winwheels.win_wheelhouse()
-    exe = timed("copy of the CPython + pip from Linux", lambda: winwheels.home_with_pip(w, tmp_path))
+    exe = timed("copy of the CPython + pip from Linux, pip install onnxruntime==1.23.2 (+ deps) under wine",
+                lambda: winwheels.cpu_target(w, tmp_path))
     site = exe.parent / "Lib" / "site-packages"
-    proc = timed("pip install onnxruntime==1.23.2 (+ deps) under wine", lambda: winwheels.pip_windows(
-        w, exe, "install", f"onnxruntime=={winwheels.ORT_VERSION}", winwheels.NUMPY, wheelhouses=[house]))
-    assert "Successfully installed" in proc.stdout and f"onnxruntime-{winwheels.ORT_VERSION}" in proc.stdout
+    assert (site / f"onnxruntime-{winwheels.ORT_VERSION}.dist-info" / "INSTALLER").read_text().strip() == "pip"
     run = timed("CPU session", lambda: winwheels.run_target(w, exe, "-c", _CPU_SCRIPT, to_windows(model)))
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads(run.stdout.strip().splitlines()[-1])
@@ -107,23 +108,17 @@ def test_venv_made_under_wine_has_a_working_pip(w: WinPython, tmp_path: Path) ->
 
 
 @pytest.fixture(scope="module")
-def gpu_stage(w: WinPython, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
+def gpu_stage(w: WinPython, tmp_path_factory: pytest.TempPathFactory) -> Stage:
     """A Windows CPython with onnxruntime-gpu 1.23.2 and the NVIDIA wheels installed by its own pip under wine."""
     missing = mingw_missing()
     if missing:
         pytest.skip(missing)
     where = tmp_path_factory.mktemp("gpu-stage")
-    house = winwheels.win_wheelhouse(gpu=True)
-    stubs = timed("stub NVIDIA wheels", lambda: winwheels.nvidia_win_wheels(where / "nvidia-house"))
-    exe = winwheels.home_with_pip(w, where)
-    requirements = [f"onnxruntime-gpu=={winwheels.ORT_VERSION}", winwheels.NUMPY,
-                    *(f"{s.distribution}=={s.version}" for s in stubs)]
-    timed("pip install onnxruntime-gpu + NVIDIA wheels under wine",
-          lambda: winwheels.pip_windows(w, exe, "install", *requirements, wheelhouses=[house, where / "nvidia-house"]))
-    yield exe, stubs
+    winwheels.win_wheelhouse(gpu=True)
+    return timed("stub NVIDIA wheels, pip install onnxruntime-gpu + NVIDIA wheels under wine",
+                 lambda: winwheels.gpu_target(w, where))
 
 
-@pytest.mark.realwheels
 def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu_stage: Stage) -> None:
     from ortfix.compat.load import load_matrix
     from ortfix.system.pe import read_pe
@@ -157,7 +152,6 @@ def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu_stage: Stage) ->
     assert "cublasLt64_12.dll" in cublas.needed and cublas.machine == "AMD64"
 
 
-@pytest.mark.realwheels
 def test_gpu_package_fails_on_missing_dll_then_path_gets_past_loading(
         w: WinPython, gpu_stage: Stage, model: Path) -> None:
     exe, stubs = gpu_stage

@@ -18,7 +18,9 @@ stub export returns 0 (success). nvidia-cuda-runtime-cu12 is by default the real
 cudart64_12.dll finds no driver, so a CUDA session stops exactly where it stops on a machine without one ("CUDA
 failure 35: CUDA driver version is insufficient"), which is the sign that every DLL was found.
 
-Windows targets: `home_with_pip(w, where)` (a copy of the CPython with pip in its Lib\\site-packages) and
+Windows targets: `cpu_target(w, where)` (the CPU package installed), `gpu_target(w, where)` (onnxruntime-gpu and the
+NVIDIA wheels installed, nothing on PATH), both on `home_with_pip(w, where)` (a copy of the CPython with pip in its
+Lib\\site-packages); and
 `venv_with_pip(w, base_exe, venv)` (`python.exe -m venv --without-pip` under wine: this CPython has no bundled pip
 wheel for ensurepip, so pip is put into the venv's site-packages from Linux). `pip_env(...)` makes a Windows pip
 hermetic: no configuration file, no index, only the given wheelhouses; `ortfix_windows(w, ...)` runs the real ortfix
@@ -294,6 +296,32 @@ def venv_with_pip(w: WinPython, base_exe: Path, venv: Path) -> Path:
         raise RuntimeError(f"python -m venv failed under wine:\n{proc.stdout}\n{proc.stderr}")
     _put_pip(venv / "Lib" / "site-packages")
     return venv / "Scripts" / "python.exe"
+
+
+def cpu_target(w: WinPython, where: Path) -> Path:
+    """The first seed's state: a Windows CPython (home_with_pip) with the CPU onnxruntime ORT_VERSION installed by its
+    own pip under wine (about 10 s); returns its python.exe."""
+    exe = home_with_pip(w, where)
+    pip_windows(w, exe, "install", f"onnxruntime=={ORT_VERSION}", NUMPY, wheelhouses=[win_wheelhouse()])
+    return exe
+
+
+def gpu_target(w: WinPython, where: Path) -> tuple[Path, list[StubWheel]]:
+    """The second state: onnxruntime-gpu ORT_VERSION and the NVIDIA wheels (nvidia_win_wheels, built into
+    `where`/nvidia-house) installed by the target's own pip, nothing on PATH (about 20 s); returns its python.exe and
+    the NVIDIA wheels. Needs the GPU wheel (realwheels) and mingw-w64."""
+    house = where / "nvidia-house"
+    stubs = nvidia_win_wheels(house)
+    exe = home_with_pip(w, where)
+    requirements = [f"onnxruntime-gpu=={ORT_VERSION}", NUMPY, *(f"{s.distribution}=={s.version}" for s in stubs)]
+    pip_windows(w, exe, "install", *requirements, wheelhouses=stage_wheelhouses(where))
+    return exe, stubs
+
+
+def stage_wheelhouses(where: Path) -> list[Path]:
+    """The wheelhouses a Windows pip of the stage installs from: the real wheels (GPU included) and the stub NVIDIA
+    wheels built into `where`/nvidia-house (build them first: nvidia_win_wheels or gpu_target)."""
+    return [win_wheelhouse(gpu=True), where / "nvidia-house"]
 
 
 def pip_env(*wheelhouses: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
