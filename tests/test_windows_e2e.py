@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pytest
 
+from checktools import tree_hash
 from support import winwheels
 from support.winstubs import mingw_missing
 from wintools import WinPython, from_windows, to_windows, win_python
@@ -168,3 +169,13 @@ def test_gpu_package_fails_on_missing_dll_then_path_gets_past_loading(
     assert winwheels.missing_dll(found) is None, found
     assert "CUDA failure 35" in found, found  # the real cudart64_12.dll finds no driver
     assert winwheels.reached_driver(found) and winwheels.past_dll_loading(found)
+
+    # A hand-made fix of the kind apply will make (a .pth line that prepends the folders to PATH at start-up), then
+    # undone by hand: a fresh process gets past loading, and the target is byte-identical afterwards.
+    before = tree_hash(exe.parent)
+    pth = site / "zz_handmade_nvidia_path.pth"
+    pth.write_text(f"import os; os.environ['PATH'] = {';'.join(bins)!r} + ';' + os.environ.get('PATH', '')\n")
+    hooked = timed("fresh CUDA session, a .pth prepends PATH", lambda: winwheels.fresh_cuda_session(w, exe, model))
+    assert winwheels.reached_driver(hooked), hooked
+    pth.unlink()
+    assert tree_hash(exe.parent) == before  # the Windows processes wrote nothing into the target
