@@ -20,11 +20,10 @@ failure 35: CUDA driver version is insufficient"), which is the sign that every 
 
 Windows targets: `cpu_target(w, where)` (the CPU package installed), `gpu_target(w, where)` (onnxruntime-gpu and the
 NVIDIA wheels installed, nothing on PATH), both on `home_with_pip(w, where)` (a copy of the CPython with pip in its
-Lib\\site-packages); and
-`venv_with_pip(w, base_exe, venv)` (`python.exe -m venv --without-pip` under wine: this CPython has no bundled pip
-wheel for ensurepip, so pip is put into the venv's site-packages from Linux). `pip_env(...)` makes a Windows pip
-hermetic: no configuration file, no index, only the given wheelhouses; `ortfix_windows(w, ...)` runs the real ortfix
-on the Windows CPython with it (what `apply` needs to install from the wheelhouses).
+Lib\\site-packages); and `venv_with_pip(w, base_exe, venv)` (`python.exe -m venv --without-pip` under wine: this
+CPython has no bundled pip wheel for ensurepip, so pip is put into the venv's site-packages from Linux). `pip_env(...)`
+makes a Windows pip hermetic: no configuration file, no index, only the given wheelhouses; `ortfix_windows(w, ...)`
+runs the real ortfix on the Windows CPython with it (what `apply` needs to install from the wheelhouses).
 `fresh_cuda_session(w, python_exe, model)` runs a new Windows process that creates `InferenceSession(model,
 providers=["CUDAExecutionProvider"])` and returns the verdict text; `missing_dll`, `reached_driver`,
 `past_dll_loading`, `providers_of` and `available_providers` read it.
@@ -33,6 +32,9 @@ What wine needs (wintools.WinPython.env): WINEPREFIX, WINEDEBUG=-all,err+module 
 lines naming missing DLLs), WINEDLLOVERRIDES=mscoree,mshtml= (no Mono/Gecko install dialogs), stdin closed; for a
 target process also no PYTHONPATH (the shared deps folder would shadow the target's packages) and no PIP_* variable
 of this machine (wine passes the Linux environment through to Windows processes).
+
+Over 400 lines on purpose: the stage is one piece (wheels, targets, pip under wine and the session's verdict are
+used together by the end-to-end tests), and splitting it would scatter one set of pins and paths over modules.
 """
 
 from __future__ import annotations
