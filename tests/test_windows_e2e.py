@@ -128,7 +128,9 @@ def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu_stage: Stage) ->
     site = exe.parent / "Lib" / "site-packages"
     matrix = load_matrix()
     build = next(b for b in matrix.builds_for(winwheels.ORT_VERSION) if b.package == "onnxruntime-gpu")
-    specs = {w.distribution: w for _, w in matrix.nvidia_wheels}
+    cuda, cudnn = matrix.cuda_major(build.cuda_major), matrix.cudnn_wheel(build.cudnn_major or 0, build.cuda_major)
+    assert cuda is not None and cudnn is not None
+    specs = {w.distribution: w for w in (*cuda.wheels, cudnn.wheel)}
     versions = {s.distribution: s.version for s in stubs}
     # Every extra of the real build is satisfied by the set, and every wheel sits where the matrix says on Windows.
     for requirement in (r for reqs in build.extras.values() for r in reqs):
@@ -136,10 +138,9 @@ def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu_stage: Stage) ->
         assert name in versions, requirement
     for stub in stubs:
         spec = specs[stub.distribution]
-        assert spec.windows_dir in (None, stub.layout.bin_dir), stub.distribution
-        dlls = getattr(spec, "dlls", None)  # WheelSpec.dlls arrives with the Windows matrix data
-        if dlls:
-            assert {d.lower() for d in dlls} <= {d.lower() for d in stub.layout.dlls}, stub.distribution
+        assert spec.windows_dir == stub.layout.bin_dir, stub.distribution
+        # The matrix lists the DLLs every version ships; the stubs carry those and the later ones (cuDNN's ext, ...).
+        assert spec.dlls and set(spec.dlls) <= set(stub.layout.dlls), stub.distribution
         for dll in stub.layout.dlls:
             assert (site / stub.layout.bin_dir / dll).is_file(), dll
     # The provider's CUDA imports all land in the set, under the real names (read off the real provider).

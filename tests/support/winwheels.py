@@ -144,7 +144,10 @@ def provider_imports() -> Mapping[str, tuple[str, ...]]:
 # Stub NVIDIA wheels
 # --------------------------------------------------------------------------------------------------------------------
 
-_CUDNN9_SUBS = ("adv", "cnn", "engines_precompiled", "engines_runtime_compiled", "ext", "graph", "heuristic", "ops")
+_CUDNN9_SUBS = ("adv", "cnn", "engines_precompiled", "engines_runtime_compiled", "graph", "heuristic", "ops")
+# Sub-libraries added later in cuDNN 9 (compat/cuda.yaml's cuDNN source: the Linux wheels from these versions on; the
+# win_amd64 9.28.0.42 ships both, 9.1.0.70 neither).
+_CUDNN9_LATER = (("engines_tensor_ir", Version("9.21.0.82")), ("ext", Version("9.22.0.52")))
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ def _nvrtc_dlls(version: Version) -> tuple[str, ...]:
 
 
 def _cudnn9_dlls(version: Version) -> tuple[str, ...]:
-    subs = (*_CUDNN9_SUBS, "engines_tensor_ir") if version >= Version("9.23") else _CUDNN9_SUBS
+    subs = (*_CUDNN9_SUBS, *(name for name, since in _CUDNN9_LATER if version >= since))
     return ("cudnn64_9.dll", *(f"cudnn_{s}64_9.dll" for s in sorted(subs)))
 
 
