@@ -254,19 +254,6 @@ def test_bat_scripts_prepend_and_restore_exactly_in_cmd(tmp_path: Path) -> None:
     assert after == before
 
 
-def _private_prefix(w: WinPython, where: Path) -> Path:
-    """A wine prefix of this test's own (its registry is changed), sharing the cached prefix's drive C read-only in
-    practice: only the registry files are copied (the cached prefix is shared by every test on this machine)."""
-    prefix = where / "wineprefix"
-    (prefix / "dosdevices").mkdir(parents=True)
-    for name in ("system.reg", "user.reg", "userdef.reg", ".update-timestamp"):
-        shutil.copy2(w.prefix / name, prefix / name)
-    (prefix / "drive_c").symlink_to(w.prefix / "drive_c")
-    (prefix / "dosdevices" / "c:").symlink_to("../drive_c")
-    (prefix / "dosdevices" / "z:").symlink_to("/")
-    return prefix
-
-
 # The handler runs in the Windows process. Until the transaction machinery runs on Windows (another piece of this
 # work), its package needs fcntl and the O_* flags to import; the user-path handler uses neither.
 _USER_PATH_SCRIPT = r"""
@@ -380,7 +367,7 @@ def test_user_path_added_and_removed_in_the_registry(tmp_path: Path) -> None:
     """Every scenario in one Windows process (each wine start costs seconds), in a wine prefix of its own;
     `reg query` (wine's reg.exe, not winreg) reads the registry back at the points that matter."""
     w = win_python()
-    prefix = _private_prefix(w, tmp_path)
+    prefix = w.private_prefix(tmp_path)
     env_prefix = "C:\\envs\\gpu env"
     a = env_prefix + "\\Lib\\site-packages\\nvidia\\cublas\\bin"
     b = env_prefix + "\\Lib\\site-packages\\nvidia\\cudnn\\bin"

@@ -106,6 +106,18 @@ class WinPython:
         """The real `ortfix` command, run by the Windows Python."""
         return self.run("-m", "ortfix", *args, env=env, timeout=timeout)
 
+    def private_prefix(self, where: Path) -> Path:
+        """A wine prefix of the caller's own, for a test that changes the registry: the registry files are copied,
+        drive C is the cached prefix's (shared by every test on this machine, so its registry must not change)."""
+        prefix = where / "wineprefix"
+        (prefix / "dosdevices").mkdir(parents=True)
+        for name in ("system.reg", "user.reg", "userdef.reg", ".update-timestamp"):
+            shutil.copy2(self.prefix / name, prefix / name)
+        (prefix / "drive_c").symlink_to(self.prefix / "drive_c")
+        (prefix / "dosdevices" / "c:").symlink_to("../drive_c")
+        (prefix / "dosdevices" / "z:").symlink_to("/")
+        return prefix
+
     def new_home(self, where: Path) -> Path:
         """A fresh copy of the Windows CPython (an install of its own that a test may change), returned as the
         folder holding its python.exe; Lib/site-packages is created empty."""

@@ -1,0 +1,150 @@
+"""ortfix's whole flow on Windows, under wine's real loader: ortfix itself runs on the Windows CPython, and
+`check` → `plan` → `apply` → a fresh Windows process that creates a CUDA session gets past DLL loading (it stops at the
+absent driver, "CUDA failure 35") → `rollback` leaves the target as it was, byte for byte.
+
+The targets are the seeds' Windows states (support/winwheels.py): the CPU `onnxruntime` instead of `onnxruntime-gpu`;
+`onnxruntime-gpu` with the NVIDIA wheels installed but not findable. The real onnxruntime 1.23.2 wheels, the real
+cudart, stub DLLs for the rest of the NVIDIA set (same names, the exports the real provider imports). The Windows pip
+that apply runs installs from local wheelhouses only (support/winwheels.pip_env). This machine has no driver: apply
+is told the GPU machine's (`--driver`), as on a CPU build host. The user PATH case runs in a wine prefix of its own
+and is read back with wine's reg.exe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import winwheels
+from support.winstubs import mingw_missing
+from txtools import assert_same_tree, tree_state
+from wintools import WinPython, to_windows, win_python
+
+pytestmark = pytest.mark.realwheels
+DRIVER = "552.44"  # a Windows driver of the CUDA 12.4 era: runs the CUDA 12 build
+
+
+@pytest.fixture(scope="module")
+def w() -> WinPython:
+    missing = mingw_missing()
+    if missing:
+        pytest.skip(missing)
+    return win_python()
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.onnx"
+    path.write_bytes(winwheels.tiny_model())
+    return path
+
+
+def _ortfix(w: WinPython, *args: str, houses: list[Path], expect: int,
+            env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    proc = winwheels.ortfix_windows(w, *args, "--json", wheelhouses=houses, env=env)
+    assert proc.returncode == expect, (args, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+def _codes(doc: Mapping[str, Any]) -> set[str]:
+    return {f["code"] for f in doc["findings"]}
+
+
+def test_cpu_package_swapped_for_the_gpu_build_verified_and_rolled_back(w: WinPython, tmp_path: Path,
+                                                                         model: Path) -> None:
+    exe = winwheels.cpu_target(w, tmp_path)
+    winwheels.nvidia_win_wheels(tmp_path / "nvidia-house")
+    houses = winwheels.stage_wheelhouses(tmp_path)
+    python = to_windows(exe)
+
+    check = _ortfix(w, "check", "--python", python, houses=houses, expect=1)
+    assert "ORT002" in _codes(check), check["findings"]  # the CPU package where the GPU build is wanted
+
+    plan = _ortfix(w, "plan", "--python", python, "--driver", DRIVER, houses=houses, expect=0)
+    kinds = [a["kind"] for a in plan["actions"]]
+    assert kinds[0] == "pip-uninstall" and plan["actions"][0]["details"]["distribution"] == "onnxruntime", kinds
+    installs = [r for a in plan["actions"] if a["kind"] == "pip-install" for r in a["details"]["requirements"]]
+    assert any(r.startswith("onnxruntime-gpu") for r in installs), installs
+    assert any(r.startswith("nvidia-cublas-cu12") for r in installs), installs
+    written = [a["details"]["path"] for a in plan["actions"] if a["kind"] == "write-file"]
+    assert written and all(p.lower().startswith(str(to_windows(exe.parent)).lower()) for p in written), written
+
+    before = tree_state(exe.parent)
+    unfixed = winwheels.fresh_cuda_session(w, exe, model)
+    assert "CUDAExecutionProvider" not in (winwheels.available_providers(unfixed) or []), unfixed
+
+    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", houses=houses, expect=0)
+    assert applied["status"] == "committed", applied
+    fixed = winwheels.fresh_cuda_session(w, exe, model)
+    assert winwheels.missing_dll(fixed) is None and winwheels.reached_driver(fixed), fixed
+
+    after = _ortfix(w, "check", "--python", python, houses=houses, expect=1)  # the driver is still absent here
+    assert not {c for c in _codes(after) if c.startswith(("ORT", "LIB"))}, after["findings"]
+
+    rolled = _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0)
+    assert rolled["status"] in ("rolled-back", "rolled_back"), rolled
+    assert_same_tree(before, tree_state(exe.parent))
+
+
+def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, tmp_path: Path, model: Path) -> None:
+    exe, _stubs = winwheels.gpu_target(w, tmp_path)
+    houses = winwheels.stage_wheelhouses(tmp_path)
+    python = to_windows(exe)
+    check = _ortfix(w, "check", "--python", python, houses=houses, expect=1)
+    assert "LIB002" in _codes(check) or "LIB001" in _codes(check), check["findings"]
+    assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model)) == "cublasLt64_12.dll"
+
+    before = tree_state(exe.parent)
+    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", houses=houses, expect=0)
+    kinds = [s["kind"] for s in applied["steps"]]
+    assert kinds == ["write-file", "write-file"], applied["steps"]  # the module and its .pth: nothing installed
+    fixed = winwheels.fresh_cuda_session(w, exe, model)  # PATH is not set by the test: the hook does it
+    assert winwheels.reached_driver(fixed), fixed
+
+    _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0)
+    assert_same_tree(before, tree_state(exe.parent))
+    assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model)) == "cublasLt64_12.dll"
+
+
+def _user_path(w: WinPython, prefix: Path) -> tuple[str, str] | None:
+    """(type, data) of HKCU\\Environment's Path in the wine prefix `prefix`, read with wine's reg.exe."""
+    proc = subprocess.run(["wine", "reg", "query", "HKCU\\Environment", "/v", "Path"], capture_output=True, text=True,
+                          env=w.env({"WINEPREFIX": str(prefix)}), stdin=subprocess.DEVNULL, timeout=120, check=False)
+    for line in proc.stdout.splitlines():
+        parts = line.strip().split("    ")
+        if len(parts) == 3 and parts[0].lower() == "path":
+            return parts[1], parts[2]
+    return None
+
+
+def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Path) -> None:
+    exe, stubs = winwheels.gpu_target(w, tmp_path)
+    houses = winwheels.stage_wheelhouses(tmp_path)
+    prefix = w.private_prefix(tmp_path)
+    env = {"WINEPREFIX": str(prefix)}
+    original = "%USERPROFILE%\\bin;C:\\keep me"
+    try:
+        subprocess.run(["wine", "reg", "add", "HKCU\\Environment", "/v", "Path", "/t", "REG_EXPAND_SZ", "/d",
+                        original, "/f"], env=w.env(env), capture_output=True, stdin=subprocess.DEVNULL, timeout=120,
+                       check=True)
+        assert _user_path(w, prefix) == ("REG_EXPAND_SZ", original)
+        python = to_windows(exe)
+        applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--hook", "user-path", "--yes",
+                          houses=houses, expect=0, env=env)
+        assert [s["kind"] for s in applied["steps"]] == ["user-path"], applied["steps"]
+        value = _user_path(w, prefix)
+        assert value is not None and value[0] == "REG_EXPAND_SZ", value
+        entries = value[1].split(";")
+        bins = {to_windows(exe.parent / "Lib" / "site-packages" / s.layout.bin_dir).lower() for s in stubs}
+        assert {e.lower() for e in entries[:len(bins)]} == bins, entries  # in front of the user's entries
+        assert entries[len(bins):] == original.split(";")  # kept, in order, %USERPROFILE% unexpanded
+        _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0, env=env)
+        assert _user_path(w, prefix) == ("REG_EXPAND_SZ", original)
+    finally:
+        subprocess.run(["wineserver", "-k"], env=w.env(env), capture_output=True, timeout=60, check=False)
