@@ -43,7 +43,8 @@ from ortfix.transaction.envpaths import (
 from ortfix.transaction.envpaths import rel_parts as _parts
 
 _T = TypeVar("_T")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# POSIX's flags (getattr: this module is imported on Windows too, where PosixEnvRoot is never used)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class PosixEnvRoot:

@@ -4,12 +4,14 @@
 How a path below the root is reached: every folder on the way, the root included, is opened with
 `CreateFileW(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)` (the entry itself, never what a symbolic
 link or a junction points to), checked through that handle (`os.fstat`: a folder, and no
-`FILE_ATTRIBUTE_REPARSE_POINT`: symbolic links and junctions alike), and kept open, without `FILE_SHARE_DELETE`, until
-the operation ends: while it is held, Windows refuses to rename, delete or replace that folder, so the path string
-the operation then uses names exactly the folders that were checked. Files read back are opened the same way and
-checked through their handle. Paths compare case-insensitively (`os.path.normcase`); a path longer than 259
-characters gets the `\\\\?\\` prefix; replacing a file is `os.replace`, retried for about two seconds while another
-process has it open (sharing violation, winerror 32, or access denied, 5, as a virus scanner or an indexer causes).
+`FILE_ATTRIBUTE_REPARSE_POINT`: symbolic links and junctions alike; and the path Windows gives the handle,
+GetFinalPathNameByHandleW, must be the path walked: a redirection of any kind on the way is refused, and so is a
+component spelt as an 8.3 short name), and kept open, without `FILE_SHARE_DELETE`, until the operation ends: while it
+is held, Windows refuses to rename, delete or replace that folder, so the path string the operation then uses names
+exactly the folders that were checked. Files read back are opened the same way and checked through their handle.
+Paths compare case-insensitively (`os.path.normcase`); a path longer than 259 characters gets the `\\\\?\\`
+prefix; replacing a file is `os.replace`, retried for about two seconds while another process has it open (sharing
+violation, winerror 32, or access denied, 5, as a virus scanner or an indexer causes).
 
 The residual race, stated honestly: the last component of a path is acted on by name (os.replace, os.unlink,
 os.rename, os.mkdir), and those calls act on a link itself rather than follow it, with two exceptions: creating a
@@ -72,6 +74,42 @@ def is_link(st: os.stat_result) -> bool:
     return stat.S_ISLNK(st.st_mode) or bool(attributes & FILE_ATTRIBUTE_REPARSE_POINT)
 
 
+def _strip_long(path: str) -> str:
+    if path.startswith("\\\\?\\UNC\\"):
+        return "\\\\" + path[8:]
+    return path[4:] if path.startswith("\\\\?\\") else path
+
+
+def final_path(fd: int) -> str | None:
+    """The path Windows gives the open file `fd` (GetFinalPathNameByHandleW: every link and junction on the way
+    resolved), without its `\\\\?\\` prefix; None off Windows or when Windows cannot say."""
+    if sys.platform != "win32":
+        return None
+    import ctypes
+    import msvcrt
+    from ctypes import wintypes
+
+    get = ctypes.WinDLL("kernel32", use_last_error=True).GetFinalPathNameByHandleW
+    get.argtypes = [wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD]
+    get.restype = wintypes.DWORD
+    size = 1024
+    while True:
+        buf = ctypes.create_unicode_buffer(size)
+        n = get(msvcrt.get_osfhandle(fd), buf, size, 0)
+        if n == 0:
+            return None
+        if n < size:
+            return _strip_long(buf.value)
+        size = n + 1
+
+
+def _same_path(fd: int, path: str) -> bool:
+    """Whether the open entry `fd` is at `path` itself (compared case-insensitively), not reached through a link,
+    a junction or a mount point somewhere on the way (what wine shows a POSIX symbolic link as)."""
+    final = final_path(fd)
+    return final is None or os.path.normcase(final) == os.path.normcase(_strip_long(path))
+
+
 def _open_entry(path: str, access: int, disposition: int, *, folder: bool) -> int:
     """A descriptor of the entry at `path` itself (never what a reparse point names); others may read and write it but
     not delete or rename it while it is open."""
@@ -102,10 +140,9 @@ def _open_checked_file(path: str, *, write: bool = False) -> int:
         if sys.platform != "win32" and exc.errno == errno.ELOOP:  # the POSIX fallback met a link
             raise ConfinementError(f"{path} is a symbolic link") from exc
         raise
-    st = os.fstat(fd)
-    if is_link(st):
+    if is_link(os.fstat(fd)) or not _same_path(fd, path):
         os.close(fd)
-        raise ConfinementError(f"{path} is a symbolic link or a junction")
+        raise ConfinementError(f"{_strip_long(path)} is a symbolic link or a junction, or is reached through one")
     return fd
 
 
@@ -143,9 +180,9 @@ class WindowsEnvRoot:
         except OSError as exc:
             raise OrtfixError(f"cannot open the environment {self.given}: {exc.strerror or exc}") from exc
         st = os.fstat(self._pin)
-        if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISDIR(st.st_mode) or not _same_path(self._pin, self.real):
             os.close(self._pin)
-            raise OrtfixError(f"cannot open the environment {self.given}: not a folder")
+            raise OrtfixError(f"cannot open the environment {self.given}: not a folder, or it changed while opened")
         self.dev, self.ino, self.uid = st.st_dev, st.st_ino, st.st_uid
 
     def close(self) -> None:
@@ -220,7 +257,7 @@ class WindowsEnvRoot:
                     raise
                 pins.callback(os.close, fd)
                 st = os.fstat(fd)
-                if is_link(st) or not stat.S_ISDIR(st.st_mode):
+                if is_link(st) or not stat.S_ISDIR(st.st_mode) or not _same_path(fd, path):
                     raise ConfinementError(f"{self.abs('/'.join(parts[: i + 1]))} is a symbolic link, a junction "
                                            "or not a folder")
             yield path

@@ -22,6 +22,10 @@ from ortfix.errors import OrtfixError
 STATE_DIR = ".ortfix"
 LOCK_NAME = "lock"
 _WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt.locking locks: Windows byte locks are mandatory, the pid stays free
+# What a lock another process holds raises: flock's EWOULDBLOCK/EAGAIN; msvcrt.locking's EACCES (EDEADLK after its
+# retries), and errno 0 from wine's C runtime, which leaves errno unset when LockFile fails.
+_HELD_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK,
+                *((0,) if sys.platform == "win32" else ()))
 
 
 def state_dir(prefix: str | Path) -> Path:
@@ -103,7 +107,7 @@ def acquire(prefix: str | Path) -> HeldLock:
     except OSError as exc:
         holder = _holder(fd)
         os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK):
+        if exc.errno in _HELD_ERRNOS:
             raise OrtfixError(f"another ortfix apply or rollback is running on {Path(prefix)}{holder}",
                               hint="wait for it to finish, then try again") from exc
         raise OrtfixError(f"cannot lock {path}: {exc.strerror or exc}") from exc
