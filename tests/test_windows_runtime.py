@@ -5,7 +5,9 @@ operations, journal and stash) works there for real, on a temporary folder.
 Under wine a symbolic link made on the Linux side is what a planted link looks like to Windows code: a folder whose
 open handle's final path (GetFinalPathNameByHandleW) is elsewhere. wine 8 cannot make junctions on its drives
 (FSCTL_SET_REPARSE_POINT: "Request not supported"); the test tries `_winapi.CreateJunction` and, when wine refuses,
-says so in its result instead of pretending.
+says so in its result instead of pretending. Nor does wine 8 refuse to rename a folder that another handle holds open
+without FILE_SHARE_DELETE (measured): that WindowsEnvRoot's pinned folders cannot be swapped during an operation is
+Windows' documented behaviour, not shown here.
 """
 
 from __future__ import annotations
@@ -125,6 +127,17 @@ with TransactionStore(env) as store:
     refused("corrupt_journal", lambda: store.load(tx_id))
     out["interrupted_corrupt"] = [[t.id, t.error] for t in interrupted_transactions(env)]
     out["freed"] = store.remove_stashes(tx_id) >= 0 and not store.env.exists(store.tx_rel(tx_id) + "/steps")
+
+# -- children: run with a limit; one that outlives it is ended with what it started, in one line
+from ortfix import subproc
+from ortfix.cachedir import cache_dir, write_json
+out["child"] = subproc.run([sys.executable, "-c", "print('child ok')"], timeout=60).stdout.strip()
+start = time.monotonic()
+grandchild = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+refused("child_limit", lambda: subproc.run([sys.executable, "-c", grandchild], timeout=3))
+out["child_limit_s"] = round(time.monotonic() - start, 1)
+out["cache"] = str(cache_dir())
+out["cache_written"] = write_json(cache_dir() / "windows-runtime-test.json", {"ok": 1})
 print(json.dumps(out))
 '''
 
@@ -171,7 +184,7 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
     os.symlink("../outside", tmp_path / "env" / "lnk")  # what a planted link is to Windows code under wine
     script = tmp_path / "drive.py"
     script.write_text(_DRIVE, encoding="utf-8")
-    proc = w.run(to_windows(script), to_windows(tmp_path))
+    proc = w.run(to_windows(script), to_windows(tmp_path), env={"ORTFIX_CACHE_DIR": "", "ORTFIX_NO_CACHE": ""})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["platform"] == "win32" and out["EnvRoot"] == "WindowsEnvRoot"
@@ -213,3 +226,12 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
     [[tx_id, error]] = out["interrupted_corrupt"]
     assert "does not match its checksum" in error and tx_id in error
     assert out["freed"]
+
+    # a child runs; one that outlives its limit is stopped (with what it started) and reported in one line
+    assert out["child"] == "child ok"
+    verdict, line = out["child_limit"]
+    assert verdict == "refused" and "did not finish within 3 s" in line, out["child_limit"]
+    assert out["child_limit_s"] < 30, out["child_limit_s"]
+    # the cache lives in the user's local application data (platformdirs), and can be written
+    assert out["cache"].lower().endswith("\\appdata\\local\\ortfix\\cache"), out["cache"]
+    assert out["cache_written"] is True
