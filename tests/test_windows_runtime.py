@@ -133,7 +133,8 @@ from ortfix import subproc
 from ortfix.cachedir import cache_dir, write_json
 out["child"] = subproc.run([sys.executable, "-c", "print('child ok')"], timeout=60).stdout.strip()
 start = time.monotonic()
-grandchild = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+grandchild = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              "time.sleep(60)")
 refused("child_limit", lambda: subproc.run([sys.executable, "-c", grandchild], timeout=3))
 out["child_limit_s"] = round(time.monotonic() - start, 1)
 out["cache"] = str(cache_dir())
@@ -235,3 +236,34 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
     # the cache lives in the user's local application data (platformdirs), and can be written
     assert out["cache"].lower().endswith("\\appdata\\local\\ortfix\\cache"), out["cache"]
     assert out["cache_written"] is True
+
+
+def test_windows_envroot_without_wine(tmp_path: Path) -> None:
+    """WindowsEnvRoot's walk and operations, run on this system (O_NOFOLLOW descriptors stand in for the pinned
+    handles): the same refusals where wine is not installed."""
+    from ortfix.transaction.confine_windows import WindowsEnvRoot
+    from ortfix.transaction.envpaths import ConfinementError
+
+    env, outside = tmp_path / "env", tmp_path / "outside"
+    env.mkdir()
+    outside.mkdir()
+    (env / "lnk").symlink_to(outside)
+    with WindowsEnvRoot(env) as root:
+        root.write_new("a/b/f.txt", b"one", 0o644, make_parents=True)
+        root.atomic_write("a/b/f.txt", b"two")
+        assert (env / "a" / "b" / "f.txt").read_bytes() == b"two"
+        assert root.sha256("a/b/f.txt") == hashlib.sha256(b"two").hexdigest()
+        root.rename("a/b/f.txt", "a/c/g.txt", make_parents=True)
+        assert root.read_bytes("a/c/g.txt", limit=10)[0] == b"two" and not root.exists("a/b/f.txt")
+        assert root.rel(str(env / "a" / "c" / "g.txt")) == "a/c/g.txt"
+        for bad in (lambda: root.write_new("lnk/x", b"x", 0o644), lambda: root.makedirs("lnk/sub"),
+                    lambda: root.read_bytes("lnk", limit=10), lambda: root.write_new("../x", b"x", 0o644),
+                    lambda: root.rel(str(outside / "x"))):
+            try:
+                bad()
+            except ConfinementError:
+                continue
+            raise AssertionError("not refused")
+        root.remove_tree("a")
+        assert not (env / "a").exists() and (env / "lnk").is_symlink()
+    assert list(outside.iterdir()) == []
