@@ -15,10 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 from pathlib import Path
 
+import pytest
+
+from clitools import REPO
 from ortfix import __version__
-from wintools import to_windows, win_python
+from wintools import ORTFIX_WIN_DEPS, to_windows, win_python
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
 
 # Runs inside the Windows Python: argv[1] is the folder (Windows path) holding env\ and outside\.
 _DRIVE = r'''
@@ -87,6 +97,7 @@ with EnvRoot(env) as root:
     refused("other_drive", lambda: root.rel("D:\\elsewhere\\x.txt"))
     refused("drive_relative", lambda: root.write_new("C:x.txt", b"x", 0o644))
     refused("stream", lambda: root.write_new("a/f.txt:hidden", b"x", 0o644))
+    refused("device", lambda: root.write_new("a/nul.txt", b"x", 0o644))
     refused("link_write", lambda: root.write_new("lnk/planted.txt", b"x", 0o644))
     refused("link_read", lambda: root.read_bytes("lnk/inside.txt", limit=1 << 20))
     refused("link_makedirs", lambda: root.makedirs("lnk/sub"))
@@ -160,7 +171,10 @@ def test_ortfix_command_runs_on_windows() -> None:
     doc = json.loads(shown.stdout)
     assert doc["command"] == "matrix show" and doc["exit_code"] == 0
     assert any("1.22.0" in b["versions"] and b["cuda_major"] == 12 for b in doc["builds"])
-    assert "jsonschema" not in {p.name.split("-")[0] for p in w.deps.iterdir()}
+    # what ran is what pyproject.toml declares: every runtime dependency is among the win_amd64 ones installed
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    installed = {re.split(r"[<>=;\[ ]", req)[0].lower() for req in ORTFIX_WIN_DEPS}
+    assert {re.split(r"[<>=;\[ ]", req)[0].lower() for req in declared} <= installed
 
 
 def test_a_broken_matrix_is_one_line_on_windows(tmp_path: Path) -> None:
@@ -207,6 +221,7 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
     for what, needle in [("dotdot", "is not a path inside the environment"),
                          ("dotdot_abs", "is outside the environment"), ("other_drive", "is outside the environment"),
                          ("drive_relative", "a drive, a stream"), ("stream", "a drive, a stream"),
+                         ("device", "a device"),
                          ("link_write", "symbolic link"), ("link_read", "symbolic link"),
                          ("link_makedirs", "symbolic link")]:
         verdict, line = out[what]

@@ -389,7 +389,9 @@ class WindowsEnvRoot:
     def rename(self, src: str, dst: str, *, make_parents: bool = False, replace: bool = True) -> None:
         with self._entry(src) as spath, self._entry(dst, create=make_parents) as dpath:
             if not replace:
-                os.rename(spath, dpath)  # Windows' rename never replaces an existing entry
+                if _lstat(dpath) is not None:
+                    raise FileExistsError(errno.EEXIST, "exists", self.abs(dst))
+                os.rename(spath, dpath)  # on Windows it never replaces an existing entry either
                 return
             replace_retrying(spath, dpath)
 

@@ -3,8 +3,8 @@ path leading outside the environment raises, the check that turns a relative pat
 regular file, and whether a file ortfix reads back has a trusted owner.
 
 Relative paths use "/" between components. On Windows "\\" separates them too, and a component holding ":" (a drive,
-an alternate data stream) or ending in "." or " " (which Windows strips, so two spellings would name one file) is
-refused.
+an alternate data stream), ending in "." or " " (which Windows strips, so two spellings would name one file), or
+naming a device (`NUL`, `CON.txt`: Windows opens the device) is refused.
 """
 
 from __future__ import annotations
@@ -35,8 +35,13 @@ def by_folder(rels: Iterable[str]) -> dict[tuple[str, ...], list[tuple[str, str]
     return out
 
 
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", *(f"COM{i}" for i in range(1, 10)),
+                      *(f"LPT{i}" for i in range(1, 10))})
+
+
 def _bad_windows_part(part: str) -> bool:
-    return ":" in part or part.endswith((".", " "))
+    """A drive or a stream (":"), a name Windows would strip ("x." is "x"), or a device (`NUL`, `con.txt`)."""
+    return ":" in part or part.endswith((".", " ")) or part.split(".")[0].rstrip(" ").upper() in _DEVICES
 
 
 def rel_parts(rel: str) -> list[str]:
@@ -46,8 +51,8 @@ def rel_parts(rel: str) -> list[str]:
     if not parts or any(p == ".." for p in parts) or "\0" in rel or text.startswith("/"):
         raise ConfinementError(f"{rel!r} is not a path inside the environment")
     if sys.platform == "win32" and any(_bad_windows_part(p) for p in parts):
-        raise ConfinementError(f"{rel!r} is not a plain path inside the environment (a drive, a stream, or a name "
-                               "ending in a dot or a space)")
+        raise ConfinementError(f"{rel!r} is not a plain path inside the environment (a drive, a stream, a device, "
+                               "or a name ending in a dot or a space)")
     return parts
 
 
