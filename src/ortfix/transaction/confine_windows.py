@@ -38,7 +38,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from typing import TypeVar
+from functools import cache
+from typing import TypeVar, cast
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.envpaths import ConfinementError, Kept, by_folder, check_rel, read_regular, rel_parts, write_all
@@ -80,6 +81,19 @@ def _strip_long(path: str) -> str:
     return path[4:] if path.startswith("\\\\?\\") else path
 
 
+@cache
+def _get_final_path_name() -> Callable[[int, object, int, int], int]:
+    if sys.platform != "win32":
+        raise OSError("GetFinalPathNameByHandleW is Windows'")
+    import ctypes
+    from ctypes import wintypes
+
+    get = ctypes.WinDLL("kernel32", use_last_error=True).GetFinalPathNameByHandleW
+    get.argtypes = [wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD]
+    get.restype = wintypes.DWORD
+    return cast(Callable[[int, object, int, int], int], get)
+
+
 def final_path(fd: int) -> str | None:
     """The path Windows gives the open file `fd` (GetFinalPathNameByHandleW: every link and junction on the way
     resolved), without its `\\\\?\\` prefix; None off Windows or when Windows cannot say."""
@@ -87,11 +101,8 @@ def final_path(fd: int) -> str | None:
         return None
     import ctypes
     import msvcrt
-    from ctypes import wintypes
 
-    get = ctypes.WinDLL("kernel32", use_last_error=True).GetFinalPathNameByHandleW
-    get.argtypes = [wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD]
-    get.restype = wintypes.DWORD
+    get = _get_final_path_name()
     size = 1024
     while True:
         buf = ctypes.create_unicode_buffer(size)
@@ -298,17 +309,30 @@ class WindowsEnvRoot:
                   veto: Callable[[str, os.stat_result], str | None] | None = None) -> list[Kept]:
         """As PosixEnvRoot.move_many: each (src, dst) entry itself moved, destination folders created; vetoed
         entries and (with `replace=False`) those whose destination exists stay, and are returned."""
-        kept: list[Kept] = []
+        groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[tuple[str, str, str, str]]] = {}
         for src, dst in moves:
-            with self._entry(src) as spath:
-                st = _lstat(spath)
-                if st is None:
+            sp, dp = rel_parts(src), rel_parts(dst)
+            groups.setdefault((tuple(sp[:-1]), tuple(dp[:-1])), []).append((src, sp[-1], dp[-1], dst))
+        kept: list[Kept] = []
+        for (sfolder, dfolder), items in groups.items():  # each folder walked (and pinned) once per group
+            with ExitStack() as stack:
+                try:
+                    sdir = stack.enter_context(self._folder(list(sfolder), create=False))
+                except (FileNotFoundError, NotADirectoryError):
                     continue
-                why = veto(src, st) if veto is not None else None
-                if why is not None:
-                    kept.append(Kept(src, dst, why))
-                    continue
-                with self._entry(dst, create=True) as dpath:
+                ddir: str | None = None
+                for src, sname, dname, dst in items:
+                    spath = long_path(os.path.join(sdir, sname))
+                    st = _lstat(spath)
+                    if st is None:
+                        continue
+                    why = veto(src, st) if veto is not None else None
+                    if why is not None:
+                        kept.append(Kept(src, dst, why))
+                        continue
+                    if ddir is None:
+                        ddir = stack.enter_context(self._folder(list(dfolder), create=True))
+                    dpath = long_path(os.path.join(ddir, dname))
                     if not replace and _lstat(dpath) is not None:
                         kept.append(Kept(src, dst, None))
                         continue
