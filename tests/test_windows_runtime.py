@@ -44,6 +44,18 @@ base = sys.argv[1]
 env = os.path.join(base, "env")
 out = {"pid": os.getpid(), "platform": sys.platform, "EnvRoot": EnvRoot.__name__}
 
+# -- every module of ortfix imports here (no POSIX-only name at import time); the target's scripts run elsewhere
+import importlib, pkgutil, ortfix
+out["modules"], out["import_failures"] = 0, []
+for info in pkgutil.walk_packages(ortfix.__path__, "ortfix."):
+    if info.name.startswith("ortfix.target._") or info.name.endswith("__main__"):
+        continue
+    out["modules"] += 1
+    try:
+        importlib.import_module(info.name)
+    except Exception as exc:
+        out["import_failures"].append(f"{info.name}: {exc!r}")
+
 
 def refused(what, call):
     try:
@@ -203,6 +215,7 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["platform"] == "win32" and out["EnvRoot"] == "WindowsEnvRoot"
+    assert out["modules"] > 100 and out["import_failures"] == []
 
     # the lock excludes a concurrent ortfix, naming the holder; released, it is free (and removable)
     code, message = out["second"]
