@@ -254,14 +254,9 @@ def test_bat_scripts_prepend_and_restore_exactly_in_cmd(tmp_path: Path) -> None:
     assert after == before
 
 
-# The handler runs in the Windows process. Until the transaction machinery runs on Windows (another piece of this
-# work), its package needs fcntl and the O_* flags to import; the user-path handler uses neither.
+# The handler runs in the Windows process, imported as ortfix imports it there.
 _USER_PATH_SCRIPT = r"""
-import json, os, subprocess, sys, types, winreg
-for name in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK"):
-    if not hasattr(os, name):
-        setattr(os, name, 0)
-sys.modules.setdefault("fcntl", types.ModuleType("fcntl"))
+import json, os, subprocess, sys, winreg
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv

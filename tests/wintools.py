@@ -37,11 +37,9 @@ PY_VERSION = "3.11"
 # ortfix's own dependencies for win_amd64; pip evaluates environment markers against the Linux interpreter that runs
 # it, so click's `colorama; platform_system == "Windows"` must be named here. numpy 2.x does not start under wine 8.
 ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30",
-                   # jsonschema 4.18+ needs rpds-py, whose DLL imports bcryptprimitives.dll (absent in wine 8)
-                   "jsonschema>=4.17,<4.18",
                    "platformdirs>=3",
                    "pefile>=2023.2.7")
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
 def to_windows(path: Path | str) -> str:

@@ -1,5 +1,9 @@
 """Where ortfix keeps caches (parsed ELF headers, the validated matrix, ld.so's search path, `check` results) and how
-they are written. Never required: a cache that cannot be read or written is skipped."""
+they are written. Never required: a cache that cannot be read or written is skipped.
+
+Where: `ORTFIX_CACHE_DIR`, else `$XDG_CACHE_HOME/ortfix` (or `~/.cache/ortfix`) on Linux, else platformdirs' user
+cache folder: `%LOCALAPPDATA%\\ortfix\\Cache` on Windows (checked under wine), `~/Library/Caches/ortfix` on macOS.
+A cache file replaced while another process reads it (Windows refuses that) is simply not written that time."""
 
 from __future__ import annotations
 

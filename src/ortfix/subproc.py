@@ -6,6 +6,12 @@ is not enough: a child that leaves a background process holding its stdout would
 A child in its own session does not get the terminal's Ctrl-C; ortfix gets it (KeyboardInterrupt) and ends the
 group itself.
 
+Windows has no sessions or process groups to signal: there a child is started in a new process group (so the
+console's Ctrl-C goes to ortfix only) and put into a job object of its own right after it starts (what it starts
+later joins the job), and ending it terminates the job: the child and everything it started. The one gap: a process
+the child starts in the instant before it is assigned to the job is not in it. Where a job cannot be made, `taskkill
+/T /F` (System32's) ends the tree, then TerminateProcess the child itself (wine's taskkill has no /T).
+
 `ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds.
 """
 
@@ -16,6 +22,7 @@ import math
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +31,9 @@ from ortfix.errors import OrtfixError
 
 # Variables that change what a child Python or pip does behind our back.
 _PYTHON_NOISE = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONSAFEPATH")
+
+# Windows: the child gets a process group of its own (the console's Ctrl-C is not sent to it).
+_NEW_GROUP = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
 
 # How long a process group gets to end after SIGTERM before it gets SIGKILL.
 TERMINATE_GRACE = 5.0
@@ -93,6 +103,11 @@ def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_G
     Safe to call on a process that has already ended. Never waits for a pipe: a process that left the group (a
     daemon that called setsid) can hold the child's output open forever. `close_pipes=False` when another thread is
     reading them (it gets end-of-file once the group is gone; closing under it would break its read)."""
+    if sys.platform == "win32":
+        _end_tree_windows(proc, timeout)
+        if close_pipes:
+            close_child_pipes(proc)
+        return proc.returncode
     pgid = proc.pid  # start_new_session=True: the child is the leader of a group with its own pid as id
     deadline = time.monotonic() + max(timeout, 0.0)
     if _signal_group(pgid, signal.SIGTERM):
@@ -109,10 +124,71 @@ def terminate_group(proc: subprocess.Popen[str], *, timeout: float = TERMINATE_G
     return proc.returncode
 
 
+_JOBS: dict[int, int] = {}  # Windows: child pid -> the handle of the job object holding it and what it started
+
+
+def _put_in_job(proc: subprocess.Popen[str]) -> None:
+    """Windows: a job object of its own for the child, so that ending it ends what it started too."""
+    if sys.platform != "win32":
+        return
+    import ctypes
+    from ctypes import wintypes
+
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.CreateJobObjectW.restype = wintypes.HANDLE
+    k32.CreateJobObjectW.argtypes = [ctypes.c_void_p, wintypes.LPCWSTR]
+    k32.OpenProcess.restype = wintypes.HANDLE
+    k32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]
+    k32.AssignProcessToJobObject.argtypes = [wintypes.HANDLE, wintypes.HANDLE]
+    k32.CloseHandle.argtypes = [wintypes.HANDLE]
+    job = k32.CreateJobObjectW(None, None)
+    if not job:
+        return
+    process = k32.OpenProcess(0x0100 | 0x0001, False, proc.pid)  # PROCESS_SET_QUOTA | PROCESS_TERMINATE
+    assigned = bool(process) and bool(k32.AssignProcessToJobObject(job, process))
+    if process:
+        k32.CloseHandle(process)
+    if assigned:
+        _JOBS[proc.pid] = job
+    else:
+        k32.CloseHandle(job)
+
+
+def _close_job(proc: subprocess.Popen[str], *, terminate: bool) -> bool:
+    """Windows: end every process in the child's job (`terminate`) and let the job go; False when it had none."""
+    job = _JOBS.pop(proc.pid, None)
+    if sys.platform != "win32" or job is None:
+        return False
+    import ctypes
+    from ctypes import wintypes
+
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.TerminateJobObject.argtypes = [wintypes.HANDLE, wintypes.UINT]
+    k32.CloseHandle.argtypes = [wintypes.HANDLE]
+    ended = bool(k32.TerminateJobObject(job, 1)) if terminate else True
+    k32.CloseHandle(job)
+    return ended
+
+
+def _end_tree_windows(proc: subprocess.Popen[str], timeout: float) -> None:
+    """End the child and every process it started (its job; else taskkill /T, which walks the parent links), then
+    reap it."""
+    if not _close_job(proc, terminate=True) and proc.poll() is None:
+        taskkill = os.path.join(os.environ.get("SYSTEMROOT", "C:\\Windows"), "System32", "taskkill.exe")
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([taskkill, "/T", "/F", "/PID", str(proc.pid)], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=max(timeout, 1.0),
+                           check=False)
+        with contextlib.suppress(OSError):
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=max(timeout, 1.0))
+
+
 def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, cwd: Path | None = None
            ) -> subprocess.Popen[str]:
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             args,
             env=dict(env) if env is not None else child_env(),
             stdin=stdin,
@@ -122,7 +198,8 @@ def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, cwd: P
             encoding="utf-8",
             errors="replace",
             cwd=cwd,
-            start_new_session=True,
+            start_new_session=sys.platform != "win32",
+            creationflags=_NEW_GROUP,
         )
     except FileNotFoundError as exc:
         raise OrtfixError(f"cannot run {args[0]}: not found") from exc
@@ -130,6 +207,8 @@ def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, cwd: P
         raise OrtfixError(f"cannot run {args[0]}: permission denied") from exc
     except OSError as exc:  # e.g. ENOEXEC: a file that is not a program
         raise OrtfixError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
+    _put_in_job(proc)
+    return proc
 
 
 def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | None = None
@@ -145,6 +224,7 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
             raise OrtfixError(f"{_name(proc)} did not finish within {limit:g} s",
                               hint="it, or a process it started, kept running; all of them were stopped") from exc
         raise
+    _close_job(proc, terminate=False)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -2,7 +2,7 @@
 checkout's compat/), validating every file in it (compat/validate.py) and building the Matrix from the two matrix
 kinds.
 
-Validating costs a YAML parse and a jsonschema import (~100 ms), so the validated documents are cached as JSON in
+Validating costs a YAML parse and a schema check (~100 ms), so the validated documents are cached as JSON in
 ortfix's cache folder, keyed by each file's resolved path, size and modification time (nanoseconds): a warm
 `ortfix check` pays only for reading that JSON, and any edit to a matrix file changes the key.
 """
@@ -52,7 +52,7 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
     directory = directory or default_compat_dir()
     files = compat_files(directory)
     # The cache is keyed by each file's identity (name, size, mtime): a warm load reads one JSON file and neither
-    # parses YAML nor imports jsonschema. Any edit to a matrix file changes the key.
+    # parses YAML nor checks a schema. Any edit to a matrix file changes the key.
     identity = []
     for f in files:
         try:

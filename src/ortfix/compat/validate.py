@@ -1,15 +1,23 @@
 """Validating one compat file: read the YAML keeping each node's line, check it against the schema of its kind
 (compat/schemas.py), then what a schema cannot say (versions parse, no build listed twice, `published` is ordered).
-Every problem is an OrtfixError `file:line: what is wrong`."""
+Every problem is an OrtfixError `file:line: what is wrong`.
+
+The schemas are read by `schema_errors`, an interpreter of exactly the subset of JSON Schema (draft 2020-12) they use
+(type, const, enum, pattern, minLength, minimum, maximum, exclusiveMinimum, minItems, uniqueItems, items, properties,
+required, additionalProperties, a local $ref): pure Python, so ortfix installs on Windows without jsonschema's Rust
+dependency. A schema using any other keyword is refused (`check_schema`) rather than half-applied."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
-from ortfix.compat.schemas import MATRIX_KINDS, SCHEMA_VERSION, SCHEMAS
+from ortfix.compat.schemas import MATRIX_KINDS, SCHEMA_VERSION, SCHEMAS, JsonSchema
 from ortfix.compat.versions import driver_version
 from ortfix.errors import OrtfixError
 
@@ -18,8 +26,9 @@ if TYPE_CHECKING:
     from yaml import Node
 
 
-def validate_document(data: bytes, name: str) -> dict[str, Any]:
-    """Parse and validate one matrix file; every problem is an OrtfixError naming `file:line`."""
+def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dict[str, Any]:
+    """Parse and validate one compat file (of `kind`, when given); every problem is an OrtfixError naming
+    `file:line`."""
     import yaml
 
     try:
@@ -37,25 +46,21 @@ def validate_document(data: bytes, name: str) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
     if not isinstance(doc, dict):
-        raise OrtfixError(f"{name}:1: a matrix file must be a mapping with schema_version, kind and data_version")
+        raise OrtfixError(f"{name}:1: a compat file must be a mapping with schema_version, kind and data_version")
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise OrtfixError(f"{name}:{_line(node, ['schema_version'])}: schema_version {version!r} is not supported "
                           f"(this ortfix reads {SCHEMA_VERSION})", hint="upgrade ortfix or use a matching matrix")
-    kind = doc.get("kind")
-    schema = SCHEMAS.get(str(kind))
+    found = doc.get("kind")
+    schema = SCHEMAS.get(str(found)) if kind is None or found == kind else None
     if schema is None:
-        raise OrtfixError(f"{name}:{_line(node, ['kind'])}: unknown kind {kind!r} "
-                          f"(expected one of {', '.join(sorted(MATRIX_KINDS))})")
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors) or errors[0]
-        path = list(err.absolute_path)
-        where = ".".join(str(p) for p in path) or "(top level)"
-        raise OrtfixError(f"{name}:{_line(node, path)}: {where}: {err.message}")
+        expected = kind or ", ".join(sorted(MATRIX_KINDS))
+        raise OrtfixError(f"{name}:{_line(node, ['kind'])}: {'unknown ' if kind is None else ''}kind {found!r} "
+                          f"(expected {'one of ' if kind is None else ''}{expected})")
+    err = first_schema_error(schema, doc)
+    if err is not None:
+        path = list(err.path)
+        raise OrtfixError(f"{name}:{_line(node, path)}: {err.where}: {err.message}")
     _semantic_checks(doc, node, name)
     return doc
 
@@ -156,3 +161,155 @@ def _line(node: Node | None, path: Sequence[str | int]) -> int:
             break
         current = nxt
     return int(current.start_mark.line) + 1 if current is not None else 1
+
+
+# --- the JSON Schema subset ------------------------------------------------------------------------------------------
+
+SchemaPath = tuple[Union[str, int], ...]
+_KEYWORDS = frozenset({"type", "const", "enum", "pattern", "minLength", "minimum", "maximum", "exclusiveMinimum",
+                       "minItems", "uniqueItems", "items", "properties", "required", "additionalProperties", "$ref",
+                       "$defs", "$schema", "title"})
+_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "object", "array"})
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """One place where a document breaks its schema: the path to it and what is wrong (jsonschema's wording)."""
+
+    path: SchemaPath
+    message: str
+
+    @property
+    def where(self) -> str:
+        return ".".join(str(p) for p in self.path) or "(top level)"
+
+
+def check_schema(schema: JsonSchema) -> None:
+    """ValueError when `schema` uses a keyword or a type this interpreter does not implement."""
+    unknown = sorted(set(schema) - _KEYWORDS)
+    if unknown:
+        raise ValueError(f"unsupported schema keyword(s): {', '.join(unknown)}")
+    types = schema.get("type")
+    for t in types if isinstance(types, list) else [] if types is None else [types]:
+        if t not in _TYPES:
+            raise ValueError(f"unsupported type {t!r}")
+    subs: list[object] = [schema.get("items"), schema.get("additionalProperties")]
+    for key in ("properties", "$defs"):
+        subs += list(_mapping(schema.get(key, {})).values())
+    for sub in subs:
+        if isinstance(sub, dict):
+            check_schema(cast(JsonSchema, sub))
+
+
+def _mapping(value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise ValueError(f"not a schema mapping: {value!r}")
+    return cast(dict[str, object], value)
+
+
+def _is_type(value: object, name: str) -> bool:
+    if name == "string":
+        return isinstance(value, str)
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "null":
+        return value is None
+    if name == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list)  # "array": check_schema admits no other name
+
+
+@cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _same(a: object, b: object) -> bool:
+    """JSON equality: True is not 1, 1 is 1.0."""
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def schema_errors(schema: JsonSchema, value: object, *, root: JsonSchema | None = None,
+                  path: SchemaPath = ()) -> list[SchemaError]:
+    """Every way `value` breaks `schema`, in document order (a value of the wrong type: that alone)."""
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#/$defs/"):
+            raise ValueError(f"unsupported $ref {ref!r}")
+        return schema_errors(_mapping(_mapping(root["$defs"])[ref[len("#/$defs/"):]]) , value, root=root, path=path)
+    errors: list[SchemaError] = []
+
+    def fail(message: str) -> None:
+        errors.append(SchemaError(path, message))
+
+    types = schema.get("type")
+    if types is not None:
+        names = cast(list[str], types) if isinstance(types, list) else [cast(str, types)]
+        if not any(_is_type(value, t) for t in names):
+            return [SchemaError(path, f"{value!r} is not of type {', '.join(repr(t) for t in names)}")]
+    if "const" in schema and not _same(value, schema["const"]):
+        fail(f"{schema['const']!r} was expected")
+    if "enum" in schema and not any(_same(value, e) for e in cast(list[object], schema["enum"])):
+        fail(f"{value!r} is not one of {schema['enum']!r}")
+    if isinstance(value, str):
+        if len(value) < cast(int, schema.get("minLength", 0)):
+            fail(f"{value!r} is too short")
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and not _regex(pattern).search(value):
+            fail(f"{value!r} does not match {pattern!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < cast(float, schema["minimum"]):
+            fail(f"{value!r} is less than the minimum of {schema['minimum']!r}")
+        if "maximum" in schema and value > cast(float, schema["maximum"]):
+            fail(f"{value!r} is greater than the maximum of {schema['maximum']!r}")
+        if "exclusiveMinimum" in schema and value <= cast(float, schema["exclusiveMinimum"]):
+            fail(f"{value!r} is less than or equal to the minimum of {schema['exclusiveMinimum']!r}")
+    if isinstance(value, list):
+        errors += _array_errors(schema, value, root, path)
+    if isinstance(value, dict):
+        errors += _object_errors(schema, cast(dict[object, object], value), root, path)
+    return errors
+
+
+def _array_errors(schema: JsonSchema, value: list[object], root: JsonSchema, path: SchemaPath) -> list[SchemaError]:
+    errors: list[SchemaError] = []
+    if len(value) < cast(int, schema.get("minItems", 0)):
+        errors.append(SchemaError(path, f"{value!r} should be non-empty" if not value else f"{value!r} is too short"))
+    if schema.get("uniqueItems") is True and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1:]):
+        errors.append(SchemaError(path, f"{value!r} has non-unique elements"))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for i, item in enumerate(value):
+            errors += schema_errors(cast(JsonSchema, items), item, root=root, path=(*path, i))
+    return errors
+
+
+def _object_errors(schema: JsonSchema, value: dict[object, object], root: JsonSchema,
+                   path: SchemaPath) -> list[SchemaError]:
+    errors = [SchemaError(path, f"{key!r} is a required property")
+              for key in cast(list[str], schema.get("required", [])) if key not in value]
+    properties = _mapping(schema.get("properties", {}))
+    extra = schema.get("additionalProperties", True)
+    unexpected = [key for key in value if key not in properties]
+    if extra is False and unexpected:
+        listed = ", ".join(repr(k) for k in unexpected)
+        errors.append(SchemaError(path, f"Additional properties are not allowed ({listed} "
+                                        f"{'was' if len(unexpected) == 1 else 'were'} unexpected)"))
+    for key, item in value.items():
+        sub = properties.get(key) if isinstance(key, str) else None
+        if sub is None and isinstance(extra, dict):
+            sub = extra
+        if isinstance(sub, dict):
+            errors += schema_errors(cast(JsonSchema, sub), item, root=root, path=(*path, cast(str, key)))
+    return errors
+
+
+def first_schema_error(schema: JsonSchema, value: object) -> SchemaError | None:
+    """The error to report: the shallowest, the first in document order among equals (jsonschema's best_match)."""
+    errors = schema_errors(schema, value)
+    return min(errors, key=lambda e: len(e.path)) if errors else None

@@ -1,5 +1,5 @@
-"""The error patterns of `ortfix explain`: loading compat/errors.yaml (kind `error-patterns`, validated against
-compat.schemas.ERROR_PATTERNS_SCHEMA), matching a log against them and describing each match.
+"""The error patterns of `ortfix explain`: loading compat/errors.yaml (kind `error-patterns`, validated by
+compat.validate against compat.schemas.ERROR_PATTERNS_SCHEMA), matching a log against them and describing each match.
 
 Every pattern is a case-insensitive regex that is searched in the whole text, so a message a log wrapped over several
 lines is still recognised; named groups (`soname`, `dll`, ...) capture the library the message is about. Each pattern
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortfix.check.codes import FindingCode
 from ortfix.compat.load import default_compat_dir
-from ortfix.compat.schemas import ERROR_PATTERNS_SCHEMA, Analysis
+from ortfix.compat.schemas import ERROR_PATTERNS_KIND, Analysis
 from ortfix.errors import OrtfixError
 from ortfix.explain.analyses import ANALYSES, analysis_function
 from ortfix.explain.context import AnalysisContext, MatrixOnDemand
@@ -216,33 +216,13 @@ def load_default_patterns() -> list[Pattern]:
 
 
 def read_patterns_document(path: Path) -> dict[str, Any]:
-    """Parse an errors.yaml and validate it against ERROR_PATTERNS_SCHEMA; problems are OrtfixError `file: message`."""
-    import yaml  # deferred with jsonschema below: only `explain` reads the patterns
+    """Parse an errors.yaml and validate it as every compat file is (compat.validate, kind `error-patterns`);
+    problems are OrtfixError `file:line: message`."""
+    from ortfix.compat.validate import validate_document  # deferred with YAML: only `explain` reads the patterns
 
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise OrtfixError(f"{path}: cannot read: {exc.strerror or exc}",
                           hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder") from exc
-    except UnicodeDecodeError as exc:
-        raise OrtfixError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    try:
-        doc = yaml.safe_load(text)
-    except RecursionError as exc:
-        raise OrtfixError(f"{path}: invalid YAML: nested too deeply") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
-    if not isinstance(doc, dict):
-        raise OrtfixError(f"{path}: an error-patterns file must be a mapping with schema_version, kind and patterns")
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(ERROR_PATTERNS_SCHEMA)
-    errors = list(validator.iter_errors(doc))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors) or errors[0]
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise OrtfixError(f"{path}: {where}: {err.message}")
-    return doc
+    return validate_document(data, str(path), kind=ERROR_PATTERNS_KIND)

@@ -11,9 +11,12 @@ Paths come in as absolute paths (from the probe, a plan or a journal) and are tu
 `EnvRoot.rel`, which refuses `..`, NUL bytes and anything that does not lie below the root. Links that stay inside the
 environment (a venv's `lib64 -> lib`) are resolved once there; the walk itself never follows one.
 
-One module although over 400 lines: `EnvRoot`, the descriptor-level `*at` helpers it alone is built from, and the
-reading of a regular file from a trusted owner (the journal store's) are one concept, confined file access; split,
-the helpers would be a module with a single user.
+This is the POSIX implementation, `PosixEnvRoot`; on Windows `EnvRoot` is confine_windows.WindowsEnvRoot (pinned
+folder handles and reparse point checks), with the same interface. What both share (ConfinementError, relative paths,
+reading a regular file back, the owner check) is envpaths.py's, re-exported here.
+
+One module although over 400 lines: `PosixEnvRoot` and the descriptor-level `*at` helpers it alone is built from are
+one concept, confined file access; split, the helpers would be a module with a single user.
 """
 
 from __future__ import annotations
@@ -22,55 +25,29 @@ import errno
 import hashlib
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from typing import TypeVar
 
 from ortfix.errors import OrtfixError
+from ortfix.transaction.envpaths import (
+    ConfinementError,
+    Kept,
+    by_folder,
+    check_rel,
+    read_regular,
+    require_trusted_owner,
+    write_all,
+)
+from ortfix.transaction.envpaths import rel_parts as _parts
 
 _T = TypeVar("_T")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# POSIX's flags (getattr: this module is imported on Windows too, where PosixEnvRoot is never used)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-class ConfinementError(OrtfixError):
-    """A path that would lead outside the environment (or through a link inside it): refused, nothing done."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, hint="ortfix only changes files inside the target environment, never through a "
-                                       "symbolic link; nothing was changed by this operation")
-
-
-def _by_folder(rels: Iterable[str]) -> dict[tuple[str, ...], list[tuple[str, str]]]:
-    out: dict[tuple[str, ...], list[tuple[str, str]]] = {}
-    for rel in rels:
-        parts = _parts(rel)
-        out.setdefault(tuple(parts[:-1]), []).append((rel, parts[-1]))
-    return out
-
-
-def _parts(rel: str) -> list[str]:
-    parts = [p for p in rel.split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts) or "\0" in rel or rel.startswith("/"):
-        raise ConfinementError(f"{rel!r} is not a path inside the environment")
-    return parts
-
-
-def check_rel(rel: str) -> str:
-    """`rel` if it is a plain relative path (no `..`, not absolute, no NUL), else ConfinementError."""
-    return "/".join(_parts(rel))
-
-
-@dataclass(frozen=True)
-class Kept:
-    """An entry `move_many` left where it was: vetoed (`why`), or its destination exists (`why` None)."""
-
-    src: str
-    dst: str
-    why: str | None
-
-
-class EnvRoot:
+class PosixEnvRoot:
     """The environment's prefix, held open; relative paths below it are operated on without following links."""
 
     def __init__(self, prefix: str | os.PathLike[str]) -> None:
@@ -88,7 +65,7 @@ class EnvRoot:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> EnvRoot:
+    def __enter__(self) -> PosixEnvRoot:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -180,7 +157,7 @@ class EnvRoot:
     def _each(self, rels: Iterable[str], at: Callable[[int, str], _T], missing: _T) -> dict[str, _T]:
         """`at(folder descriptor, name)` for each entry, each folder walked once; `missing` where a folder is."""
         out: dict[str, _T] = {}
-        for folder, names in _by_folder(rels).items():
+        for folder, names in by_folder(rels).items():
             try:
                 fd = self._walk(list(folder), create=False)
             except (FileNotFoundError, NotADirectoryError):
@@ -443,12 +420,6 @@ def _sha256_at(dfd: int, name: str) -> str | None:
         os.close(fd)
 
 
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _create_at(dfd: int, name: str, fill: Callable[[int], None], mode: int) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
     try:
@@ -480,38 +451,24 @@ def _remove_tree_at(parent_fd: int, name: str) -> None:
     os.rmdir(name, dir_fd=parent_fd)
 
 
-def owner_name(uid: int) -> str:
-    try:
-        import pwd
-
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except (KeyError, ImportError):
-        return f"uid {uid}"
 
 
-def require_trusted_owner(uid: int, env_owner: int, where: str, *, hint: str) -> None:
-    """A file ortfix reads back (a journal, a plan) is trusted only when it is owned by the user running ortfix or by
-    the environment's owner, as git trusts only repositories of their owner; OrtfixError otherwise."""
-    if uid not in (os.geteuid(), env_owner):
-        raise OrtfixError(f"{where} is owned by {owner_name(uid)}, neither you nor the environment's owner "
-                          f"({owner_name(env_owner)})", hint=hint)
+def open_for_reading(path: str | os.PathLike[str]) -> int:
+    """A file opened read-only by its path, never through a final link (or, on Windows, a reparse point): a journal
+    `check` reads, the lock `check` probes. The caller closes the descriptor."""
+    if sys.platform == "win32":
+        from ortfix.transaction.confine_windows import open_without_reparse
+
+        return open_without_reparse(os.fspath(path))
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
 
 
-def read_regular(fd: int, where: str, limit: int) -> tuple[bytes, os.stat_result]:
-    """All of an open regular file (at most `limit` bytes, else OrtfixError) and its stat; closes `fd`."""
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OrtfixError(f"{where} is not a regular file")
-        chunks = []
-        total = 0
-        while chunk := os.read(fd, 1 << 20):
-            total += len(chunk)
-            if total > limit:
-                break
-            chunks.append(chunk)
-        if st.st_size > limit or total > limit:
-            raise OrtfixError(f"{where} is larger than {limit >> 20} MiB: not an ortfix file")
-        return b"".join(chunks), st
-    finally:
-        os.close(fd)
+# The environment's confined root on this system: descriptors and *at() calls on POSIX, pinned handles and reparse
+# point checks on Windows (confine_windows.py), one interface.
+if sys.platform == "win32":
+    from ortfix.transaction.confine_windows import WindowsEnvRoot as EnvRoot
+else:
+    EnvRoot = PosixEnvRoot
+
+__all__ = ["ConfinementError", "EnvRoot", "Kept", "PosixEnvRoot", "check_rel", "open_for_reading", "read_regular",
+           "require_trusted_owner", "write_all"]

@@ -164,7 +164,8 @@ def parse(doc: Any) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedActio
 def read_plan_file(path: Path) -> PlanFile:
     where = str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))  # the last two are POSIX's, O_BINARY Windows'
     except OSError as exc:
         raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
     data, st = read_regular(fd, where, PLAN_FILE_LIMIT)

@@ -55,7 +55,9 @@ def _replace_step(tx: Transaction, index: int, **changes: Any) -> Transaction:
     return replace(tx, steps=steps)
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# SIGHUP does not exist on Windows (nor does a terminal that hangs up): there only SIGTERM joins Ctrl-C.
+_TERM_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_STOP_SIGNALS = (signal.SIGINT, *_TERM_SIGNALS)
 
 
 class Terminated(KeyboardInterrupt):
@@ -88,7 +90,7 @@ def _signals(signums: tuple[int, ...], handler: Any) -> Iterator[None]:
 
 def _stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
     """While steps run, SIGTERM and SIGHUP interrupt like Ctrl-C does, so the automatic rollback runs."""
-    return _signals((signal.SIGTERM, signal.SIGHUP), _raise_terminated)
+    return _signals(_TERM_SIGNALS, _raise_terminated)
 
 
 def _no_interrupts() -> contextlib.AbstractContextManager[None]:

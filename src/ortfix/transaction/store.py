@@ -4,7 +4,7 @@ stash and the records needed to undo it. Also `interrupted_transactions`, the re
 
 Layout::
 
-    <prefix>/.ortfix/lock                        flock: one apply/rollback at a time (lock.py)
+    <prefix>/.ortfix/lock                        one apply/rollback at a time (lock.py)
     <prefix>/.ortfix/transactions/<id>/
         journal.json                             {"schema", "sha256", "body"}: sha256 of the canonical body
         plan.json                                the plan, as `ortfix plan --json` prints it
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.confine import EnvRoot, read_regular, require_trusted_owner, write_all
+from ortfix.transaction.confine import EnvRoot, open_for_reading, read_regular, require_trusted_owner, write_all
 from ortfix.transaction.journal import (
     OPEN_STATUSES,
     StepState,
@@ -139,8 +139,11 @@ class TransactionStore:
 
     def _make_reserve(self, rel: str) -> None:
         def fill(fd: int) -> None:
+            allocate = getattr(os, "posix_fallocate", None)  # not on Windows: written out there
             try:
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                if allocate is None:
+                    raise OSError(errno.EOPNOTSUPP, "no fallocate")
+                allocate(fd, 0, RESERVE_BYTES)
             except OSError as exc:
                 if exc.errno == errno.ENOSPC:
                     raise
@@ -168,7 +171,8 @@ class TransactionStore:
                 return tx
             except OSError as exc:
                 # A full disk: the reserve exists for exactly this. Free it (once) and write again.
-                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self.release_reserve(tx.id):
+                full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))  # no EDQUOT: Windows
+                if not full or not self.release_reserve(tx.id):
                     raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc.strerror or exc}",
                                       hint="free some disk space, then run `ortfix rollback`") from exc
 
@@ -282,7 +286,7 @@ def _checked(tx: Transaction, tx_id: str, path: str, real_prefix: str, prefix: s
                           hint="ortfix will not guess how to undo it")
     # Both prefixes a journal names: rollback opens the environment from `target` (env_from_journal).
     for named in (tx.prefix, tx.target["prefix"]):
-        if os.path.realpath(named) != real_prefix:
+        if os.path.normcase(os.path.realpath(named)) != os.path.normcase(real_prefix):
             raise OrtfixError(f"journal {path} was written for {named}, not for {prefix}",
                               hint="ortfix undoes a transaction only in the environment it was made in")
     return tx
@@ -292,7 +296,7 @@ def _read_plain(path: Path, env_uid: int) -> Transaction:
     """A journal read for `check` (read-only): by path, so the check cache records it, never through a final link,
     from a trusted owner."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = open_for_reading(path)
     except FileNotFoundError as exc:
         raise OrtfixError(f"journal {path} is missing") from exc
     except OSError as exc:
@@ -310,7 +314,8 @@ def stash_size(folder: Path) -> int:
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(dirpath, name))
                 if st.st_nlink <= 1:
-                    total += st.st_blocks * 512
+                    blocks = getattr(st, "st_blocks", None)  # none on Windows: the size instead
+                    total += st.st_size if blocks is None else blocks * 512
     return total
 
 
