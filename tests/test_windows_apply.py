@@ -66,7 +66,7 @@ def test_cpu_package_swapped_for_the_gpu_build_verified_and_rolled_back(w: WinPy
     check = _ortfix(w, "check", "--python", python, houses=houses, expect=1)
     assert "ORT002" in _codes(check), check["findings"]  # the CPU package where the GPU build is wanted
 
-    plan = _ortfix(w, "plan", "--python", python, "--driver", DRIVER, houses=houses, expect=0)
+    plan = _ortfix(w, "plan", "--python", python, "--driver", DRIVER, houses=houses, expect=1)  # changes pending
     kinds = [a["kind"] for a in plan["actions"]]
     assert kinds[0] == "pip-uninstall" and plan["actions"][0]["details"]["distribution"] == "onnxruntime", kinds
     installs = [r for a in plan["actions"] if a["kind"] == "pip-install" for r in a["details"]["requirements"]]
@@ -79,8 +79,9 @@ def test_cpu_package_swapped_for_the_gpu_build_verified_and_rolled_back(w: WinPy
     unfixed = winwheels.fresh_cuda_session(w, exe, model)
     assert "CUDAExecutionProvider" not in (winwheels.available_providers(unfixed) or []), unfixed
 
-    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", houses=houses, expect=0)
-    assert applied["status"] == "committed", applied
+    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", "--system", houses=houses,
+                      expect=0)
+    assert applied["status"] == "applied", applied
     fixed = winwheels.fresh_cuda_session(w, exe, model)
     assert winwheels.missing_dll(fixed) is None and winwheels.reached_driver(fixed), fixed
 
@@ -88,7 +89,7 @@ def test_cpu_package_swapped_for_the_gpu_build_verified_and_rolled_back(w: WinPy
     assert not {c for c in _codes(after) if c.startswith(("ORT", "LIB"))}, after["findings"]
 
     rolled = _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0)
-    assert rolled["status"] in ("rolled-back", "rolled_back"), rolled
+    assert rolled["transaction"]["status"] == "rolled-back" and not rolled["warnings"], rolled
     assert_same_tree(before, tree_state(exe.parent))
 
 
@@ -101,9 +102,10 @@ def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, tmp
     assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model)) == "cublasLt64_12.dll"
 
     before = tree_state(exe.parent)
-    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", houses=houses, expect=0)
-    kinds = [s["kind"] for s in applied["steps"]]
-    assert kinds == ["write-file", "write-file"], applied["steps"]  # the module and its .pth: nothing installed
+    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", "--system", houses=houses,
+                      expect=0)
+    steps = applied["transaction"]["steps"]
+    assert [s["kind"] for s in steps] == ["write-file", "write-file"], steps  # the hook's module and .pth: no install
     fixed = winwheels.fresh_cuda_session(w, exe, model)  # PATH is not set by the test: the hook does it
     assert winwheels.reached_driver(fixed), fixed
 
@@ -136,8 +138,9 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Pat
         assert _user_path(w, prefix) == ("REG_EXPAND_SZ", original)
         python = to_windows(exe)
         applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--hook", "user-path", "--yes",
-                          houses=houses, expect=0, env=env)
-        assert [s["kind"] for s in applied["steps"]] == ["user-path"], applied["steps"]
+                          "--system", houses=houses, expect=0, env=env)
+        steps = applied["transaction"]["steps"]
+        assert [s["kind"] for s in steps] == ["user-path"], steps
         value = _user_path(w, prefix)
         assert value is not None and value[0] == "REG_EXPAND_SZ", value
         entries = value[1].split(";")

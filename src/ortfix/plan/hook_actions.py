@@ -33,9 +33,8 @@ _DLL_NAME = re.compile(r"^([A-Za-z_]+?)(?:64)?_[0-9][0-9_]*\.dll$", re.I)
 
 
 def targets_windows(facts: Facts) -> bool:
-    """Whether the target runs Windows. ortfix runs on the target's machine, so until the probe says which OS it
-    runs (the Windows platform's facts), this is the host's."""
-    return os.name == "nt"
+    """Whether the target runs Windows: its probe reported the Windows facts (System32, the registry's Path)."""
+    return facts.probe.windows is not None
 
 
 def hook_kind(facts: Facts, options: PlanOptions) -> str:

@@ -30,6 +30,7 @@ from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
+from ortfix.system.windows import dll_name_for_soname
 
 
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
@@ -81,6 +82,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         return cuda_major is None or major is None or major == cuda_major
 
     driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
+    windows = targets_windows(facts)
     for soname in needs:
         if facts.loader.key(soname) in driver_libraries:
             continue
@@ -100,7 +102,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             missing_no_wheel.append(soname)
             continue
         to_install[wheel.distribution] = wheel
-        hook_libs[soname] = os.path.join(site, wheel.dir, soname)
+        hook_libs[soname] = _installed_path(site, wheel, soname, windows=windows)
 
     # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
     # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.
@@ -207,6 +209,14 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         unresolved=tuple(unresolved),
         notes=tuple(notes),
     )
+
+
+def _installed_path(site: str, wheel: WheelSpec, soname: str, *, windows: bool) -> str:
+    """Where `wheel` will install the library `soname` in the site-packages folder `site`: on Windows its DLL in the
+    wheel's Windows folder (nvidia\\cublas\\bin), elsewhere the SONAME in its folder (nvidia/cublas/lib)."""
+    if windows and wheel.windows_dir:
+        return os.path.join(site, *wheel.windows_dir.split("/"), dll_name_for_soname(soname) or soname)
+    return os.path.join(site, wheel.dir, soname)
 
 
 def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:

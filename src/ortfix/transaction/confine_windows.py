@@ -42,7 +42,16 @@ from functools import cache
 from typing import TypeVar, cast
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.envpaths import ConfinementError, Kept, by_folder, check_rel, read_regular, rel_parts, write_all
+from ortfix.transaction.envpaths import (
+    TEMP_NAME_START,
+    ConfinementError,
+    Kept,
+    by_folder,
+    check_rel,
+    read_regular,
+    rel_parts,
+    write_all,
+)
 
 _T = TypeVar("_T")
 
@@ -450,7 +459,7 @@ class WindowsEnvRoot:
         elsewhere); the temp file is removed again when anything fails."""
         with self._entry(rel) as path:
             folder, name = os.path.split(path)
-            tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+            tmp = os.path.join(folder, f"{TEMP_NAME_START}{name}.{os.getpid()}.tmp")
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
             _create(tmp, lambda fd: write_all(fd, data), mode)

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.actions.base import TargetEnv, open_env
+from ortfix.transaction.actions.base import TargetEnv, open_env, scripts_folder
 from ortfix.transaction.journal import Transaction
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
         raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "
                           "that uses it, and ortfix changes only venvs and conda environments by default",
                           hint="make a venv (python3 -m venv) and use that, or pass --system to change it anyway")
-    return open_env(p.executable, p.prefix, p.purelib, p.platlib, os.path.join(p.prefix, "bin"), p.env_kind,
+    return open_env(p.executable, p.prefix, p.purelib, p.platlib, scripts_folder(p.prefix), p.env_kind,
                     uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
 
 

@@ -35,6 +35,11 @@ def by_folder(rels: Iterable[str]) -> dict[tuple[str, ...], list[tuple[str, str]
     return out
 
 
+# How the name of a file being written starts, before it is renamed into place. On Windows not with a dot: wine marks a
+# file whose name starts with one hidden, the mark survives the rename, and CPython's site.py skips a hidden .pth file
+# (3.11.8+, gh-113659), so the PATH hook's .pth was written and never run.
+TEMP_NAME_START = "~" if sys.platform == "win32" else "."
+
 _DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", *(f"COM{i}" for i in range(1, 10)),
                       *(f"LPT{i}" for i in range(1, 10))})
 

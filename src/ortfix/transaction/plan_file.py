@@ -39,7 +39,7 @@ from ortfix.fields import (
 from ortfix.plan.model import HOOK_CHOICES, Plan, PlanOptions
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import open_env
+from ortfix.transaction.actions.base import open_env, scripts_folder
 from ortfix.transaction.confine import read_regular, require_trusted_owner
 from ortfix.transaction.journal import loads_json
 from ortfix.versions import validate_machine_options, validate_ort_version
@@ -185,7 +185,7 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
         raise OrtfixError(f"{where} was made for {saved.prefix!r}, not {fresh.prefix}",
                           hint=f"apply it with --python {shlex.quote(saved.prefix)} (ortfix never takes the "
                                "interpreter from the file), or make a new plan")
-    env = open_env(fresh.python, fresh.prefix, purelib, platlib, os.path.join(fresh.prefix, "bin"),
+    env = open_env(fresh.python, fresh.prefix, purelib, platlib, scripts_folder(fresh.prefix),
                    fresh.environment)
     try:
         require_trusted_owner(saved.owner, env.fs.uid, where, hint="ortfix does not apply a plan of dubious "

@@ -194,9 +194,20 @@ def windows_child_env(facts: Facts) -> dict[str, str] | None:
     """The environment of a Windows target's fresh process as its user starts it: in a conda environment with
     ortfix's activate.d scripts, as `conda activate` leaves it (their folders first on PATH, CONDA_PREFIX set; running
     the environment's python.exe directly runs no script); None: this process's own (the PATH hook needs no help:
-    it acts when onnxruntime is imported)."""
+    it acts when onnxruntime is imported). Outside conda, when the user Path in the registry has entries this
+    process's PATH lacks (`--hook user-path` added them after this shell started), the fresh process gets PATH as a
+    program started afterwards does: the machine Path, then the user Path, then what else this process has."""
+    win = facts.probe.windows
     if facts.probe.env_kind != "conda":
-        return None
+        if win is None or win.user_path is None:
+            return None
+        now = [e for e in os.environ.get("PATH", "").split(";") if e]
+        have = {e.rstrip("\\/").lower() for e in now}
+        if all(e.rstrip("\\/").lower() in have for e in win.user_path.expanded.split(";") if e):
+            return None
+        login = list(win.login_path)
+        at_login = {e.rstrip("\\/").lower() for e in login}
+        return subproc.child_env(PATH=";".join([*login, *(e for e in now if e.rstrip("\\/").lower() not in at_login)]))
     dirs = read_conda_windows_hook(facts.probe.prefix)
     if not dirs:
         return None

@@ -23,6 +23,7 @@ package's `__init__`). Nothing here imports click or prints: output goes through
 from __future__ import annotations
 
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -96,6 +97,12 @@ class TargetEnv:
         return rels
 
 
+def scripts_folder(prefix: str) -> str:
+    """Where installers put an environment's scripts: `Scripts` on Windows (venv, conda and python.org alike), `bin`
+    elsewhere. ortfix runs on the target's own machine, so the host's platform is the target's."""
+    return os.path.join(prefix, "Scripts" if sys.platform == "win32" else "bin")
+
+
 def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str, env_kind: str, *,
              uv: str | None = None, break_system_packages: bool = False) -> TargetEnv:
     """Open the environment's root and canonicalise its paths; every folder actions touch must lie inside it."""
@@ -107,7 +114,7 @@ def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str,
             if "\0" in path or not os.path.isabs(path):
                 raise OrtfixError(f"the environment's {what} {path!r} is not an absolute path")
             canon = os.path.realpath(path)
-            if not canon.startswith(real.rstrip("/") + "/"):
+            if not os.path.normcase(canon).startswith(os.path.normcase(real).rstrip("\\/") + os.sep):
                 raise ConfinementError(f"the environment's {what} {path} is outside its prefix {prefix}")
             paths.append(canon)
         return TargetEnv(python=python, prefix=real, purelib=paths[0], platlib=paths[1], scripts=paths[2],

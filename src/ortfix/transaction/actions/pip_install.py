@@ -164,7 +164,9 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
         installer = str(self.typed_details(step.details)["installer"])
-        roots = [r for r in dict.fromkeys((*env.site_dirs, env.scripts)) if os.path.isdir(r)]
+        # Every root, existing or not: an earlier step may have removed the scripts folder with the last script in it
+        # (uninstalling the CPU package on Windows empties Scripts\), and what the install puts there is its own.
+        roots = list(dict.fromkeys((*env.site_dirs, env.scripts)))
         before = take_snapshot(roots, env.prefix)
         protect_rel = ctx.step_rel + "/protect"
         protected: list[list[Any]] = []
@@ -260,7 +262,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
     @staticmethod
     def _crash_when_writing(proc: subprocess.Popen[str], roots: Sequence[str]) -> None:
         # Fault injection: as soon as pip has started writing into the environment, kill it and die (kill -9).
-        tops = {r: set(os.listdir(r)) for r in roots}
+        tops = {r: set(os.listdir(r)) if os.path.isdir(r) else set() for r in roots}
         while proc.poll() is None:
             for root, names in tops.items():
                 with contextlib.suppress(OSError):

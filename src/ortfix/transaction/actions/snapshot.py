@@ -10,6 +10,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
+def _rel(path: str, prefix: str) -> str:
+    """`path` below `prefix`, "/"-joined on every platform (as confine's rel paths and RECORD rows are)."""
+    return os.path.relpath(path, prefix).replace(os.sep, "/")
+
+
 def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
     """rel path → [type, inode, size, mtime_ns] for everything under `roots` (the snapshot an install is judged by)."""
     out: dict[str, list[Any]] = {}
@@ -30,7 +35,7 @@ def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
             except OSError:
                 continue
             kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
-            out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
+            out[_rel(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
             if kind == "d":
                 stack.append(e.path)
     return out
@@ -45,7 +50,7 @@ def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
             st = e.stat(follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode):
                 kind = "l" if stat.S_ISLNK(st.st_mode) else "f"
-                out[os.path.relpath(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
+                out[_rel(e.path, prefix)] = [kind, st.st_ino, st.st_size, st.st_mtime_ns]
     return out
 
 

@@ -21,6 +21,7 @@ from ortfix.transaction.actions.files import (
     remove_empty_dirs,
 )
 from ortfix.transaction.confine import check_rel
+from ortfix.transaction.envpaths import TEMP_NAME_START
 from ortfix.transaction.journal import Step, sha256_bytes
 
 FILE_MODES = (0o644,)  # the only modes a write-file step may give (hooks are data and modules, never executables)
@@ -124,7 +125,7 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
 
     @staticmethod
     def _tmp(rel: str, tx_id: str) -> str:
-        return f"{os.path.dirname(rel)}/.{os.path.basename(rel)}.ortfix-{tx_id}.tmp"
+        return f"{os.path.dirname(rel)}/{TEMP_NAME_START}{os.path.basename(rel)}.ortfix-{tx_id}.tmp"
 
     def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
         record = self.typed_record(step)
