@@ -125,7 +125,7 @@ def _user_path(w: WinPython, prefix: Path) -> tuple[str, str] | None:
     return None
 
 
-def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Path) -> None:
+def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Path, model: Path) -> None:
     exe, stubs = winwheels.gpu_target(w, tmp_path)
     houses = winwheels.stage_wheelhouses(tmp_path)
     prefix = w.private_prefix(tmp_path)
@@ -144,10 +144,19 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Pat
         value = _user_path(w, prefix)
         assert value is not None and value[0] == "REG_EXPAND_SZ", value
         entries = value[1].split(";")
-        bins = {to_windows(exe.parent / "Lib" / "site-packages" / s.layout.bin_dir).lower() for s in stubs}
-        assert {e.lower() for e in entries[:len(bins)]} == bins, entries  # in front of the user's entries
-        assert entries[len(bins):] == original.split(";")  # kept, in order, %USERPROFILE% unexpanded
+        kept = original.split(";")
+        assert entries[-len(kept):] == kept, entries  # the user's entries kept, in order, %USERPROFILE% unexpanded
+        added = {e.lower() for e in entries[:-len(kept)]}  # in front of them
+        site = exe.parent / "Lib" / "site-packages"
+        # the folders of the DLLs the provider imports (cuRAND, NVRTC and nvJitLink it does not load: not added)
+        wanted = {to_windows(site / "nvidia" / lib / "bin").lower() for lib in ("cublas", "cudnn", "cufft",
+                                                                                "cuda_runtime")}
+        assert added == wanted, entries
+        assert {to_windows(site / s.layout.bin_dir).lower() for s in stubs} >= added
+        # a process started afterwards (wine builds its PATH from the registry, as a new login does) gets past loading
+        assert winwheels.reached_driver(winwheels.fresh_cuda_session(w, exe, model, env=env))
         _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0, env=env)
         assert _user_path(w, prefix) == ("REG_EXPAND_SZ", original)
+        assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model, env=env)) == "cublasLt64_12.dll"
     finally:
         subprocess.run(["wineserver", "-k"], env=w.env(env), capture_output=True, timeout=60, check=False)

@@ -52,10 +52,16 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
     missing_entirely: list[str] = []
     not_on_path: list[tuple[str, list[LibCopy]]] = []
     wrong_major: list[tuple[str, list[LibCopy]]] = []
+    # Windows: found by a process started after a new login (the user Path in the registry has its folder, as
+    # `--hook user-path` leaves it), though not by one started from this shell: WIN004 says so, as a warning.
+    at_login = {key(d.name) for d in (facts.windows.login_differs if facts.windows else ()) if d.now is None
+                and d.at_login}
     for res in provider.missing:
         if key(res.name) in driver_libraries:
             continue  # part of the driver, not of any wheel: DRV001 covers it
         copies = by_soname.get(key(res.name), [])
+        if copies and key(res.name) in at_login:
+            continue
         if copies:
             not_on_path.append((res.name, copies))
             continue
