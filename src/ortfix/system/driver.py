@@ -161,12 +161,14 @@ def overridden_driver(version: str | None, compute_capability: str | None, base:
     )
 
 
-# Runs in a child interpreter: loading NVML or libcuda can crash or hang on a broken driver install.
-_GPU_QUERY = r"""
+# The child script that asks NVML (loaded by @LOAD@) for the driver version, the highest CUDA and the GPUs;
+# @ON_ERROR@ runs when NVML cannot answer. It runs in a child interpreter: loading NVML or libcuda can crash or hang on
+# a broken driver install.
+_NVML_QUERY = r"""
 import ctypes, json
 out = {"gpus": []}
 try:
-    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    nvml = @LOAD@
     if nvml.nvmlInit_v2() != 0:
         raise OSError("nvmlInit failed")
     buf = ctypes.create_string_buffer(96)
@@ -189,7 +191,16 @@ try:
             cc = "%d.%d" % (ma.value, mi.value)
         out["gpus"].append({"index": i, "name": name.value.decode(), "cc": cc})
 except (OSError, AttributeError) as exc:
-    try:
+@ON_ERROR@print(json.dumps(out))
+"""
+
+
+def nvml_query_script(load: str, on_error: str) -> str:
+    """The NVML child script, NVML loaded by the expression `load`; `on_error`: the except branch's body, indented."""
+    return _NVML_QUERY.replace("@LOAD@", load).replace("@ON_ERROR@", on_error)
+
+
+_GPU_QUERY = nvml_query_script('ctypes.CDLL("libnvidia-ml.so.1")', r"""    try:
         cuda = ctypes.CDLL("libcuda.so.1")
         rc = cuda.cuInit(0)
         v = ctypes.c_int()
@@ -210,8 +221,7 @@ except (OSError, AttributeError) as exc:
             out["error"] = "cuInit failed with CUDA error %d" % rc
     except OSError as exc2:
         out["error"] = str(exc2)
-print(json.dumps(out))
-"""
+""")
 
 
 @dataclass(frozen=True)

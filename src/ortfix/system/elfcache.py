@@ -3,59 +3,21 @@ runs do not re-read (or even import the parser for) libraries that have not chan
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-from dataclasses import asdict
-from pathlib import Path
-
-from ortfix.cachedir import cache_dir, write_json
 from ortfix.system.elf import ElfInfo, read_elf
-
-_CACHE_VERSION = 1
-_MAX_ENTRIES = 20000
+from ortfix.system.filecache import ParsedFileCache
 
 
-def default_cache_file() -> Path | None:
-    base = cache_dir()
-    return base / "elf-cache.json" if base else None
+class ElfReader(ParsedFileCache[ElfInfo]):
+    """read_elf with a disk cache (system/filecache.py); `save()` writes new entries back."""
 
+    file_name = "elf-cache.json"
+    version = 1
 
-class ElfReader:
-    """read_elf with a disk cache; `save()` writes new entries back (best effort: a cache is never an error)."""
+    def parse(self, path: str) -> ElfInfo:
+        return read_elf(path)
 
-    def __init__(self, cache_file: Path | None = None, *, use_disk: bool = True) -> None:
-        self._file = (cache_file or default_cache_file()) if use_disk else None
-        self._entries: dict[str, dict[str, object]] = {}
-        self._dirty = False
-        if self._file is not None:
-            with contextlib.suppress(OSError, ValueError):
-                doc = json.loads(self._file.read_text(encoding="utf-8"))
-                if doc.get("version") == _CACHE_VERSION and isinstance(doc.get("entries"), dict):
-                    self._entries = doc["entries"]
-
-    def read(self, path: str) -> ElfInfo:
-        st = os.stat(path)
-        key = f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}"
-        hit = self._entries.get(key)
-        if hit is not None:
-            try:
-                return _from_json(hit)
-            except (KeyError, TypeError, ValueError):
-                pass
-        info = read_elf(path)
-        self._entries[key] = asdict(info)
-        self._dirty = True
-        return info
-
-    def save(self) -> None:
-        if self._file is None or not self._dirty:
-            return
-        entries = self._entries
-        if len(entries) > _MAX_ENTRIES:
-            entries = dict(list(entries.items())[-_MAX_ENTRIES:])
-        if write_json(self._file, {"version": _CACHE_VERSION, "entries": entries}):
-            self._dirty = False
+    def decode(self, doc: dict[str, object]) -> ElfInfo:
+        return _from_json(doc)
 
 
 def _from_json(doc: dict[str, object]) -> ElfInfo:

@@ -1,22 +1,16 @@
 """Reading Windows PE files (DLLs, .pyd, .exe) with pefile: the DLLs a file imports (load-time and delay-load), its
 machine, and the FileVersion of its version resource (how the MSVC runtime's version is told). `PeReader` caches the
-results on disk like `elfcache.ElfReader`, keyed by path, size and mtime, so repeated checks do not parse again.
+results on disk as `elfcache.ElfReader` does (system/filecache.py), so repeated checks do not parse again.
 
 pefile is pure Python, so this works on any machine (the tests read the real `win_amd64` wheels on Linux)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import struct
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
-from ortfix.cachedir import cache_dir, write_json
+from ortfix.system.filecache import ParsedFileCache
 
-_CACHE_VERSION = 1
-_MAX_ENTRIES = 20000
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64"}
 
 
@@ -77,45 +71,18 @@ def _file_version(pe: object) -> tuple[int, ...] | None:
     return (ms >> 16, ms & 0xFFFF, ls >> 16, ls & 0xFFFF)
 
 
-def default_cache_file() -> Path | None:
-    base = cache_dir()
-    return base / "pe-cache.json" if base else None
+class PeReader(ParsedFileCache[PeInfo]):
+    """read_pe with a disk cache (system/filecache.py); `read` raises OSError if the file cannot be read, PeError if
+    it is no PE file."""
 
+    file_name = "pe-cache.json"
+    version = 1
 
-class PeReader:
-    """read_pe with a disk cache; `save()` writes new entries back (best effort: a cache is never an error)."""
+    def parse(self, path: str) -> PeInfo:
+        return read_pe(path)
 
-    def __init__(self, cache_file: Path | None = None, *, use_disk: bool = True) -> None:
-        self._file = (cache_file or default_cache_file()) if use_disk else None
-        self._entries: dict[str, dict[str, object]] = {}
-        self._dirty = False
-        if self._file is not None:
-            with contextlib.suppress(OSError, ValueError):
-                doc = json.loads(self._file.read_text(encoding="utf-8"))
-                if doc.get("version") == _CACHE_VERSION and isinstance(doc.get("entries"), dict):
-                    self._entries = doc["entries"]
-
-    def read(self, path: str) -> PeInfo:
-        """The PeInfo of `path` (OSError if it cannot be read, PeError if it is no PE file)."""
-        st = os.stat(path)
-        key = f"{os.path.normcase(path)}|{st.st_size}|{st.st_mtime_ns}"
-        hit = self._entries.get(key)
-        if hit is not None:
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                return _from_json(hit)
-        info = read_pe(path)
-        self._entries[key] = asdict(info)
-        self._dirty = True
-        return info
-
-    def save(self) -> None:
-        if self._file is None or not self._dirty:
-            return
-        entries = self._entries
-        if len(entries) > _MAX_ENTRIES:
-            entries = dict(list(entries.items())[-_MAX_ENTRIES:])
-        if write_json(self._file, {"version": _CACHE_VERSION, "entries": entries}):
-            self._dirty = False
+    def decode(self, doc: dict[str, object]) -> PeInfo:
+        return _from_json(doc)
 
 
 def _from_json(doc: dict[str, object]) -> PeInfo:

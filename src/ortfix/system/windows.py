@@ -24,7 +24,7 @@ from types import MappingProxyType
 from ortfix import subproc
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.system.driver import DriverFacts, Gpu, parse_nvidia_smi_csv
+from ortfix.system.driver import DriverFacts, Gpu, nvml_query_script, parse_nvidia_smi_csv
 from ortfix.system.inventory import (
     ORIGIN_CONDA,
     ORIGIN_CUDA_HOME,
@@ -338,37 +338,8 @@ def detect_windows_driver(system_dir: str, *, query_gpus: bool = True) -> Driver
                        source=nvcuda if os.path.isfile(nvcuda) else str(smi), notes=tuple(notes))
 
 
-# Runs in a child interpreter: NVML may crash or hang on a broken driver install.
-_NVML_QUERY = r"""
-import ctypes, json
-out = {"gpus": []}
-try:
-    nvml = ctypes.WinDLL("nvml.dll")
-    if nvml.nvmlInit_v2() != 0:
-        raise OSError("nvmlInit failed")
-    buf = ctypes.create_string_buffer(96)
-    if nvml.nvmlSystemGetDriverVersion(buf, 96) == 0:
-        out["driver"] = buf.value.decode()
-    v = ctypes.c_int()
-    if nvml.nvmlSystemGetCudaDriverVersion_v2(ctypes.byref(v)) == 0:
-        out["cuda"] = "%d.%d" % (v.value // 1000, (v.value % 1000) // 10)
-    n = ctypes.c_uint()
-    nvml.nvmlDeviceGetCount_v2(ctypes.byref(n))
-    for i in range(n.value):
-        h = ctypes.c_void_p()
-        if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) != 0:
-            continue
-        name = ctypes.create_string_buffer(96)
-        nvml.nvmlDeviceGetName(h, name, 96)
-        ma, mi = ctypes.c_int(), ctypes.c_int()
-        cc = None
-        if nvml.nvmlDeviceGetCudaComputeCapability(h, ctypes.byref(ma), ctypes.byref(mi)) == 0:
-            cc = "%d.%d" % (ma.value, mi.value)
-        out["gpus"].append({"index": i, "name": name.value.decode(), "cc": cc})
-except (OSError, AttributeError) as exc:
-    out["error"] = "NVML: %s" % exc
-print(json.dumps(out))
-"""
+_NVML_QUERY = nvml_query_script('ctypes.WinDLL("nvml.dll")', r"""    out["error"] = "NVML: %s" % exc
+""")
 
 
 def _query_nvml() -> tuple[tuple[Gpu, ...], str | None, str | None, str | None] | None:
