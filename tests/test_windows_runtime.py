@@ -295,3 +295,32 @@ def test_windows_envroot_without_wine(tmp_path: Path) -> None:
         root.remove_tree("a")
         assert not (env / "a").exists() and (env / "lnk").is_symlink()
     assert list(outside.iterdir()) == []
+
+
+_STILL_RUNNING = r'''
+import json, subprocess, sys, time
+from ortfix.transaction.actions.pip_install import _pid_alive
+
+out = {}
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+time.sleep(0.5)
+out["running, this python"] = _pid_alive(child.pid, sys.executable)
+out["running, case differs"] = _pid_alive(child.pid, sys.executable.upper())
+out["running, another python"] = _pid_alive(child.pid, sys.executable + "x")
+child.kill()
+child.wait()
+out["ended"] = _pid_alive(child.pid, sys.executable)
+out["no such process"] = _pid_alive(999999, sys.executable)
+print(json.dumps(out))
+'''
+
+
+def test_an_installer_left_running_is_seen_on_windows() -> None:
+    """An interrupted apply's pip that still runs must stop a rollback: Windows has no /proc, so the running process
+    and its image are asked of the kernel (subproc.running_image)."""
+    w = win_python()
+    proc = w.run("-c", _STILL_RUNNING)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"running, this python": True, "running, case differs": True, "running, another python": False,
+                   "ended": False, "no such process": False}, out

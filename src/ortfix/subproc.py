@@ -154,6 +154,36 @@ def _put_in_job(proc: subprocess.Popen[str]) -> None:
         k32.CloseHandle(job)
 
 
+def running_image(pid: int) -> str | None:
+    """Windows: the executable of the process `pid` while it runs (QueryFullProcessImageNameW), None when no such
+    process runs (or it cannot be opened); "" when it runs but its image cannot be read. Elsewhere None: /proc says
+    more there, and the callers read it."""
+    if sys.platform != "win32" or pid <= 0:
+        return None
+    import ctypes
+    from ctypes import wintypes
+
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    k32.OpenProcess.restype = wintypes.HANDLE
+    k32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]
+    k32.GetExitCodeProcess.argtypes = [wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD)]
+    k32.QueryFullProcessImageNameW.argtypes = [wintypes.HANDLE, wintypes.DWORD, wintypes.LPWSTR,
+                                               ctypes.POINTER(wintypes.DWORD)]
+    k32.CloseHandle.argtypes = [wintypes.HANDLE]
+    handle = k32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return None
+    try:
+        code = wintypes.DWORD()
+        if not k32.GetExitCodeProcess(handle, ctypes.byref(code)) or code.value != 259:  # STILL_ACTIVE
+            return None
+        size = wintypes.DWORD(32768)
+        buf = ctypes.create_unicode_buffer(size.value)
+        return buf.value if k32.QueryFullProcessImageNameW(handle, 0, buf, ctypes.byref(size)) else ""
+    finally:
+        k32.CloseHandle(handle)
+
+
 def _close_job(proc: subprocess.Popen[str], *, terminate: bool) -> bool:
     """Windows: end every process in the child's job (`terminate`) and let the job go; False when it had none."""
     job = _JOBS.pop(proc.pid, None)

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -58,7 +59,13 @@ def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) ->
 
 
 def _pid_alive(pid: int, python: str) -> bool:
-    """Whether `pid` is still a process of the target's installer (a pip an interrupted apply left running)."""
+    """Whether `pid` is still a process of the target's installer (a pip an interrupted apply left running). On
+    Windows, whether `pid` still runs the target's python.exe (a process's command line is not readable there; a
+    venv's python.exe is the launcher that waits for its interpreter, so its pid is the one ortfix started); an image
+    that cannot be read counts as running, the safe answer."""
+    if sys.platform == "win32":
+        image = subproc.running_image(pid)
+        return image is not None and (image == "" or os.path.normcase(image) == os.path.normcase(python))
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
