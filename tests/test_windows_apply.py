@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 import pytest
@@ -112,6 +112,31 @@ def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, tmp
     _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0)
     assert_same_tree(before, tree_state(exe.parent))
     assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model)) == "cublasLt64_12.dll"
+
+
+def test_conda_environment_gets_activate_scripts_that_conda_runs(w: WinPython, tmp_path: Path, model: Path) -> None:
+    """A conda environment (conda-meta\\ in its prefix, python.exe at its root): the six activate.d/deactivate.d
+    scripts, no --system needed; running python.exe directly runs none of them (still missing), the .bat CALLed first
+    in cmd, as `conda activate` does, gets past loading; rollback removes them exactly."""
+    exe, _stubs = winwheels.gpu_target(w, tmp_path)
+    (exe.parent / "conda-meta").mkdir()
+    (exe.parent / "conda-meta" / "history").write_text("")
+    houses = winwheels.stage_wheelhouses(tmp_path)
+    python = to_windows(exe)
+    env = {"CONDA_PREFIX": to_windows(exe.parent)}  # as inside `conda activate`
+    before = tree_state(exe.parent)
+    applied = _ortfix(w, "apply", "--python", python, "--driver", DRIVER, "--yes", houses=houses, expect=0, env=env)
+    steps = applied["transaction"]["steps"]
+    written = sorted(PureWindowsPath(s["details"]["path"]).relative_to(to_windows(exe.parent)).as_posix()
+                     for s in steps if s["kind"] == "write-file")
+    assert written == sorted(f"etc/conda/{d}.d/ortfix-cuda-dlls.{ext}" for d in ("activate", "deactivate")
+                             for ext in ("bat", "ps1", "sh")), steps
+    assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model, env=env)) == "cublasLt64_12.dll"
+    activate = exe.parent / "etc" / "conda" / "activate.d" / "ortfix-cuda-dlls.bat"
+    assert winwheels.reached_driver(winwheels.fresh_cuda_session(w, exe, model, env=env, after_calling=activate))
+
+    _ortfix(w, "rollback", "--python", python, "--yes", houses=houses, expect=0, env=env)
+    assert_same_tree(before, tree_state(exe.parent))
 
 
 def _user_path(w: WinPython, prefix: Path) -> tuple[str, str] | None:

@@ -428,13 +428,22 @@ else:
 
 
 def fresh_cuda_session(w: WinPython, python_exe: Path, model: Path, *, path_dirs: Sequence[str] = (),
-                       env: Mapping[str, str] | None = None) -> str:
+                       env: Mapping[str, str] | None = None, after_calling: Path | None = None) -> str:
     """A new Windows process of `python_exe` creates `InferenceSession(model, providers=["CUDAExecutionProvider"])`;
     the verdict text is everything it wrote (ORT logs its load errors on stderr, its fallback on stdout; see
     _decode), then `exit <code>`. `path_dirs` (Windows paths) are put in front of PATH inside the process before
-    onnxruntime is imported, as ortfix's hook does."""
-    proc = subprocess.run(["wine", str(python_exe), "-c", _SESSION_SCRIPT, to_windows(model),
-                           json.dumps(list(path_dirs))], capture_output=True, env=target_env(w, env),
+    onnxruntime is imported, as ortfix's hook does. `after_calling`: a .bat that wine's cmd CALLs first, in the same
+    cmd that then starts python (as `conda activate` runs activate.d's scripts in the user's shell)."""
+    argv = [str(python_exe), "-c", _SESSION_SCRIPT, to_windows(model), json.dumps(list(path_dirs))]
+    if after_calling is not None:  # a batch file of its own: wine quotes an argv for cmd in a way cmd misreads
+        script = model.with_name("ortfix_session.py")
+        script.write_text(_SESSION_SCRIPT, encoding="utf-8")
+        batch = model.with_name("ortfix_session.bat")
+        batch.write_text(f'@call "{to_windows(after_calling)}"\r\n'
+                         f'@"{to_windows(python_exe)}" "{to_windows(script)}" "{to_windows(model)}" []\r\n',
+                         encoding="utf-8")
+        argv = ["cmd", "/c", to_windows(batch)]
+    proc = subprocess.run(["wine", *argv], capture_output=True, env=target_env(w, env),
                           stdin=subprocess.DEVNULL, cwd=str(python_exe.parent), timeout=600, check=False)
     return f"{_decode(proc.stdout)}{_decode(proc.stderr)}exit {proc.returncode}\n"
 
