@@ -3,7 +3,9 @@
 absent driver, "CUDA failure 35") → `rollback` leaves the target as it was, byte for byte.
 
 The targets are the seeds' Windows states (support/winwheels.py): the CPU `onnxruntime` instead of `onnxruntime-gpu`;
-`onnxruntime-gpu` with the NVIDIA wheels installed but not findable. The real onnxruntime 1.23.2 wheels, the real
+`onnxruntime-gpu` with the NVIDIA wheels installed but not findable (one install shared by the PATH hook, conda and
+user PATH tests, each rolling back to exactly it; the stub wheels are checked against the matrix and the real
+provider's imports on it). The real onnxruntime 1.23.2 wheels, the real
 cudart, stub DLLs for the rest of the NVIDIA set (same names, the exports the real provider imports). The Windows pip
 that apply runs installs from local wheelhouses only (support/winwheels.pip_env). This machine has no driver: apply
 is told the GPU machine's (`--driver`), as on a CPU build host. The user PATH case runs in a wine prefix of its own
@@ -12,6 +14,7 @@ and is read back with wine's reg.exe."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path, PureWindowsPath
@@ -25,6 +28,7 @@ from txtools import assert_same_tree, tree_state
 from wintools import WinPython, to_windows, win_python
 
 pytestmark = pytest.mark.realwheels
+Stage = tuple[Path, list[winwheels.StubWheel]]  # the target's python.exe, the NVIDIA wheels installed
 DRIVER = "552.44"  # a Windows driver of the CUDA 12.4 era: runs the CUDA 12 build
 
 
@@ -34,6 +38,13 @@ def w() -> WinPython:
     if missing:
         pytest.skip(missing)
     return win_python()
+
+
+@pytest.fixture(scope="module")
+def gpu(w: WinPython, tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    """One Windows CPython with onnxruntime-gpu 1.23.2 and the stub NVIDIA wheels installed by its own pip (about 30 s
+    under wine), shared by the tests below: each applies a fix, proves it and rolls it back to exactly this state."""
+    return winwheels.gpu_target(w, tmp_path_factory.mktemp("gpu-target"))
 
 
 @pytest.fixture
@@ -93,9 +104,9 @@ def test_cpu_package_swapped_for_the_gpu_build_verified_and_rolled_back(w: WinPy
     assert_same_tree(before, tree_state(exe.parent))
 
 
-def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, tmp_path: Path, model: Path) -> None:
-    exe, _stubs = winwheels.gpu_target(w, tmp_path)
-    houses = winwheels.stage_wheelhouses(tmp_path)
+def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, gpu: Stage, model: Path) -> None:
+    exe, _stubs = gpu
+    houses = winwheels.stage_wheelhouses(exe.parent.parent)
     python = to_windows(exe)
     check = _ortfix(w, "check", "--python", python, houses=houses, expect=1)
     assert "LIB002" in _codes(check) or "LIB001" in _codes(check), check["findings"]
@@ -114,14 +125,21 @@ def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, tmp
     assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model)) == "cublasLt64_12.dll"
 
 
-def test_conda_environment_gets_activate_scripts_that_conda_runs(w: WinPython, tmp_path: Path, model: Path) -> None:
+def test_conda_environment_gets_activate_scripts_that_conda_runs(w: WinPython, gpu: Stage, model: Path) -> None:
     """A conda environment (conda-meta\\ in its prefix, python.exe at its root): the six activate.d/deactivate.d
     scripts, no --system needed; running python.exe directly runs none of them (still missing), the .bat CALLed first
     in cmd, as `conda activate` does, gets past loading; rollback removes them exactly."""
-    exe, _stubs = winwheels.gpu_target(w, tmp_path)
+    exe, _stubs = gpu
     (exe.parent / "conda-meta").mkdir()
     (exe.parent / "conda-meta" / "history").write_text("")
-    houses = winwheels.stage_wheelhouses(tmp_path)
+    try:
+        _conda_round_trip(w, exe, model)
+    finally:
+        shutil.rmtree(exe.parent / "conda-meta")  # the shared target is a plain install again
+
+
+def _conda_round_trip(w: WinPython, exe: Path, model: Path) -> None:
+    houses = winwheels.stage_wheelhouses(exe.parent.parent)
     python = to_windows(exe)
     env = {"CONDA_PREFIX": to_windows(exe.parent)}  # as inside `conda activate`
     before = tree_state(exe.parent)
@@ -150,9 +168,9 @@ def _user_path(w: WinPython, prefix: Path) -> tuple[str, str] | None:
     return None
 
 
-def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Path, model: Path) -> None:
-    exe, stubs = winwheels.gpu_target(w, tmp_path)
-    houses = winwheels.stage_wheelhouses(tmp_path)
+def test_user_path_entries_added_and_removed_exactly(w: WinPython, gpu: Stage, tmp_path: Path, model: Path) -> None:
+    exe, stubs = gpu
+    houses = winwheels.stage_wheelhouses(exe.parent.parent)
     prefix = w.private_prefix(tmp_path)
     env = {"WINEPREFIX": str(prefix)}
     original = "%USERPROFILE%\\bin;C:\\keep me"
@@ -185,3 +203,37 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, tmp_path: Pat
         assert winwheels.missing_dll(winwheels.fresh_cuda_session(w, exe, model, env=env)) == "cublasLt64_12.dll"
     finally:
         subprocess.run(["wineserver", "-k"], env=w.env(env), capture_output=True, timeout=60, check=False)
+
+
+def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu: Stage) -> None:
+    from ortfix.compat.load import load_matrix
+    from ortfix.system.pe import read_pe
+
+    exe, stubs = gpu
+    site = exe.parent / "Lib" / "site-packages"
+    matrix = load_matrix()
+    build = next(b for b in matrix.builds_for(winwheels.ORT_VERSION) if b.package == "onnxruntime-gpu")
+    cuda, cudnn = matrix.cuda_major(build.cuda_major), matrix.cudnn_wheel(build.cudnn_major or 0, build.cuda_major)
+    assert cuda is not None and cudnn is not None
+    specs = {w.distribution: w for w in (*cuda.wheels, cudnn.wheel)}
+    versions = {s.distribution: s.version for s in stubs}
+    # Every extra of the real build is satisfied by the set, and every wheel sits where the matrix says on Windows.
+    for requirement in (r for reqs in build.extras.values() for r in reqs):
+        name = requirement.split("~")[0]
+        assert name in versions, requirement
+    for stub in stubs:
+        spec = specs[stub.distribution]
+        assert spec.windows_dir == stub.layout.bin_dir, stub.distribution
+        # The matrix lists the DLLs every version ships; the stubs carry those and the later ones (cuDNN's ext, ...).
+        assert spec.dlls and set(spec.dlls) <= set(stub.layout.dlls), stub.distribution
+        for dll in stub.layout.dlls:
+            assert (site / stub.layout.bin_dir / dll).is_file(), dll
+    # The provider's CUDA imports all land in the set, under the real names (read off the real provider).
+    provider = read_pe(str(site / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll"))
+    shipped = {d.lower() for s in stubs for d in s.layout.dlls}
+    cuda_imports = {n.lower() for n in provider.needed if n.lower().startswith(("cu", "nv"))}
+    assert cuda_imports == {"cublaslt64_12.dll", "cublas64_12.dll", "cufft64_11.dll", "cudart64_12.dll",
+                            "cudnn64_9.dll"}
+    assert cuda_imports <= shipped
+    cublas = read_pe(str(site / "nvidia" / "cublas" / "bin" / "cublas64_12.dll"))
+    assert "cublasLt64_12.dll" in cublas.needed and cublas.machine == "AMD64"
