@@ -174,6 +174,33 @@ def render_preload_pth() -> str:
     return f"import sys; exec({guarded!r})\n"
 
 
+def on_onnxruntime_import(finder: str, action: str) -> str:
+    """The end of a hook module, shared by ortfix's hooks: a meta-path finder named `finder` that calls the module's
+    `action()` when onnxruntime is first imported (at once if it already is), then steps aside; never raises."""
+    return f'''
+
+class {finder}(object):
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "onnxruntime":
+            try:
+                sys.meta_path.remove(cls)
+            except ValueError:
+                pass
+            {action}()
+        return None
+
+
+try:
+    if "onnxruntime" in sys.modules:
+        {action}()
+    else:
+        sys.meta_path.insert(0, {finder})
+except Exception as exc:
+    _debug("not installed: %s: %s" % (type(exc).__name__, exc))
+'''
+
+
 def render_preload_module(libraries: Sequence[str], site_packages: str) -> str:
     """The hook module. Paths inside site-packages are stored relative to it, so a moved venv keeps working. It never
     raises, neither at start-up nor when onnxruntime is imported: a library that does not load is left to ORT's own
@@ -218,28 +245,7 @@ def _load():
             _debug("loaded %s" % path)
         except Exception as exc:
             _debug(exc)
-
-
-class _OrtfixPreload(object):
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name == "onnxruntime":
-            try:
-                sys.meta_path.remove(cls)
-            except ValueError:
-                pass
-            _load()
-        return None
-
-
-try:
-    if "onnxruntime" in sys.modules:
-        _load()
-    else:
-        sys.meta_path.insert(0, _OrtfixPreload)
-except Exception as exc:
-    _debug("not installed: %s: %s" % (type(exc).__name__, exc))
-'''
+{on_onnxruntime_import('_OrtfixPreload', '_load')}'''
 
 
 def read_preload_hook(site_packages: str) -> list[str] | None:

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
-from ortfix.system.hooks import check_hook_path
+from ortfix.system.hooks import check_hook_path, on_onnxruntime_import
 
 PATH_HOOK_MODULE = "_ortfix_dllpath.py"
 PATH_HOOK_PTH = "_ortfix_dllpath.pth"
@@ -149,28 +149,7 @@ def _prepend():
         _debug("PATH starts with %s" % ";".join(FOLDERS))
     except Exception as exc:
         _debug("PATH not changed: %s: %s" % (type(exc).__name__, exc))
-
-
-class _OrtfixDllPath(object):
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name == "onnxruntime":
-            try:
-                sys.meta_path.remove(cls)
-            except ValueError:
-                pass
-            _prepend()
-        return None
-
-
-try:
-    if "onnxruntime" in sys.modules:
-        _prepend()
-    else:
-        sys.meta_path.insert(0, _OrtfixDllPath)
-except Exception as exc:
-    _debug("not installed: %s: %s" % (type(exc).__name__, exc))
-'''
+{on_onnxruntime_import('_OrtfixDllPath', '_prepend')}'''
 
 
 def read_path_hook(site_packages: str) -> list[str] | None:
