@@ -107,7 +107,8 @@ def test_config_file_variable_replaces_user_files_and_devnull_reads_none(venv: P
 
 
 def test_other_keys_and_bad_values(tmp_path: Path) -> None:
-    env = isolated(tmp_path, PIP_CONFIG_FILE=str(write(tmp_path / "p.conf", "[global]\nPre = yes\nno_binary = :all:\n")))
+    conf = write(tmp_path / "p.conf", "[global]\nPre = yes\nno_binary = :all:\n")
+    env = isolated(tmp_path, PIP_CONFIG_FILE=str(conf))
     env["PIP_DEFAULT_TIMEOUT"] = "60"
     config = read_pip_config(str(tmp_path), env, windows=False)
     # (this machine's /etc/pip.conf may add its own keys: the global file is not ours to hide)

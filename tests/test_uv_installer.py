@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from test_apply import ortfix_env, pip_config, pip_venv
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
 
 from support.fixtures import pip_install
+from test_apply import ortfix_env, pip_config, pip_venv
+from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
 
 
 def _cache_root() -> Path:
