@@ -78,9 +78,12 @@ def test_auto_with_uv_on_path_applies_with_uv_and_rolls_back_without_it(
     text = ortfix("plan", "--python", str(python), env=env)
     assert "via: uv pip install --python" in text.stdout and "--no-index" in text.stdout, text.stdout
 
-    proc = ortfix("apply", "--python", str(python), "--yes", env=env)
+    # uv's own settings that would change the meaning are set aside: a symlink into uv's cache is never installed
+    proc = ortfix("apply", "--python", str(python), "--yes", env={**env, "UV_LINK_MODE": "symlink"})
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     assert f"installing with uv: {uv_bin / 'uv'} pip install --python" in proc.stdout
+    cudnn = next(venv.glob("lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9"))
+    assert cudnn.is_file() and not cudnn.is_symlink() and cudnn.stat().st_nlink == 2  # a hard link from uv's cache
     loaded = fresh_process(python, load_code())
     assert loaded.stdout.strip().endswith("all loaded"), loaded.stderr
     [journal] = (venv / ".ortfix" / "transactions").glob("*/journal.json")
@@ -91,6 +94,9 @@ def test_auto_with_uv_on_path_applies_with_uv_and_rolls_back_without_it(
     argv = step["record"]["argv"]  # the uv command with the translated options
     assert argv[1:3] == ["pip", "install"] and "--no-index" in argv and str(wheelhouse) in argv
 
+    # uv's cache emptied meanwhile: the files the install wrote are still the environment's own
+    subprocess.run([str(uv_bin / "uv"), "cache", "clean"], env=env, check=True, capture_output=True)
+    assert cudnn.stat().st_nlink == 1
     no_uv = {**env, "PATH": env["PATH"].split(os.pathsep, 1)[1]}
     assert shutil.which("uv", path=no_uv["PATH"]) is None
     back = ortfix("rollback", "--python", str(python), "--yes", env=no_uv)
