@@ -15,6 +15,7 @@ import pytest
 from ortfix.errors import OrtfixError
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.uvargs import redact, translate, uv_environ
+from wintools import to_windows, win_python
 
 # pip's own parse of `pip install`'s options, with no command-line arguments: what its configuration gives.
 ORACLE = """
@@ -95,15 +96,58 @@ def test_config_file_variable_replaces_user_files_and_devnull_reads_none(venv: P
     write(tmp_path / "xdg-home" / "pip" / "pip.conf", "[global]\nfind-links = /user\nindex-url = http://u.invalid/s\n")
     own = write(tmp_path / "own.conf", "[install]\nno-index = true\nfind-links = /own\n")
     env["PIP_CONFIG_FILE"] = str(own)
-    expected = pip_says(venv, env)
-    assert expected["find_links"] == ["/own"] and expected["index_url"] is None
-    assert ours(venv, env) == expected
+    site = write(venv / "pip.conf", "[install]\nfind-links = /site\n[global]\ntrusted-host = site.invalid\n")
+    try:
+        expected = pip_says(venv, env)
+        assert expected["find_links"] == ["/own"] and expected["index_url"] is None  # the file overrides the site's
+        assert expected["trusted_hosts"] == ["site.invalid"]
+        assert ours(venv, env) == expected
+    finally:
+        site.unlink()
+    env.pop("PIP_CONFIG_FILE")
+    assert ours(venv, env) == pip_says(venv, env)  # the user file again
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_FIND_LINKS"] = "/from-env"
     expected = pip_says(venv, env)
     assert expected["find_links"] == ["/from-env"] and expected["no_index"] is False
     assert ours(venv, env) == expected
     assert read_pip_config(str(venv), env, windows=False).files == ()
+
+
+WINDOWS_ORACLE = ORACLE + """
+import os, sys
+from pip._internal.configuration import OVERRIDE_ORDER, Configuration
+from ortfix.system.pipconfig import config_files, read_pip_config
+c = read_pip_config(sys.prefix, os.environ, windows=True)
+by_kind = dict(Configuration(False).iter_config_files())  # pip loads these, then merges them kind by kind:
+print(json.dumps({"pip_files": [p for kind in OVERRIDE_ORDER for p in by_kind.get(kind, [])],
+                  "files": config_files(sys.prefix, os.environ, windows=True),
+                  "ours": {"index_url": c.index_url, "extra_index_urls": list(c.extra_index_urls),
+                           "find_links": list(c.find_links), "no_index": c.no_index,
+                           "trusted_hosts": list(c.trusted_hosts)}}))
+"""
+
+
+def test_windows_files_and_options_as_pip_reads_them_under_wine(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # pip's own file list and option parse on a real Windows CPython (pip from the wheel ensurepip bundles).
+    import ensurepip
+
+    for name in [k for k in os.environ if k.startswith("PIP_")]:  # none of this machine's settings
+        monkeypatch.delenv(name)
+
+    [pip_wheel] = (Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl")
+    conf = write(tmp_path / "pip.ini", "[global]\nindex-url = http://g.invalid/simple\n[install]\n"
+                                       "find-links = C:\\wheels\n  D:\\more\nno-index = on\n")
+    env = {"PIP_CONFIG_FILE": to_windows(conf), "PIP_TRUSTED_HOST": "t.invalid"}
+    proc = win_python().run("-c", WINDOWS_ORACLE, env=env, pythonpath=[pip_wheel])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pip_line, ours_line = proc.stdout.strip().splitlines()[-2:]
+    expected, got = json.loads(pip_line), json.loads(ours_line)
+    assert expected["find_links"] == ["C:\\wheels", "D:\\more"] and expected["no_index"] is True
+    assert got["ours"] == expected
+    # pip's order, the user files left out as pip leaves them out when PIP_CONFIG_FILE names a file
+    assert got["files"] == got["pip_files"] and got["files"][-1] == to_windows(conf)
 
 
 def test_other_keys_and_bad_values(tmp_path: Path) -> None:

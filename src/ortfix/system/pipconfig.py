@@ -7,7 +7,8 @@ Files, each overriding the ones before it:
 2. user, unless `PIP_CONFIG_FILE` names a file that exists: `~/.pip/pip.conf` (legacy; Windows `~\\pip\\pip.ini`),
    then `$XDG_CONFIG_HOME/pip/pip.conf` (Windows `%APPDATA%\\pip\\pip.ini`);
 3. site: `<prefix>/pip.conf` (`pip.ini`) of the environment pip runs in: the target's;
-4. `PIP_CONFIG_FILE`; `PIP_CONFIG_FILE=os.devnull` means no file at all.
+4. `PIP_CONFIG_FILE`; `PIP_CONFIG_FILE=os.devnull` means no file at all. (pip loads it first but merges kind by
+   kind in this order, its OVERRIDE_ORDER: the file overrides the site's.)
 Then the sections: `[global]`, overridden by `[install]`, overridden by the `PIP_*` environment variables. Names are
 compared lower-case with `_` as `-`; list options (find-links, extra-index-url, trusted-host) split on whitespace;
 booleans are pip's spellings (yes/no, true/false, on/off, 1/0, y/n, t/f).
