@@ -110,6 +110,8 @@ def test_explicit_uv_applies_a_saved_plan(cpu_template: Path, wheelhouse: Path, 
     saved = tmp_path / "plan.json"
     assert ortfix("plan", "--python", str(python), "--installer", "uv", "-o", str(saved), env=env).returncode == 1
     assert json.loads(saved.read_text())["options"]["installer"] == "uv"
+    one_line_error(ortfix("apply", str(saved), "--python", str(python), "--installer", "pip", "--yes", env=env),
+                   "a saved plan is applied exactly as it is")
     proc = ortfix("apply", str(saved), "--python", str(python), "--yes", env=env)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     assert "installing with uv:" in proc.stdout
