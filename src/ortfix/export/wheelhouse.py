@@ -28,7 +28,7 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
 
 MANIFEST = "ortfix-wheelhouse.json"
-MANIFEST_SCHEMA = "ortfix.wheelhouse/1"
+MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/1"
 _PLATFORM = re.compile(r"^[A-Za-z0-9_.]{1,100}$")
 _PY_VERSION = re.compile(r"^3\.[0-9]{1,2}$")
 
