@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ortfix.commands.apply import prepare_apply
 from ortfix.errors import ExitCode
-from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse
+from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse, writable_folder
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
 
@@ -38,6 +38,7 @@ class WheelhouseResult:
 
 def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOptions, folder: Path,
                    target: WheelhouseTarget) -> WheelhouseResult:
+    writable_folder(folder)  # before anything else: planning takes a while
     prepared = prepare_apply(python, plan_file, options)
     plan = prepared.plan
     installs = [a for a in plan.actions if a.kind == ActionKind.PIP_INSTALL]

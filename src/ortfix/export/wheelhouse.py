@@ -31,6 +31,10 @@ MANIFEST = "ortfix-wheelhouse.json"
 MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/1"
 _PLATFORM = re.compile(r"^[A-Za-z0-9_.]{1,100}$")
 _PY_VERSION = re.compile(r"^3\.[0-9]{1,2}$")
+# What pip's warnings say when it cannot reach an index (it then reports "no matching distribution").
+_UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Connection refused",
+                "Name or service not known", "Temporary failure in name resolution", "ProxyError",
+                "ConnectTimeoutError", "Network is unreachable")
 
 
 class ManifestFile(TypedDict):
@@ -82,6 +86,12 @@ def _pip_failure(what: str, proc_text: str, target: WheelhouseTarget) -> OrtfixE
     why = re.sub(r"^ERROR:\s*", "", errors[0] if errors else (lines[-1] if lines else "no output"))
     where = (f" for {target.platform or 'the target platform'}, Python {target.python_version or 'of the target'}"
              if target.platform or target.python_version else "")
+    unreachable = next((ln for ln in lines if any(m in ln for m in _UNREACHABLE)), None)
+    if unreachable is not None:
+        m = re.search(r"Failed to establish a new connection: ([^'\"]+)", unreachable)
+        said = m.group(1) if m else next(marker for marker in _UNREACHABLE if marker in unreachable)
+        return OrtfixError(f"the package index is unreachable while downloading {what}: {said}",
+                           hint="check your network and `pip config list` (index-url, proxy)")
     if "No matching distribution" in why or "Could not find a version" in why:
         return OrtfixError(f"no wheel of {what}{where}: {why}",
                            hint="check the name and version, --platform and --python-version; is the index "
