@@ -170,6 +170,36 @@ def test_sh_script_fixes_and_its_undo_restores_byte_for_byte(base: dict[str, Pat
     assert_same_tree(before, tree_state(target))
 
 
+def test_sh_script_and_dockerfile_in_a_conda_layout(base: dict[str, Path], env: dict[str, str],
+                                                    tmp_path: Path) -> None:
+    """conda: activate.d/deactivate.d hooks in folders the script makes (and the undo removes); the Dockerfile's
+    ENV holds the folders the activate.d hook would prepend."""
+    target = copy_venv(base["cpu"], tmp_path / "conda env")
+    (target / "conda-meta").mkdir()
+    before = tree_state(target)
+    script = tmp_path / "fix.sh"
+    assert ortfix("export", "sh", "--python", str(target), "-o", str(script), env=env).returncode == 0
+    fragment = ortfix_json("export", "dockerfile", "--python", str(target), env=env)["text"]
+    sh_env = {**env, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    activate = target / "etc/conda/activate.d/ortfix-cuda-libs.sh"
+    assert activate.is_file() and (target / "etc/conda/deactivate.d/ortfix-cuda-libs.sh").is_file()
+    python = target / "bin" / "python"
+    run = subprocess.run(["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(activate), str(python),
+                          load_code(provider(target))], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(target)}, check=False)
+    assert "all loaded" in run.stdout, run.stderr
+    run = fresh_process(python, load_code(provider(target)),
+                        env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": docker_env_value(fragment, None)})
+    assert "all loaded" in run.stdout, run.stderr
+    undone = subprocess.run(["sh", str(tmp_path / "fix.undo.sh")], capture_output=True, text=True, env=sh_env,
+                            check=False)
+    assert undone.returncode == 0, undone.stderr[-2000:]
+    assert_same_tree(before, tree_state(target))
+    assert not (target / "etc").exists()
+
+
 def test_ps1_scripts_as_text(base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
     target = copy_venv(base["cpu"], tmp_path / f"o'k {LEFT}venv{RIGHT} x")
     out = tmp_path / "fix.ps1"

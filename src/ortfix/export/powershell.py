@@ -8,6 +8,8 @@ plan's entries in HKCU\\Environment."""
 from __future__ import annotations
 
 import base64
+import ntpath
+import posixpath
 from collections.abc import Iterable
 
 from ortfix.errors import OrtfixError
@@ -98,7 +100,9 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.WRITE_FILE:
             path = str(d["path"])
             data = base64.b64encode(str(d["content"]).encode("utf-8")).decode("ascii")
+            folder = ntpath.dirname(path) if "\\" in path else posixpath.dirname(path)
             do += [f"Invoke-Checked -I -B $Steps stash-files $Stash {ps_quote(path)}",
+                   f"New-Item -ItemType Directory -Force -Path {ps_quote(folder)} | Out-Null",
                    f"# sha256 {d['sha256']}",
                    f"[System.IO.File]::WriteAllBytes({ps_quote(path)}, [Convert]::FromBase64String('{data}'))"]
             undo_first.append(f"Invoke-Checked -I -B $Steps discard-files $Work {ps_quote(path)}")

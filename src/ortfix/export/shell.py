@@ -11,6 +11,7 @@ moved."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 
 from ortfix.errors import OrtfixError
@@ -94,6 +95,7 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.WRITE_FILE:
             path = str(d["path"])
             do.append(f"steps stash-files \"$STASH\" {sh_quote(path)}")
+            do.append(f"mkdir -p {sh_quote(posixpath.dirname(path))}")
             do += _write_file(path, str(d["content"]), int(d["mode"]), n)
             undo_steps.append([f"steps discard-files \"$WORK\" {sh_quote(path)}"])
         elif action.kind == ActionKind.SYMLINK:
