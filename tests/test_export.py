@@ -244,3 +244,45 @@ def test_saved_plan_exported_only_while_it_holds(base: dict[str, Path], env: dic
     one_line_error(ortfix("export", "requirements", str(plan_file), "--python", str(target), env=env),
                    "the environment changed since")
     assert_same_tree(before, tree_state(target))
+
+
+def _report(*entries: tuple[str, str, str | None]) -> str:
+    """A pip --report document (the fields pins.parse_report reads, as pip 23 writes them)."""
+    return json.dumps({"version": "1", "install": [
+        {"metadata": {"name": name, "version": version}, "requested": True,
+         "download_info": {"url": f"file:///w/{name}-{version}-py3-none-any.whl",
+                           "archive_info": {"hashes": {"sha256": sha}} if sha else {}}}
+        for name, version, sha in entries]})
+
+
+def test_requirements_without_every_hash_carry_none_and_say_why() -> None:
+    from ortfix.export.model import ExportInput
+    from ortfix.export.pins import parse_report
+    from ortfix.export.requirements import render_requirements
+    from ortfix.plan.model import Action, Plan, PlanOptions
+
+    pins = parse_report(_report(("onnxruntime-gpu", "1.22.0", "a" * 64), ("nvidia-cudnn-cu12", "9.1.0.70", None)))
+    install = Action("pip-install", "install", ("+ onnxruntime-gpu",), "uninstall", ("ORT002",),
+                     {"requirements": ["onnxruntime-gpu==1.22.0", "nvidia-cudnn-cu12~=9.0"], "installer": "pip",
+                      "reinstall": False})
+    plan = Plan("ortfix.plan/2", "now", "0.1.0", "/e/bin/python", "/e", "venv", "f" * 16, "g" * 16, PlanOptions(),
+                "1", "pip", None, (install,), (), ())
+    inp = ExportInput(plan, "/e/bin/python", "/e", tuple(pins), {"ORT002": "the CPU-only package is installed"})
+    text = render_requirements(inp)
+    lines = text.splitlines()
+    assert "onnxruntime-gpu==1.22.0" in lines and "nvidia-cudnn-cu12==9.1.0.70" in lines
+    assert "--hash" not in text and "# No hashes: pip reported none for nvidia-cudnn-cu12" in text
+    assert "# ORT002: the CPU-only package is installed" in lines
+
+    with_all = parse_report(_report(("onnxruntime-gpu", "1.22.0", "a" * 64)))
+    assert render_requirements(ExportInput(plan, "/e/bin/python", "/e", tuple(with_all), {})).count(
+        f"onnxruntime-gpu==1.22.0 --hash=sha256:{'a' * 64}") == 1
+
+
+@pytest.mark.parametrize("name", ["x; rm -rf ~", "'quoted'", "a b"])
+def test_a_report_naming_something_unpinnable_is_refused(name: str) -> None:
+    from ortfix.errors import OrtfixError
+    from ortfix.export.pins import parse_report
+
+    with pytest.raises(OrtfixError, match="cannot pin"):
+        parse_report(_report((name, "1.0", None)))

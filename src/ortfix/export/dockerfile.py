@@ -32,7 +32,7 @@ def render_dockerfile(inp: ExportInput) -> str:
     folders = library_folders(inp.plan)
     if folders:
         hooks = [a for a in inp.plan.actions if a.kind == ActionKind.WRITE_FILE]
-        lines += [f"# {r}" for r in dict.fromkeys(r for a in hooks for r in inp.reason_lines(a))]
+        lines += [f"# {r}" for r in dict.fromkeys(r for a in hooks if a.fixes for r in inp.reason_lines(a))]
         lines.append("# The libraries' folders, instead of the plan's hook files: every process of the image finds "
                      "them.")
         value = ":".join(_env_value(f) for f in folders)

@@ -12,6 +12,7 @@ moved."""
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 
 from ortfix.errors import OrtfixError
@@ -72,7 +73,10 @@ def _steps_file() -> list[str]:
 
 
 def render_sh(inp: ExportInput) -> tuple[str, str]:
-    """(do-script, undo script)."""
+    """(do-script, undo script); an OrtfixError for a Windows target (its script is the ps1 one)."""
+    if re.match(r"^[A-Za-z]:[\\/]|^\\\\", inp.prefix):
+        raise OrtfixError(f"{inp.prefix} is a Windows environment: a sh script cannot fix it",
+                          hint="export ps1 instead")
     do = [*_preamble(inp, "Fix script"), "# Undo: the undo script exported with it (ortfix export sh -o FILE writes "
           "FILE and its .undo.sh).",
           '[ ! -e "$STASH" ] || fail "already run: $STASH exists (run the undo script first)"',
