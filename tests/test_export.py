@@ -246,6 +246,15 @@ def test_saved_plan_exported_only_while_it_holds(base: dict[str, Path], env: dic
     assert_same_tree(before, tree_state(target))
 
 
+def test_an_environment_without_pip_is_refused(base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "no pip")
+    sp = site_packages(target)
+    for entry in sp.iterdir():
+        if entry.name == "pip" or (entry.name.startswith("pip-") and entry.name.endswith(".dist-info")):
+            shutil.rmtree(entry)
+    one_line_error(ortfix("export", "sh", "--python", str(target), env=env), "has no pip", "ensurepip")
+
+
 def _report(*entries: tuple[str, str, str | None]) -> str:
     """A pip --report document (the fields pins.parse_report reads, as pip 23 writes them)."""
     return json.dumps({"version": "1", "install": [

@@ -42,8 +42,18 @@ def undo_path(output: Path, fmt: ExportFormat) -> Path:
     return output.with_name(f"{stem}.undo{suffix}")
 
 
+def require_pip(prepared: PreparedApply) -> None:
+    """Pins come from the target's own pip, and the scripts run it: an environment without pip is refused."""
+    if not prepared.check.facts.probe.has_pip:
+        raise OrtfixError(f"{prepared.plan.python} has no pip: the exact pins come from its own pip's dry run, and "
+                          "the exported scripts run it", hint=f"install pip into it first: {prepared.plan.python} -m "
+                          "ensurepip")
+
+
 def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     plan = prepared.plan
+    if any(a.kind == ActionKind.PIP_INSTALL for a in plan.actions):
+        require_pip(prepared)
     requirements = [str(r) for a in plan.actions if a.kind == ActionKind.PIP_INSTALL
                     for r in a.details["requirements"]]
     # A requirements file or an image starts fresh: every distribution; a script runs in the target as it is.

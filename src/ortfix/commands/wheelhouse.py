@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix.commands.apply import prepare_apply
+from ortfix.commands.export import require_pip
 from ortfix.errors import ExitCode
 from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse, writable_folder
 from ortfix.plan.kinds import ActionKind
@@ -40,6 +41,7 @@ def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOpti
                    target: WheelhouseTarget) -> WheelhouseResult:
     writable_folder(folder)  # before anything else: planning takes a while
     prepared = prepare_apply(python, plan_file, options)
+    require_pip(prepared)  # the downloads are the target's pip's (its platform, its Python)
     plan = prepared.plan
     installs = [a for a in plan.actions if a.kind == ActionKind.PIP_INSTALL]
     requirements = [str(r) for a in installs for r in a.details["requirements"]]
