@@ -145,6 +145,17 @@ def test_sh_script_fixes_and_its_undo_restores_byte_for_byte(base: dict[str, Pat
     assert "'nvidia-cudnn-cu12==9.1.0.70'" in text
 
     sh_env = {**env, "PATH": "/usr/bin:/bin"}
+    # A fix script that fails half-way (pip finds nothing): the undo script puts back what it had moved.
+    empty_conf = tmp_path / "empty.conf"
+    empty_conf.write_text("[global]\nno-index = true\n")
+    failed = subprocess.run(["sh", str(script)], capture_output=True, text=True,
+                            env={**sh_env, "PIP_CONFIG_FILE": str(empty_conf)}, check=False)
+    assert failed.returncode != 0 and "No matching distribution" in failed.stderr
+    assert not (site_packages(target) / "onnxruntime-1.22.0.dist-info").exists()  # moved aside before pip ran
+    undone = subprocess.run(["sh", str(undo)], capture_output=True, text=True, env=sh_env, check=False)
+    assert undone.returncode == 0, (undone.stdout[-2000:], undone.stderr[-2000:])
+    assert_same_tree(before, tree_state(target))
+
     done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     run = fresh_process(python, load_code(provider(target)))

@@ -85,6 +85,14 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
             "has not run)\" }", *_steps_file()]
     undo_first: list[str] = []
     undo_then: list[str] = []
+
+    def reached(n: int) -> str:
+        """Marks step n begun (after its stash, before its change): the undo script undoes only such steps."""
+        return f"New-Item -ItemType File -Force -Path (Join-Path $Work 'step-{n}') | Out-Null"
+
+    def if_reached(n: int, lines: list[str]) -> list[str]:
+        return [f"if (Test-Path -LiteralPath (Join-Path $Work 'step-{n}')) {{", *(f"    {ln}" for ln in lines), "}"]
+
     for n, action in enumerate(inp.plan.actions, 1):
         do += ["", f"# {n}. {action.summary}", *(f"#    fixes {r}" for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
@@ -93,28 +101,28 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.PIP_INSTALL:
             names = " ".join(ps_quote(p.name) for p in inp.pins)
             if names:
-                do.append(f"Invoke-Checked -I -B $Steps stash-named $Stash {names}")
-                do.append("Invoke-Checked -m pip install --disable-pip-version-check "
-                          + " ".join(ps_quote(p.spec) for p in inp.pins))
-                undo_then.append(f"Invoke-Checked -I -B $Steps discard-named $Work {names}")
+                do += [f"Invoke-Checked -I -B $Steps stash-named $Stash {names}", reached(n),
+                       "Invoke-Checked -m pip install --disable-pip-version-check "
+                       + " ".join(ps_quote(p.spec) for p in inp.pins)]
+                undo_then += if_reached(n, [f"Invoke-Checked -I -B $Steps discard-named $Work {names}"])
         elif action.kind == ActionKind.WRITE_FILE:
             path = str(d["path"])
             data = base64.b64encode(str(d["content"]).encode("utf-8")).decode("ascii")
             folder = ntpath.dirname(path) if "\\" in path else posixpath.dirname(path)
-            do += [f"Invoke-Checked -I -B $Steps stash-files $Stash {ps_quote(path)}",
+            do += [f"Invoke-Checked -I -B $Steps stash-files $Stash {ps_quote(path)}", reached(n),
                    f"New-Item -ItemType Directory -Force -Path {ps_quote(folder)} | Out-Null",
                    f"# sha256 {d['sha256']}",
                    f"[System.IO.File]::WriteAllBytes({ps_quote(path)}, [Convert]::FromBase64String('{data}'))"]
-            undo_first.append(f"Invoke-Checked -I -B $Steps discard-files $Work {ps_quote(path)}")
+            undo_first += if_reached(n, [f"Invoke-Checked -I -B $Steps discard-files $Work {ps_quote(path)}"])
         elif action.kind == ActionKind.SYMLINK:
             path = str(d["path"])
-            do.append(f"New-Item -ItemType SymbolicLink -Path {ps_quote(path)} -Target {ps_quote(str(d['target']))}"
-                      " | Out-Null")
-            undo_first.append(f"Remove-Item -LiteralPath {ps_quote(path)} -Force")
+            do += [reached(n), f"New-Item -ItemType SymbolicLink -Path {ps_quote(path)} -Target "
+                   f"{ps_quote(str(d['target']))} | Out-Null"]
+            undo_first += if_reached(n, [f"Remove-Item -LiteralPath {ps_quote(path)} -Force"])
         elif action.kind == ActionKind.USER_PATH:
             entries = [str(e) for e in d["entries"]]
-            do += _user_path(entries, add=True)
-            undo_first += _user_path(entries, add=False)
+            do += [reached(n), *_user_path(entries, add=True)]
+            undo_first += if_reached(n, _user_path(entries, add=False))
         else:
             raise OrtfixError(f"a PowerShell script cannot make the plan's {action.kind} change ({action.summary})")
     do += ["", "Write-Output 'done; the undo script puts everything back'"]

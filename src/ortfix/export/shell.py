@@ -84,7 +84,12 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
     undo = [*_preamble(inp, "Undo script"),
             '[ -d "$STASH" ] || fail "nothing to undo: $STASH is not there (the fix script has not run)"',
             *_steps_file()]
-    undo_steps: list[list[str]] = []
+    undo_steps: list[tuple[int, str]] = []  # (step, its undo): run only when the fix script got to that step
+
+    def reached(n: int) -> str:
+        """Marks step n begun (after its stash, before its change): the undo script undoes only such steps."""
+        return f': > "$WORK/step-{n}"'
+
     for n, action in enumerate(inp.plan.actions, 1):
         do += ["", f"# {n}. {action.summary}", *(f"#    fixes {r}" for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
@@ -93,26 +98,26 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.PIP_INSTALL:
             names = [p.name for p in inp.pins]
             if names:
-                do.append(f"steps stash-named \"$STASH\" {_words(names)}")
-                do.append(f"\"$PYTHON\" -m pip install --disable-pip-version-check {_words(p.spec for p in inp.pins)}")
-                undo_steps.append([f"steps discard-named \"$WORK\" {_words(names)}"])
+                do += [f"steps stash-named \"$STASH\" {_words(names)}", reached(n),
+                       f"\"$PYTHON\" -m pip install --disable-pip-version-check {_words(p.spec for p in inp.pins)}"]
+                undo_steps.append((n, f"steps discard-named \"$WORK\" {_words(names)}"))
         elif action.kind == ActionKind.WRITE_FILE:
             path = str(d["path"])
-            do.append(f"steps stash-files \"$STASH\" {sh_quote(path)}")
-            do.append(f"mkdir -p {sh_quote(posixpath.dirname(path))}")
-            do += _write_file(path, str(d["content"]), int(d["mode"]), n)
-            undo_steps.append([f"steps discard-files \"$WORK\" {sh_quote(path)}"])
+            do += [f"steps stash-files \"$STASH\" {sh_quote(path)}", reached(n),
+                   f"mkdir -p {sh_quote(posixpath.dirname(path))}",
+                   *_write_file(path, str(d["content"]), int(d["mode"]), n)]
+            undo_steps.append((n, f"steps discard-files \"$WORK\" {sh_quote(path)}"))
         elif action.kind == ActionKind.SYMLINK:
             path = str(d["path"])
-            do.append(f"ln -s {sh_quote(str(d['target']))} {sh_quote(path)}")
-            undo_steps.append([f"rm -f {sh_quote(path)}"])
+            do += [reached(n), f"ln -s {sh_quote(str(d['target']))} {sh_quote(path)}"]
+            undo_steps.append((n, f"rm -f {sh_quote(path)}"))
         else:
             raise OrtfixError(f"a shell script cannot make the plan's {action.kind} change ({action.summary})",
                               hint="export ps1 for a Windows target, or apply the plan with ortfix there")
     do += ["", 'echo "done; the undo script puts everything back"']
     # Hook files first: the interpreter the later steps start must not import a half-removed hook.
-    for step in sorted(undo_steps, key=lambda s: not s[0].startswith("steps discard-files")):
-        undo += step
+    for n, step in sorted(undo_steps, key=lambda s: not s[1].startswith("steps discard-files")):
+        undo += [f'if [ -e "$WORK/step-{n}" ]; then', f"    {step}", "fi"]
     undo += ['steps restore "$STASH"', 'rm -rf "$WORK"', 'rmdir "$PREFIX/.ortfix" 2>/dev/null || true',
              'echo "undone"']
     return "\n".join(do) + "\n", "\n".join(undo) + "\n"
