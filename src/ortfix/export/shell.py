@@ -6,8 +6,9 @@ would replace and any hook file it overwrites are moved aside into a stash folde
 fingerprint>/stash`, by the standard-library program of snippets.py), hook files are written byte for byte (a heredoc
 with a quoted delimiter, or printf of a single-quoted string), links made with `ln -s`. The undo script removes what
 was installed (by RECORD) and written (with its cached bytecode), then moves the stash back: the environment is byte
-identical again. Both refuse to run twice in a row; after a failed do-script the undo script puts back what it
-moved."""
+identical again. Both refuse to run twice in a row. Each step marks itself begun (`$WORK/step-N`) once what it
+replaces is stashed, and the undo script undoes only the steps begun: after a do-script that failed half-way it puts
+back exactly what was moved."""
 
 from __future__ import annotations
 
