@@ -11,8 +11,9 @@ import os
 import re
 import shutil
 import tempfile
+from typing import Optional, TypedDict
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
 DOCUMENTATION = r"""
 ---
@@ -105,7 +106,8 @@ findings:
   type: list
   elements: dict
 ortfix_summary:
-  description: A compact summary, e.g. C({"healthy": false, "codes": ["ORT002"], "errors": 1, "warnings": 0}).
+  description: A compact summary - healthy, the finding codes, how many errors and warnings.
+  sample: {"healthy": false, "codes": ["DRV001", "ORT002"], "errors": 2, "warnings": 0}
   returned: when state is checked
   type: dict
 plan:
@@ -142,6 +144,42 @@ STILL_APPLIED = ("applied", "kept", "running", "rolling-back")
 TX_ID = re.compile(r"\b(\d{8}T\d{9}Z-[0-9a-f]{4})\b")
 MAX_TEXT = 2000
 
+Doc = dict[str, object]  # a JSON object as read, before its fields are checked
+
+
+class Finding(TypedDict):
+    code: str
+    severity: str
+    summary: str
+    evidence: list[str]
+    fix: Optional[str]
+    data: Doc
+
+
+class Action(TypedDict):
+    kind: str
+    summary: str
+    changes: list[str]
+    fixes: list[str]
+
+
+class Build(TypedDict):
+    package: str
+    version: str
+
+
+class Plan(TypedDict):
+    actions: list[Action]
+    installer: str
+    target: Optional[Build]
+    unresolved: list[Finding]
+
+
+class PendingTx(TypedDict):
+    id: str
+    status: str
+    changes: list[str]
+
 
 class OrtfixFailed(Exception):
     """The task fails with this one line (and these extra result fields)."""
@@ -152,73 +190,97 @@ class OrtfixFailed(Exception):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# reading ortfix's documents
+# reading ortfix's documents: every field checked for presence and type
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _field(doc: dict, key: str, kind: type | tuple, where: str, *, optional: bool = False) -> object:
-    """doc[key], which must be of `kind` (None allowed when optional)."""
+def _raw(doc: Doc, key: str, where: str) -> object:
     if key not in doc:
-        if optional:
-            return None
         raise OrtfixFailed(f"ortfix's {where} has no field {key!r}: this module cannot read this ortfix version")
-    value = doc[key]
-    if value is None and optional:
-        return None
-    # bool is an int in Python: an int field must not accept true/false
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise OrtfixFailed(f"ortfix's {where} field {key!r} is {type(value).__name__}, not what this module reads")
+    return doc[key]
+
+
+def _wrong(where: str, key: str, value: object) -> OrtfixFailed:
+    return OrtfixFailed(f"ortfix's {where} field {key!r} is {type(value).__name__}, not what this module reads")
+
+
+def _text(doc: Doc, key: str, where: str) -> str:
+    value = _raw(doc, key, where)
+    if not isinstance(value, str):
+        raise _wrong(where, key, value)
     return value
 
 
-def _dicts(doc: dict, key: str, where: str) -> list[dict]:
-    items = _field(doc, key, list, where)
-    assert isinstance(items, list)
+def _text_or_none(doc: Doc, key: str, where: str) -> Optional[str]:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _wrong(where, key, value)
+    return value
+
+
+def _int(doc: Doc, key: str, where: str) -> int:
+    value = _raw(doc, key, where)
+    if not isinstance(value, int) or isinstance(value, bool):  # bool is an int in Python
+        raise _wrong(where, key, value)
+    return value
+
+
+def _bool(doc: Doc, key: str, where: str) -> bool:
+    value = _raw(doc, key, where)
+    if not isinstance(value, bool):
+        raise _wrong(where, key, value)
+    return value
+
+
+def _object(doc: Doc, key: str, where: str) -> Doc:
+    value = _raw(doc, key, where)
+    if not isinstance(value, dict):
+        raise _wrong(where, key, value)
+    return value
+
+
+def _objects(doc: Doc, key: str, where: str) -> list[Doc]:
+    items = _raw(doc, key, where)
+    if not isinstance(items, list):
+        raise _wrong(where, key, items)
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise OrtfixFailed(f"ortfix's {where} field {key!r}[{n}] is {type(item).__name__}, not an object")
     return items
 
 
-def _strings(doc: dict, key: str, where: str) -> list[str]:
-    items = _field(doc, key, list, where)
-    assert isinstance(items, list)
-    if not all(isinstance(s, str) for s in items):
-        raise OrtfixFailed(f"ortfix's {where} field {key!r} holds something other than text")
+def _strings(doc: Doc, key: str, where: str) -> list[str]:
+    items = _raw(doc, key, where)
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        raise OrtfixFailed(f"ortfix's {where} field {key!r} is not a list of text")
     return items
 
 
-def _text(doc: dict, key: str, where: str, *, optional: bool = False) -> str | None:
-    value = _field(doc, key, str, where, optional=optional)
-    assert value is None or isinstance(value, str)
-    return value
+def _finding(raw: Doc, where: str) -> Finding:
+    """A finding as the module returns it: code, severity and summary required; evidence, fix and data checked."""
+    data = raw.get("data") or {}
+    if not isinstance(data, dict):
+        raise _wrong(where, "data", data)
+    return {"code": _text(raw, "code", where), "severity": _text(raw, "severity", where),
+            "summary": _text(raw, "summary", where),
+            "evidence": _strings(raw, "evidence", where) if "evidence" in raw else [],
+            "fix": _text_or_none(raw, "fix", where), "data": data}
 
 
-def _finding(raw: dict, where: str) -> dict:
-    """A finding as the module returns it: the fields every finding has, checked; the rest passed on as read."""
-    out = {"code": _text(raw, "code", where), "severity": _text(raw, "severity", where),
-           "summary": _text(raw, "summary", where)}
-    out["evidence"] = _strings(raw, "evidence", where) if "evidence" in raw else []
-    out["fix"] = _text(raw, "fix", where, optional=True)
-    out["data"] = _field(raw, "data", dict, where, optional=True) or {}
-    return out
-
-
-def _interpreter(doc: dict, where: str) -> dict:
-    raw = _field(doc, "interpreter", dict, where)
-    assert isinstance(raw, dict)
+def _interpreter(doc: Doc, where: str) -> Doc:
+    raw = _object(doc, "interpreter", where)
     _text(raw, "python", f"{where} interpreter")
     return raw
 
 
 class Ortfix:
-    """The ortfix command on this host, run with an argv list and --json."""
+    """The ortfix command on this host, run with an argv list (never a shell) and --json."""
 
     def __init__(self, module: AnsibleModule, command: list[str]) -> None:
         self.module = module
         self.command = command
 
-    def run(self, name: str, args: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> dict:
+    def run(self, name: str, args: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> Doc:
         argv = [*self.command, *args, "--json"]
         rc, out, err = self.module.run_command(argv, check_rc=False)
         where = f"`ortfix {name}` output"
@@ -231,20 +293,20 @@ class Ortfix:
         if not isinstance(doc, dict):
             raise OrtfixFailed(f"{where} is not a JSON object", rc=rc)
         schema = _text(doc, "schema", where)
-        exit_code = _field(doc, "exit_code", int, where)
+        exit_code = _int(doc, "exit_code", where)
         if exit_code != rc:
             raise OrtfixFailed(f"{where} says exit code {exit_code}, but ortfix exited {rc}", rc=rc)
         if schema == ERROR_SCHEMA:
-            error = _field(doc, "error", dict, where)
-            assert isinstance(error, dict)
+            error = _object(doc, "error", where)
             message = _text(error, "message", f"{where} error")
-            hint = _text(error, "hint", f"{where} error", optional=True)
+            hint = _text_or_none(error, "hint", f"{where} error")
             raise OrtfixFailed(f"ortfix {name}: {message}", rc=rc, hint=hint)
         if schema != SCHEMAS[name]:
             raise OrtfixFailed(f"{where} has schema {schema!r}; this module reads {SCHEMAS[name]!r} "
                                "(update the collection or ortfix)", rc=rc)
-        if _text(doc, "command", where) != name:
-            raise OrtfixFailed(f"{where} is the document of another command ({doc['command']!r})", rc=rc)
+        command = _text(doc, "command", where)
+        if command != name:
+            raise OrtfixFailed(f"{where} is the document of another command ({command!r})", rc=rc)
         if rc not in ok_codes:
             raise OrtfixFailed(f"`ortfix {name}` exited {rc}", rc=rc)
         return doc
@@ -255,36 +317,39 @@ class Ortfix:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _target_args(params: dict) -> list[str]:
-    return ["--python", params["python"]] if params["python"] else []
+def _target_args(params: Doc) -> list[str]:
+    python = params["python"]
+    return ["--python", python] if isinstance(python, str) and python else []
 
 
-def _summary(findings: list[dict], healthy: bool) -> dict:
-    return {"healthy": healthy, "codes": [f["code"] for f in findings],
-            "errors": sum(1 for f in findings if f["severity"] == "error"),
-            "warnings": sum(1 for f in findings if f["severity"] == "warning")}
-
-
-def checked(ortfix: Ortfix, params: dict) -> dict:
+def checked(ortfix: Ortfix, params: Doc) -> Doc:
     doc = ortfix.run("check", ["check", *_target_args(params)])
     where = "`ortfix check` output"
-    findings = [_finding(f, f"{where} finding") for f in _dicts(doc, "findings", where)]
-    healthy = _field(doc, "healthy", bool, where)
-    assert isinstance(healthy, bool)
+    findings = [_finding(f, f"{where} finding") for f in _objects(doc, "findings", where)]
+    summary = {"healthy": _bool(doc, "healthy", where), "codes": [f["code"] for f in findings],
+               "errors": sum(1 for f in findings if f["severity"] == "error"),
+               "warnings": sum(1 for f in findings if f["severity"] == "warning")}
     return {"changed": False, "interpreter": _interpreter(doc, where), "findings": findings,
-            "ortfix_summary": _summary(findings, healthy)}
+            "ortfix_summary": summary}
 
 
-def _plan_actions(doc: dict) -> list[dict]:
-    where = "`ortfix plan` output action"
-    actions = []
-    for raw in _dicts(doc, "actions", "`ortfix plan` output"):
-        actions.append({"kind": _text(raw, "kind", where), "summary": _text(raw, "summary", where),
-                        "changes": _strings(raw, "changes", where), "fixes": _strings(raw, "fixes", where)})
-    return actions
+def _plan(doc: Doc) -> Plan:
+    where = "`ortfix plan` output"
+    actions: list[Action] = []
+    for raw in _objects(doc, "actions", where):
+        at = f"{where} action"
+        actions.append({"kind": _text(raw, "kind", at), "summary": _text(raw, "summary", at),
+                        "changes": _strings(raw, "changes", at), "fixes": _strings(raw, "fixes", at)})
+    target: Optional[Build] = None
+    if doc.get("target") is not None:
+        raw_target = _object(doc, "target", where)
+        target = {"package": _text(raw_target, "package", f"{where} target"),
+                  "version": _text(raw_target, "version", f"{where} target")}
+    return {"actions": actions, "installer": _text(doc, "installer", where), "target": target,
+            "unresolved": [_finding(f, f"{where} unresolved") for f in _objects(doc, "unresolved", where)]}
 
 
-def render_plan(python: str, plan: dict) -> str:
+def render_plan(python: str, plan: Plan) -> str:
     """The plan as `--diff` shows it."""
     target = plan["target"]
     build = f"{target['package']} {target['version']}" if target else "the installed build"
@@ -297,25 +362,20 @@ def render_plan(python: str, plan: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fixed(ortfix: Ortfix, params: dict, module: AnsibleModule) -> dict:
+def fixed(ortfix: Ortfix, params: Doc, module: AnsibleModule) -> Doc:
     options = _target_args(params)
     for flag, key in (("--hook", "hook"), ("--driver", "driver"), ("--compute-capability", "compute_capability")):
-        if params[key]:
-            options += [flag, params[key]]
+        value = params[key]
+        if isinstance(value, str) and value:
+            options += [flag, value]
     folder = tempfile.mkdtemp(prefix="ortfix-ansible-")
     try:
         plan_file = os.path.join(folder, "plan.json")
         doc = ortfix.run("plan", ["plan", *options, "-o", plan_file])
-        where = "`ortfix plan` output"
-        interpreter = _interpreter(doc, where)
-        target = _field(doc, "target", dict, where, optional=True)
-        if isinstance(target, dict):
-            target = {"package": _text(target, "package", f"{where} target"),
-                      "version": _text(target, "version", f"{where} target")}
-        plan = {"actions": _plan_actions(doc), "installer": _text(doc, "installer", where), "target": target,
-                "unresolved": [_finding(f, f"{where} unresolved") for f in _dicts(doc, "unresolved", where)]}
-        result: dict = {"changed": False, "interpreter": interpreter, "plan": plan, "findings": plan["unresolved"],
-                        "warnings_from_ortfix": []}
+        interpreter = _interpreter(doc, "`ortfix plan` output")
+        plan = _plan(doc)
+        result: Doc = {"changed": False, "interpreter": interpreter, "plan": plan, "findings": plan["unresolved"],
+                       "warnings_from_ortfix": []}
         if not plan["actions"]:
             return result
         if module._diff:
@@ -324,9 +384,8 @@ def fixed(ortfix: Ortfix, params: dict, module: AnsibleModule) -> dict:
             result["changed"] = True
             return result
         # The plan just shown, applied only while ortfix would plan exactly the same (it refuses a stale plan).
-        apply_args = ["apply", plan_file, "--yes"] + (["--python", params["python"]] if params["python"] else [])
         try:
-            applied = ortfix.run("apply", apply_args)
+            applied = ortfix.run("apply", ["apply", plan_file, "--yes", *_target_args(params)])
         except OrtfixFailed as exc:
             hint = exc.result.get("hint")
             found = TX_ID.search(hint) if isinstance(hint, str) else None
@@ -339,8 +398,7 @@ def fixed(ortfix: Ortfix, params: dict, module: AnsibleModule) -> dict:
     status = _text(applied, "status", where)
     if status == "nothing-to-do":
         return result
-    tx = _field(applied, "transaction", dict, where)
-    assert isinstance(tx, dict)
+    tx = _object(applied, "transaction", where)
     tx_id = _text(tx, "id", f"{where} transaction")
     result["transaction_id"] = tx_id
     result["warnings_from_ortfix"] = _strings(applied, "warnings", where)
@@ -348,59 +406,55 @@ def fixed(ortfix: Ortfix, params: dict, module: AnsibleModule) -> dict:
         result["changed"] = True
         return result
     # Verification failed: ortfix rolled the transaction back; its message is the one-line reason.
-    reason = _text(tx, "message", f"{where} transaction", optional=True) or f"transaction {tx_id} ended {status}"
-    raise OrtfixFailed(f"{reason}; every change was rolled back (transaction {tx_id})", transaction_id=tx_id, transaction_status=status, plan=plan, interpreter=interpreter)
+    reason = _text_or_none(tx, "message", f"{where} transaction") or f"transaction {tx_id} ended {status}"
+    raise OrtfixFailed(f"{reason}; every change was rolled back (transaction {tx_id})", transaction_id=tx_id,
+                       transaction_status=status, plan=plan, interpreter=interpreter)
 
 
-def rolled_back(ortfix: Ortfix, params: dict, module: AnsibleModule) -> dict:
+def rolled_back(ortfix: Ortfix, params: Doc, module: AnsibleModule) -> Doc:
     doc = ortfix.run("history", ["history", *_target_args(params)], ok_codes=(0,))
     where = "`ortfix history` output transaction"
-    pending = []
-    for raw in _dicts(doc, "transactions", "`ortfix history` output"):
+    pending: list[PendingTx] = []
+    for raw in _objects(doc, "transactions", "`ortfix history` output"):
         status = _text(raw, "status", where)
         tx_id = _text(raw, "id", where)
         if status == "unreadable":
             raise OrtfixFailed(f"transaction {tx_id} cannot be read: {raw.get('error')}; see `ortfix history`")
         if status in STILL_APPLIED:
-            assert isinstance(tx_id, str)
             if not TX_ID.fullmatch(tx_id):
                 raise OrtfixFailed(f"`ortfix history` names a transaction {tx_id!r} that is not an ortfix id")
             pending.append({"id": tx_id, "status": status, "changes": _strings(raw, "changes", where)})
     pending.sort(key=lambda t: t["id"], reverse=True)  # ids sort by time: newest first
-    result: dict = {"changed": bool(pending), "interpreter": _interpreter(doc, "`ortfix history` output"),
-                    "rolled_back": pending, "warnings_from_ortfix": []}
+    warnings: list[str] = []
+    result: Doc = {"changed": bool(pending), "interpreter": _interpreter(doc, "`ortfix history` output"),
+                   "rolled_back": pending, "warnings_from_ortfix": warnings}
     if not pending or module.check_mode:
         return result
-    done: list[dict] = []
+    done: list[PendingTx] = []
     for tx in pending:
         try:
             out = ortfix.run("rollback", ["rollback", tx["id"], "--yes", *_target_args(params)])
         except OrtfixFailed as exc:
+            extra = {k: v for k, v in exc.result.items() if k != "changed"}
             raise OrtfixFailed(str(exc), changed=bool(done), rolled_back=done, transaction_id=tx["id"],
-                               **{k: v for k, v in exc.result.items() if k != "changed"}) from None
-        rb_where = "`ortfix rollback` output"
-        rb_tx = _field(out, "transaction", dict, rb_where)
-        assert isinstance(rb_tx, dict)
-        if _text(rb_tx, "id", f"{rb_where} transaction") != tx["id"]:
+                               **extra) from None
+        at = "`ortfix rollback` output"
+        if _text(_object(out, "transaction", at), "id", f"{at} transaction") != tx["id"]:
             raise OrtfixFailed(f"`ortfix rollback {tx['id']}` rolled back another transaction", changed=True)
-        result["warnings_from_ortfix"] += _strings(out, "warnings", rb_where)
+        warnings += _strings(out, "warnings", at)
         done.append(tx)
     result["rolled_back"] = done
     return result
 
 
 def _command(raw: object) -> list[str]:
-    """The `ortfix` option as an argv prefix: a path (a name on PATH) or a non-empty list of strings."""
-    if isinstance(raw, str):
-        command = [raw]
-    elif isinstance(raw, list) and raw and all(isinstance(a, str) and a for a in raw):
-        command = list(raw)
-    else:
-        raise OrtfixFailed("option ortfix must be a path or a non-empty list of arguments, e.g. "
-                           "[/opt/venv/bin/python, -m, ortfix]")
-    if not command[0]:
-        raise OrtfixFailed("option ortfix is empty")
-    return command
+    """The `ortfix` option as an argv prefix: a path (or a name on PATH), or a non-empty list of arguments."""
+    if isinstance(raw, str) and raw:
+        return [raw]
+    if isinstance(raw, list) and raw and all(isinstance(a, str) and a for a in raw):
+        return list(raw)
+    raise OrtfixFailed("option ortfix must be a path or a non-empty list of arguments, e.g. "
+                       "[/opt/venv/bin/python, -m, ortfix]")
 
 
 def main() -> None:
@@ -415,7 +469,7 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    params = module.params
+    params: Doc = module.params
     try:
         state = params["state"]
         plan_options = [k for k in ("hook", "driver", "compute_capability") if params[k]]
@@ -436,10 +490,11 @@ def main() -> None:
         else:
             result = rolled_back(ortfix, params, module)
     except OrtfixFailed as exc:
-        fields = {"changed": False, **exc.result}
-        module.fail_json(msg=str(exc)[:MAX_TEXT], **fields)
-    for warning in result.get("warnings_from_ortfix", []):
-        module.warn(warning)
+        module.fail_json(msg=str(exc)[:MAX_TEXT], **{"changed": False, **exc.result})
+        return
+    warnings = result.get("warnings_from_ortfix")
+    for warning in warnings if isinstance(warnings, list) else []:
+        module.warn(str(warning))
     module.exit_json(**result)
 
 
