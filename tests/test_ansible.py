@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -330,3 +331,11 @@ def test_module_documentation_is_what_the_module_takes(ansible_python: Path, tmp
     assert options["hook"]["choices"] == ["auto", "conda", "preload", "user-path", "none"]
     assert {"interpreter", "findings", "ortfix_summary", "plan", "transaction_id", "rolled_back"} <= set(doc["return"])
     assert "ortfix.fleet.ortfix:" in doc["examples"]
+    # galaxy.yml is valid: the collection builds, with the module and the playbooks in it
+    build = subprocess.run([str(ansible_python.parent / "ansible-galaxy"), "collection", "build", str(COLLECTION),
+                            "--output-path", str(tmp_path / "dist")], capture_output=True, text=True, env=env,
+                           check=False, timeout=120)
+    assert build.returncode == 0, build.stderr
+    [tarball] = (tmp_path / "dist").glob("ortfix-fleet-*.tar.gz")
+    with tarfile.open(tarball) as tar:
+        assert {"plugins/modules/ortfix.py", "playbooks/fix.yml", "playbooks/report.yml"} <= set(tar.getnames())
