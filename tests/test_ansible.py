@@ -79,6 +79,7 @@ class Fleet:
     inventory: Path
     env: dict[str, str]
     venvs: dict[str, Path]
+    cpu_template: Path  # a venv with the CPU package, copied for each host
     before: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
     after_fix: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
     runs: int = 0
@@ -133,7 +134,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ansible_py
                ANSIBLE_LOCAL_TEMP=str(root / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(root / "ansible-tmp"),
                ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_FORKS="4", ANSIBLE_NOCOLOR="1",
                ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_DEPRECATION_WARNINGS="0")
-    f = Fleet(root, ansible_python.parent, inventory, env, venvs)
+    f = Fleet(root, ansible_python.parent, inventory, env, venvs, cpu_template)
     f.before = f.trees()
     yield f
 
@@ -273,6 +274,43 @@ def test_rollback_restores_every_host_byte_for_byte(fleet: Fleet) -> None:
 # what the module reads is untrusted: each bad document fails the task with one line, never a traceback
 # ---------------------------------------------------------------------------------------------------------------------
 
+def run_module(ansible_python: Path, tmp_path: Path, module_args: dict[str, Any],
+               env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The module run as Ansible runs it on a host (its arguments in a file), without ansible-playbook."""
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
+    proc = subprocess.run([str(ansible_python), str(MODULE), str(args)], capture_output=True, text=True,
+                          env=env, check=False, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    assert "\n" not in result.get("msg", ""), result
+    return result
+
+
+def test_a_refused_apply_fails_with_ortfixs_line_and_changes_nothing(fleet: Fleet, ansible_python: Path,
+                                                                     tmp_path: Path) -> None:
+    """A real refusal: the host's pip configuration points at an empty wheelhouse, so apply's preflight stops before
+    any change (exit 2, the error document) and the task fails with its message and hint."""
+    venv = tmp_path / "venv"
+    shutil.copytree(fleet.cpu_template, venv, symlinks=True)
+    before = tree_state(venv)
+    empty = tmp_path / "empty-wheelhouse"
+    empty.mkdir()
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {empty}\n")
+    result = run_module(ansible_python, tmp_path, {
+        "state": "fixed", "python": str(venv / "bin" / "python"), "ortfix": [sys.executable, "-m", "ortfix"]},
+        env={**fleet.env, "PIP_CONFIG_FILE": str(conf)})
+    assert result["failed"] is True and result["changed"] is False and result["rc"] == 2, result
+    assert result["msg"].startswith("ortfix apply: pip cannot get onnxruntime-gpu==1.22.0"), result["msg"]
+    assert "nothing was changed" in result["hint"]
+    assert_same_tree(before, tree_state(venv))
+    missing = run_module(ansible_python, tmp_path, {"state": "checked", "ortfix": "no-such-ortfix-here"},
+                         env=fleet.env)
+    assert missing["failed"] is True
+    assert missing["msg"].startswith("no-such-ortfix-here is not on this host's PATH"), missing
+
+
 FAKE_ORTFIX = """import json, sys
 mode = {mode!r}
 if mode == "not json":
@@ -305,13 +343,8 @@ print(json.dumps(doc)); sys.exit(doc["exit_code"] if mode != "exit code" else 0)
 def test_module_refuses_what_it_cannot_read(ansible_python: Path, tmp_path: Path, mode: str, message: str) -> None:
     fake = tmp_path / "fake_ortfix.py"
     fake.write_text(FAKE_ORTFIX.format(mode=mode))
-    args = tmp_path / "args.json"
-    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"state": "checked", "ortfix": [sys.executable, str(fake)]}}))
-    proc = subprocess.run([str(ansible_python), str(MODULE), str(args)], capture_output=True, text=True,
-                          check=False, timeout=60)
-    result = json.loads(proc.stdout)
+    result = run_module(ansible_python, tmp_path, {"state": "checked", "ortfix": [sys.executable, str(fake)]})
     assert result["failed"] is True and result["msg"].startswith(message), result
-    assert "\n" not in result["msg"] and "Traceback" not in proc.stderr
     if mode == "error":
         assert result["hint"] == "pass --python" and result["rc"] == 2
 
