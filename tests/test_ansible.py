@@ -10,8 +10,8 @@ ortfix rolls it back and the task fails with ortfix's one line while the other h
 
 The tests share one fleet and run in file order: report → fix --check --diff → fix, fix again → rollback --check,
 rollback, rollback again. ansible-core is installed with this machine's pip configuration into a tools venv cached
-under the test cache folder; without an index the tests skip with one line. Task results are read from the JSON files
-the playbooks write on the controller (`-e ortfix_results=DIR`), and the counts from PLAY RECAP.
+under the test cache folder; without an index the tests skip with one line. Task results are read from the JSON file
+the playbooks write on the controller (`-e ortfix_results=FILE`), and the counts from PLAY RECAP.
 """
 
 from __future__ import annotations
@@ -141,15 +141,14 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ansible_py
 
 def playbook(fleet: Fleet, name: str, *args: str) -> Run:
     fleet.runs += 1
-    results = fleet.root / f"results-{fleet.runs}"
-    results.mkdir()
+    results = fleet.root / f"results-{fleet.runs}.json"
     proc = subprocess.run([str(fleet.tools / "ansible-playbook"), "-i", str(fleet.inventory), str(PLAYBOOKS / name),
                            "-e", f"ortfix_results={results}", *args],
                           capture_output=True, text=True, env=fleet.env, cwd=fleet.root, timeout=300, check=False)
     recap = {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}
              for m in RECAP.findall(proc.stdout)}
     assert set(recap) == set(HOSTS), (proc.stdout[-4000:], proc.stderr[-3000:])
-    found = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+    found = json.loads(results.read_text()) if results.exists() else {}
     return Run(proc.returncode, proc.stdout + proc.stderr, recap, found)
 
 
