@@ -226,7 +226,7 @@ def test_fix_repairs_the_fleet_and_a_failing_host_stops_no_other(fleet: Fleet) -
         assert "all loaded" in loaded.stdout, (host, loaded.stderr)
     failed = run.results["failing"]
     assert failed["failed"] is True and failed["changed"] is False
-    assert failed["msg"].startswith("verification failed: libcublasLt.so.12: ")
+    assert failed["msg"].startswith("verification failed: ") and "libcudart.so.12: cannot open" in failed["msg"]
     assert failed["msg"].endswith(f"every change was rolled back (transaction {failed['transaction_id']})")
     assert "\n" not in failed["msg"]
     assert "fatal: [failing]: FAILED!" in run.output
