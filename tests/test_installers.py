@@ -14,12 +14,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +33,7 @@ from wintools import ORTFIX_WIN_DEPS, PY_VERSION, to_windows, win_python
 INSTALL_SH = REPO / "scripts" / "install.sh"
 INSTALL_PS1 = REPO / "scripts" / "install.ps1"
 BOOTSTRAP = REPO / "scripts" / "bootstrap.py"
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+VERSION = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)  # type: ignore[union-attr]
 CACHE_VERSION = "2"
 LINUX_DEPS = ("click>=8.1", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "platformdirs>=3", "pefile>=2023.2.7")
 
