@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -327,9 +328,33 @@ def require_venv_module() -> None:
                       EXIT_NO_VENV) from None
 
 
+def bundled_pip() -> Optional[Path]:
+    """The pip wheel ensurepip carries (None where a distribution keeps it elsewhere, as Debian does): pip run from
+    it installs into a venv made without pip, which saves ensurepip's install of pip (seconds; most of a minute under
+    wine). ortfix's own environment needs no pip: ortfix runs the target's."""
+    try:
+        import ensurepip
+    except ImportError:
+        return None
+    wheels = sorted(Path(ensurepip.__file__).parent.glob("_bundled/pip-*.whl"))
+    return wheels[-1] if wheels else None
+
+
+def pip_command(layout: Layout) -> list[str]:
+    """How to run pip for the venv: its own pip if it has one, else pip from ensurepip's wheel."""
+    if (layout.venv_python.parent / ("pip.exe" if WINDOWS else "pip")).exists():
+        return [str(layout.venv_python), "-m", "pip"]
+    wheel = bundled_pip()
+    if wheel is None:
+        raise Failure(f"{layout.venv} has no pip and this Python carries none: remove {layout.venv} and run this "
+                      f"again", EXIT_NO_VENV)
+    return [str(layout.venv_python), str(wheel / "pip")]
+
+
 def create_venv(layout: Layout) -> None:
     say(f"creating a virtual environment at {layout.venv}")
-    proc = capture([sys.executable, "-m", "venv", str(layout.venv)])
+    without_pip = ["--without-pip"] if bundled_pip() is not None else []
+    proc = capture([sys.executable, "-m", "venv", *without_pip, str(layout.venv)])
     if proc.returncode != 0:
         shutil.rmtree(str(layout.venv), ignore_errors=True)
         output = proc.stdout or ""
@@ -369,10 +394,10 @@ def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object
     ensure_writable(layout.bin)
     if fresh:
         create_venv(layout)
-    argv = [str(layout.venv_python), "-m", "pip", "install", "--disable-pip-version-check", *opts.pip_args()]
+    argv = [*pip_command(layout), "install", "--disable-pip-version-check", *opts.pip_args()]
     if not fresh:
         argv += ["--upgrade", "--force-reinstall"]
-    argv.append(source_spec(opts.source))
+    argv.append(opts.source)
     say(f"installing {opts.source} with pip: {' '.join(shlex.quote(a) for a in argv)}")
     proc = capture(argv)
     if proc.returncode != 0:
@@ -425,7 +450,7 @@ def install_pipx(opts: Options, layout: Layout, state: Optional[dict[str, object
     if opts.pip_args():
         join = subprocess.list2cmdline if WINDOWS else (lambda a: " ".join(shlex.quote(x) for x in a))
         argv.append("--pip-args=" + join(opts.pip_args()))
-    argv.append(source_spec(opts.source))
+    argv.append(opts.source)
     say(f"installing {opts.source} with pipx: {' '.join(shlex.quote(a) for a in argv)}")
     proc = capture(argv)
     if proc.returncode != 0:
@@ -584,6 +609,8 @@ def run(argv: Sequence[str]) -> int:
         raise Failure(f"{sys.executable} is Python {sys.version.split()[0]}; ortfix needs Python 3.9 or newer: run "
                       f"this with a newer one", EXIT_PYTHON)
     opts = parse(argv)
+    if not opts.uninstall:  # a wheel or checkout is recorded (and compared on the next run) by its absolute path
+        opts = dataclasses.replace(opts, source=source_spec(opts.source))
     layout = layout_for(opts)
     if opts.uninstall:
         return uninstall(opts, layout)

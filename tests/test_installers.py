@@ -27,13 +27,16 @@ from pathlib import Path
 import pytest
 
 from clitools import REPO
-from txtools import assert_same_tree, tree_state
+from support.fixtures import pip_install
+from txtools import assert_same_tree, fresh_process, load_code, tree_state
 from wintools import ORTFIX_WIN_DEPS, PY_VERSION, to_windows, win_python
 
 INSTALL_SH = REPO / "scripts" / "install.sh"
 INSTALL_PS1 = REPO / "scripts" / "install.ps1"
 BOOTSTRAP = REPO / "scripts" / "bootstrap.py"
-VERSION = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)  # type: ignore[union-attr]
+_VERSION = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+assert _VERSION is not None
+VERSION = _VERSION.group(1)
 CACHE_VERSION = "2"
 LINUX_DEPS = ("click>=8.1", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "platformdirs>=3", "pefile>=2023.2.7")
 
@@ -170,6 +173,13 @@ def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, whe
     assert_same_tree(data, tree_state(box.data))
     assert_same_tree(binary, tree_state(box.bin))
 
+    # another source (the wheel file itself) reinstalls into the same venv; the link stays
+    [wheel] = wheelhouses["linux"].glob("ortfix-*.whl")
+    other = box.install_sh(*offline, "--source", str(wheel), "--no-check")
+    assert other.returncode == 0, (other.stdout[-3000:], other.stderr[-3000:])
+    assert f"installing {wheel} with pip" in other.stdout and f"installed ortfix {VERSION} at {link}" in other.stdout
+    assert "creating a virtual environment" not in other.stdout and os.readlink(link) == binary["ortfix"][1]
+
     gone = box.install_sh("--uninstall")
     assert gone.returncode == 0, (gone.stdout, gone.stderr)
     assert "uninstalled ortfix" in gone.stdout
@@ -187,6 +197,23 @@ def test_a_foreign_ortfix_in_the_link_place_is_left_alone(tmp_path: Path, wheelh
     proc = box.install_sh("--no-index", "--find-links", str(wheelhouses["linux"]))
     one_line_failure(proc, 7, f"{box.bin / 'ortfix'} exists and was not made by this installer", "--bin-dir")
     assert_same_tree(before, tree_state(box.home))
+
+
+def test_yes_applies_the_plan_it_shows(tmp_path: Path, wheelhouses: dict[str, Path], wheelhouse: Path) -> None:
+    # The CPU onnxruntime (a hermetic stub) in a venv with its own pip; the user's pip configuration is an offline
+    # wheelhouse with the GPU build: `--yes` → check, plan, `ortfix apply --yes`, which swaps to the GPU build.
+    target = tmp_path / "cpu venv"
+    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True, capture_output=True)
+    python = target / "bin" / "python"
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    box = Box(tmp_path)
+    (tmp_path / "pip.conf").write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    proc = box.install_sh("--find-links", str(wheelhouses["linux"]), "--python", str(python), "--yes")
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "ORT" in proc.stdout and "Fingerprint" in proc.stdout  # the check's findings, then the plan
+    assert "Applied transaction" in proc.stdout and "to apply this plan" not in proc.stdout
+    provider = next(target.glob("lib/python3.*/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so"))
+    assert "all loaded" in fresh_process(python, load_code(provider)).stdout
 
 
 # ---------------------------------------------------------------------------------------------------------------------
