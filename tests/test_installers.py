@@ -231,6 +231,40 @@ def test_no_python_on_path(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [tools]
 
 
+def _old_python() -> Path | None:
+    """A real Python 3.8 or 3.7 binary on this machine, if there is one (under pyenv or on PATH; not a pyenv shim)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [*sorted(pyenv.glob("3.[78].*/bin/python3"), reverse=True),
+                  *(Path(w) for w in map(shutil.which, ("python3.8", "python3.7")) if w)]
+    for candidate in candidates:
+        real = Path(os.path.realpath(candidate))
+        proc = subprocess.run([str(real), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                              text=True, env={"PATH": "/usr/bin:/bin"}, check=False)
+        if proc.stdout.strip() in ("(3, 8)", "(3, 7)"):
+            return real
+    return None
+
+
+def test_a_python_too_old(tmp_path: Path) -> None:
+    old = _old_python()
+    if old is None:
+        pytest.skip("no Python 3.7 or 3.8 on this machine to be too old")
+    # install.sh finds only it: one line, exit 3
+    pybin = tmp_path / "pybin"
+    pybin.mkdir()
+    (pybin / "python3").symlink_to(old)
+    box = Box(tmp_path, pybin=pybin)
+    box.env["PATH"] = f"{pybin}:{tmp_path / 'tools'}"
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "dirname").symlink_to(shutil.which("dirname") or "/usr/bin/dirname")
+    one_line_failure(box.install_sh(), 3, "python3 is Python 3.", "ortfix needs Python 3.9 or newer")
+    # bootstrap.py itself, run by it (it must at least start there to say so)
+    proc = subprocess.run([str(old), str(BOOTSTRAP), "--no-check"], capture_output=True, text=True, check=False,
+                          env=box.env, stdin=subprocess.DEVNULL)
+    one_line_failure(proc, 3, f"{old} is Python 3.", "ortfix needs Python 3.9 or newer")
+    assert list(box.home.iterdir()) == []
+
+
 def test_a_python_without_ensurepip(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     # Debian's python3 without python3-venv has no ensurepip module. The same, hermetically: a venv whose start-up
     # (a .pth file, which site runs in every process of that interpreter) makes `import ensurepip` fail as a missing
