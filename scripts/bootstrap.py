@@ -16,6 +16,9 @@ pip is run with the user's own configuration (its files and PIP_* variables); th
 `--find-links DIR` and `--no-index` are passed on for an offline machine with a wheelhouse. A second run with the
 same source and options changes nothing; `--upgrade` (or another source) reinstalls.
 
+One file over 400 lines on purpose: install.sh and install.ps1 run it as it is, standard library only, on a machine
+where nothing of ortfix is installed yet.
+
 Exit codes: 0 done (ortfix's findings after the install are shown, they are not a failure); 2 bad arguments or an
 install record this script cannot read; 3 Python missing or older than 3.9; 4 no venv/ensurepip module; 5 pip (or
 pipx) could not install ortfix (network, index, source); 6 a folder it must write is read-only or full; 7 an `ortfix`

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import pty
 import re
 import shutil
 import socket
@@ -166,8 +167,17 @@ def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, whe
     assert version.returncode == 0 and version.stdout.split() == ["ortfix,", "version", VERSION], version
 
     data, binary = tree_state(box.data), tree_state(box.bin)
-    again = box.install_sh(*offline, "--python", str(target))
+    # the second run on a terminal: the plan is shown and the installer asks; "n" applies nothing
+    controller, terminal = pty.openpty()
+    os.write(controller, b"n\n")
+    try:
+        again = subprocess.run(["/bin/sh", str(INSTALL_SH), *offline, "--python", str(target)], capture_output=True,
+                               text=True, env=box.env, stdin=terminal, cwd=tmp_path, timeout=300, check=False)
+    finally:
+        os.close(terminal)
+        os.close(controller)
     assert again.returncode == 0, (again.stdout[-3000:], again.stderr[-3000:])
+    assert "Apply this plan now" in again.stdout and "to apply this plan: ortfix apply" in again.stdout
     assert f"already installed: ortfix {VERSION} at {link}" in again.stdout
     assert "creating a virtual environment" not in again.stdout and "with pip:" not in again.stdout
     assert_same_tree(data, tree_state(box.data))
