@@ -81,7 +81,9 @@ def wheelhouses() -> dict[str, Path]:
     root = _cache_root() / f"installer-wheelhouse-{CACHE_VERSION}-{_source_hash()}"
     with _locked(_cache_root() / "installer-wheelhouse.lock"):
         if not (root / "done").is_file():
-            shutil.rmtree(root, ignore_errors=True)
+            for old in _cache_root().glob("installer-wheelhouse-*"):  # those of earlier source trees
+                if old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
             _pip("wheel", "--no-deps", str(REPO), "-w", str(root / "linux"))
             # pip too: pipx upgrades its shared pip with the same --pip-args (an offline wheelhouse for pipx needs it)
             _pip("download", "-d", str(root / "linux"), *LINUX_DEPS, "pip")
