@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,8 +82,8 @@ def wheelhouses() -> dict[str, Path]:
     root = _cache_root() / f"installer-wheelhouse-{CACHE_VERSION}-{_source_hash()}"
     with _locked(_cache_root() / "installer-wheelhouse.lock"):
         if not (root / "done").is_file():
-            for old in _cache_root().glob("installer-wheelhouse-*"):  # those of earlier source trees
-                if old.is_dir():
+            for old in _cache_root().glob("installer-wheelhouse-*"):  # earlier source trees' (not in use this hour)
+                if old.is_dir() and time.time() - old.stat().st_mtime > 3600:
                     shutil.rmtree(old, ignore_errors=True)
             _pip("wheel", "--no-deps", str(REPO), "-w", str(root / "linux"))
             # pip too: pipx upgrades its shared pip with the same --pip-args (an offline wheelhouse for pipx needs it)
