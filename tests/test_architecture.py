@@ -19,7 +19,7 @@ LAYERS: dict[str, int] = {
     "system": 2,
     "check": 3,
     "plan": 4, "explain": 4, "tune": 4,
-    "transaction": 5, "verify": 5,
+    "transaction": 5, "verify": 5, "export": 5,
     "speed": 6, "commands": 6,
     "cli": 7, "__main__": 8,
 }

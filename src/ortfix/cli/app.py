@@ -117,6 +117,8 @@ def main(debug: bool) -> None:
     ortfix tune      CPU vs CUDA under the provider options that matter for dynamic shapes
     ortfix explain   what an ORT/CUDA/cuDNN error message means here
     ortfix matrix    show or validate the compatibility matrix
+    ortfix export    the plan as requirements, a Dockerfile fragment, or sh/ps1 scripts with their undo
+    ortfix wheelhouse  download what the plan needs (and ortfix) for an offline machine
 
     With --json every command prints one JSON document: schema, command, exit_code, then its data (an error too).
     """
@@ -257,6 +259,111 @@ def matrix_validate(files: tuple[Path, ...]) -> None:
 
     for line in validate_matrix_files(files):
         click.echo(line)
+
+
+def _plan_options(func: F) -> F:
+    """The options a plan is made with (export and wheelhouse take them as `plan` does)."""
+    for option in reversed((
+            click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version."),
+            click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
+                         help="Plan for this CUDA major."),
+            click.option("--driver", "driver_version", metavar="VERSION",
+                         help="Plan for a machine with this NVIDIA driver (the image's or the host's)."),
+            click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability."),
+            click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]),
+                         default="auto", show_default=True, help="How to make libraries findable."))):
+        func = option(func)
+    return func
+
+
+def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major: int | None, hook: str,
+                    driver_version: str | None, compute_capability: str | None) -> Any:
+    from ortfix.plan.model import PlanOptions
+    from ortfix.versions import validate_machine_options, validate_ort_version
+
+    validate_machine_options(driver_version, compute_capability)
+    validate_ort_version(ort_version)
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
+        raise OrtfixError("a saved plan is exported exactly as it is",
+                          hint="--ort-version, --cuda and --hook only apply when planning now")
+    return PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook, driver_version=driver_version,
+                       compute_capability=compute_capability)
+
+
+@main.command()
+@_target_options
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(["requirements", "dockerfile", "sh", "ps1"]))
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write FILE (sh/ps1: also its undo script, FILE.undo.sh / FILE.undo.ps1).")
+@_plan_options
+def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
+           ort_version: str | None, cuda_major: int | None, driver_version: str | None,
+           compute_capability: str | None, hook: str) -> None:
+    """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
+
+    FORMAT: requirements (exact pins, hashes where pip knows every one, a comment per reason), dockerfile (a
+    fragment: RUN pip uninstall/install and the ENV that makes the libraries findable), sh or ps1 (a script with the
+    plan's exact commands, and its undo script). The plan is made now, or PLAN.json is accepted only while it is
+    what ortfix plans now (as `apply PLAN.json`). For an image or another host, plan with --driver and
+    --compute-capability of that machine.
+
+    Exit status: 0 written, 2 could not run.
+
+    \b
+    Examples:
+      ortfix export requirements --python ~/venvs/infer -o requirements.txt
+      ortfix export dockerfile --driver 535.104.12 --compute-capability 8.0
+      ortfix export sh plan.json --python /opt/venv -o fix.sh
+    """
+    from ortfix.cli.output import Command
+    from ortfix.cli.render_export import export_json, render_export
+    from ortfix.commands.export import run_export, undo_path
+    from ortfix.export.model import ExportFormat
+
+    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
+    result = run_export(ExportFormat(fmt), python, plan_file, options, output)
+    if result.undo is not None and output is None and not as_json:
+        name = undo_path(Path(f"fix.{fmt}"), ExportFormat(fmt))
+        click.echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
+                   f"fix.{fmt} and {name}", err=True)
+    _finish(Command.EXPORT, result, as_json, export_json, render_export)
+
+
+@main.command()
+@_target_options
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.option("-d", "--dest", "folder", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The folder to download into (made if missing).")
+@click.option("--platform", "platform_tag", metavar="TAG",
+              help="Wheels for this platform (e.g. manylinux_2_28_x86_64, win_amd64); default: the target's.")
+@click.option("--python-version", metavar="X.Y", help="Wheels for this CPython version; default: the target's.")
+@_plan_options
+def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder: Path, platform_tag: str | None,
+               python_version: str | None, ort_version: str | None, cuda_major: int | None,
+               driver_version: str | None, compute_capability: str | None, hook: str) -> None:
+    """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
+
+    The plan's packages with their dependencies and ortfix with its own (from the index, else built from its
+    source when ortfix runs from a checkout), as wheels, with your pip configuration; a manifest
+    (ortfix-wheelhouse.json) says what each file is, why, and its sha256. Prints the command that uses it.
+
+    Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not writable).
+
+    \b
+    Examples:
+      ortfix wheelhouse --python ~/venvs/infer -d wheels/
+      ortfix wheelhouse plan.json -d wheels/ --platform manylinux_2_28_x86_64 --python-version 3.11
+    """
+    from ortfix.cli.output import Command
+    from ortfix.cli.render_export import render_wheelhouse, wheelhouse_json
+    from ortfix.commands.wheelhouse import run_wheelhouse
+    from ortfix.export.wheelhouse import validate_target
+
+    target = validate_target(platform_tag, python_version)
+    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
+    result = run_wheelhouse(python, plan_file, options, folder, target)
+    _finish(Command.WHEELHOUSE, result, as_json, wheelhouse_json, render_wheelhouse)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

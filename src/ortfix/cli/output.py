@@ -34,6 +34,8 @@ class Command(StrEnum):
     TUNE = "tune"
     EXPLAIN = "explain"
     MATRIX_SHOW = "matrix show"
+    EXPORT = "export"
+    WHEELHOUSE = "wheelhouse"
 
 
 # The schema of each command's document. Version 2 of each added `command` (and `exit_code` where it was missing);
@@ -50,6 +52,8 @@ SCHEMAS: dict[Command, str] = {
     Command.TUNE: "ortfix.tune/2",
     Command.EXPLAIN: "ortfix.explain/2",
     Command.MATRIX_SHOW: "ortfix.matrix/2",
+    Command.EXPORT: "ortfix.export/1",
+    Command.WHEELHOUSE: "ortfix.wheelhouse/1",
 }
 ERROR_SCHEMA = "ortfix.error/1"
 _SUBCOMMANDS = {"history": ("show", "prune"), "matrix": ("show", "validate")}

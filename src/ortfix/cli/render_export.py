@@ -1,0 +1,39 @@
+"""Text and JSON of `ortfix export` and `ortfix wheelhouse`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortfix.commands.export import ExportResult
+from ortfix.commands.wheelhouse import WheelhouseResult
+
+
+def export_json(r: ExportResult) -> dict[str, Any]:
+    return {"format": r.format.value, "source": r.source, "written": list(r.written), "pins": list(r.pins),
+            "hashes": r.hashes, "text": r.text, "undo": r.undo}
+
+
+def render_export(r: ExportResult) -> str:
+    """With -o: what was written; without: the file itself (its last newline is click's)."""
+    if r.written:
+        return "Wrote " + " and ".join(r.written) + "."
+    return r.text[:-1] if r.text.endswith("\n") else r.text
+
+
+def wheelhouse_json(r: WheelhouseResult) -> dict[str, Any]:
+    house = r.wheelhouse
+    return {"folder": house.folder, "source": r.source, "files": [dict(f) for f in house.files],
+            "ortfix": house.ortfix_source or None, "ortfix_missing": house.ortfix_missing,
+            "apply_command": r.apply_command, "install_ortfix_command": r.install_ortfix_command}
+
+
+def render_wheelhouse(r: WheelhouseResult) -> str:
+    house = r.wheelhouse
+    lines = [f"Downloaded {len(house.files)} wheel(s) into {house.folder} (manifest: ortfix-wheelhouse.json):"]
+    lines += [f"  {f['file']}  ({f['why']})" for f in house.files]
+    if house.ortfix_missing:
+        lines.append(f"ortfix itself is not in it: {house.ortfix_missing}")
+    lines += ["", "On the offline machine:", f"  {r.apply_command}"]
+    if not house.ortfix_missing:
+        lines.append(f"  (ortfix itself: {r.install_ortfix_command})")
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""`ortfix export FORMAT`: the plan (made now, or a saved plan accepted exactly as `apply` accepts it) written as a
+requirements file, a Dockerfile fragment, or a sh/ps1 script with its undo script. Nothing in the target changes:
+the only thing run in it is pip's dry run that pins the plan's requirements."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix.commands.apply import PreparedApply, prepare_apply
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.export.dockerfile import render_dockerfile
+from ortfix.export.model import ExportFormat, ExportInput
+from ortfix.export.pins import resolve_pins
+from ortfix.export.powershell import render_ps1
+from ortfix.export.requirements import render_requirements
+from ortfix.export.shell import render_sh
+from ortfix.plan.kinds import ActionKind
+from ortfix.plan.model import PlanOptions
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    format: ExportFormat
+    source: str  # "planned now" or the plan file
+    text: str  # the requirements file, Dockerfile fragment, or do-script
+    undo: str | None  # the undo script (sh, ps1)
+    written: tuple[str, ...]  # the files written (-o), in order
+    hashes: bool  # whether the pins carry hashes
+    pins: tuple[str, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+
+def undo_path(output: Path, fmt: ExportFormat) -> Path:
+    """`fix.sh` → `fix.undo.sh` (`fix` → `fix.undo.sh`)."""
+    suffix = ".sh" if fmt is ExportFormat.SH else ".ps1"
+    stem = output.name[: -len(suffix)] if output.name.endswith(suffix) else output.name
+    return output.with_name(f"{stem}.undo{suffix}")
+
+
+def require_pip(prepared: PreparedApply) -> None:
+    """Pins come from the target's own pip, and the scripts run it: an environment without pip is refused."""
+    if not prepared.check.facts.probe.has_pip:
+        raise OrtfixError(f"{prepared.plan.python} has no pip: the exact pins come from its own pip's dry run, and "
+                          "the exported scripts run it", hint=f"install pip into it first: {prepared.plan.python} -m "
+                          "ensurepip")
+
+
+def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
+    plan = prepared.plan
+    if any(a.kind == ActionKind.PIP_INSTALL for a in plan.actions):
+        require_pip(prepared)
+    requirements = [str(r) for a in plan.actions if a.kind == ActionKind.PIP_INSTALL
+                    for r in a.details["requirements"]]
+    # A requirements file or an image starts fresh: every distribution; a script runs in the target as it is.
+    fresh = fmt in (ExportFormat.REQUIREMENTS, ExportFormat.DOCKERFILE)
+    pins = resolve_pins(plan.python, requirements, fresh=fresh)
+    reasons = {str(f.code): f.summary for f in prepared.check.findings}
+    return ExportInput(plan=plan, python=plan.python, prefix=plan.prefix, pins=tuple(pins), reasons=reasons)
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.chmod(path, mode)
+    except OSError as exc:
+        raise OrtfixError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def run_export(fmt: ExportFormat, python: str | None, plan_file: Path | None, options: PlanOptions,
+               output: Path | None) -> ExportResult:
+    prepared = prepare_apply(python, plan_file, options)
+    inp = export_input(prepared, fmt)
+    undo: str | None = None
+    if fmt is ExportFormat.REQUIREMENTS:
+        text = render_requirements(inp)
+    elif fmt is ExportFormat.DOCKERFILE:
+        text = render_dockerfile(inp)
+    elif fmt is ExportFormat.SH:
+        text, undo = render_sh(inp)
+    else:
+        text, undo = render_ps1(inp)
+    written: list[str] = []
+    if output is not None:
+        executable = 0o755 if undo is not None else 0o644
+        if undo is not None:
+            _write(undo_path(output, fmt), undo, executable)
+        _write(output, text, executable)
+        written = [str(output)] + ([str(undo_path(output, fmt))] if undo is not None else [])
+    return ExportResult(fmt, prepared.source, text, undo, tuple(written), inp.hashes_complete,
+                        tuple(p.spec for p in inp.pins))

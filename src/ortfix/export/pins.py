@@ -1,0 +1,88 @@
+"""Exact pins for a plan's pip-install requirements, asked of the target's own pip: `pip install --dry-run
+--report FILE` with the user's pip configuration, so `nvidia-cublas-cu12~=12.0` becomes `nvidia-cublas-cu12==12.4.5.8`
+with the archive's sha256 where pip reports one.
+
+`fresh=True` adds `--ignore-installed`: every distribution a fresh image needs (a requirements file, a Dockerfile);
+without it, what pip would install into the target as it is now (the scripts, which run in the target)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix import subproc
+from ortfix.errors import OrtfixError
+from ortfix.fields import requirement
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    version: str
+    sha256: str | None  # of the archive pip chose, when its report gives one
+    requested: bool  # named by the plan (else a dependency)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def dry_run_argv(python: str, requirements: Sequence[str], report: Path, *, fresh: bool) -> list[str]:
+    argv = [python, "-m", "pip", "install", *(requirement(r) for r in requirements), "--dry-run", "--report",
+            str(report), "--quiet", "--disable-pip-version-check"]
+    return [*argv, "--ignore-installed"] if fresh else argv
+
+
+def parse_report(text: str) -> list[Pin]:
+    """The pins of a pip `--report` document; OrtfixError when it is not one (it is pip's output: checked anyway,
+    since names and versions end up in scripts)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise OrtfixError(f"pip's --report is not JSON: {exc}") from exc
+    entries = doc.get("install") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise OrtfixError("pip's --report has no install list")
+    pins = []
+    for entry in entries:
+        meta = entry.get("metadata") if isinstance(entry, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        version = meta.get("version") if isinstance(meta, dict) else None
+        if not (isinstance(name, str) and _NAME.match(name) and isinstance(version, str) and _VERSION.match(version)):
+            raise OrtfixError("pip's --report names a distribution ortfix cannot pin")
+        info = entry.get("download_info")
+        archive = info.get("archive_info") if isinstance(info, dict) else None
+        hashes = archive.get("hashes") if isinstance(archive, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        pins.append(Pin(name, version, sha if isinstance(sha, str) and _SHA256.match(sha) else None,
+                        entry.get("requested") is True))
+    return pins
+
+
+def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> list[Pin]:
+    """The exact distributions pip would install for `requirements` (the plan's, in the plan's order first)."""
+    if not requirements:
+        return []
+    with tempfile.TemporaryDirectory(prefix="ortfix-pins-") as tmp:
+        report = Path(tmp) / "report.json"
+        proc = subproc.run(dry_run_argv(python, requirements, report, fresh=fresh), timeout=900)
+        if proc.returncode != 0:
+            lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+            errors = [ln for ln in lines if ln.startswith("ERROR:")]
+            why = re.sub(r"^ERROR:\s*", "", errors[0] if errors else (lines[-1] if lines else "no output"))
+            raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",
+                              hint="is the index reachable? check `pip config list`; nothing was changed")
+        try:
+            text = report.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OrtfixError(f"pip wrote no --report: {exc.strerror or exc}",
+                              hint="the target's pip must be 22.2 or newer") from exc
+    return parse_report(text)

@@ -1,0 +1,308 @@
+"""`ortfix export`: each format executed for real. A requirements file installed with pip's hash-checking mode into a
+fresh venv; a Dockerfile fragment's RUN lines run by sh (pip: the venv's) and its ENV applied; the sh script and its
+undo script run by sh in a CPU venv whose path has spaces and quotes, the environment byte-identical afterwards; the
+ps1 scripts checked as text (no PowerShell here). Each time the independent fresh-process loader check
+(txtools.load_code) decides whether the libraries load, and export itself must leave the target unchanged.
+
+Real pip, real venvs, the hermetic stub wheelhouse (tests/conftest.py) behind an offline pip configuration."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checktools import site_packages
+from support.fixtures import pip_install
+from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> dict[str, Path]:
+    """Made once: an empty venv (with pip) and a CPU venv (onnxruntime 1.22.0), copied by each test."""
+    root = tmp_path_factory.mktemp("export")
+    empty = root / "empty"
+    subprocess.run([sys.executable, "-m", "venv", str(empty)], check=True, capture_output=True)
+    cpu = root / "cpu"
+    shutil.copytree(empty, cpu, symlinks=True)
+    pip_install(cpu / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    conf = root / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    return {"empty": empty, "cpu": cpu, "conf": conf, "root": root}
+
+
+def copy_venv(source: Path, dest: Path) -> Path:
+    shutil.copytree(source, dest, symlinks=True)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def env(base: dict[str, Path]) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    isolated = base["root"] / "no-pip-config"
+    isolated.mkdir(exist_ok=True)
+    out.update(PIP_CONFIG_FILE=str(base["conf"]), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated))
+    return out
+
+
+LEFT, RIGHT = "\u2018", "\u2019"  # PowerShell reads these typographic quotes as single quotes too
+
+
+def ps_quoted(text: str) -> str:
+    return "'" + text.replace("'", "''").replace(LEFT, LEFT * 2).replace(RIGHT, RIGHT * 2) + "'"
+
+
+def provider(venv: Path) -> Path:
+    return site_packages(venv) / "onnxruntime" / "capi" / "libonnxruntime_providers_cuda.so"
+
+
+def docker_env_value(fragment: str, inherited: str | None) -> str:
+    """The ENV line's LD_LIBRARY_PATH as the image gets it (the same ${VAR:+...} expansion, done by sh)."""
+    [line] = [ln for ln in fragment.splitlines() if ln.startswith("ENV ")]
+    m = re.fullmatch(r'ENV LD_LIBRARY_PATH=(".*")', line)
+    assert m, line
+    shell_env = {"PATH": "/usr/bin:/bin", **({"LD_LIBRARY_PATH": inherited} if inherited is not None else {})}
+    return subprocess.run(["sh", "-c", f"printf '%s' {m.group(1)}"], capture_output=True, text=True,
+                          env=shell_env, check=True).stdout
+
+
+def test_requirements_pin_everything_with_hashes_and_install_into_a_fresh_venv(
+        base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    before = tree_state(target)
+    out = tmp_path / "requirements.txt"
+    doc = ortfix_json("export", "requirements", "--python", str(target), "-o", str(out), env=env)
+    assert doc["written"] == [str(out)] and doc["hashes"] is True
+    assert_same_tree(before, tree_state(target))  # export changes nothing in the target
+    text = out.read_text()
+    pins = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert len(pins) == 7 and all(re.fullmatch(r"[a-z0-9-]+==[0-9.]+ --hash=sha256:[0-9a-f]{64}", p) for p in pins)
+    assert any(p.startswith("nvidia-cublas-cu12==12.4.5.8 ") for p in pins)  # the plan said ~=12.0
+    assert "# ORT002: " in text and "pip uninstall -y onnxruntime" in text
+
+    fresh = copy_venv(base["empty"], tmp_path / "fresh")
+    proc = subprocess.run([str(fresh / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "-r", str(out),
+                           "--disable-pip-version-check"], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # Nothing left to install: ortfix plans only the hook for it; its Dockerfile ENV makes everything load.
+    plan = ortfix_json("plan", "--python", str(fresh), env=env, expect=1)
+    assert {a["kind"] for a in plan["actions"]} == {"write-file"}
+    fragment = ortfix_json("export", "dockerfile", "--python", str(fresh), env=env)["text"]
+    assert "pip install" not in fragment
+    python = fresh / "bin" / "python"
+    assert "all loaded" not in fresh_process(python, load_code(provider(fresh))).stdout
+    library_path = docker_env_value(fragment, None)
+    run = fresh_process(python, load_code(provider(fresh)),
+                        env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": library_path})
+    assert "all loaded" in run.stdout, run.stderr
+
+
+def test_dockerfile_run_lines_and_env_fix_a_cpu_venv(base: dict[str, Path], env: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    image = copy_venv(base["cpu"], tmp_path / "image env")
+    fragment = ortfix_json("export", "dockerfile", "--python", str(image), env=env)["text"]
+    runs = [ln[len("RUN "):] for ln in fragment.splitlines() if ln.startswith("RUN ")]
+    assert runs[0] == "RUN pip uninstall -y 'onnxruntime'"[4:] and runs[1].startswith("pip install --no-cache-dir ")
+    # The image's pip is the environment's (a copied venv's bin/pip would start the original's python).
+    shell_env = {**env, "PATH": "/usr/bin:/bin", "PY": str(image / "bin" / "python")}
+    for line in runs:
+        proc = subprocess.run(["sh", "-c", 'pip() { "$PY" -m pip "$@"; }; ' + line], capture_output=True, text=True,
+                              env=shell_env, check=False)
+        assert proc.returncode == 0, (line, proc.stderr[-2000:])
+    sp = site_packages(image)
+    assert (sp / "onnxruntime_gpu-1.22.0.dist-info").is_dir() and not (sp / "onnxruntime-1.22.0.dist-info").exists()
+    assert not (sp / "_ortfix_preload.pth").exists()  # no hook: the ENV does it
+    python = image / "bin" / "python"
+    assert "all loaded" not in fresh_process(python, load_code(provider(image))).stdout
+    value = docker_env_value(fragment, "/opt/other lib")
+    assert value.endswith(":/opt/other lib") and str(sp / "nvidia" / "cudnn" / "lib") in value.split(":")
+    assert not docker_env_value(fragment, None).endswith(":")  # no empty entry (the current folder) when unset
+    run = fresh_process(python, load_code(provider(image)), env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": value})
+    assert "all loaded" in run.stdout, run.stderr
+
+
+def test_sh_script_fixes_and_its_undo_restores_byte_for_byte(base: dict[str, Path], env: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "it's a \"venv\" $HOME")
+    python = target / "bin" / "python"
+    before = tree_state(target)
+    script = tmp_path / "fix.sh"
+    proc = ortfix("export", "sh", "--python", str(target), "-o", str(script), env=env)
+    assert proc.returncode == 0, proc.stderr
+    undo = tmp_path / "fix.undo.sh"
+    assert undo.is_file() and os.access(script, os.X_OK)
+    assert_same_tree(before, tree_state(target))
+    text = script.read_text()
+    assert text.startswith("#!/bin/sh\n") and "\nset -eu\n" in text and '"$PYTHON" -m pip install' in text
+    assert "'nvidia-cudnn-cu12==9.1.0.70'" in text
+
+    sh_env = {**env, "PATH": "/usr/bin:/bin"}
+    # A fix script that fails half-way (pip finds nothing): the undo script puts back what it had moved.
+    empty_conf = tmp_path / "empty.conf"
+    empty_conf.write_text("[global]\nno-index = true\n")
+    failed = subprocess.run(["sh", str(script)], capture_output=True, text=True,
+                            env={**sh_env, "PIP_CONFIG_FILE": str(empty_conf)}, check=False)
+    assert failed.returncode != 0 and "No matching distribution" in failed.stderr
+    assert not (site_packages(target) / "onnxruntime-1.22.0.dist-info").exists()  # moved aside before pip ran
+    undone = subprocess.run(["sh", str(undo)], capture_output=True, text=True, env=sh_env, check=False)
+    assert undone.returncode == 0, (undone.stdout[-2000:], undone.stderr[-2000:])
+    assert_same_tree(before, tree_state(target))
+
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    run = fresh_process(python, load_code(provider(target)))
+    assert "all loaded" in run.stdout, run.stderr
+    plan = json.loads(ortfix("plan", "--python", str(target), "--json", env=env).stdout)
+    assert not [a for a in plan["actions"] if a["kind"].startswith("pip-")]
+    again = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert again.returncode == 2 and "already run" in again.stderr
+
+    undone = subprocess.run(["sh", str(undo)], capture_output=True, text=True, env=sh_env, check=False)
+    assert undone.returncode == 0, (undone.stdout[-2000:], undone.stderr[-2000:])
+    assert_same_tree(before, tree_state(target))
+    twice = subprocess.run(["sh", str(undo)], capture_output=True, text=True, env=sh_env, check=False)
+    assert twice.returncode == 2 and "nothing to undo" in twice.stderr
+
+    # Another interpreter is refused before anything happens.
+    line = next(ln for ln in text.splitlines() if ln.startswith("PYTHON="))
+    other = text.replace(line, f"PYTHON='{base['empty'] / 'bin' / 'python'}'")
+    wrong = tmp_path / "wrong.sh"
+    wrong.write_text(other)
+    refused = subprocess.run(["sh", str(wrong)], capture_output=True, text=True, env=sh_env, check=False)
+    assert refused.returncode == 2 and "is not the interpreter of" in refused.stderr
+    assert_same_tree(before, tree_state(target))
+
+
+def test_sh_script_and_dockerfile_in_a_conda_layout(base: dict[str, Path], env: dict[str, str],
+                                                    tmp_path: Path) -> None:
+    """conda: activate.d/deactivate.d hooks in folders the script makes (and the undo removes); the Dockerfile's
+    ENV holds the folders the activate.d hook would prepend."""
+    target = copy_venv(base["cpu"], tmp_path / "conda env")
+    (target / "conda-meta").mkdir()
+    before = tree_state(target)
+    script = tmp_path / "fix.sh"
+    assert ortfix("export", "sh", "--python", str(target), "-o", str(script), env=env).returncode == 0
+    fragment = ortfix_json("export", "dockerfile", "--python", str(target), env=env)["text"]
+    sh_env = {**env, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    activate = target / "etc/conda/activate.d/ortfix-cuda-libs.sh"
+    assert activate.is_file() and (target / "etc/conda/deactivate.d/ortfix-cuda-libs.sh").is_file()
+    python = target / "bin" / "python"
+    run = subprocess.run(["sh", "-c", '. "$1"; exec "$2" -c "$3"', "sh", str(activate), str(python),
+                          load_code(provider(target))], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(target)}, check=False)
+    assert "all loaded" in run.stdout, run.stderr
+    run = fresh_process(python, load_code(provider(target)),
+                        env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": docker_env_value(fragment, None)})
+    assert "all loaded" in run.stdout, run.stderr
+    undone = subprocess.run(["sh", str(tmp_path / "fix.undo.sh")], capture_output=True, text=True, env=sh_env,
+                            check=False)
+    assert undone.returncode == 0, undone.stderr[-2000:]
+    assert_same_tree(before, tree_state(target))
+    assert not (target / "etc").exists()
+
+
+def test_ps1_scripts_as_text(base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / f"o'k {LEFT}venv{RIGHT} x")
+    out = tmp_path / "fix.ps1"
+    doc = ortfix_json("export", "ps1", "--python", str(target), "-o", str(out), env=env)
+    assert doc["written"] == [str(out), str(tmp_path / "fix.undo.ps1")]
+    data = out.read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"")  # CRLF throughout
+    text = data.decode("utf-8")
+    assert f"$Prefix = {ps_quoted(str(target))}\r\n" in text
+    assert "$ErrorActionPreference = 'Stop'" in text and "$LASTEXITCODE" in text
+    assert "Invoke-Checked -m pip install --disable-pip-version-check 'onnxruntime-gpu==1.22.0'" in text
+    # every hook file is written from base64, byte for byte what the plan holds
+    plan = ortfix_json("plan", "--python", str(target), env=env, expect=1)
+    writes = [a["details"] for a in plan["actions"] if a["kind"] == "write-file"]
+    blobs = re.findall(r"WriteAllBytes\((.*?), \[Convert\]::FromBase64String\('([A-Za-z0-9+/=]+)'\)\)", text)
+    assert len(blobs) == len(writes) == 2
+    for (path, blob), want in zip(blobs, writes):
+        assert path == ps_quoted(want["path"])
+        assert base64.b64decode(blob).decode("utf-8") == want["content"]
+    undo = (tmp_path / "fix.undo.ps1").read_text(encoding="utf-8")
+    assert "discard-named" in undo and "restore $Stash" in undo and undo.index("discard-files") < undo.index(
+        "discard-named")
+
+
+def test_saved_plan_exported_only_while_it_holds(base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    plan_file = tmp_path / "plan.json"
+    proc = ortfix("plan", "--python", str(target), "-o", str(plan_file), env=env)
+    assert proc.returncode == 1, proc.stderr
+    doc = ortfix_json("export", "dockerfile", str(plan_file), "--python", str(target), env=env)
+    assert doc["source"] == str(plan_file) and "ENV LD_LIBRARY_PATH=" in doc["text"]
+
+    edited = tmp_path / "edited.json"
+    saved = json.loads(plan_file.read_text())
+    saved["actions"][1]["details"]["requirements"][1] = "nvidia-cublas-cu12~=12.1"
+    edited.write_text(json.dumps(saved))
+    one_line_error(ortfix("export", "sh", str(edited), "--python", str(target), env=env), "was edited")
+
+    subprocess.run([str(target / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "onnxruntime"],
+                   check=True, capture_output=True, env=env)
+    before = tree_state(target)
+    one_line_error(ortfix("export", "requirements", str(plan_file), "--python", str(target), env=env),
+                   "the environment changed since")
+    assert_same_tree(before, tree_state(target))
+
+
+def test_an_environment_without_pip_is_refused(base: dict[str, Path], env: dict[str, str], tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "no pip")
+    sp = site_packages(target)
+    for entry in sp.iterdir():
+        if entry.name == "pip" or (entry.name.startswith("pip-") and entry.name.endswith(".dist-info")):
+            shutil.rmtree(entry)
+    one_line_error(ortfix("export", "sh", "--python", str(target), env=env), "has no pip", "ensurepip")
+
+
+def _report(*entries: tuple[str, str, str | None]) -> str:
+    """A pip --report document (the fields pins.parse_report reads, as pip 23 writes them)."""
+    return json.dumps({"version": "1", "install": [
+        {"metadata": {"name": name, "version": version}, "requested": True,
+         "download_info": {"url": f"file:///w/{name}-{version}-py3-none-any.whl",
+                           "archive_info": {"hashes": {"sha256": sha}} if sha else {}}}
+        for name, version, sha in entries]})
+
+
+def test_requirements_without_every_hash_carry_none_and_say_why() -> None:
+    from ortfix.export.model import ExportInput
+    from ortfix.export.pins import parse_report
+    from ortfix.export.requirements import render_requirements
+    from ortfix.plan.model import Action, Plan, PlanOptions
+
+    pins = parse_report(_report(("onnxruntime-gpu", "1.22.0", "a" * 64), ("nvidia-cudnn-cu12", "9.1.0.70", None)))
+    install = Action("pip-install", "install", ("+ onnxruntime-gpu",), "uninstall", ("ORT002",),
+                     {"requirements": ["onnxruntime-gpu==1.22.0", "nvidia-cudnn-cu12~=9.0"], "installer": "pip",
+                      "reinstall": False})
+    plan = Plan("ortfix.plan/2", "now", "0.1.0", "/e/bin/python", "/e", "venv", "f" * 16, "g" * 16, PlanOptions(),
+                "1", "pip", None, (install,), (), ())
+    inp = ExportInput(plan, "/e/bin/python", "/e", tuple(pins), {"ORT002": "the CPU-only package is installed"})
+    text = render_requirements(inp)
+    lines = text.splitlines()
+    assert "onnxruntime-gpu==1.22.0" in lines and "nvidia-cudnn-cu12==9.1.0.70" in lines
+    assert "--hash" not in text and "# No hashes: pip reported none for nvidia-cudnn-cu12" in text
+    assert "# ORT002: the CPU-only package is installed" in lines
+
+    with_all = parse_report(_report(("onnxruntime-gpu", "1.22.0", "a" * 64)))
+    assert render_requirements(ExportInput(plan, "/e/bin/python", "/e", tuple(with_all), {})).count(
+        f"onnxruntime-gpu==1.22.0 --hash=sha256:{'a' * 64}") == 1
+
+
+@pytest.mark.parametrize("name", ["x; rm -rf ~", "'quoted'", "a b"])
+def test_a_report_naming_something_unpinnable_is_refused(name: str) -> None:
+    from ortfix.errors import OrtfixError
+    from ortfix.export.pins import parse_report
+
+    with pytest.raises(OrtfixError, match="cannot pin"):
+        parse_report(_report((name, "1.0", None)))
