@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -24,12 +23,15 @@ from ortfix import subproc
 from ortfix.check.winfacts import WindowsFacts, windows_facts
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
+from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
 from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
+from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import platform_for
+from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
@@ -124,7 +126,8 @@ class Facts:
     matrix_version: str
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
     hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
-    uv: str | None = None  # `uv` on PATH, an installer for environments without pip
+    uv: str | None = None  # `uv` on PATH (or beside ortfix's interpreter): system/uvargs.find_uv
+    pip_config: PipConfig | None = None  # the user's pip configuration for this environment; None: unreadable
     interrupted: tuple[UnfinishedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
     windows: WindowsFacts | None = None  # what only a Windows target has (check/windows.py judges it)
@@ -249,11 +252,20 @@ def gather(
         matrix_version=matrix.data_version,
         findable=findable,
         hook_files_present=installed.files_present,
-        uv=shutil.which("uv"),
+        uv=find_uv(),
+        pip_config=_pip_config(probe.prefix, notes),
         interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),
         windows=windows,
     )
+
+
+def _pip_config(prefix: str, notes: list[str]) -> PipConfig | None:
+    try:
+        return read_pip_config(prefix, os.environ)
+    except OrtfixError as exc:
+        notes.append(exc.one_line())
+        return None
 
 
 def _findable(

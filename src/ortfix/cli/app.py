@@ -162,8 +162,11 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
               show_default=True,
               help="How to make libraries findable: conda activate.d hooks, a preload hook (Windows: a PATH hook), "
                    "the Windows user PATH in the registry (user-path), or not at all.")
+@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
+              help="Who installs packages: uv when it is found and your pip configuration translates to it, else "
+                   "the environment's pip (auto); the environment's pip; or uv.")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
-         driver_version: str | None, compute_capability: str | None, hook: str) -> None:
+         driver_version: str | None, compute_capability: str | None, hook: str, installer: str) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
 
     Exit status: 0 nothing to change, 1 changes are pending or problems remain, 2 could not run.
@@ -181,7 +184,8 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
 
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
-    result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook),
+    result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
+                                          installer=installer),
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
         try:
@@ -414,6 +418,9 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]), default="auto",
               show_default=True,
               help="How to make libraries findable (when planning now).")
+@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
+              help="Who installs packages (when planning now): uv if found and your pip configuration translates, "
+                   "else the environment's pip (auto); pip; or uv.")
 @click.option("--driver", "driver_version", metavar="VERSION",
               help="Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "
                    "PLAN.json, only the driver it was planned for.")
@@ -423,7 +430,7 @@ def _tx_ui(as_json: bool) -> Any:
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
-          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str,
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, installer: str,
           driver_version: str | None, compute_capability: str | None, system: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
@@ -462,12 +469,13 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     _require_confirmation_possible(yes or dry_run)
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto"):
         raise OrtfixError("a saved plan is applied exactly as it is",
-                          hint="--ort-version, --cuda and --hook only apply when planning now")
+                          hint="--ort-version, --cuda, --hook and --installer only apply when planning now")
     prepared = prepare_apply(python, plan_file,
                              PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
-                                         driver_version=driver_version, compute_capability=compute_capability))
+                                         driver_version=driver_version, compute_capability=compute_capability,
+                                         installer=installer))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
         click.echo(render_plan(prepared.plan, prepared.check.target), err=as_json)

@@ -160,9 +160,10 @@ def render_plan(plan: Plan, target: TargetDescription) -> str:
             changes += c.startswith("~")
         if a.kind == "pip-install":
             reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
-            via = (f"uv pip install --python {shlex.quote(plan.python)} {reqs}" if a.details["installer"] == "uv"
-                   else f"{shlex.quote(plan.python)} -m pip install {reqs}")
-            lines.append(f"     via: {via}   (with your pip configuration)")
+            uv_options = " ".join(shlex.quote(o) for o in plan.installer_options)
+            via = (f"uv pip install --python {shlex.quote(plan.python)} {uv_options} {reqs}"
+                   if a.details["installer"] == "uv" else f"{shlex.quote(plan.python)} -m pip install {reqs}")
+            lines.append(f"     via: {via}   (installer {a.details['installer']}, with your pip configuration)")
         if a.kind == "write-file":
             lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]

@@ -23,8 +23,10 @@ from ortfix.check.facts import Facts
 from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadowing, soname_link
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.errors import OrtfixError
 from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
 from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
+from ortfix.plan.installer import choose_installer
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
@@ -41,7 +43,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         by_code.setdefault(f.code, []).append(f)
     notes: list[str] = []
     actions: list[Action] = []
-    installer = _installer(facts)
+    choice = choose_installer(facts, options.installer)
+    installer = choice.installer
     installed = gpu_install(facts)
     target = choose_build(facts, matrix, options, installed)
     asked: list[str] = []  # what the package findings ask to uninstall
@@ -143,6 +146,11 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                 notes.append(wanted.note)
     requirements += [r for r in repairs.requirements.values() if r not in requirements]
     if requirements:
+        if choice.refused is not None:
+            raise OrtfixError(f"--installer uv: {choice.refused}",
+                              hint="use --installer pip (or auto); nothing was changed")
+        if choice.note:
+            notes.append(choice.note)
         if installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
         fixes = tuple(sorted({*(c for c in codes if c in (*REMOVE_CODES, Code.NO_ORT, Code.LIB_MISSING,
@@ -208,6 +216,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         actions=tuple(actions),
         unresolved=tuple(unresolved),
         notes=tuple(notes),
+        installer_options=choice.options if requirements else (),
     )
 
 
@@ -225,14 +234,3 @@ def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:
         if not any(a.kind == ActionKind.PIP_UNINSTALL and a.details.get("distribution") == name for a in actions):
             return False
     return any(finding.code in a.fixes for a in actions)
-
-
-
-def _installer(facts: Facts) -> str | None:
-    if facts.probe.has_pip:
-        return "pip"
-    if facts.uv:
-        return "uv"
-    return None
-
-

@@ -15,6 +15,8 @@ from ortfix.check.findings import Finding, finding_json
 # How libraries are made findable: by the environment's kind, a conda hook, a preload hook (Windows: the PATH hook),
 # the Windows user PATH in the registry, or not at all.
 HOOK_CHOICES = ("auto", "conda", "preload", "user-path", "none")
+# Which installer runs the install: uv when it is found and the pip configuration translates, else pip (auto).
+INSTALLER_CHOICES = ("auto", "pip", "uv")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class PlanOptions:
     hook: str = "auto"  # one of HOOK_CHOICES
     driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
     compute_capability: str | None = None
+    installer: str = "auto"  # one of INSTALLER_CHOICES
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class Plan:
     actions: tuple[Action, ...]
     unresolved: tuple[Finding, ...]  # problems no action here can fix (the driver, a reboot...)
     notes: tuple[str, ...]
+    # The options uv is run with (from the pip configuration, credentials redacted); empty for pip.
+    installer_options: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -79,7 +84,10 @@ class Plan:
 
 
 def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequence[Action]) -> str:
-    doc = {"facts": facts_fingerprint, "options": asdict(options),
+    opts = asdict(options)
+    if opts["installer"] == "auto":  # the default: a plan saved before the option existed keeps its fingerprint
+        del opts["installer"]
+    doc = {"facts": facts_fingerprint, "options": opts,
            "actions": [{"kind": a.kind, "details": dict(a.details)} for a in actions]}
     data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:16]

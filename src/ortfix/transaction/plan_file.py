@@ -36,7 +36,7 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
-from ortfix.plan.model import HOOK_CHOICES, Plan, PlanOptions
+from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import open_env, scripts_folder
@@ -49,6 +49,9 @@ _FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environme
            "facts_fingerprint", "options", "matrix_version", "installer", "target", "actions", "unresolved", "notes")
 _ACTION_FIELDS = ("kind", "summary", "changes", "undo", "fixes", "details")
 _OPTION_FIELDS = ("ort_version", "cuda_major", "hook", "driver_version", "compute_capability")
+# Fields a plan written before they existed lacks: "installer" (then "auto") and the plan's "installer_options".
+_OPTIONAL_OPTION_FIELDS = ("installer",)
+_OPTIONAL_FIELDS = ("installer_options",)
 # Optional: the target the plan was made for and how it was chosen (what `plan` printed first). Informational only:
 # apply never takes anything from it (the environment is --python's, and the plan's prefix must be that one).
 _INTERPRETER = "interpreter"
@@ -82,7 +85,12 @@ def _bad(where: str, why: str) -> OrtfixError:
 
 
 def parse_options(doc: Any) -> PlanOptions:
-    d = exact_fields(doc, _OPTION_FIELDS, "options")
+    if not isinstance(doc, dict):
+        raise BadField("options is not an object")
+    installer = doc.get("installer", "auto")
+    if installer not in INSTALLER_CHOICES:
+        raise BadField(f"options.installer is not one of {', '.join(INSTALLER_CHOICES)}")
+    d = exact_fields({k: v for k, v in doc.items() if k not in _OPTIONAL_OPTION_FIELDS}, _OPTION_FIELDS, "options")
     ort_version = want_opt_str(d, "ort_version", limit=64, where="options")
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
@@ -98,7 +106,7 @@ def parse_options(doc: Any) -> PlanOptions:
     except OrtfixError as exc:
         raise BadField(f"options: {exc.message}") from exc
     return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
-                       compute_capability=cc)
+                       compute_capability=cc, installer=str(installer))
 
 
 def _action(doc: Any, n: int) -> PlannedAction:
@@ -147,6 +155,9 @@ def parse(doc: Any) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedActio
             raise BadField("its command/exit_code are not those of `ortfix plan --json` (command 'plan', exit_code 0 "
                            "or 1)")
         doc = {k: v for k, v in doc.items() if k not in ("command", "exit_code")}
+    if _OPTIONAL_FIELDS[0] in doc:
+        want_str_list(doc, _OPTIONAL_FIELDS[0], items=200)
+        doc = {k: v for k, v in doc.items() if k not in _OPTIONAL_FIELDS}
     d = exact_fields(doc, _FIELDS, "the plan")
     for key in ("created", "ortfix_version", "environment", "matrix_version"):
         want_str(d, key)

@@ -39,7 +39,9 @@ from ortfix.transaction.actions.resolve import (
     INSTALLERS,
     ResolvedJson,
     install_argv,
+    install_environ,
     report_installs,
+    shown,
     uv_installed,
 )
 from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
@@ -166,7 +168,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             argv = install_argv(env, details)
         except OrtfixError as exc:
             return [exc.one_line()]
-        return [f"run ({who}, with your pip configuration): {' '.join(argv)}"]
+        return [f"run ({who}, with your pip configuration): {' '.join(shown(argv))}"]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
@@ -199,11 +201,11 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                 "roots": [env.rel(r) for r in roots],
                 "sidecars": {"snapshot": ctx.write_sidecar("snapshot", before)},
                 "protected": protected,
-                "argv": argv,
+                "argv": shown(argv),  # credentials in an index URL are not journaled
             }
             ctx.commit(record)
             lines: list[str] = []
-            rc = self._run(argv, record, step, ctx, roots, lines)
+            rc = self._run(argv, install_environ(env, step.details), record, step, ctx, roots, lines)
             if rc != 0:
                 raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
             names = ([n for n, _v, _u in report_installs(report)] if installer == "pip"
@@ -240,15 +242,15 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                 hint="everything this transaction did is undone; what the other installer did stays")
         return record
 
-    def _run(self, argv: Sequence[str], record: PipInstallRecord, step: Step, ctx: StepContext,
-             roots: Sequence[str], lines: list[str]) -> int:
-        ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(argv)}")
+    def _run(self, argv: Sequence[str], environ: Mapping[str, str] | None, record: PipInstallRecord, step: Step,
+             ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
+        ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(shown(argv))}")
 
         def output(line: str, is_err: bool) -> None:
             lines.append(line)
             ctx.output(line, is_err)
 
-        proc = subproc.start(argv)
+        proc = subproc.start(argv, env=environ)
         record["pid"] = proc.pid
         ctx.commit(record)
         threads = [threading.Thread(target=_pump, args=(proc.stdout, False, output), daemon=True),

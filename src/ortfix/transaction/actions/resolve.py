@@ -20,6 +20,8 @@ from packaging.utils import canonicalize_name
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.system.pipconfig import read_pip_config
+from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.dists import InstalledDist, installed_distributions
 from ortfix.transaction.actions.snapshot import take_snapshot
@@ -27,17 +29,27 @@ from ortfix.transaction.actions.snapshot import take_snapshot
 INSTALLERS = ("pip", "uv")
 
 
+def uv_options(env: TargetEnv) -> UvOptions:
+    """The user's pip configuration for this environment, read now, as uv options (system/uvargs.py)."""
+    options = translate(read_pip_config(env.prefix, os.environ))
+    if isinstance(options, str):
+        raise OrtfixError(f"the plan installs with uv, but {options}",
+                          hint="make a new plan (--installer auto then uses pip); nothing was changed")
+    return options
+
+
 def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: str | None = None,
                  report: str | None = None) -> list[str]:
-    """The install command, built here from typed values: the target's own pip (or the uv found on PATH now) with
-    the user's pip configuration; requirements are plain names with version specifiers."""
+    """The install command, built here from typed values: the target's own pip (or the uv found now, with the user's
+    pip configuration translated into its options) with the user's pip configuration; requirements are plain names
+    with version specifiers. The uv command may hold credentials from an index URL: print or record `shown(argv)`."""
     installer = details.get("installer")
     requirements = [requirement(r) for r in details.get("requirements", [])]
     if installer == "uv":
         if not env.uv:
             raise OrtfixError("the plan installs with uv, but no uv is on PATH now",
                               hint="install uv, or pip into the environment; nothing was changed")
-        argv = [env.uv, "pip", "install", "--python", env.python]
+        argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options]
         if env.break_system_packages:
             argv.append("--break-system-packages")
         if dry_run_report is not None:
@@ -56,6 +68,19 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
     if env.break_system_packages:
         argv.append("--break-system-packages")
     return argv
+
+
+def install_environ(env: TargetEnv, details: Mapping[str, Any]) -> dict[str, str] | None:
+    """The installer's environment: for uv, without uv's own variables that change the meaning and with the
+    translated ones (a CA bundle, a timeout); None (ortfix's usual child environment) for pip."""
+    if details.get("installer") != "uv":
+        return None
+    return subproc.child_env(uv_environ(os.environ, uv_options(env)))
+
+
+def shown(argv: Iterable[str]) -> list[str]:
+    """A command as it may be printed and journaled: credentials in URLs redacted."""
+    return [redact(a) for a in argv]
 
 
 @dataclass(frozen=True)
@@ -134,7 +159,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     if installer == "uv":
         dry = install_argv(env, details, dry_run_report="")
         top_before = set(take_snapshot((), env.prefix))
-        proc = subproc.run(dry, timeout=900)
+        proc = subproc.run(dry, timeout=900, env=install_environ(env, details))
         # Preflight changes nothing: uv's dry run still takes the environment's lock file (<prefix>/.lock, empty).
         for rel in set(take_snapshot((), env.prefix)) - top_before:
             st = env.fs.lstat(rel)
@@ -142,14 +167,14 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
                 with contextlib.suppress(OSError):
                     env.fs.unlink(rel)
         if proc.returncode != 0:
-            raise OrtfixError(f"uv cannot resolve {wanted}: {_pip_error(proc.stderr)}",
+            raise OrtfixError(f"uv cannot resolve {wanted}: {redact(_pip_error(proc.stderr))}",
                               hint="is the index reachable? check your uv/pip configuration")
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
             old = installed.get(canonicalize_name(name))
             replaces = old if old and canonicalize_name(name) not in skip and _in_env(env, old) else None
             items.append(Resolved(name, version, None, None, None, replaces))
-        return InstallerResolution("uv", tuple(dry), tuple(items), ("uv reports no download sizes",))
+        return InstallerResolution("uv", tuple(shown(dry)), tuple(items), ("uv reports no download sizes",))
     report = workdir / "pip-report.json"
     # --disable-pip-version-check: the dry-run's own output is not shown, so its self-check would only cost time.
     dry = install_argv(env, details, dry_run_report=str(report))

@@ -1,0 +1,125 @@
+"""The user's pip configuration, read the way pip itself reads it for `pip install` (pip's
+`_internal/configuration.py` and `cli/parser.py`), so that another installer (uv) can be given the same meaning.
+
+Files, each overriding the ones before it:
+1. global: every `$XDG_CONFIG_DIRS` folder's `pip/pip.conf` (default `/etc/xdg`), then `/etc/pip.conf`
+   (Windows: `C:\\ProgramData\\pip\\pip.ini`);
+2. user, unless `PIP_CONFIG_FILE` names a file that exists: `~/.pip/pip.conf` (legacy; Windows `~\\pip\\pip.ini`),
+   then `$XDG_CONFIG_HOME/pip/pip.conf` (Windows `%APPDATA%\\pip\\pip.ini`);
+3. site: `<prefix>/pip.conf` (`pip.ini`) of the environment pip runs in: the target's;
+4. `PIP_CONFIG_FILE`; `PIP_CONFIG_FILE=os.devnull` means no file at all. (pip loads it first but merges kind by
+   kind in this order, its OVERRIDE_ORDER: the file overrides the site's.)
+Then the sections: `[global]`, overridden by `[install]`, overridden by the `PIP_*` environment variables. Names are
+compared lower-case with `_` as `-`; list options (find-links, extra-index-url, trusted-host) split on whitespace;
+booleans are pip's spellings (yes/no, true/false, on/off, 1/0, y/n, t/f).
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortfix.errors import OrtfixError
+
+_TRUE = ("y", "yes", "t", "true", "on", "1")
+_FALSE = ("n", "no", "f", "false", "off", "0")
+# What pip ignores in the environment (pip's ENV_NAMES_IGNORED) or never looks up as an option.
+_ENV_IGNORED = ("version", "help", "config-file")
+# What the typed fields hold; every other key that reached `pip install` is in `PipConfig.other`.
+TYPED_KEYS = ("index-url", "extra-index-url", "find-links", "no-index", "trusted-host")
+
+
+@dataclass(frozen=True)
+class PipConfig:
+    """What `pip install` in the target environment would take from its configuration."""
+
+    index_url: str | None = None  # None: pip's default index
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    no_index: bool = False
+    trusted_hosts: tuple[str, ...] = ()
+    other: Mapping[str, str] = field(default_factory=dict)  # every other key → its raw value (last one wins)
+    files: tuple[str, ...] = ()  # the files that were read, in order
+
+
+def normalize(name: str) -> str:
+    """A configuration key as pip compares it."""
+    name = name.lower().replace("_", "-")
+    return name[2:] if name.startswith("--") else name
+
+
+def config_files(prefix: str, environ: Mapping[str, str], *, windows: bool) -> list[str]:
+    """The files pip reads, in pip's order (later ones override earlier ones); missing ones are skipped later."""
+    basename = "pip.ini" if windows else "pip.conf"
+    env_file = environ.get("PIP_CONFIG_FILE")
+    if env_file is not None and env_file == (os.devnull if not windows else "nul"):
+        return []
+    home = environ.get("USERPROFILE" if windows else "HOME") or os.path.expanduser("~")
+    files: list[str] = []
+    if windows:
+        program_data = environ.get("PROGRAMDATA", "C:\\ProgramData")
+        files.append(os.path.join(program_data, "pip", basename))
+    else:
+        dirs = [d for d in environ.get("XDG_CONFIG_DIRS", "").split(os.pathsep) if d] or ["/etc/xdg"]
+        files += [os.path.join(d, "pip", basename) for d in dirs]
+        files.append(os.path.join("/etc", basename))
+    if not (env_file and os.path.exists(env_file)):
+        files.append(os.path.join(home, "pip" if windows else ".pip", basename))
+        if windows:
+            user_dir = environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
+        else:
+            user_dir = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        files.append(os.path.join(user_dir, "pip", basename))
+    files.append(os.path.join(prefix, basename))
+    if env_file:
+        files.append(env_file)
+    return files
+
+
+def _read_file(path: str) -> dict[str, dict[str, str]]:
+    parser = configparser.RawConfigParser()
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f, path)
+    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
+        raise OrtfixError(f"pip's configuration file {path} could not be read: {str(exc).splitlines()[0]}",
+                          hint="pip itself would refuse it too; fix or remove it") from exc
+    return {s: {normalize(k): v for k, v in parser.items(s)} for s in parser.sections()}
+
+
+def boolean(key: str, value: str) -> bool:
+    if value.strip().lower() in _TRUE:
+        return True
+    if value.strip().lower() in _FALSE:
+        return False
+    raise OrtfixError(f"pip configuration: {value!r} is not a valid value for {key}",
+                      hint="pip takes yes/no, true/false, on/off or 1/0")
+
+
+def read_pip_config(prefix: str, environ: Mapping[str, str], *, windows: bool = os.name == "nt") -> PipConfig:
+    """The pip configuration `pip install` run in the environment at `prefix` with `environ` would use.
+    OrtfixError when a file cannot be read or a value is not what pip accepts (pip would fail as well)."""
+    global_: dict[str, str] = {}
+    install: dict[str, str] = {}
+    read: list[str] = []
+    for path in config_files(prefix, environ, windows=windows):
+        if not os.path.isfile(path):
+            continue
+        sections = _read_file(path)
+        read.append(path)
+        global_.update(sections.get("global", {}))
+        install.update(sections.get("install", {}))
+    env_vars = {normalize(k[4:]): v for k, v in environ.items() if k.startswith("PIP_")}
+    merged = {**global_, **install, **{k: v for k, v in env_vars.items() if k not in _ENV_IGNORED}}
+    index_url = merged.get("index-url")
+    return PipConfig(
+        index_url=index_url.strip() if index_url and index_url.strip() else None,
+        extra_index_urls=tuple(merged.get("extra-index-url", "").split()),
+        find_links=tuple(merged.get("find-links", "").split()),
+        no_index=boolean("no-index", merged["no-index"]) if "no-index" in merged else False,
+        trusted_hosts=tuple(merged.get("trusted-host", "").split()),
+        other={k: v for k, v in sorted(merged.items()) if k not in TYPED_KEYS},
+        files=tuple(read),
+    )

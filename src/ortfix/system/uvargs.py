@@ -1,0 +1,107 @@
+"""The user's pip configuration (`pipconfig.PipConfig`) as options for `uv pip install`, or why it cannot be: and
+where uv is.
+
+Translated: index-url → `--index-url`, extra-index-url → `--extra-index-url`, find-links → `--find-links`, no-index →
+`--no-index`, trusted-host → `--allow-insecure-host`, cert → `SSL_CERT_FILE` (uv's CA bundle variable),
+default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
+- `--no-config`: uv's own uv.toml/pyproject settings would otherwise add to or change what pip's configuration says;
+  the `UV_*` variables that change resolution are removed from uv's environment for the same reason (`uv_environ`);
+- `--index-strategy unsafe-best-match`: pip takes the best version across all its indexes and find-links folders,
+  uv by default stops at the first index that has the name;
+- `--link-mode hardlink`: uv's default on Linux, said explicitly so that neither `UV_LINK_MODE` nor a uv.toml can
+  make it `symlink` (the environment's files would then be links into uv's cache: a `uv cache clean` would break the
+  environment, and a rollback would move links, not files). Like pip's unlink-then-write, uv puts a *new* file at a
+  path that existed (checked with uv 0.13.9: a hard link saved aside beforehand keeps the old content), so what the
+  transaction saved aside by hard link is never written through. The file the install wrote is the environment's
+  link: its inode, size and mtime are what the transaction records, they stay the same whatever happens to uv's
+  cache, and a rollback renames that link away and deletes it, leaving the cache's copy alone. It also spares a
+  second copy of every unpacked file (1.9 GB for the CUDA 12 swap).
+Refused (auto then uses pip, and the plan says why): every other key that changes what gets installed or how it is
+fetched (proxy, client-cert, require-hashes, constraint, pre, only-binary, user, target, prefix...), and any key this
+module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortfix.system.pipconfig import PipConfig
+
+# Keys that change nothing about what is installed from where: pip's output, its cache, its own checks.
+IGNORED = frozenset({
+    "disable-pip-version-check", "retries", "resume-retries", "progress-bar", "no-color", "quiet", "verbose", "log",
+    "log-file", "local-log", "no-input", "root-user-action", "cache-dir", "no-cache-dir", "compile", "no-compile",
+    "warn-script-location", "no-warn-script-location", "no-warn-conflicts", "python-version-warning",
+    "no-python-version-warning", "require-virtualenv", "isolated", "keyring-provider", "exists-action",
+})
+_TIMEOUT = ("default-timeout", "timeout")
+# uv's variables that change what is resolved or from where; uv runs without them (pip's configuration rules).
+_UV_MEANING = re.compile(r"^UV_(INDEX.*|DEFAULT_INDEX|EXTRA_INDEX_URL|FIND_LINKS|NO_INDEX|INSECURE_HOST|CONFIG_FILE|"
+                         r"NO_CONFIG|PRERELEASE|CONSTRAINT|OVERRIDE|EXCLUDE_NEWER|NO_BINARY.*|NO_BUILD.*|ONLY_BINARY|"
+                         r"REQUIRE_HASHES|RESOLUTION|LINK_MODE|KEYRING_PROVIDER|OFFLINE|TORCH_BACKEND|SYSTEM_PYTHON|"
+                         r"PYTHON|BREAK_SYSTEM_PACKAGES)$")
+_AUTH = re.compile(r"(?<=://)([^/@\s]+)@")
+
+
+@dataclass(frozen=True)
+class UvOptions:
+    """What to add to `uv pip install --python X`, and the variables uv runs with."""
+
+    options: tuple[str, ...]  # may hold credentials (user:password@ in an index URL): never printed as is
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """The options as they may be printed and journaled (credentials redacted)."""
+        return tuple(redact(o) for o in self.options)
+
+
+def redact(text: str) -> str:
+    """`https://user:secret@host/` → `https://user:****@host/`; a lone token → `****`."""
+    return _AUTH.sub(lambda m: (m.group(1).split(":", 1)[0] + ":****@") if ":" in m.group(1) else "****@", text)
+
+
+def translate(config: PipConfig) -> UvOptions | str:
+    """The uv options with the same meaning as `config`, or one line saying which key uv cannot honour the same way."""
+    refused = sorted(k for k in config.other if k not in IGNORED and k not in _TIMEOUT and k != "cert")
+    if refused:
+        return (f"your pip configuration sets {refused[0]}, which uv cannot honour the same way" if len(refused) == 1
+                else f"your pip configuration sets {', '.join(refused)}, which uv cannot honour the same way")
+    options = ["--no-config", "--link-mode", "hardlink", "--index-strategy", "unsafe-best-match"]
+    if config.no_index:
+        options.append("--no-index")
+    elif config.index_url:
+        options += ["--index-url", config.index_url]
+    if not config.no_index:
+        for url in config.extra_index_urls:
+            options += ["--extra-index-url", url]
+    for link in config.find_links:
+        options += ["--find-links", link]
+    for host in config.trusted_hosts:
+        options += ["--allow-insecure-host", host]
+    environ: dict[str, str] = {}
+    if config.other.get("cert"):
+        environ["SSL_CERT_FILE"] = config.other["cert"]
+    timeout = next((config.other[k] for k in _TIMEOUT if config.other.get(k)), None)
+    if timeout is not None:
+        environ["UV_HTTP_TIMEOUT"] = timeout.strip()
+    return UvOptions(tuple(options), environ)
+
+
+def uv_environ(base: Mapping[str, str], options: UvOptions) -> dict[str, str]:
+    """`base` without uv's own variables that change the meaning, plus the translated ones."""
+    return {**{k: v for k, v in base.items() if not _UV_MEANING.match(k)}, **options.environ}
+
+
+def find_uv() -> str | None:
+    """uv on PATH, else the one next to ortfix's own interpreter (a pipx or venv install of ortfix that has uv)."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "uv.exe" if os.name == "nt" else "uv")
+    return beside if os.path.isfile(beside) and os.access(beside, os.X_OK) else None

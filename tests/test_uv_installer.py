@@ -1,0 +1,166 @@
+"""`--installer auto|pip|uv` with a real uv (installed by this module with pip into a tools venv cached under the test
+cache folder; skipped with one line when that cannot be done) applying the hermetic stub wheelhouse's CPU→GPU swap,
+with the user's pip configuration (no-index + find-links: it only works if uv was given it) translated."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from support.fixtures import pip_install
+from test_apply import ortfix_env, pip_config, pip_venv
+from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
+
+
+@pytest.fixture(scope="module")
+def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding only `uv` (to put on PATH): pip-installed once into a cached tools venv."""
+    tools = _cache_root() / "uv-tools"
+    uv = tools / "bin" / "uv"
+    if not uv.exists():
+        shutil.rmtree(tools, ignore_errors=True)
+        made = subprocess.run([sys.executable, "-m", "venv", str(tools)], capture_output=True, text=True, check=False)
+        got = made.returncode == 0 and subprocess.run(
+            [str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"],
+            capture_output=True, text=True, check=False).returncode == 0
+        if not got or not uv.exists():
+            shutil.rmtree(tools, ignore_errors=True)
+            pytest.skip("uv could not be installed with pip here (no index reachable?)")
+    folder = tmp_path_factory.mktemp("uv-bin")
+    (folder / "uv").symlink_to(uv)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """A venv with pip and the CPU package, made once; each test copies it."""
+    root = tmp_path_factory.mktemp("uv-template")
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
+    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    return root / "venv"
+
+
+def _venv(template: Path, tmp: Path) -> Path:
+    return pip_venv(template, tmp / "cpu venv")
+
+
+def _env(tmp: Path, wheelhouse: Path, uv_bin: Path | None, conf_extra: str = "") -> dict[str, str]:
+    conf = pip_config(tmp, wheelhouse)
+    if conf_extra:
+        conf.write_text(conf.read_text() + conf_extra)
+    env = ortfix_env(conf, tmp, UV_CACHE_DIR=str(tmp / "uv-cache"))
+    if uv_bin is not None:
+        env["PATH"] = f"{uv_bin}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def test_auto_with_uv_on_path_applies_with_uv_and_rolls_back_without_it(
+        cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    venv = python.parent.parent
+    env = _env(tmp_path, wheelhouse, uv_bin)
+    before = tree_state(venv)
+    plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    assert plan["installer"] == "uv" and plan["options"]["installer"] == "auto"
+    opts = plan["installer_options"]
+    assert opts[opts.index("--find-links") + 1] == str(wheelhouse) and "--no-index" in opts and "--no-config" in opts
+    text = ortfix("plan", "--python", str(python), env=env)
+    assert "via: uv pip install --python" in text.stdout and "--no-index" in text.stdout, text.stdout
+
+    # uv's own settings that would change the meaning are set aside: a symlink into uv's cache is never installed
+    proc = ortfix("apply", "--python", str(python), "--yes", env={**env, "UV_LINK_MODE": "symlink"})
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert f"installing with uv: {uv_bin / 'uv'} pip install --python" in proc.stdout
+    cudnn = next(venv.glob("lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9"))
+    assert cudnn.is_file() and not cudnn.is_symlink() and cudnn.stat().st_nlink == 2  # a hard link from uv's cache
+    loaded = fresh_process(python, load_code())
+    assert loaded.stdout.strip().endswith("all loaded"), loaded.stderr
+    [journal] = (venv / ".ortfix" / "transactions").glob("*/journal.json")
+    doc = json.loads(journal.read_text())["body"]
+    assert doc["installer"] == "uv"
+    [step] = [s for s in doc["steps"] if s["kind"] == "pip-install"]
+    assert step["details"]["installer"] == "uv"
+    argv = step["record"]["argv"]  # the uv command with the translated options
+    assert argv[1:3] == ["pip", "install"] and "--no-index" in argv and str(wheelhouse) in argv
+
+    # uv's cache emptied meanwhile: the files the install wrote are still the environment's own
+    subprocess.run([str(uv_bin / "uv"), "cache", "clean"], env=env, check=True, capture_output=True)
+    assert cudnn.stat().st_nlink == 1
+    no_uv = {**env, "PATH": env["PATH"].split(os.pathsep, 1)[1]}
+    assert shutil.which("uv", path=no_uv["PATH"]) is None
+    back = ortfix("rollback", "--python", str(python), "--yes", env=no_uv)
+    assert back.returncode == 0, (back.stdout[-2000:], back.stderr[-2000:])
+    assert_same_tree(before, tree_state(venv))
+
+
+def test_explicit_uv_applies_a_saved_plan(cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    env = _env(tmp_path, wheelhouse, uv_bin)
+    saved = tmp_path / "plan.json"
+    assert ortfix("plan", "--python", str(python), "--installer", "uv", "-o", str(saved), env=env).returncode == 1
+    assert json.loads(saved.read_text())["options"]["installer"] == "uv"
+    one_line_error(ortfix("apply", str(saved), "--python", str(python), "--installer", "pip", "--yes", env=env),
+                   "a saved plan is applied exactly as it is")
+    proc = ortfix("apply", str(saved), "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "installing with uv:" in proc.stdout
+    assert fresh_process(python, load_code()).stdout.strip().endswith("all loaded")
+
+
+def test_untranslatable_setting_makes_auto_use_pip_and_says_why(
+        cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    env = _env(tmp_path, wheelhouse, uv_bin, "only-binary = :all:\n")
+    plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    assert plan["installer"] == "pip" and plan["installer_options"] == []
+    assert "installing with pip, not uv: your pip configuration sets only-binary, which uv cannot honour the same " \
+           "way" in plan["notes"]
+    one_line_error(ortfix("plan", "--python", str(python), "--installer", "uv", env=env), "--installer uv",
+                   "only-binary")
+
+
+def test_uv_requested_without_uv_is_one_line(cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    env = _env(tmp_path, wheelhouse, None)
+    assert shutil.which("uv", path=env["PATH"]) is None, "uv is on this machine's PATH: the test needs it absent"
+    before = tree_state(python.parent.parent)
+    one_line_error(ortfix("apply", "--python", str(python), "--installer", "uv", "--yes", env=env),
+                   "--installer uv", "no uv executable")
+    assert_same_tree(before, tree_state(python.parent.parent))
+
+
+def test_credentials_in_an_index_url_are_never_shown(
+        cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    env = _env(tmp_path, wheelhouse, uv_bin)
+    env["PIP_NO_INDEX"] = "no"
+    env["PIP_INDEX_URL"] = "http://alice:hunter2@127.0.0.1:9/simple"
+    proc = ortfix("plan", "--python", str(python), "--json", env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "hunter2" not in proc.stdout + proc.stderr
+    assert "http://alice:****@127.0.0.1:9/simple" in json.loads(proc.stdout)["installer_options"]
+
+
+def test_a_plan_saved_before_the_option_existed_still_applies(
+        cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    python = _venv(cpu_template, tmp_path)
+    env = _env(tmp_path, wheelhouse, None)  # no uv: auto is pip, as every plan was before
+    saved = tmp_path / "plan.json"
+    assert ortfix("plan", "--python", str(python), "-o", str(saved), env=env).returncode == 1
+    doc = json.loads(saved.read_text())
+    del doc["options"]["installer"], doc["installer_options"]
+    saved.write_text(json.dumps(doc))
+    proc = ortfix("apply", str(saved), "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "installing with pip:" in proc.stdout
