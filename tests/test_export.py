@@ -306,3 +306,27 @@ def test_a_report_naming_something_unpinnable_is_refused(name: str) -> None:
 
     with pytest.raises(OrtfixError, match="cannot pin"):
         parse_report(_report((name, "1.0", None)))
+
+
+def test_the_stash_program_refuses_a_record_that_reaches_outside_the_environment(
+        base: dict[str, Path], tmp_path: Path) -> None:
+    """A RECORD is read back from disk: a row that climbs out of the prefix stops the step before anything moves."""
+    from ortfix.export.snippets import STEPS_PY
+
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    outside = tmp_path / "not-ours.txt"
+    outside.write_text("precious\n")
+    [dist_info] = site_packages(target).glob("onnxruntime-1.22.0.dist-info")
+    record = dist_info / "RECORD"
+    depth = len(site_packages(target).relative_to(tmp_path).parts)
+    record.write_text(record.read_text() + "/".join([".."] * depth) + "/not-ours.txt,,\n")
+    before = tree_state(target)
+    steps = tmp_path / "steps.py"
+    steps.write_text(STEPS_PY)
+    stash = tmp_path / "stash"
+    proc = subprocess.run([str(target / "bin" / "python"), "-I", "-B", str(steps), "stash-dists", str(stash),
+                           str(dist_info)], capture_output=True, text=True, check=False)
+    assert proc.returncode != 0 and "is outside" in proc.stderr, proc.stderr
+    assert outside.read_text() == "precious\n"
+    assert_same_tree(before, tree_state(target))
+    assert not any(stash.rglob("*")) if stash.exists() else True

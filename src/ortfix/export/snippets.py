@@ -91,10 +91,11 @@ def prune(folders):
 
 def move_aside(dest, paths):
     folders = []
-    for path in dict.fromkeys(paths):
+    # every path is checked before the first is moved: one outside the environment stops the step untouched
+    planned = [(path, os.path.join(dest, rel(path))) for path in dict.fromkeys(paths)]
+    for path, target in planned:
         if not os.path.lexists(path):
             continue  # shared by two distributions (nvidia/__init__.py): moved with the first
-        target = os.path.join(dest, rel(path))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.move(path, target)
         folders.append(os.path.dirname(os.path.abspath(path)))
