@@ -33,6 +33,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -155,6 +156,21 @@ def layout_for(opts: Options) -> Layout:
     else:
         bin_dir = data / "bin" if WINDOWS else Path.home() / ".local" / "bin"
     return Layout(data=data, bin=bin_dir)
+
+
+def default_source(find_links: Sequence[str], no_index: bool, here: Optional[Path] = None) -> str:
+    """What to install when --source is not given: from a wheelhouse (or with --no-index), `ortfix` from there; else
+    the ortfix checkout this script sits in, if it is one (an `ortfix` of the index would be somebody else's project
+    name, not this code); else `ortfix` from the user's pip configuration."""
+    if find_links or no_index:
+        return "ortfix"
+    root = (here or Path(__file__).resolve().parent).parent
+    try:
+        pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return "ortfix"
+    is_ortfix = re.search(r'^name\s*=\s*"ortfix"\s*$', pyproject, re.M) and (root / "src" / "ortfix").is_dir()
+    return str(root) if is_ortfix else "ortfix"
 
 
 def source_spec(source: str) -> str:
@@ -580,9 +596,10 @@ def parse(argv: Sequence[str]) -> Options:
                "ortfix; 6 a folder is read-only or full; 7 an `ortfix` not made by this installer is in the way; "
                "8 check/plan/apply after the install did not succeed.")
     parser.add_argument("--uninstall", action="store_true", help="remove what this installer installed, and only that")
-    parser.add_argument("--source", default="ortfix", metavar="SPEC",
-                        help="what to install as ortfix: a requirement (default: ortfix, from your pip "
-                             "configuration or --find-links), a wheel file or a checkout folder")
+    parser.add_argument("--source", metavar="SPEC",
+                        help="what to install as ortfix: a requirement, a wheel file or a checkout folder (default: "
+                             "`ortfix` from --find-links/--no-index when given, else the ortfix checkout this "
+                             "script is in, else `ortfix` from your pip configuration)")
     parser.add_argument("--find-links", action="append", default=[], metavar="DIR",
                         help="a wheelhouse folder to install from (repeatable; passed to pip)")
     parser.add_argument("--no-index", action="store_true", help="do not use any package index (passed to pip)")
@@ -601,8 +618,9 @@ def parse(argv: Sequence[str]) -> Options:
     parser.add_argument("--bin-dir", metavar="DIR", help="where the `ortfix` link goes (default: ~/.local/bin; "
                                                          "Windows: <data>\\bin)")
     ns = parser.parse_args(list(argv))
-    return Options(uninstall=ns.uninstall, source=ns.source, find_links=[str(Path(f).absolute()) for f in
-                                                                         ns.find_links],
+    find_links = [str(Path(f).absolute()) for f in ns.find_links]
+    source = ns.source if ns.source is not None else default_source(find_links, ns.no_index)
+    return Options(uninstall=ns.uninstall, source=source, find_links=find_links,
                    no_index=ns.no_index, python=ns.python, check=ns.check, yes=ns.yes, upgrade=ns.upgrade,
                    use_pipx=ns.use_pipx, data_dir=ns.data_dir, bin_dir=ns.bin_dir)
 

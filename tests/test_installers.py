@@ -438,3 +438,30 @@ def test_bootstrap_help_names_every_option() -> None:
     for option in ("--uninstall", "--source", "--find-links", "--no-index", "--upgrade", "--python", "--no-check",
                    "--yes", "--no-pipx", "--data-dir", "--bin-dir"):
         assert option in proc.stdout, option
+
+
+def test_without_source_a_checkout_installs_itself_and_a_wheelhouse_installs_ortfix(tmp_path: Path) -> None:
+    """From a checkout (or the sdist) the default is that code, never a same-named project of the index; with a
+    wheelhouse the wheel named ortfix in it; a copy of the script outside any checkout asks the pip configuration."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ortfix_bootstrap", BOOTSTRAP)
+    assert spec is not None and spec.loader is not None
+    bootstrap = importlib.util.module_from_spec(spec)
+    sys.modules["ortfix_bootstrap"] = bootstrap  # dataclasses resolve the module by name
+    try:
+        spec.loader.exec_module(bootstrap)
+        assert bootstrap.default_source([], False) == str(REPO)
+        assert bootstrap.default_source([str(tmp_path)], False) == "ortfix"
+        assert bootstrap.default_source([], True) == "ortfix"
+        lone = tmp_path / "copy" / "scripts"
+        lone.mkdir(parents=True)
+        assert bootstrap.default_source([], False, here=lone) == "ortfix"
+        (lone.parent / "pyproject.toml").write_text('[project]\nname = "other"\n')
+        (lone.parent / "src" / "ortfix").mkdir(parents=True)
+        assert bootstrap.default_source([], False, here=lone) == "ortfix"
+        (lone.parent / "pyproject.toml").write_text('[project]\nname = "ortfix"\n')
+        assert bootstrap.default_source([], False, here=lone) == str(lone.parent)
+        assert bootstrap.parse([]).source == str(REPO)
+    finally:
+        del sys.modules["ortfix_bootstrap"]
