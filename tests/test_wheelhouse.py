@@ -126,3 +126,20 @@ def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path
     one_line_error(ortfix("wheelhouse", "--python", target, "-d", str(tmp_path / "w2"),
                           env=env_with(closed, setup["root"])), "the package index is unreachable",
                    "Connection refused")
+
+
+def test_a_link_planted_at_the_manifest_is_replaced_not_written_through(setup: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """-d in a folder others can write: the manifest's name linked to a file of the user's must not overwrite it."""
+    victim = tmp_path / "victim"
+    victim.write_text("the user's file\n")
+    folder = tmp_path / "shared wheels"
+    folder.mkdir()
+    (folder / "ortfix-wheelhouse.json").symlink_to(victim)
+    proc = ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
+                  env=env_with(setup["index"], setup["root"]))
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() == "the user's file\n"
+    manifest = folder / "ortfix-wheelhouse.json"
+    assert not manifest.is_symlink()
+    assert json.loads(manifest.read_text())["schema"] == "ortfix.wheelhouse-manifest/1"

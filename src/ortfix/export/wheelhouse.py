@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -211,8 +212,12 @@ def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence
     manifest = {"schema": MANIFEST_SCHEMA, "ortfix_version": __version__, "platform": target.platform,
                 "python_version": target.python_version, "ortfix": source or None, "ortfix_missing": missing,
                 "files": files}
-    try:
-        (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    try:  # a new file renamed into place: a link planted at the manifest's name is replaced, never written through
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=f".{MANIFEST}.",
+                                         delete=False) as f:
+            f.write(json.dumps(manifest, indent=2) + "\n")
+        os.chmod(f.name, 0o644)
+        os.replace(f.name, folder / MANIFEST)
     except OSError as exc:
         raise OrtfixError(f"cannot write {folder / MANIFEST}: {exc.strerror or exc}") from exc
     return Wheelhouse(str(folder), tuple(files), source, missing)
