@@ -1,9 +1,9 @@
 """The offline wheelhouse: everything a plan needs on a machine without an index, downloaded with the user's pip
-configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own (from the
-index when it has this version, else a wheel built from the installed source when that is a checkout or an editable
-install). Wheels only (`--only-binary=:all:`), for the target's platform and Python, or the ones given
-(`--platform`, `--python-version`, CPython). A manifest (`ortfix-wheelhouse.json`) says what each file is, why it is
-there, and its sha256."""
+configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own (a wheel
+built from the installed source when that is a checkout or an editable install, never the index's `ortfix`, which may
+be another project's; else from the index when it has this version). Wheels only (`--only-binary=:all:`), for the
+target's platform and Python, or the ones given (`--platform`, `--python-version`, CPython). A manifest
+(`ortfix-wheelhouse.json`) says what each file is, why it is there, and its sha256."""
 
 from __future__ import annotations
 
@@ -153,20 +153,23 @@ def _own_requirements() -> list[str]:
 
 
 def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[str, str | None]:
-    """(how ortfix got into the folder, why it did not or None)."""
-    proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
-                        *target.pip_options(), "--disable-pip-version-check", "--quiet"], timeout=1800)
-    if proc.returncode == 0:
-        return "index", None
+    """(how ortfix got into the folder, why it did not or None). Run from a checkout or an editable install, the
+    wheel is built from that source, never taken from the index: the index's `ortfix` may be another project's, and
+    the wheelhouse must carry the ortfix that made the plan."""
     source = ortfix_source()
     if source is None:
+        proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
+                            *target.pip_options(), "--disable-pip-version-check", "--quiet"], timeout=1800)
+        if proc.returncode == 0:
+            return "index", None
         return "", (f"ortfix {__version__} is not on the index and is not installed from its source, so it cannot be "
                     "built here")
     built = subproc.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(folder),
                          "--disable-pip-version-check", "--quiet", str(source)], timeout=1800)
     if built.returncode != 0:
-        lines = [ln for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
-        return "", f"ortfix's wheel could not be built from {source}: {lines[-1].strip() if lines else 'no output'}"
+        lines = [ln.strip() for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR:")] or lines  # pip's closing note says nothing
+        return "", f"ortfix's wheel could not be built from {source}: {errors[-1] if errors else 'no output'}"
     _download(python, _own_requirements(), folder, target, "ortfix's dependencies")
     return f"built from {source}", None
 
