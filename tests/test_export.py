@@ -279,6 +279,13 @@ def test_an_environment_path_with_a_newline_is_refused(base: dict[str, Path], en
     assert_same_tree(before, tree_state(target))
 
 
+def test_a_library_folder_with_a_colon_is_refused_in_a_dockerfile(base: dict[str, Path], env: dict[str, str],
+                                                                  tmp_path: Path) -> None:
+    """LD_LIBRARY_PATH splits on ':': an ENV line naming such a folder would name two folders, neither of them it."""
+    target = copy_venv(base["cpu"], tmp_path / "env:prod")
+    one_line_error(ortfix("export", "dockerfile", "--python", str(target), env=env), "':'", "LD_LIBRARY_PATH")
+
+
 def _report(*entries: tuple[str, str, str | None]) -> str:
     """A pip --report document (the fields pins.parse_report reads, as pip 23 writes them)."""
     return json.dumps({"version": "1", "install": [
