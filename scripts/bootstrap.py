@@ -174,7 +174,11 @@ def default_source(find_links: Sequence[str], no_index: bool, here: Optional[Pat
 
 
 def source_spec(source: str) -> str:
-    """A wheel or a checkout given as a path is passed to pip as an absolute path; anything else is a requirement."""
+    """A wheel or a checkout given as a path is passed to pip as an absolute path; anything else is a requirement.
+    One starting with '-' is refused: pip would read it as an option (`--source=--editable=...`)."""
+    if source.startswith("-"):
+        raise Failure(f"--source {source}: not a requirement, a wheel or a folder (it starts with '-'; a file of that "
+                      "name: ./" + source + ")", EXIT_USAGE)
     if os.path.sep in source or (os.altsep and os.altsep in source) or source.endswith(".whl") or source == ".":
         if not os.path.exists(source):
             raise Failure(f"--source {source}: no such file or folder", EXIT_USAGE)

@@ -266,6 +266,26 @@ def test_an_environment_without_pip_is_refused(base: dict[str, Path], env: dict[
     one_line_error(ortfix("export", "sh", "--python", str(target), env=env), "has no pip", "ensurepip")
 
 
+@pytest.mark.parametrize("fmt", ["dockerfile", "requirements"])
+def test_an_environment_path_with_a_newline_is_refused(base: dict[str, Path], env: dict[str, str], tmp_path: Path,
+                                                       fmt: str) -> None:
+    """The path goes into comment lines (and a Dockerfile cannot quote a newline): an injected line is a command."""
+    target = copy_venv(base["cpu"], tmp_path / "env\nRUN touch /tmp/owned #")
+    before = tree_state(target)
+    out = tmp_path / "out"
+    one_line_error(ortfix("export", fmt, "--hook", "none", "--python", str(target), "-o", str(out), env=env),
+                   "control character", "plain path")
+    assert not out.exists()
+    assert_same_tree(before, tree_state(target))
+
+
+def test_a_library_folder_with_a_colon_is_refused_in_a_dockerfile(base: dict[str, Path], env: dict[str, str],
+                                                                  tmp_path: Path) -> None:
+    """LD_LIBRARY_PATH splits on ':': an ENV line naming such a folder would name two folders, neither of them it."""
+    target = copy_venv(base["cpu"], tmp_path / "env:prod")
+    one_line_error(ortfix("export", "dockerfile", "--python", str(target), env=env), "':'", "LD_LIBRARY_PATH")
+
+
 def _report(*entries: tuple[str, str, str | None]) -> str:
     """A pip --report document (the fields pins.parse_report reads, as pip 23 writes them)."""
     return json.dumps({"version": "1", "install": [

@@ -440,6 +440,17 @@ def test_bootstrap_help_names_every_option() -> None:
         assert option in proc.stdout, option
 
 
+def test_a_source_starting_with_a_dash_is_never_an_option_to_pip(tmp_path: Path) -> None:
+    """`--source=--pre` (or any value pip would read as an option) is refused before anything is made."""
+    for source in ("--pre", "-e."):
+        proc = subprocess.run([sys.executable, str(BOOTSTRAP), f"--source={source}", "--no-pipx", "--data-dir",
+                               str(tmp_path / "data"), "--bin-dir", str(tmp_path / "bin"), "--no-check"],
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        assert "starts with '-'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_without_source_a_checkout_installs_itself_and_a_wheelhouse_installs_ortfix(tmp_path: Path) -> None:
     """From a checkout (or the sdist) the default is that code, never a same-named project of the index; with a
     wheelhouse the wheel named ortfix in it; a copy of the script outside any checkout asks the pip configuration."""

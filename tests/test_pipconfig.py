@@ -188,3 +188,7 @@ def test_translation_to_uv() -> None:
     refused = translate(PipConfig(other={"proxy": "http://p.invalid:3128", "quiet": "1"}))
     assert refused == "your pip configuration sets proxy, which uv cannot honour the same way"
     assert isinstance(translate(PipConfig(other={"frobnicate": "1"})), str)  # unknown keys are not guessed at
+    # pip takes a value starting with '-' as a value; uv's parser would not (`--find-links -x`: an error, or an option)
+    dashed = translate(PipConfig(no_index=True, find_links=("/wh", "-wh")))
+    assert isinstance(dashed, str) and "find-links '-wh' starts with '-'" in dashed
+    assert isinstance(translate(PipConfig(trusted_hosts=("--no-index",))), str)

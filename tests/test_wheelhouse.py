@@ -16,13 +16,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from checktools import site_packages
-from support.fixtures import pip_install
+from support.fixtures import build_wheel, pip_install
 from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
 
 
@@ -126,3 +127,35 @@ def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path
     one_line_error(ortfix("wheelhouse", "--python", target, "-d", str(tmp_path / "w2"),
                           env=env_with(closed, setup["root"])), "the package index is unreachable",
                    "Connection refused")
+
+
+def test_a_link_planted_at_the_manifest_is_replaced_not_written_through(setup: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """-d in a folder others can write: the manifest's name linked to a file of the user's must not overwrite it."""
+    victim = tmp_path / "victim"
+    victim.write_text("the user's file\n")
+    folder = tmp_path / "shared wheels"
+    folder.mkdir()
+    (folder / "ortfix-wheelhouse.json").symlink_to(victim)
+    proc = ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
+                  env=env_with(setup["index"], setup["root"]))
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() == "the user's file\n"
+    manifest = folder / "ortfix-wheelhouse.json"
+    assert not manifest.is_symlink()
+    assert json.loads(manifest.read_text())["schema"] == "ortfix.wheelhouse-manifest/1"
+
+
+def test_from_a_checkout_the_index_ortfix_is_never_taken(setup: dict[str, Path], tmp_path: Path) -> None:
+    """An index with another project's `ortfix` of the same version: the wheelhouse carries the running ortfix."""
+    impostor = tmp_path / "impostor"
+    wheel = build_wheel(impostor, "ortfix", "0.1.0", {"ortfix_impostor.py": b"print('not ortfix')\n"})
+    conf = tmp_path / "index.conf"
+    conf.write_text(setup["index"].read_text().rstrip("\n") + f" {impostor}\n")
+    folder = tmp_path / "wheels"
+    doc = ortfix_json("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
+                      env=env_with(conf, setup["root"]))
+    assert doc["ortfix"].startswith("built from "), doc["ortfix"]
+    [ortfix_wheel] = [f for f in doc["files"] if f["distribution"] == "ortfix"]
+    assert ortfix_wheel["sha256"] != hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert "ortfix/cli/app.py" in zipfile.ZipFile(folder / ortfix_wheel["file"]).namelist()

@@ -344,8 +344,8 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
                driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
-    The plan's packages with their dependencies and ortfix with its own (from the index, else built from its
-    source when ortfix runs from a checkout), as wheels, with your pip configuration; a manifest
+    The plan's packages with their dependencies and ortfix with its own (built from its source when ortfix
+    runs from a checkout, else from the index), as wheels, with your pip configuration; a manifest
     (ortfix-wheelhouse.json) says what each file is, why, and its sha256. Prints the command that uses it.
 
     Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not writable).

@@ -50,7 +50,19 @@ def require_pip(prepared: PreparedApply) -> None:
                           "ensurepip")
 
 
+def require_plain_paths(prepared: PreparedApply) -> None:
+    """The target's paths go into comment lines and (Dockerfile) unquotable ENV/RUN lines: a control character (a
+    newline would end the comment and start a command or an instruction) is refused."""
+    for what, path in (("environment", prepared.plan.prefix), ("interpreter", prepared.plan.python)):
+        ch = next((c for c in path if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+        if ch is not None:
+            raise OrtfixError(f"the {what} {path!r} contains a control character ({ch!r}); an exported file cannot "
+                              "name it safely (a line break would start a command)",
+                              hint="move the environment to a plain path")
+
+
 def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
+    require_plain_paths(prepared)
     plan = prepared.plan
     if any(a.kind == ActionKind.PIP_INSTALL for a in plan.actions):
         require_pip(prepared)

@@ -1,10 +1,12 @@
 """The plan as a Dockerfile fragment: `RUN pip uninstall -y` of what the plan removes, `RUN pip install
 --no-cache-dir` of the exact pins, and `ENV LD_LIBRARY_PATH=` with the folders the plan's hook would make findable
 (libdirs.py), so every process of the image finds the libraries without a hook. The paths are the target's: the
-image's environment must be at the same path (a comment says so)."""
+image's environment must be at the same path (a comment says so). A folder with a ':' is refused: LD_LIBRARY_PATH
+cannot name it."""
 
 from __future__ import annotations
 
+from ortfix.errors import OrtfixError
 from ortfix.export.libdirs import library_folders
 from ortfix.export.model import ExportInput
 from ortfix.export.shell import sh_quote
@@ -30,6 +32,10 @@ def render_dockerfile(inp: ExportInput) -> str:
                      "with -r instead.")
         lines.append("RUN pip install --no-cache-dir " + " ".join(sh_quote(p.spec) for p in inp.pins))
     folders = library_folders(inp.plan)
+    colon = next((f for f in folders if ":" in f), None)
+    if colon is not None:
+        raise OrtfixError(f"{colon} has a ':' in its path: LD_LIBRARY_PATH cannot name it (':' separates entries)",
+                          hint="move the environment to a path without ':', or export sh to keep the plan's hook")
     if folders:
         hooks = [a for a in inp.plan.actions if a.kind == ActionKind.WRITE_FILE]
         lines += [f"# {r}" for r in dict.fromkeys(r for a in hooks if a.fixes for r in inp.reason_lines(a))]

@@ -1,15 +1,16 @@
 """The offline wheelhouse: everything a plan needs on a machine without an index, downloaded with the user's pip
-configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own (from the
-index when it has this version, else a wheel built from the installed source when that is a checkout or an editable
-install). Wheels only (`--only-binary=:all:`), for the target's platform and Python, or the ones given
-(`--platform`, `--python-version`, CPython). A manifest (`ortfix-wheelhouse.json`) says what each file is, why it is
-there, and its sha256."""
+configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own (a wheel
+built from the installed source when that is a checkout or an editable install, never the index's `ortfix`, which may
+be another project's; else from the index when it has this version). Wheels only (`--only-binary=:all:`), for the
+target's platform and Python, or the ones given (`--platform`, `--python-version`, CPython). A manifest
+(`ortfix-wheelhouse.json`) says what each file is, why it is there, and its sha256."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -152,20 +153,23 @@ def _own_requirements() -> list[str]:
 
 
 def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[str, str | None]:
-    """(how ortfix got into the folder, why it did not or None)."""
-    proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
-                        *target.pip_options(), "--disable-pip-version-check", "--quiet"], timeout=1800)
-    if proc.returncode == 0:
-        return "index", None
+    """(how ortfix got into the folder, why it did not or None). Run from a checkout or an editable install, the
+    wheel is built from that source, never taken from the index: the index's `ortfix` may be another project's, and
+    the wheelhouse must carry the ortfix that made the plan."""
     source = ortfix_source()
     if source is None:
+        proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
+                            *target.pip_options(), "--disable-pip-version-check", "--quiet"], timeout=1800)
+        if proc.returncode == 0:
+            return "index", None
         return "", (f"ortfix {__version__} is not on the index and is not installed from its source, so it cannot be "
                     "built here")
     built = subproc.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(folder),
                          "--disable-pip-version-check", "--quiet", str(source)], timeout=1800)
     if built.returncode != 0:
-        lines = [ln for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
-        return "", f"ortfix's wheel could not be built from {source}: {lines[-1].strip() if lines else 'no output'}"
+        lines = [ln.strip() for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR:")] or lines  # pip's closing note says nothing
+        return "", f"ortfix's wheel could not be built from {source}: {errors[-1] if errors else 'no output'}"
     _download(python, _own_requirements(), folder, target, "ortfix's dependencies")
     return f"built from {source}", None
 
@@ -211,8 +215,12 @@ def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence
     manifest = {"schema": MANIFEST_SCHEMA, "ortfix_version": __version__, "platform": target.platform,
                 "python_version": target.python_version, "ortfix": source or None, "ortfix_missing": missing,
                 "files": files}
-    try:
-        (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    try:  # a new file renamed into place: a link planted at the manifest's name is replaced, never written through
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=f".{MANIFEST}.",
+                                         delete=False) as f:
+            f.write(json.dumps(manifest, indent=2) + "\n")
+        os.chmod(f.name, 0o644)
+        os.replace(f.name, folder / MANIFEST)
     except OSError as exc:
         raise OrtfixError(f"cannot write {folder / MANIFEST}: {exc.strerror or exc}") from exc
     return Wheelhouse(str(folder), tuple(files), source, missing)

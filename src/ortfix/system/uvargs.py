@@ -18,7 +18,8 @@ default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
   second copy of every unpacked file (1.9 GB for the CUDA 12 swap).
 Refused (auto then uses pip, and the plan says why): every other key that changes what gets installed or how it is
 fetched (proxy, client-cert, require-hashes, constraint, pre, only-binary, user, target, prefix...), and any key this
-module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`).
+module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`); a value that
+starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there).
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def translate(config: PipConfig) -> UvOptions | str:
     if refused:
         return (f"your pip configuration sets {refused[0]}, which uv cannot honour the same way" if len(refused) == 1
                 else f"your pip configuration sets {', '.join(refused)}, which uv cannot honour the same way")
+    values = [("index-url", config.index_url or ""), *(("extra-index-url", u) for u in config.extra_index_urls),
+              *(("find-links", f) for f in config.find_links), *(("trusted-host", h) for h in config.trusted_hosts)]
+    dashed = next(((k, v) for k, v in values if v.startswith("-")), None)
+    if dashed is not None:
+        return f"your pip configuration's {dashed[0]} {redact(dashed[1])!r} starts with '-', which uv would not take " \
+               "as a value"
     options = ["--no-config", "--link-mode", "hardlink", "--index-strategy", "unsafe-best-match"]
     if config.no_index:
         options.append("--no-index")
