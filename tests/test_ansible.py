@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ import pytest
 from checktools import site_packages
 from clitools import REPO
 from support.fixtures import pip_install
+from support.testcache import cache_root
 from txtools import assert_same_tree, fresh_process, load_code, tree_state
 
 COLLECTIONS = REPO / "ansible"
@@ -47,14 +47,11 @@ HOSTS = (*FIXED_HOSTS, "failing")
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
-
 
 @pytest.fixture(scope="module")
 def ansible_python() -> Path:
     """The python of a venv with ansible-core, made once per machine with this machine's pip configuration."""
-    root = _cache_root() / TOOLS
+    root = cache_root() / TOOLS
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f"{TOOLS}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -11,7 +11,6 @@ checked as text: it must stay a thin finder of Python.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import pty
@@ -20,16 +19,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from clitools import REPO
 from support.fixtures import pip_install
+from support.testcache import cache_root, locked
 from txtools import assert_same_tree, fresh_process, load_code, tree_state
 from wintools import ORTFIX_WIN_DEPS, PY_VERSION, to_windows, win_python
 
@@ -43,16 +41,6 @@ CACHE_VERSION = "2"
 LINUX_DEPS = ("click>=8.1", "packaging>=23", "PyYAML>=6", "pyelftools>=0.30", "platformdirs>=3", "pefile>=2023.2.7")
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _source_hash() -> str:
@@ -79,10 +67,10 @@ def _pip(*args: str) -> None:
 def wheelhouses() -> dict[str, Path]:
     """{"linux": DIR, "windows": DIR}: ortfix built from this checkout and its dependencies, for this Linux Python and
     for win_amd64 / CPython 3.11."""
-    root = _cache_root() / f"installer-wheelhouse-{CACHE_VERSION}-{_source_hash()}"
-    with _locked(_cache_root() / "installer-wheelhouse.lock"):
+    root = cache_root() / f"installer-wheelhouse-{CACHE_VERSION}-{_source_hash()}"
+    with locked(cache_root() / "installer-wheelhouse.lock"):
         if not (root / "done").is_file():
-            for old in _cache_root().glob("installer-wheelhouse-*"):  # earlier source trees' (not in use this hour)
+            for old in cache_root().glob("installer-wheelhouse-*"):  # earlier source trees' (not in use this hour)
                 if old.is_dir() and time.time() - old.stat().st_mtime > 3600:
                     shutil.rmtree(old, ignore_errors=True)
             _pip("wheel", "--no-deps", str(REPO), "-w", str(root / "linux"))
@@ -302,7 +290,7 @@ def test_an_unreachable_index(tmp_path: Path) -> None:
     (tmp_path / "pip.conf").write_text(f"[global]\nindex-url = http://127.0.0.1:{port}/simple\nretries = 1\n"
                                        "timeout = 5\n")
     before = tree_state(box.home)
-    proc = box.install_sh("--no-check")
+    proc = box.install_sh("--no-check", "--source", "ortfix")
     one_line_failure(proc, 5, "pip install ortfix failed", "the package index could not be reached",
                      "--no-index --find-links DIR")
     assert_same_tree(before, tree_state(box.home))  # the venv it made is removed again
@@ -336,8 +324,8 @@ def test_a_read_only_data_folder(tmp_path: Path, wheelhouses: dict[str, Path]) -
 @pytest.fixture(scope="module")
 def pipx() -> Path:
     """A real pipx in a tools venv cached under the test cache (installed with this machine's pip configuration)."""
-    venv = _cache_root() / "tools-pipx"
-    with _locked(_cache_root() / "tools-pipx.lock"):
+    venv = cache_root() / "tools-pipx"
+    with locked(cache_root() / "tools-pipx.lock"):
         if not (venv / "done").is_file():
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)

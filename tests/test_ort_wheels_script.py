@@ -18,7 +18,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ import pytest
 import yaml
 
 from support.fixtures import build_stub_lib, build_wheel
+from support.testcache import cache_root
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "ort_wheels.py"
@@ -413,7 +413,7 @@ def test_windows_imports_are_read_with_pefile(tmp_path: Path) -> None:
 def test_the_matrix_agrees_with_a_real_release(tmp_path: Path) -> None:
     """1.19.2 from the configured index (it has no build_and_package_info.py: cuda_build comes from the RUNPATH)."""
     pytest.importorskip("pefile")
-    base = os.environ.get("ORTFIX_TEST_CACHE") or str(Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}")
+    base = str(cache_root())
     cache = Path(base) / "ort-wheels"
     matrix = tmp_path / "ort.yaml"
     shutil.copyfile(REPO / "compat" / "ort.yaml", matrix)

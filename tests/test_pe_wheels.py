@@ -16,6 +16,7 @@ import pytest
 
 from ortfix.compat.load import load_matrix
 from ortfix.system.pe import read_pe
+from support.testcache import cache_root
 
 # The runtime every release imports besides its CUDA DLLs (windows.md: "besides KERNEL32, MSVCP140, VCRUNTIME140,
 # VCRUNTIME140_1, api-ms-win-crt-*"; MSVCP140_ATOMIC_WAIT is also the MSVC runtime, imported by 1.31.1).
@@ -36,7 +37,7 @@ PROVIDER_IMPORTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _cache() -> Path:
-    base = os.environ.get("ORTFIX_TEST_CACHE") or str(Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}")
+    base = str(cache_root())
     return Path(base) / "ort-wheels"
 
 

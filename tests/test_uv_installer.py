@@ -9,24 +9,20 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from support.fixtures import pip_install
+from support.testcache import cache_root
 from test_apply import ortfix_env, pip_config, pip_venv
 from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
 
 
 @pytest.fixture(scope="module")
 def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding only `uv` (to put on PATH): pip-installed once into a cached tools venv."""
-    tools = _cache_root() / "uv-tools"
+    tools = cache_root() / "uv-tools"
     uv = tools / "bin" / "uv"
     if not uv.exists():
         shutil.rmtree(tools, ignore_errors=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,19 +23,16 @@ import pytest
 
 from checktools import site_packages
 from support.fixtures import build_wheel, pip_install
+from support.testcache import cache_root
+from test_apply import ortfix_env
 from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("ORTFIX_TEST_CACHE") or str(Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}")
-    return Path(base)
 
 
 @pytest.fixture(scope="module")
 def ortfix_deps() -> Path:
     """Wheels of ortfix's runtime dependencies and of its build backend (hatchling), from this machine's index."""
     own = [r for r in metadata.requires("ortfix") or [] if "extra" not in r]
-    folder = _cache_dir() / "wheelhouse-ortfix-deps"
+    folder = cache_root() / "wheelhouse-ortfix-deps"
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -65,22 +61,13 @@ def setup(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ortfix_dep
     return {"root": root, "empty": empty, "cpu": cpu, "index": index, "nothing": nothing}
 
 
-def env_with(conf: Path, root: Path, **extra: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
-    isolated = root / "no-pip-config"
-    isolated.mkdir(exist_ok=True)
-    out.update(PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated), **extra)
-    return out
-
-
 def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, Path], tmp_path: Path) -> None:
     target = tmp_path / "target"
     shutil.copytree(setup["cpu"], target, symlinks=True)
     before = tree_state(target)
     folder = tmp_path / "carry" / "wheels"
     doc = ortfix_json("wheelhouse", "--python", str(target), "-d", str(folder),
-                      env=env_with(setup["index"], setup["root"]))
+                      env=ortfix_env(setup["index"], setup["root"]))
     assert_same_tree(before, tree_state(target))
     names = {f["distribution"].lower().replace("_", "-"): f for f in doc["files"]}
     assert {"onnxruntime-gpu", "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "ortfix", "click", "pyyaml"} <= set(names)
@@ -94,7 +81,7 @@ def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, P
     assert doc["apply_command"].startswith(f"PIP_NO_INDEX=1 PIP_FIND_LINKS={folder} ortfix apply --python ")
 
     # The offline machine: nothing but the folder.
-    offline = env_with(setup["nothing"], setup["root"], PIP_NO_INDEX="1", PIP_FIND_LINKS=str(folder))
+    offline = ortfix_env(setup["nothing"], setup["root"], PIP_NO_INDEX="1", PIP_FIND_LINKS=str(folder))
     proc = ortfix("apply", "--python", str(target), "--yes", env=offline)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     run = fresh_process(target / "bin" / "python",
@@ -105,7 +92,7 @@ def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, P
     shutil.copytree(setup["empty"], fresh, symlinks=True)
     installed = subprocess.run([str(fresh / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
                                 "--find-links", str(folder), "ortfix"], capture_output=True, text=True,
-                               env=env_with(setup["nothing"], setup["root"]), check=False)
+                               env=ortfix_env(setup["nothing"], setup["root"]), check=False)
     assert installed.returncode == 0, installed.stderr[-2000:]
     version = subprocess.run([str(fresh / "bin" / "python"), "-m", "ortfix", "--version"], capture_output=True,
                              text=True, check=False, cwd=tmp_path)
@@ -114,7 +101,7 @@ def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, P
 
 def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path) -> None:
     target = str(setup["cpu"])
-    env = env_with(setup["index"], setup["root"])
+    env = ortfix_env(setup["index"], setup["root"])
     blocker = tmp_path / "a file"
     blocker.write_text("")
     one_line_error(ortfix("wheelhouse", "--python", target, "-d", str(blocker / "wheels"), env=env),
@@ -125,7 +112,7 @@ def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path
     closed = tmp_path / "closed.conf"
     closed.write_text("[global]\nindex-url = http://127.0.0.1:9/simple\nretries = 1\ntimeout = 2\n")
     one_line_error(ortfix("wheelhouse", "--python", target, "-d", str(tmp_path / "w2"),
-                          env=env_with(closed, setup["root"])), "the package index is unreachable",
+                          env=ortfix_env(closed, setup["root"])), "the package index is unreachable",
                    "Connection refused")
 
 
@@ -138,7 +125,7 @@ def test_a_link_planted_at_the_manifest_is_replaced_not_written_through(setup: d
     folder.mkdir()
     (folder / "ortfix-wheelhouse.json").symlink_to(victim)
     proc = ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
-                  env=env_with(setup["index"], setup["root"]))
+                  env=ortfix_env(setup["index"], setup["root"]))
     assert proc.returncode == 0, proc.stderr
     assert victim.read_text() == "the user's file\n"
     manifest = folder / "ortfix-wheelhouse.json"
@@ -154,7 +141,7 @@ def test_from_a_checkout_the_index_ortfix_is_never_taken(setup: dict[str, Path],
     conf.write_text(setup["index"].read_text().rstrip("\n") + f" {impostor}\n")
     folder = tmp_path / "wheels"
     doc = ortfix_json("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
-                      env=env_with(conf, setup["root"]))
+                      env=ortfix_env(conf, setup["root"]))
     assert doc["ortfix"].startswith("built from "), doc["ortfix"]
     [ortfix_wheel] = [f for f in doc["files"] if f["distribution"] == "ortfix"]
     assert ortfix_wheel["sha256"] != hashlib.sha256(wheel.read_bytes()).hexdigest()

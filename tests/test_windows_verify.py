@@ -29,8 +29,9 @@ from ortfix.check.facts import Facts, ProviderLoad
 from ortfix.system.driver import DriverFacts
 from ortfix.system.loader import Resolution
 from ortfix.verify.levels import BUILTIN_MODEL, Level, Status, level_loader, session_levels
+from support.testcache import cache_root
 from support.winstubs import MINGW_GCC, build_stub_dll, exports_imported_by, mingw_missing
-from wintools import _cache_root, pip_install_windows, to_windows, win_python
+from wintools import pip_install_windows, to_windows, win_python
 
 # What the real cuDNN 8 does when a DLL it loads on demand is not found (../shared/facts/windows.md).
 CUDNN8_SOURCE = r"""
@@ -330,9 +331,9 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
 def _ort_site(version: str) -> Path:
     """A win_amd64 site folder with the real onnxruntime-gpu `version` (numpy 1.26.4: 2.x does not start under wine
     8), installed once per machine into the test cache (pip reads the configured index)."""
-    site = _cache_root() / f"win-ort-{version}"
+    site = cache_root() / f"win-ort-{version}"
     if not (site / "done").is_file():
-        tmp = Path(tempfile.mkdtemp(dir=_cache_root()))
+        tmp = Path(tempfile.mkdtemp(dir=cache_root()))
         pip_install_windows(tmp, f"onnxruntime-gpu=={version}", "numpy==1.26.4")
         (tmp / "done").write_text("ok\n")
         shutil.rmtree(site, ignore_errors=True)

@@ -14,16 +14,13 @@ provider (LOAD_WITH_ALTERED_SEARCH_PATH: the DLL's folder, System32, Windows, th
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PureWindowsPath
@@ -31,6 +28,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from clitools import REPO
+from support.testcache import cache_root, locked
 
 WINTEST = REPO.parent / "shared" / "wintest" / "cpython-3.11.11-windows-amd64.tar.gz"
 PY_VERSION = "3.11"
@@ -55,16 +53,6 @@ def from_windows(path: str) -> Path:
     return Path("/", *win.parts[1:])
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("ORTFIX_TEST_CACHE", Path(tempfile.gettempdir()) / f"ortfix-test-cache-{os.getuid()}"))
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 @dataclass(frozen=True)
@@ -150,9 +138,9 @@ def _wine_missing() -> str | None:
 @cache
 def _build() -> WinPython:
     key = hashlib.sha256(f"{CACHE_VERSION}|{ORTFIX_WIN_DEPS}|{WINTEST.stat().st_size}".encode()).hexdigest()[:16]
-    root = _cache_root() / f"wine-{key}"
+    root = cache_root() / f"wine-{key}"
     done = root / "done"
-    with _locked(_cache_root() / "wine.lock"):
+    with locked(cache_root() / "wine.lock"):
         if not done.is_file():
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir(parents=True)

@@ -42,6 +42,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from support.testcache import cache_root
+
 __all__ = [
     "CU12_PROVIDER_NEEDED",
     "NVIDIA_CU12",
@@ -111,14 +113,6 @@ const char {symbol}_marker[] = "{marker}";
 """
 
 
-def _cache_dir() -> Path:
-    # Read at every call so a test can point ORTFIX_TEST_CACHE elsewhere with monkeypatch.
-    configured = os.environ.get("ORTFIX_TEST_CACHE")
-    if configured:
-        return Path(configured)
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    return Path(tempfile.gettempdir()) / f"ortfix-test-cache-{uid}"
-
 
 @cache
 def _gcc() -> tuple[str, str]:
@@ -158,7 +152,7 @@ def _compile_cached(*, soname: str | None, needed: tuple[str, ...], runpath: tup
     source = _STUB_SOURCE.format(symbol=symbol, marker=marker)
     key = json.dumps({"schema": _STUB_SCHEMA, "gcc": gcc_version, "source": source, "soname": soname,
                       "needed": needed, "runpath": runpath, "rpath": rpath, "m32": machine_32bit}, sort_keys=True)
-    cache = _cache_dir() / "stubs"
+    cache = cache_root() / "stubs"
     cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.so"
     if cached.is_file():
         return cached

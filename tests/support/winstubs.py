@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from support.fixtures import _cache_dir, _install_file
+from support.fixtures import _install_file
+from support.testcache import cache_root
 
 _SCHEMA = 1
 MINGW_GCC = "x86_64-w64-mingw32-gcc"
@@ -56,7 +57,7 @@ def _def_name(name: str) -> str:
 def _build(exports: tuple[str, ...], needed: tuple[str, ...], marker: str) -> Path:
     key = json.dumps({"schema": _SCHEMA, "gcc": _gcc_version(), "exports": exports, "needed": needed,
                       "marker": marker}, sort_keys=True)
-    cache = _cache_dir() / "winstubs"
+    cache = cache_root() / "winstubs"
     cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.dll"
     if cached.is_file():
         return cached

@@ -57,9 +57,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from clitools import REPO
-from support.fixtures import _cache_dir, build_wheel
+from support.fixtures import build_wheel
+from support.testcache import cache_root, locked
 from support.winstubs import build_stub_dll, exports_imported_by
-from wintools import PY_VERSION, WinPython, _locked, to_windows
+from wintools import PY_VERSION, WinPython, to_windows
 
 ORT_VERSION = "1.23.2"
 NUMPY = "numpy==1.26.4"  # numpy 2.x needs crealf from ucrtbase, which wine 8 lacks
@@ -90,11 +91,11 @@ def win_wheelhouse(*, gpu: bool = False) -> Path:
     """The cached folder of real win_amd64 wheels: onnxruntime ORT_VERSION (CPU), its runtime dependencies and pip;
     with `gpu`, onnxruntime-gpu ORT_VERSION too (about 245 MB: mark such tests `realwheels`)."""
     key = hashlib.sha256(json.dumps([_SCHEMA, ORT_VERSION, NUMPY, PIP, ORT_RUNTIME_DEPS]).encode()).hexdigest()[:12]
-    house = _cache_dir() / f"win-wheelhouse-{key}"
+    house = cache_root() / f"win-wheelhouse-{key}"
     parts: dict[str, tuple[str, ...]] = {"base": (f"onnxruntime=={ORT_VERSION}", NUMPY, PIP, *ORT_RUNTIME_DEPS)}
     if gpu:
         parts["gpu"] = (f"onnxruntime-gpu=={ORT_VERSION}",)
-    with _locked(_cache_dir() / "win-wheelhouse.lock"):
+    with locked(cache_root() / "win-wheelhouse.lock"):
         for part, requirements in parts.items():
             done = house / f".done-{part}"
             if not done.is_file():
@@ -109,7 +110,7 @@ def real_nvidia_wheel(distribution: str, version: str) -> Path:
     nvidia-cuda-runtime-cu12 (3.6 MB), whose real cudart64_12.dll reports the absent driver as real users see it."""
     house = win_wheelhouse()
     requirement = f"{distribution}=={version}"
-    with _locked(_cache_dir() / "win-wheelhouse.lock"):
+    with locked(cache_root() / "win-wheelhouse.lock"):
         done = house / f".done-{distribution}-{version}"
         if not done.is_file():
             _download(house, requirement)
@@ -128,7 +129,7 @@ def provider_imports() -> Mapping[str, tuple[str, ...]]:
     """DLL name (lower case) → the functions the real CUDA provider of onnxruntime-gpu ORT_VERSION imports from it
     (pefile on the DLL in the real wheel; cached as JSON: reading the 366 MB DLL takes seconds)."""
     wheel = ort_gpu_wheel()
-    cached = _cache_dir() / "winwheels" / f"{wheel.name}.{wheel.stat().st_size}.imports.json"
+    cached = cache_root() / "winwheels" / f"{wheel.name}.{wheel.stat().st_size}.imports.json"
     if not cached.is_file():
         with zipfile.ZipFile(wheel) as zf:
             imports = exports_imported_by(zf.read(PROVIDER))
