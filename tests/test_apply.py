@@ -197,6 +197,32 @@ def test_conda_prefix_gets_activate_hooks(tmp_path: Path, wheelhouse: Path, venv
     assert not (prefix / "etc").exists()
 
 
+def test_data_files_an_install_puts_outside_site_packages_are_rolled_back(tmp_path: Path, wheelhouse: Path,
+                                                                          venv_template: Path) -> None:
+    """A wheel's `.data/data/` tree goes to the prefix itself (sympy, a dependency of onnxruntime-gpu, installs
+    share/man/man1/isympy.1): what the install wrote there is the transaction's, and rollback removes it."""
+    import zipfile
+
+    house = tmp_path / "house"
+    shutil.copytree(wheelhouse, house)
+    [nvrtc] = house.glob("nvidia_cuda_nvrtc_cu12-*.whl")
+    dist = nvrtc.name.split("-")[0] + "-" + nvrtc.name.split("-")[1]
+    with zipfile.ZipFile(nvrtc, "a") as zf:  # pip writes its own RECORD: the wheel's need not list the new file
+        zf.writestr(f"{dist}.data/data/share/man/man1/nvrtc-test.1", ".TH NVRTC-TEST 1\n")
+        zf.writestr(f"{dist}.data/data/etc/nvrtc-test/conf.toml", "x = 1\n")
+    python = pip_venv(venv_template, tmp_path / "cpu")
+    pip_install(python, "onnxruntime==1.22.0", find_links=house)
+    venv = python.parent.parent
+    env = ortfix_env(pip_config(tmp_path, house), tmp_path)
+    before = tree_state(venv)
+
+    ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert (venv / "share/man/man1/nvrtc-test.1").is_file() and (venv / "etc/nvrtc-test/conf.toml").is_file()
+    doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert not doc["warnings"], doc["warnings"]
+    assert_same_tree(before, tree_state(venv))
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # (4) fault injection: die after / during every step; `ortfix rollback --yes` restores the tree every time
 # ---------------------------------------------------------------------------------------------------------------------

@@ -110,9 +110,9 @@ def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Pat
 
 
 def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse: Path) -> None:
-    """A venv with no pip (uv-managed environments look like this) and a real `uv` on PATH, configured the way a uv
-    user configures an offline wheelhouse (uv.toml): the plan installs with `uv pip install --python`, apply says so,
-    the libraries load, and rollback restores every byte."""
+    """A venv with no pip (uv-managed environments look like this) and a real `uv` on PATH, with an offline wheelhouse
+    in the pip configuration (which ortfix translates for uv; a uv.toml that says otherwise is not read): the plan
+    installs with `uv pip install --python`, apply says so, the libraries load, and rollback restores every byte."""
     from support.fixtures import make_venv, pip_install
 
     tools = tmp_path / "tools"
@@ -122,10 +122,16 @@ def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse:
     python = make_venv(tmp_path / "uv env")
     pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
     venv = python.parent.parent
-    config = tmp_path / "uv.toml"
-    config.write_text(f'no-index = true\nfind-links = ["{wheelhouse}"]\n')
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX") and not k.startswith("UV_")}
-    env.update(PATH=f"{tools / 'bin'}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"))
+    config = tmp_path / "uv.toml"  # uv's own configuration: ortfix runs uv with --no-config
+    config.write_text(f'find-links = ["{tmp_path / "not-this-one"}"]\n')
+    pip_conf = tmp_path / "pip.conf"
+    pip_conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    empty = tmp_path / "no-config"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")
+           and not k.startswith(("UV_", "PIP_"))}
+    env.update(PATH=f"{tools / 'bin'}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"),
+               PIP_CONFIG_FILE=str(pip_conf), XDG_CONFIG_HOME=str(empty), XDG_CONFIG_DIRS=str(empty))
     before = tree_state(venv)
 
     proc = ortfix("apply", "--python", str(python), "--yes", env=env)

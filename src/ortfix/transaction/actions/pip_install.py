@@ -44,7 +44,7 @@ from ortfix.transaction.actions.resolve import (
     shown,
     uv_installed,
 )
-from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
+from ortfix.transaction.actions.snapshot import DATA_FOLDERS, diff_snapshots, take_snapshot
 from ortfix.transaction.confine import check_rel
 from ortfix.transaction.journal import Step
 from ortfix.transaction.store import TransactionStore
@@ -175,7 +175,10 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         installer = str(self.typed_details(step.details)["installer"])
         # Every root, existing or not: an earlier step may have removed the scripts folder with the last script in it
         # (uninstalling the CPU package on Windows empties Scripts\), and what the install puts there is its own.
-        roots = list(dict.fromkeys((*env.site_dirs, env.scripts)))
+        # A wheel's `.data/data/` tree goes to the prefix itself: the folders it uses (sympy's man page in share/,
+        # headers in include/, configuration in etc/) are roots too, or a rollback would leave what it wrote there.
+        data = (os.path.join(env.prefix, d) for d in DATA_FOLDERS)
+        roots = list(dict.fromkeys((*env.site_dirs, env.scripts, *data)))
         before = take_snapshot(roots, env.prefix)
         protect_rel = ctx.step_rel + "/protect"
         protected: list[list[Any]] = []

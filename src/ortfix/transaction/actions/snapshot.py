@@ -41,10 +41,24 @@ def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
     return out
 
 
+# Where wheels put their data files (the "data" scheme is the prefix itself; these are the folders used in practice:
+# man pages in share/, headers in include/, configuration in etc/). An install may create them.
+DATA_FOLDERS = ("share", "include", "etc")
+
+
 def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
-    """What an install is judged by: everything under `roots` (site-packages, bin), and the files directly in the
-    prefix, where an installer may leave its own (uv writes `<prefix>/.lock`)."""
+    """What an install is judged by: everything under `roots` (site-packages, bin, the data folders), the data folders
+    themselves (an install may create them), and the files directly in the prefix, where an installer may leave its
+    own (uv writes `<prefix>/.lock`)."""
+    roots = list(roots)
     out = _walk_tree(roots, prefix)
+    for name in DATA_FOLDERS:
+        folder = os.path.join(prefix, name)
+        if folder in roots:
+            with contextlib.suppress(OSError):
+                st = os.lstat(folder)
+                if stat.S_ISDIR(st.st_mode):
+                    out[name] = ["d", st.st_ino, st.st_size, st.st_mtime_ns]
     with contextlib.suppress(OSError):
         for e in os.scandir(prefix):
             st = e.stat(follow_symlinks=False)
