@@ -17,6 +17,7 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.transaction.actions.resolve import pip_error_line
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -75,9 +76,7 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
         report = Path(tmp) / "report.json"
         proc = subproc.run(dry_run_argv(python, requirements, report, fresh=fresh), timeout=900)
         if proc.returncode != 0:
-            lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-            errors = [ln for ln in lines if ln.startswith("ERROR:")]
-            why = re.sub(r"^ERROR:\s*", "", errors[0] if errors else (lines[-1] if lines else "no output"))
+            why = pip_error_line(proc.stderr or proc.stdout)
             raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",
                               hint="is the index reachable? check `pip config list`; nothing was changed")
         try:

@@ -140,7 +140,8 @@ def _wheel_sizes(path: str | None) -> tuple[int | None, int | None]:
         return None, None
 
 
-def _pip_error(text: str) -> str:
+def pip_error_line(text: str) -> str:
+    """The line of pip's (or uv's) output that says what went wrong, without its `ERROR:` tag."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith(("ERROR:", "error:", "\u00d7", "\u2570\u2500>"))]
     pick = errors[0] if errors else (lines[-1] if lines else "no output")
@@ -167,7 +168,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
                 with contextlib.suppress(OSError):
                     env.fs.unlink(rel)
         if proc.returncode != 0:
-            raise OrtfixError(f"uv cannot resolve {wanted}: {redact(_pip_error(proc.stderr))}",
+            raise OrtfixError(f"uv cannot resolve {wanted}: {redact(pip_error_line(proc.stderr))}",
                               hint="is the index reachable? check your uv/pip configuration")
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
@@ -180,7 +181,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     dry = install_argv(env, details, dry_run_report=str(report))
     proc = subproc.run(dry, timeout=900)
     if proc.returncode != 0:
-        message = _pip_error(proc.stderr or proc.stdout)
+        message = pip_error_line(proc.stderr or proc.stdout)
         if "no such option: --report" in proc.stderr or "no such option: --dry-run" in proc.stderr:
             raise OrtfixError("the target's pip is older than 22.2 (no --dry-run --report)",
                               hint=f"upgrade it first: {env.python} -m pip install -U pip")
