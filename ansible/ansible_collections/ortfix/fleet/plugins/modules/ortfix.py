@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Optional, TypedDict
+from typing import Optional, TypedDict, TypeVar
 
 from ansible.module_utils.basic import AnsibleModule  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
@@ -197,6 +197,9 @@ class OrtfixFailed(Exception):
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
 def _raw(doc: Doc, key: str, where: str) -> object:
     if key not in doc:
         raise OrtfixFailed(f"ortfix's {where} has no field {key!r}: this module cannot read this ortfix version")
@@ -207,11 +210,15 @@ def _wrong(where: str, key: str, value: object) -> OrtfixFailed:
     return OrtfixFailed(f"ortfix's {where} field {key!r} is {type(value).__name__}, not what this module reads")
 
 
-def _text(doc: Doc, key: str, where: str) -> str:
+def _typed(doc: Doc, key: str, where: str, kind: type[T]) -> T:
     value = _raw(doc, key, where)
-    if not isinstance(value, str):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # bool is an int in Python
         raise _wrong(where, key, value)
     return value
+
+
+def _text(doc: Doc, key: str, where: str) -> str:
+    return _typed(doc, key, where, str)
 
 
 def _text_or_none(doc: Doc, key: str, where: str) -> Optional[str]:
@@ -222,17 +229,11 @@ def _text_or_none(doc: Doc, key: str, where: str) -> Optional[str]:
 
 
 def _int(doc: Doc, key: str, where: str) -> int:
-    value = _raw(doc, key, where)
-    if not isinstance(value, int) or isinstance(value, bool):  # bool is an int in Python
-        raise _wrong(where, key, value)
-    return value
+    return _typed(doc, key, where, int)
 
 
 def _bool(doc: Doc, key: str, where: str) -> bool:
-    value = _raw(doc, key, where)
-    if not isinstance(value, bool):
-        raise _wrong(where, key, value)
-    return value
+    return _typed(doc, key, where, bool)
 
 
 def _object(doc: Doc, key: str, where: str) -> Doc:
