@@ -1,16 +1,14 @@
 """The library folders a plan's hook makes findable, read back from the hook files the plan writes (ortfix's own
-rendering, system/hooks.py): the preload module's `LIBRARIES` (relative to its site-packages) or the conda
-activate.d hook's `# ortfix-dir:` lines. A Dockerfile puts them on LD_LIBRARY_PATH instead."""
+rendering) with system/hooks.py's own readers: the preload module's `LIBRARIES` (relative to its site-packages) or
+the conda activate.d hook's `# ortfix-dir:` lines. A Dockerfile puts them on LD_LIBRARY_PATH instead."""
 
 from __future__ import annotations
 
-import ast
 import os
-import re
 
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Plan
-from ortfix.system.hooks import CONDA_HOOK_NAME, PRELOAD_MODULE
+from ortfix.system.hooks import CONDA_HOOK_NAME, PRELOAD_MODULE, conda_hook_dirs, preload_libraries
 
 
 def library_folders(plan: Plan) -> list[str]:
@@ -21,11 +19,7 @@ def library_folders(plan: Plan) -> list[str]:
             continue
         path, content = str(action.details["path"]), str(action.details["content"])
         if os.path.basename(path) == PRELOAD_MODULE:
-            m = re.search(r"^LIBRARIES = (\[.*\])$", content, re.M)
-            entries = ast.literal_eval(m.group(1)) if m else []
-            site = os.path.dirname(path)
-            folders += [os.path.dirname(os.path.normpath(os.path.join(site, e))) for e in entries
-                        if isinstance(e, str)]
+            folders += [os.path.dirname(lib) for lib in preload_libraries(content, os.path.dirname(path)) or []]
         elif path.endswith(f"activate.d/{CONDA_HOOK_NAME}"):
-            folders += re.findall(r"^# ortfix-dir: (.*)$", content, re.M)
+            folders += conda_hook_dirs(content)
     return list(dict.fromkeys(folders))

@@ -151,6 +151,11 @@ def read_conda_hook(prefix: str) -> list[str] | None:
         return None
     if not text.startswith(_MARKER):
         return None
+    return conda_hook_dirs(text)
+
+
+def conda_hook_dirs(text: str) -> list[str]:
+    """The folders an activate.d hook of ortfix's rendering prepends (its `# ortfix-dir:` lines), in order."""
     return re.findall(r"^# ortfix-dir: (.*)$", text, re.M)
 
 
@@ -263,11 +268,19 @@ def read_preload_hook(site_packages: str) -> list[str] | None:
             return None
     except (OSError, ValueError):
         return None
+    return preload_libraries(text, site_packages)
+
+
+def preload_libraries(text: str, site_packages: str) -> list[str] | None:
+    """The absolute paths a preload module of ortfix's rendering loads (its `LIBRARIES`, relative to its
+    site-packages), or None when the text has no readable list."""
     m = re.search(r"^LIBRARIES = (\[.*\])$", text, re.M)
     if not m:
         return None
     try:
         entries = ast.literal_eval(m.group(1))
     except (ValueError, SyntaxError):
+        return None
+    if not isinstance(entries, list):
         return None
     return [os.path.normpath(os.path.join(site_packages, e)) for e in entries if isinstance(e, str)]
