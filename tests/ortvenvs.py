@@ -29,6 +29,7 @@ if os.environ.get("ORTFIX_TEST_FAKE_CUDA"):
     _Real = _ort.InferenceSession
     _available = _ort.get_available_providers
     _CUDA = "CUDAExecutionProvider"
+    _cold = [os.environ.get("ORTFIX_TEST_FAKE_CUDA") == "coldstart"]  # the process's first CUDA session: 0.5 s
 
     def get_available_providers():
         return [_CUDA] + [p for p in _available() if p != _CUDA]
@@ -37,6 +38,11 @@ if os.environ.get("ORTFIX_TEST_FAKE_CUDA"):
         def __init__(self, path, sess_options=None, providers=None, provider_options=None, **kwargs):
             names = [p[0] if isinstance(p, tuple) else p for p in (providers or [])]
             self._fake_cuda = _CUDA in names
+            if self._fake_cuda and _cold[0]:
+                import time
+
+                time.sleep(0.5)
+                _cold[0] = False
             _Real.__init__(self, path, sess_options, providers=["CPUExecutionProvider"], **kwargs)
 
         def get_providers(self):

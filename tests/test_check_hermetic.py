@@ -17,6 +17,7 @@ from support.fixtures import (
     fake_nvidia_wheel,
     fake_ort_cpu_wheel,
     fake_ort_gpu_wheel,
+    NVIDIA_CU12,
     ld_so_list,
     make_venv,
     pip_install,
@@ -238,6 +239,25 @@ def test_shadowed_by_an_outside_copy(gpu_venv: Path, tmp_path: Path) -> None:
     _, doc = check_json(gpu_venv / "bin" / "python", env={"LD_LIBRARY_PATH": ":".join(dirs)})
     f = finding(doc, "LIB004")
     assert f["data"]["soname"] == "libcudnn.so.9" and f["data"]["loaded"].startswith(str(outside))
+
+
+def test_swap_plan_prefers_the_environments_copies_over_outside_ones(tmp_path: Path, wheelhouse: Path) -> None:
+    """Seen on a real H100 machine: torch's NVIDIA wheels in the venv, a CUDA toolkit and cuDNN of the same majors in
+    ld.so.cache. The CPU->GPU swap must hook the environment's copies (what `check` would call LIB004 after the
+    apply), not leave the outside ones to win."""
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    pip_install(python, *(spec.distribution for spec in NVIDIA_CU12), find_links=wheelhouse)
+    outside = tmp_path / "usr-local-cuda" / "lib64"
+    for name in CU12_SONAMES:
+        build_stub_lib(outside / name, soname=name)
+    _, plan = plan_json(python, "--driver", "550.54.14", env={"LD_LIBRARY_PATH": str(outside)})
+    kinds = [a["kind"] for a in plan["actions"]]
+    assert "pip-install" in kinds, kinds
+    module = next(a for a in plan["actions"] if a["details"].get("path", "").endswith("_ortfix_preload.py"))
+    for name in CU12_SONAMES:
+        assert name in module["details"]["content"], name
+    assert str(outside) not in module["details"]["content"]
 
 
 def test_soname_link_missing(tmp_path: Path, wheelhouse: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.system.driver import detect_driver, parse_nvidia_smi_csv, parse_proc_version
+from ortfix.system.driver import detect_driver, parse_gpu_query, parse_nvidia_smi_csv, parse_proc_version
 from ortfix.system.ldcache import LdCache
 
 DATA = Path(__file__).parent / "data" / "driver"
@@ -30,6 +30,43 @@ def test_nvidia_smi_csv() -> None:
     driver, gpus = parse_nvidia_smi_csv((DATA / "nvidia-smi-a100.csv").read_text())
     assert driver == "535.104.12"
     assert [(g.index, g.compute_capability) for g in gpus] == [(0, "8.0"), (1, "8.0")]
+
+
+def _smi_q(field: str) -> str:
+    """A top-level field of `nvidia-smi -q` as the H100 machine printed it: the oracle the parsers are held to."""
+    for line in (DATA / "nvidia-smi-q-h100.txt").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == field:
+            return value.strip()
+    raise AssertionError(f"{field} not in nvidia-smi -q")
+
+
+def test_h100_driver_files_agree_with_nvidia_smi_q() -> None:
+    """Captured on a lent H100 (driver 580, open kernel module): /proc, /sys, the CSV query and the NVML child's
+    answer each give what `nvidia-smi -q` says."""
+    driver = _smi_q("Driver Version")
+    assert driver == "580.159.04"
+    assert parse_proc_version((DATA / "proc-version-open-580-h100.txt").read_text()) == driver
+    assert (DATA / "sys-module-version-h100.txt").read_text().strip() == driver
+    smi_driver, smi_gpus = parse_nvidia_smi_csv((DATA / "nvidia-smi-h100.csv").read_text())
+    assert smi_driver == driver
+    assert [(g.index, g.name, g.compute_capability) for g in smi_gpus] == [(0, _smi_q("Product Name"), "9.0")]
+    nvml = parse_gpu_query((DATA / "nvml-query-h100.json").read_text())
+    assert nvml is not None and nvml.error is None
+    assert (nvml.driver, nvml.cuda) == (driver, _smi_q("CUDA Version"))
+    assert nvml.gpus == smi_gpus
+
+
+def test_h100_kernel_module_files_through_detect_driver(tmp_path: Path) -> None:
+    root = _fake_root(tmp_path, proc="proc-version-open-580-h100.txt",
+                      sys_version=(DATA / "sys-module-version-h100.txt").read_text().strip())
+    facts = detect_driver(LdCache(source="none"), root=root)
+    assert facts.present and facts.version == facts.kernel_module == _smi_q("Driver Version")
+
+
+@pytest.mark.parametrize("text", ["", "[]", '{"gpus": [{"index": "x"}]}', '{"gpus": 3}', "[" * 100_000])
+def test_gpu_query_output_that_is_not_the_document(text: str) -> None:
+    assert parse_gpu_query(text) is None
 
 
 def _fake_root(tmp_path: Path, *, proc: str | None = None, sys_version: str | None = None,

@@ -151,7 +151,7 @@ def test_tune_cpu_with_changing_shapes_end_to_end(tmp_path_factory: pytest.TempP
         timing = cpu[phase]
         assert timing["first_ms"] > 0 and timing["steady_ms"] > 0 and timing["runs"] == runs, (phase, timing)
     assert cpu["changing"]["first_max_ms"] >= cpu["changing"]["first_ms"]
-    assert doc["cuda"] == {"complete": False, "ran": False,
+    assert doc["cuda"] == {"complete": False, "ran": False, "startup_ms": None,
                            "note": "this onnxruntime build has no CUDAExecutionProvider (available: "
                                    "AzureExecutionProvider, CPUExecutionProvider)"}
     rec = doc["recommendation"]
@@ -216,6 +216,19 @@ def test_tune_measures_every_cuda_configuration_when_cuda_runs(tmp_path_factory:
     named = [r for r in cuda if f"({r['name']}: " in rec["basis"]]  # the rule itself: the hand-made tests above
     assert len(named) == 1 and rec["options"] == named[0]["options"], rec
     assert doc["cuda"]["complete"] is True and doc["cuda"]["note"] is None
+
+
+@pytest.mark.realwheels
+def test_tune_times_the_cuda_start_apart_from_every_configuration(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Seen on a real H100: the first CUDA row paid the process's CUDA start (394 ms of load against 4 ms for every
+    other row). The fake CUDA here takes 0.5 s for the process's first CUDA session (ortvenvs.py, "coldstart")."""
+    venv = cpu_venv(tmp_path_factory)
+    rc, doc, _ = tune_json("--python", str(venv), str(MODEL), "--shapes", "1x3x16x16", "--runs", "1",
+                           env={FAKE_CUDA_ENV: "coldstart"})
+    assert rc == 0, doc
+    cuda = [r for r in doc["results"] if r["provider"] == "cuda"]
+    assert len(cuda) == 12 and max(r["load_ms"] for r in cuda) < 400, [r["load_ms"] for r in cuda]
+    assert doc["cuda"]["startup_ms"] >= 500
 
 
 def _nvidia_driver_present() -> str | None:

@@ -31,7 +31,7 @@ def tune_json(result: TuneResult) -> dict[str, Any]:
                      "load_ms": r.load_ms, "fixed": _phase_json(r.fixed), "changing": _phase_json(r.changing)}
                     for r in result.results],
         "cuda": {"complete": result.cuda_complete, "ran": any(r.config.provider == "cuda" for r in result.results),
-                 "note": result.cuda_note},
+                 "note": result.cuda_note, "startup_ms": result.cuda_startup_ms},
         "recommendation": {"options": dict(rec.options), "measured": rec.measured, "basis": rec.basis,
                            "python": rec.python, "yaml": rec.yaml},
     }
@@ -61,6 +61,9 @@ def render_tune(result: TuneResult) -> str:
                      f"{_ms(ch.first_max_ms if ch else None):>9} {_ms(ch.steady_ms if ch else None):>9}")
     lines.append("milliseconds; 1st: the first run (chg: mean over the shapes' first runs, max: the slowest); "
                  f"fixed, chg: median of the {result.runs} runs after")
+    if result.cuda_startup_ms is not None:
+        lines.append(f"CUDA start-up ({_ms(result.cuda_startup_ms)} ms: context, cuBLAS/cuDNN loading) was timed "
+                     "apart, before the first CUDA row: no row is charged for it")
     if result.cuda_note:
         lines.append("")
         ran = any(r.config.provider == "cuda" for r in result.results)

@@ -24,6 +24,7 @@ class TuneResult:
     results: tuple[ConfigResult, ...]
     cuda_complete: bool
     cuda_note: str | None  # why (part of) the CUDA part could not run
+    cuda_startup_ms: float | None  # the process's CUDA start, timed apart from every configuration
     recommendation: Recommendation
 
     @property
@@ -86,11 +87,14 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     note: str | None = None
     complete = False
     grid = configs()
+    startup: float | None = None
     if CUDA_EP not in available:
         note = f"this onnxruntime build has no {CUDA_EP} (available: {', '.join(available)})"
     else:
         cuda = run("CUDA", grid)
         cuda_results = results_of(cuda, grid)
+        warmup = cuda.stage("warmup")
+        startup = _number(warmup.get("ms")) if warmup else None
         failed = [r for r in cuda_results if r.error]
         ran = [r for r in cuda_results if not r.error]
         if not ran:
@@ -120,5 +124,13 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
         results=(*cpu_results, *cuda_results),
         cuda_complete=complete,
         cuda_note=note,
+        cuda_startup_ms=startup,
         recommendation=recommend(cuda_results, changing),
     )
+
+
+def _number(value: object) -> float | None:
+    """A duration from the child's JSON: a finite non-negative number, else None (the child's output is data)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf"):
+        return float(value)
+    return None

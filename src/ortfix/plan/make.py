@@ -93,8 +93,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         if found and not fits(found):
             found = None  # the loader finds a copy of another CUDA major: it cannot stand in
         own = [c for c in copies.get(soname, []) if c.inside_env and fits(c.path)]
-        if found and soname not in shadowed:
-            continue  # the loader already finds a copy
+        if found and soname not in shadowed and not (own and not _inside(facts, found)):
+            continue  # the loader already finds a copy: the environment's own, or the only one there is
         if own:
             hook_libs[soname] = own[0].path
             continue
@@ -226,6 +226,12 @@ def _installed_path(site: str, wheel: WheelSpec, soname: str, *, windows: bool) 
     if windows and wheel.windows_dir:
         return os.path.join(site, *wheel.windows_dir.split("/"), dll_name_for_soname(soname) or soname)
     return os.path.join(site, wheel.dir, soname)
+
+
+def _inside(facts: Facts, path: str) -> bool:
+    """Whether `path` lies in the target environment: an outside copy found first shadows the environment's own
+    (what `check` reports as LIB004 once the build is installed)."""
+    return (os.path.realpath(path) + os.sep).startswith(os.path.realpath(facts.probe.prefix) + os.sep)
 
 
 def _addressed(finding: Finding, actions: Sequence[Action]) -> bool:

@@ -239,10 +239,15 @@ def query_gpu_subprocess() -> GpuQuery | None:
         return None
     if proc.returncode != 0:
         return GpuQuery(gpus=(), error=f"GPU query process exited with {proc.returncode} (driver library crashed?)")
+    return parse_gpu_query(proc.stdout)
+
+
+def parse_gpu_query(text: str) -> GpuQuery | None:
+    """The GPU query child's JSON (NVML's answers, else libcuda's), or None when it is not that document."""
     try:
-        doc = json.loads(proc.stdout)
-    except ValueError:
+        doc = json.loads(text)
+        gpus = tuple(Gpu(index=int(g["index"]), name=str(g["name"]), compute_capability=g.get("cc"))
+                     for g in doc.get("gpus", []))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
-    gpus = tuple(Gpu(index=int(g["index"]), name=str(g["name"]), compute_capability=g.get("cc"))
-                 for g in doc.get("gpus", []))
     return GpuQuery(gpus=gpus, cuda=doc.get("cuda"), driver=doc.get("driver"), error=doc.get("error"))
