@@ -12,12 +12,12 @@ import pytest
 
 from checktools import check_json, codes, finding, plan_json, site_packages, tree_hash
 from support.fixtures import (
+    NVIDIA_CU12,
     build_stub_lib,
     build_wheel,
     fake_nvidia_wheel,
     fake_ort_cpu_wheel,
     fake_ort_gpu_wheel,
-    NVIDIA_CU12,
     ld_so_list,
     make_venv,
     pip_install,
