@@ -10,7 +10,14 @@ Where ortfix goes: with pipx on PATH, `pipx install ortfix` (the find-links/no-i
 `~/.local/share/ortfix`) on Linux, `~/Library/Application Support/ortfix` on macOS and `%LOCALAPPDATA%\\ortfix` on
 Windows, and `ortfix` on PATH through a symbolic link `~/.local/bin/ortfix` (Windows: a shim
 `%LOCALAPPDATA%\\ortfix\\bin\\ortfix.cmd`; the folder is not added to the registry's user Path, one line says how).
-`<data>/install.json` records what was installed and how: `--uninstall` removes exactly that. Never needs root.
+`<data>/install.json` records what was installed and how: `--uninstall` removes exactly that. The venv is reused or
+removed only if this script made it: a marker file inside it holds a random token that install.json holds too, and
+ortfix is installed there; any other `<data>/venv` (a venv of the user's) is left alone, exit 7. Never needs root.
+
+After the install, `ortfix check` on the target, its plan, and the apply command (or the apply itself with `--yes`).
+Every command shown is quoted so that pasting it runs only it (sh's single quotes; PowerShell's on Windows) and names
+ortfix by its full path unless `ortfix` on PATH is this install (one line warns when another comes first). A plan for
+a system Python ends with what changes one: `ortfix apply --system` (never implied by `--yes`), or better a venv.
 
 pip is run with the user's own configuration (its files and PIP_* variables); this script names no index.
 `--find-links DIR` and `--no-index` are passed on for an offline machine with a wheelhouse. A second run with the
@@ -22,8 +29,10 @@ where nothing of ortfix is installed yet.
 Exit codes: 0 done (ortfix's findings after the install are shown, they are not a failure); 2 bad arguments or an
 install record this script cannot read; 3 Python missing or older than 3.9; 4 no venv/ensurepip module; 5 pip (or
 pipx) could not install ortfix (network, index, source); 6 a folder it must write is read-only or full; 7 an `ortfix`
-that this script did not make is where the link goes; 8 ortfix installed, but `ortfix check`/`plan`/`apply` after it
-did not succeed; 130 interrupted.
+that this script did not make is where the link goes, or `<data>/venv` is not the venv it made (its marker file
+inside and `install.json` must agree, and ortfix must be installed there: a venv of yours is never installed into nor
+removed); 8 ortfix installed, but `ortfix check`/`plan`/`apply` after it did not succeed, or `--yes` met a system
+Python (changed only by `ortfix apply --system`: the command is shown); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -122,6 +133,11 @@ class Layout:
         return self.venv / ("Scripts/ortfix.exe" if WINDOWS else "bin/ortfix")
 
     @property
+    def marker(self) -> Path:
+        """The file inside the venv that says this installer made it (a token also recorded in install.json)."""
+        return self.venv / "ortfix-installer-marker"
+
+    @property
     def link(self) -> Path:
         return self.bin / ("ortfix.cmd" if WINDOWS else "ortfix")
 
@@ -130,8 +146,35 @@ class Layout:
         return f'@"{self.venv_ortfix}" %*\r\n'
 
 
+def printable(text: str) -> str:
+    """Text for the terminal: every character that is not printable (control characters, ESC, the line and paragraph
+    separators) written as its escape, so that a folder's name cannot move the cursor or start a line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def say(message: str) -> None:
-    print(f"{PROG}: {message}", flush=True)
+    print(printable(f"{PROG}: {message}"), flush=True)
+
+
+# PowerShell takes the typographic single quotes as quotes too: each is doubled inside a single-quoted string.
+PS_QUOTES = "'\u2018\u2019\u201a\u201b"
+
+
+def quote(arg: str) -> str:
+    """One argument of a printed command, inert when pasted: sh's single quotes (shlex.quote); on Windows
+    PowerShell's (install.ps1's shell), where nothing inside single quotes is expanded but the quotes themselves."""
+    if not WINDOWS:
+        return shlex.quote(arg)
+    if re.fullmatch(r"[A-Za-z0-9_./\\:=+-]+", arg):
+        return arg
+    return "'" + "".join(ch * 2 if ch in PS_QUOTES else ch for ch in arg) + "'"
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """A command to show or to paste (PowerShell runs a quoted program name only through its call operator `&`)."""
+    words = [quote(a) for a in argv]
+    line = " ".join(words)
+    return f"& {line}" if WINDOWS and words and words[0] != argv[0] else line
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -242,12 +285,14 @@ def read_state(layout: Layout) -> Optional[dict[str, object]]:
     return dict(doc)
 
 
-def write_state(layout: Layout, opts: Options, method: str, version: str, link: Path, made: list[str]) -> None:
+def write_state(layout: Layout, opts: Options, method: str, version: str, link: Path, made: list[str],
+                marker: Optional[str] = None) -> None:
     doc: dict[str, object] = {"schema": STATE_SCHEMA, "method": method, "source": opts.source,
                               "find_links": opts.find_links, "no_index": opts.no_index, "version": version,
                               "link": str(link), "made_folders": made}
     if method == "venv":
         doc["venv"] = str(layout.venv)
+        doc["venv_marker"] = marker
     tmp = layout.state_file.with_name("install.json.tmp")
     try:
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -333,6 +378,59 @@ def link_state(layout: Layout) -> Optional[bool]:
     return link.is_symlink() and os.readlink(str(link)) == str(layout.venv_ortfix)
 
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Windows has none (and no symbolic links a user makes by accident)
+
+
+def write_marker(layout: Layout) -> str:
+    """Mark the venv just made as this installer's: a random token in a new file inside it (recorded in install.json
+    too), so that a venv of the user's at the same place is never taken for ours."""
+    token = secrets.token_hex(16)
+    try:
+        fd = os.open(str(layout.marker), os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(token + "\n")
+    except OSError as exc:
+        raise Failure(f"cannot write {layout.marker}: {exc.strerror or exc}", EXIT_NOT_WRITABLE) from None
+    return token
+
+
+def read_marker(layout: Layout) -> Optional[str]:
+    """The token of the marker file, if it is one (a regular file holding one): read as data, never followed."""
+    try:
+        fd = os.open(str(layout.marker), os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        text = f.read(100).decode("ascii", "replace").strip()
+    return text if re.fullmatch(r"[0-9a-f]{32}", text) else None
+
+
+def has_ortfix(layout: Layout) -> bool:
+    """ortfix is installed in the venv: its command and its distribution's metadata are there."""
+    site = "Lib/site-packages" if WINDOWS else "lib/python3*/site-packages"
+    return layout.venv_ortfix.is_file() and any(layout.venv.glob(f"{site}/ortfix-*.dist-info"))
+
+
+def venv_state(layout: Layout, state: Optional[dict[str, object]]) -> Optional[bool]:
+    """None: nothing at <data>/venv; True: the venv this installer made (install.json names it, the marker inside it
+    holds the token the record holds, and ortfix is installed there); False: anything else, e.g. a venv of the
+    user's, which is never installed into nor removed."""
+    if not os.path.lexists(str(layout.venv)):
+        return None
+    if state is None or state["method"] != "venv" or state.get("venv") != str(layout.venv) or \
+            layout.venv.is_symlink() or not layout.venv.is_dir():
+        return False
+    token = state.get("venv_marker")
+    return isinstance(token, str) and read_marker(layout) == token and has_ortfix(layout)
+
+
+def foreign_venv(layout: Layout, remedy: str) -> Failure:
+    return Failure(f"{layout.venv} is not the venv this installer made (no marker of it inside that matches "
+                   f"{layout.state_file}, or no ortfix in it): nothing was changed; {remedy}", EXIT_FOREIGN)
+
+
 def venv_remedy() -> str:
     if WINDOWS:
         return "install Python from python.org (it has them) or pipx"
@@ -399,8 +497,29 @@ def make_link(layout: Layout) -> None:
         raise Failure(f"cannot create {layout.link}: {exc.strerror or exc}", EXIT_NOT_WRITABLE) from None
 
 
+def pip_install_ortfix(opts: Options, layout: Layout, fresh: bool) -> str:
+    """pip installs ortfix into the venv (reinstalls, in one that has it); the version that starts."""
+    argv = [*pip_command(layout), "install", "--disable-pip-version-check", *opts.pip_args()]
+    if not fresh:
+        argv += ["--upgrade", "--force-reinstall"]
+    argv.append(opts.source)
+    say(f"installing {opts.source} with pip: {command_line(argv)}")
+    proc = capture(argv)
+    if proc.returncode != 0:
+        raise pip_failure(f"pip install {opts.source}", proc)
+    version = ortfix_version(layout.venv_ortfix)
+    if version is None:
+        raise Failure(f"{layout.venv_ortfix} was installed but does not start: {last_line(proc.stdout or '')}",
+                      EXIT_PIP)
+    return version
+
+
 def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object]]) -> Path:
-    """Install (or find already installed) ortfix in its own venv; the path of its `ortfix`."""
+    """Install (or find already installed) ortfix in its own venv; the path of its `ortfix`. Only into a venv this
+    installer made (see venv_state): any other folder at <data>/venv is left alone (exit 7)."""
+    ours = venv_state(layout, state)
+    if ours is False:
+        raise foreign_venv(layout, "move it away, or choose another folder with --data-dir DIR")
     if not opts.upgrade and same_request(state, opts, "venv") and link_state(layout):
         version = ortfix_version(layout.venv_ortfix)
         if version is not None:
@@ -409,7 +528,7 @@ def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object
     if link_state(layout) is False:
         raise Failure(f"{layout.link} exists and was not made by this installer: move it away, or put the link "
                       f"elsewhere with --bin-dir DIR", EXIT_FOREIGN)
-    fresh = not layout.venv_python.exists()
+    fresh = ours is None
     if fresh:
         require_venv_module()
     made = [*missing_folders(layout.bin), *missing_folders(layout.data)]
@@ -417,31 +536,28 @@ def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object
     ensure_writable(layout.bin)
     if fresh:
         create_venv(layout)
-    argv = [*pip_command(layout), "install", "--disable-pip-version-check", *opts.pip_args()]
-    if not fresh:
-        argv += ["--upgrade", "--force-reinstall"]
-    argv.append(opts.source)
-    say(f"installing {opts.source} with pip: {' '.join(shlex.quote(a) for a in argv)}")
-    proc = capture(argv)
-    if proc.returncode != 0:
-        if fresh:  # leave nothing behind
+    had_link = link_state(layout) is not None
+    try:
+        marker = write_marker(layout) if fresh else str((state or {}).get("venv_marker"))
+        version = pip_install_ortfix(opts, layout, fresh)
+        make_link(layout)
+        write_state(layout, opts, "venv", version, layout.link, made_folders(state, made), marker)
+    except BaseException:
+        if fresh:  # leave nothing behind (a failure or an interruption before the record names the venv)
             shutil.rmtree(str(layout.venv), ignore_errors=True)
+            if not had_link and link_state(layout):
+                with contextlib.suppress(OSError):
+                    layout.link.unlink()
             remove_empty(made)
-        raise pip_failure(f"pip install {opts.source}", proc)
-    version = ortfix_version(layout.venv_ortfix)
-    if version is None:
-        raise Failure(f"{layout.venv_ortfix} was installed but does not start: {last_line(proc.stdout or '')}",
-                      EXIT_PIP)
-    make_link(layout)
-    write_state(layout, opts, "venv", version, layout.link, made_folders(state, made))
+        raise
     say(f"installed ortfix {version} at {layout.link} (its environment: {layout.venv})")
     if not on_path(layout.bin):
         if WINDOWS:
             say(f"add {layout.bin} to your user Path (Settings > System > About > Advanced system settings > "
                 f"Environment Variables), then open a new terminal; until then run {layout.link}")
         else:
-            say(f'{layout.bin} is not on PATH: add it (e.g. `export PATH="{layout.bin}:$PATH"` in ~/.profile), or '
-                f"run {layout.link}")
+            export = f'export PATH={quote(str(layout.bin))}:"$PATH"'  # the folder single-quoted: inert when pasted
+            say(f"{layout.bin} is not on PATH: add it (e.g. `{export}` in ~/.profile), or run {layout.link}")
     return layout.venv_ortfix
 
 
@@ -474,7 +590,7 @@ def install_pipx(opts: Options, layout: Layout, state: Optional[dict[str, object
         join = subprocess.list2cmdline if WINDOWS else (lambda a: " ".join(shlex.quote(x) for x in a))
         argv.append("--pip-args=" + join(opts.pip_args()))
     argv.append(opts.source)
-    say(f"installing {opts.source} with pipx: {' '.join(shlex.quote(a) for a in argv)}")
+    say(f"installing {opts.source} with pipx: {command_line(argv)}")
     proc = capture(argv)
     if proc.returncode != 0:
         raise pip_failure(f"pipx install {opts.source}", proc)
@@ -515,13 +631,16 @@ def uninstall(opts: Options, layout: Layout) -> int:
                 raise Failure(f"{layout.state_file} names other paths than this installer's ({layout.venv}, "
                               f"{layout.link}): pass the same --data-dir/--bin-dir as when installing",
                               EXIT_USAGE)
+            venv = venv_state(layout, state)
+            if venv is False:  # checked before anything is removed: a venv not verifiably ours stays whole
+                raise foreign_venv(layout, "move it away (it is not removed), then run --uninstall again")
             ours = link_state(layout)
             if ours:
                 layout.link.unlink()
                 removed.append(str(layout.link))
             elif ours is False:
                 say(f"left {layout.link} alone: it is not the link this installer made")
-            if layout.venv.exists():
+            if venv:
                 shutil.rmtree(str(layout.venv))
                 removed.append(str(layout.venv))
         layout.state_file.unlink()
@@ -555,9 +674,57 @@ def ask(question: str) -> bool:
         return False
 
 
-def after_install(exe: Path, opts: Options) -> int:
+def same_file(path: str, other: Path) -> bool:
+    try:
+        return os.path.samefile(path, str(other))
+    except OSError:
+        return False
+
+
+def command_name(exe: Path, ours: Sequence[Path]) -> str:
+    """How the commands shown name ortfix: `ortfix` when that finds this install on the user's PATH; else its full
+    path, with one line when another `ortfix` comes first on PATH (a command naming `ortfix` would run that one)."""
+    found = shutil.which("ortfix")
+    if found is not None and any(same_file(found, path) for path in ours):
+        return "ortfix"
+    if found is not None:
+        say(f"warning: another ortfix comes first on PATH: {found}; the commands shown here name this one by its "
+            f"full path, {exe}")
+    return str(exe)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The interpreter ortfix checked, as its `--json` document names it."""
+
+    python: str
+    environment: str  # venv, conda or system
+
+
+def checked_target(exe: Path, target: Sequence[str]) -> Optional[Target]:
+    """The `interpreter` of `ortfix check --json` (its document is read as data: a path and a known kind, else
+    None, as for an ortfix too old to say)."""
+    try:
+        proc = subprocess.run([str(exe), "check", "--json", *target], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace",
+                              check=False)
+        doc = json.loads(proc.stdout)
+    except (OSError, ValueError, RecursionError):
+        return None
+    interpreter = doc.get("interpreter") if isinstance(doc, dict) else None
+    if not isinstance(interpreter, dict):
+        return None
+    python, environment = interpreter.get("python"), interpreter.get("environment")
+    if isinstance(python, str) and os.path.isabs(python) and environment in ("venv", "conda", "system"):
+        return Target(python, str(environment))
+    return None
+
+
+def after_install(exe: Path, prog: str, opts: Options) -> int:
+    """`ortfix check`, then the plan when something is wrong, then the apply (asked, or with --yes) or the exact
+    command that applies it. `prog` is how the commands shown name ortfix (see command_name)."""
     target = ["--python", opts.python] if opts.python else []
-    shown = " ".join(shlex.quote(a) for a in ["ortfix", "check", *target])
+    shown = command_line([prog, "check", *target])
     if not opts.check:
         say(f"next: {shown}")
         return EXIT_OK
@@ -574,15 +741,41 @@ def after_install(exe: Path, opts: Options) -> int:
     if code == 0:
         return EXIT_OK
     if code >= 2:
-        raise Failure(f"ortfix is installed, but `ortfix plan` could not run (exit {code}, see above)", EXIT_AFTER)
-    apply = ["ortfix", "apply", *target, "--yes"]
+        raise Failure(f"ortfix is installed, but `{command_line([prog, 'plan', *target])}` could not run (exit "
+                      f"{code}, see above)", EXIT_AFTER)
+    return offer_apply(exe, prog, opts, checked_target(exe, target))
+
+
+def offer_apply(exe: Path, prog: str, opts: Options, checked: Optional[Target]) -> int:
+    """Apply the plan shown (--yes, or yes at the prompt), or show the command that applies it: one that runs, for
+    the interpreter the plan was made for (named with --python, since PATH may differ when it is pasted)."""
+    python = opts.python or (checked.python if checked else None)
+    target = ["--python", python] if python else []
+    if checked is not None and checked.environment == "system":
+        return system_target(prog, checked.python, target, opts)
+    apply = [prog, "apply", *target, "--yes"]
     if opts.yes or ask("Apply this plan now (one transaction, undone by `ortfix rollback`)?"):
         code = run_ortfix(exe, *apply[1:])
         if code != 0:
-            raise Failure(f"`{' '.join(shlex.quote(a) for a in apply)}` did not succeed (exit {code}, see above)",
-                          EXIT_AFTER)
+            raise Failure(f"`{command_line(apply)}` did not succeed (exit {code}, see above)", EXIT_AFTER)
         return EXIT_OK
-    say("to apply this plan: " + " ".join(shlex.quote(a) for a in apply))
+    say("to apply this plan: " + command_line(apply))
+    return EXIT_OK
+
+
+def system_target(prog: str, python: str, target: Sequence[str], opts: Options) -> int:
+    """The plan is for a system Python, which `ortfix apply` changes only with --system (every program that uses it
+    sees the change): --yes does not imply that and the prompt does not offer it; the command that does is shown."""
+    anyway = command_line([prog, "apply", *target, "--system", "--yes"])
+    venv = (f"better, make a venv for your application (`{command_line([python, '-m', 'venv', 'DIR'])}`, install "
+            f"it there) and run `{command_line([prog, 'check', '--python', 'DIR'])}`")
+    if opts.yes:
+        raise Failure(f"ortfix is installed, but {python} is a system Python, which --yes does not change (ortfix "
+                      f"changes one only with --system): to apply this plan to it anyway: {anyway}; {venv}",
+                      EXIT_AFTER)
+    say(f"{python} is a system Python: ortfix changes it only with --system, since every program that uses it sees "
+        f"the change; {venv}")
+    say(f"to apply this plan to the system Python anyway: {anyway}")
     return EXIT_OK
 
 
@@ -597,8 +790,9 @@ def parse(argv: Sequence[str]) -> Options:
         description="Install ortfix into an environment of its own (pipx when present, else a venv under your data "
                     "folder), put `ortfix` on PATH, then run `ortfix check` and show the plan that would fix it.",
         epilog="Exit codes: 0 done; 2 bad arguments; 3 no Python 3.9+; 4 no venv module; 5 pip could not install "
-               "ortfix; 6 a folder is read-only or full; 7 an `ortfix` not made by this installer is in the way; "
-               "8 check/plan/apply after the install did not succeed.")
+               "ortfix; 6 a folder is read-only or full; 7 an `ortfix` link or a <data>/venv not made by this "
+               "installer is in the way; 8 check/plan/apply after the install did not succeed (or --yes met a "
+               "system Python).")
     parser.add_argument("--uninstall", action="store_true", help="remove what this installer installed, and only that")
     parser.add_argument("--source", metavar="SPEC",
                         help="what to install as ortfix: a requirement, a wheel file or a checkout folder (default: "
@@ -647,7 +841,8 @@ def run(argv: Sequence[str]) -> int:
     if state is not None and state["method"] == "venv" and pipx is not None:
         pipx = None  # stay where the earlier install is
     exe = install_pipx(opts, layout, state, pipx) if pipx else install_venv(opts, layout, state)
-    return after_install(exe, opts)
+    ours = [exe] if pipx else [exe, layout.link]  # on Windows PATH finds the link, a shim, not the venv's ortfix.exe
+    return after_install(exe, command_name(exe, ours), opts)
 
 
 def main() -> int:
@@ -655,7 +850,7 @@ def main() -> int:
         return run(sys.argv[1:])
     except Failure as failure:
         sys.stdout.flush()
-        print(f"{PROG}: error: {failure.message}", file=sys.stderr)
+        print(printable(f"{PROG}: error: {failure.message}"), file=sys.stderr)
         return failure.code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

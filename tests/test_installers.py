@@ -15,6 +15,7 @@ import hashlib
 import os
 import pty
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from clitools import REPO
-from support.fixtures import pip_install
+from support.fixtures import base_python, pip_install
 from support.testcache import cache_root, locked
 from txtools import assert_same_tree, fresh_process, load_code, tree_state
 from wintools import ORTFIX_WIN_DEPS, PY_VERSION, to_windows, win_python
@@ -153,7 +154,9 @@ def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, whe
     # `ortfix check` ran on the named target (a plain venv: no onnxruntime), then the plan and the apply command
     assert f"target {target} (Python" in proc.stdout and "ORT001" in proc.stdout
     assert "Nothing has been changed." in proc.stdout
-    assert f"to apply this plan: ortfix apply --python '{target}' --yes" in proc.stdout
+    # ~/.local/bin is not on PATH: the command names this install's ortfix by its full path
+    ours = box.data / "venv" / "bin" / "ortfix"
+    assert f"to apply this plan: {ours} apply --python '{target}' --yes" in proc.stdout
     version = subprocess.run([str(link), "--version"], capture_output=True, text=True, check=False, env=box.env)
     assert version.returncode == 0 and version.stdout.split() == ["ortfix,", "version", VERSION], version
 
@@ -168,7 +171,7 @@ def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, whe
         os.close(terminal)
         os.close(controller)
     assert again.returncode == 0, (again.stdout[-3000:], again.stderr[-3000:])
-    assert "Apply this plan now" in again.stdout and "to apply this plan: ortfix apply" in again.stdout
+    assert "Apply this plan now" in again.stdout and f"to apply this plan: {ours} apply" in again.stdout
     assert f"already installed: ortfix {VERSION} at {link}" in again.stdout
     assert "creating a virtual environment" not in again.stdout and "with pip:" not in again.stdout
     assert_same_tree(data, tree_state(box.data))
@@ -214,6 +217,132 @@ def test_yes_applies_the_plan_it_shows(tmp_path: Path, wheelhouses: dict[str, Pa
     assert "ORT" in proc.stdout and "Fingerprint" in proc.stdout  # the check's findings, then the plan
     assert "Applied transaction" in proc.stdout and "to apply this plan" not in proc.stdout
     provider = next(target.glob("lib/python3.*/site-packages/onnxruntime/capi/libonnxruntime_providers_cuda.so"))
+    assert "all loaded" in fresh_process(python, load_code(provider)).stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# what the installer takes for its own, and the commands it prints
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_a_venv_it_did_not_make_is_never_installed_into_nor_removed(tmp_path: Path,
+                                                                    wheelhouses: dict[str, Path]) -> None:
+    box = Box(tmp_path)
+    offline = ("--no-index", "--find-links", str(wheelhouses["linux"]), "--no-check")
+    # `--data-dir DIR` where DIR/venv is the user's own venv (a name with ESC and BEL: the one line escapes them)
+    data = tmp_path / "user\x1b]0;title\x07data"
+    plain_venv(data / "venv")
+    (data / "venv" / "notes.txt").write_text("the user's\n")
+    before = tree_state(data)
+    for extra in ((), ("--upgrade",)):
+        proc = box.install_sh("--data-dir", str(data), *offline, *extra)
+        line = one_line_failure(proc, 7, "is not the venv this installer made", "--data-dir")
+        assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in line, line
+        assert "user\\x1b]0;title\\x07data" in line, line  # the folder named, its control characters escaped
+        assert_same_tree(before, tree_state(data))
+        assert not os.path.lexists(box.bin / "ortfix")
+
+    # a venv the installer did make, replaced by the user's after the install: neither reinstalled nor removed
+    mine = tmp_path / "mine"
+    installed = box.install_sh("--data-dir", str(mine), *offline)
+    assert installed.returncode == 0, (installed.stdout[-3000:], installed.stderr[-3000:])
+    (mine / "venv").rename(tmp_path / "ours-aside")
+    shutil.move(str(data / "venv"), mine / "venv")
+    swapped, link = tree_state(mine), os.readlink(box.bin / "ortfix")
+    one_line_failure(box.install_sh("--data-dir", str(mine), *offline, "--upgrade"), 7,
+                     f"{mine / 'venv'} is not the venv this installer made")
+    one_line_failure(box.install_sh("--data-dir", str(mine), "--uninstall"), 7,
+                     f"{mine / 'venv'} is not the venv this installer made", "--uninstall again")
+    assert_same_tree(swapped, tree_state(mine))
+    assert os.readlink(box.bin / "ortfix") == link
+    # its own venv back in place: the uninstall removes it (and only then)
+    (mine / "venv").rename(tmp_path / "users-again")
+    (tmp_path / "ours-aside").rename(mine / "venv")
+    gone = box.install_sh("--data-dir", str(mine), "--uninstall")
+    assert gone.returncode == 0 and f"removed {box.bin / 'ortfix'}, {mine / 'venv'}" in gone.stdout, gone
+    assert not mine.exists() and (tmp_path / "users-again" / "notes.txt").read_text() == "the user's\n"
+
+
+def test_the_path_hint_is_inert_when_pasted(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
+    box = Box(tmp_path)
+    folder = tmp_path / "bin $(touch pwned) `touch pwned2` 'q' \"$HOME\""
+    proc = box.install_sh("--no-index", "--find-links", str(wheelhouses["linux"]), "--no-check",
+                          "--bin-dir", str(folder))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    hint = re.search(r"is not on PATH: add it \(e\.g\. `(.*)` in ~/\.profile\)", proc.stdout)
+    assert hint is not None, proc.stdout
+    # pasted into sh as the line it is: nothing runs, and PATH starts with exactly that folder
+    shell = subprocess.run(["/bin/sh", "-c", hint.group(1) + '\nprintf "%s" "$PATH"'], capture_output=True,
+                           text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(box.home)},
+                           check=False)
+    assert shell.returncode == 0, shell
+    assert shell.stdout == f"{folder}:/usr/bin:/bin", shell.stdout
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+    version = subprocess.run([str(folder / "ortfix"), "--version"], capture_output=True, text=True, check=False)
+    assert version.stdout.split() == ["ortfix,", "version", VERSION], version
+
+
+def test_another_ortfix_first_on_path_is_named_and_never_run(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
+    box = Box(tmp_path)
+    target = plain_venv(tmp_path / "app")
+    other = tmp_path / "tools" / "ortfix"  # e.g. an older ortfix in /usr/local/bin, first on the user's PATH
+    other.parent.mkdir()
+    other.write_text(f"#!/bin/sh\ntouch {tmp_path / 'other-ran'}\necho 'ortfix, version 0.0.1'\n")
+    other.chmod(0o755)
+    offline = ("--no-index", "--find-links", str(wheelhouses["linux"]), "--python", str(target))
+    env = {"PATH": f"{other.parent}:{box.bin}:{box.path}"}
+    proc = box.install_sh(*offline, env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    ours = box.data / "venv" / "bin" / "ortfix"
+    warnings = [ln for ln in proc.stdout.splitlines() if "another ortfix comes first on PATH" in ln]
+    assert len(warnings) == 1 and str(other) in warnings[0] and str(ours) in warnings[0], proc.stdout
+    apply = re.search(r"^ortfix-install: to apply this plan: (.*)$", proc.stdout, re.M)
+    assert apply is not None, proc.stdout
+    argv = shlex.split(apply.group(1))
+    assert argv == [str(ours), "apply", "--python", str(target), "--yes"], argv
+    version = subprocess.run([argv[0], "--version"], capture_output=True, text=True, env={**box.env, **env},
+                             check=False)
+    assert version.stdout.split() == ["ortfix,", "version", VERSION], version
+    assert not (tmp_path / "other-ran").exists()
+    # with this install's link first on PATH, `ortfix` is this one: named so, no warning
+    first = box.install_sh(*offline, env={"PATH": f"{box.bin}:{other.parent}:{box.path}"})
+    assert first.returncode == 0, (first.stdout[-3000:], first.stderr[-3000:])
+    assert "another ortfix" not in first.stdout
+    assert f"to apply this plan: ortfix apply --python {target} --yes" in first.stdout, first.stdout
+    assert not (tmp_path / "other-ran").exists()
+
+
+def test_a_system_python_gets_a_command_that_applies(tmp_path: Path, wheelhouses: dict[str, Path],
+                                                     wheelhouse: Path) -> None:
+    # python3 on PATH is a Python installation of its own, not a venv (what ortfix calls a system Python), with pip
+    # and the CPU onnxruntime; the user's pip configuration is an offline wheelhouse with the GPU build
+    python = base_python(tmp_path)
+    if python is None:
+        pytest.skip(f"the test interpreter's base ({sys.base_prefix}) is not a self-contained installation to copy")
+    subprocess.run([str(python), "-m", "ensurepip"], check=True, capture_output=True)
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    site = next((tmp_path / "base" / "lib").glob("python3.*/site-packages"))
+    box = Box(tmp_path, pybin=python.parent)
+    (tmp_path / "pip.conf").write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    offline = ("--find-links", str(wheelhouses["linux"]))
+
+    # --yes does not change a system Python: one line saying how to, exit 8, nothing changed there
+    dists = sorted(p.name for p in site.glob("*.dist-info"))
+    proc = box.install_sh(*offline, "--yes")
+    one_line_failure(proc, 8, "is a system Python", "--system")
+    assert "Applied transaction" not in proc.stdout
+    assert sorted(p.name for p in site.glob("*.dist-info")) == dists
+
+    # without --yes the plan ends with a command that applies it; run as printed, it does
+    shown = box.install_sh(*offline)
+    assert shown.returncode == 0, (shown.stdout[-3000:], shown.stderr[-3000:])
+    apply = re.search(r"^ortfix-install: to apply this plan to the system Python anyway: (.*)$", shown.stdout, re.M)
+    assert apply is not None, shown.stdout
+    done = subprocess.run(["/bin/sh", "-c", apply.group(1)], capture_output=True, text=True, env=box.env,
+                          stdin=subprocess.DEVNULL, cwd=tmp_path, timeout=300, check=False)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert "Applied transaction" in done.stdout
+    provider = next(site.glob("onnxruntime/capi/libonnxruntime_providers_cuda.so"))
     assert "all loaded" in fresh_process(python, load_code(provider)).stdout
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from checktools import site_packages
 from clitools import run_ortfix
 from plantools import assert_coherent, requirements
+from support.fixtures import base_python
 from txtools import assert_same_tree, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
@@ -163,25 +163,10 @@ def test_a_process_that_maps_two_cuda_majors_fails_the_load_check(tmp_path: Path
 
 
 def _base_python(root: Path) -> Path:
-    """A base installation of our own: a copy of the interpreter running the tests (its standard library, not its
-    site-packages), so that packages can be installed into the base of a --system-site-packages venv."""
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    stdlib = Path(sys.base_prefix) / "lib" / version
-    if not (Path(sys.base_prefix) / "bin" / version).exists() or not (stdlib / "os.py").exists() or \
-            str(sys.base_prefix).startswith("/usr"):
+    base = base_python(root)
+    if base is None:
         pytest.skip(f"the test interpreter's base ({sys.base_prefix}) is not a self-contained installation to copy")
-    base = root / "base"
-    (base / "bin").mkdir(parents=True)
-    shutil.copy2(Path(sys.base_prefix) / "bin" / version, base / "bin" / version)
-    (base / "bin" / "python3").symlink_to(version)
-    (base / "lib").mkdir()
-    for lib in (Path(sys.base_prefix) / "lib").glob("libpython*"):
-        shutil.copy2(lib, base / "lib" / lib.name, follow_symlinks=False)
-    shutil.copytree(stdlib, base / "lib" / version, symlinks=True,
-                    ignore=lambda d, names: [n for n in names if n in ("site-packages", "test", "__pycache__")
-                                             and Path(d) == stdlib])
-    (base / "lib" / version / "site-packages").mkdir()
-    return base / "bin" / "python3"
+    return base
 
 
 def _install(python: Path, *requirements: str) -> None:

@@ -568,6 +568,29 @@ def make_venv(path: Path, *, system_site_packages: bool = False) -> Path:
     return path / "bin" / "python"
 
 
+def base_python(root: Path) -> Path | None:
+    """A base installation of our own at root/base, not a venv (what ortfix calls a system Python): a copy of the
+    interpreter running the tests with its standard library, not its site-packages; its `bin/python3`. None when that
+    base is not a self-contained installation to copy (a distribution's /usr)."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    stdlib = Path(sys.base_prefix) / "lib" / version
+    if not (Path(sys.base_prefix) / "bin" / version).exists() or not (stdlib / "os.py").exists() or \
+            str(sys.base_prefix).startswith("/usr"):
+        return None
+    base = root / "base"
+    (base / "bin").mkdir(parents=True)
+    shutil.copy2(Path(sys.base_prefix) / "bin" / version, base / "bin" / version)
+    (base / "bin" / "python3").symlink_to(version)
+    (base / "lib").mkdir()
+    for lib in (Path(sys.base_prefix) / "lib").glob("libpython*"):
+        shutil.copy2(lib, base / "lib" / lib.name, follow_symlinks=False)
+    shutil.copytree(stdlib, base / "lib" / version, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n in ("site-packages", "test", "__pycache__")
+                                             and Path(d) == stdlib])
+    (base / "lib" / version / "site-packages").mkdir()
+    return base / "bin" / "python3"
+
+
 def _hermetic_pip_env() -> dict[str, str]:
     # PIP_CONFIG_FILE=os.devnull makes pip skip every config file (this machine's global one adds an extra index,
     # find-links and constraints); PIP_* variables would configure it just the same, so they go too.
