@@ -260,8 +260,8 @@ class _Report:
     def label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
         """A text that names something (a distribution's name or version, a build-info value), never a path that
         reaches a file: what a package wrote there is data, so its controls are escaped here, once, for every reader
-        (safetext.visible). A METADATA `Version:` with a line end or an ESC inside is no PEP 440 version: it stays
-        one only in this escaped form, and `Distribution.installed_version` does not take it."""
+        (safetext.visible). A METADATA `Version:` with a line end or an ESC inside is kept only in this escaped
+        form, which is no PEP 440 version either: `Distribution.installed_version` falls back to the folder's name."""
         return visible(self.text(obj, key, path))
 
     def opt_label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
