@@ -6,6 +6,8 @@ import os
 import sys
 from enum import IntEnum
 
+from ortfix.safetext import visible
+
 
 class ExitCode(IntEnum):
     """Exit codes shared by every command (documented in README.md)."""
@@ -30,8 +32,8 @@ class OrtfixError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
     def rendered(self) -> str:
-        """The line every command prints on stderr."""
-        return f"ortfix: error: {self.one_line()}"
+        """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
+        return visible(f"ortfix: error: {self.one_line()}")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -73,7 +75,7 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
     line = f"ortfix: error: unexpected {type(exc).__name__}" + (f": {message}" if message else "")
     if not debug:
         line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(visible(line) + "\n")
     sys.stderr.flush()
     return int(ExitCode.USAGE)
 

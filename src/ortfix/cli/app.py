@@ -17,6 +17,7 @@ import click
 from ortfix import __version__
 from ortfix.cli.output import Command, dump_json, ended, envelope, json_command, print_error
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
     from ortfix.target.choose import TargetDescription
@@ -26,6 +27,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 # click's own signals: usage errors it renders itself, --help/--version exits, an aborted prompt; and a standard
 # output closed by its reader (`ortfix check | head -1`), which click ends quietly with exit code 1.
 _CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)
+
+
+def _echo(text: str, err: bool = False) -> None:
+    """Everything a command prints goes through here: what the environment said (versions, paths, pip's output) is
+    data, so its controls are shown escaped (safetext.visible_lines); the lines ortfix laid out stay lines."""
+    click.echo(visible_lines(text), err=err)
 
 
 def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -70,7 +77,7 @@ def run(argv: list[str]) -> int:
             print_error(command, exc.exit_code, exc.format_message())
         return exc.exit_code
     except click.exceptions.Abort:
-        click.echo("Aborted!", err=True)
+        _echo("Aborted!", err=True)
         return 1
     return code if isinstance(code, int) else 0
 
@@ -94,9 +101,9 @@ def _finish(command: Command, result: R, as_json: bool, to_json: Callable[[R], M
             render: Callable[[R], str]) -> NoReturn:
     """Print the result (its JSON envelope, or text) and exit with the code it carries."""
     if as_json:
-        click.echo(dump_json(envelope(command, result.exit_code, to_json(result))))
+        _echo(dump_json(envelope(command, result.exit_code, to_json(result))))
     else:
-        click.echo(render(result))
+        _echo(render(result))
     sys.exit(int(result.exit_code))
 
 
@@ -146,7 +153,7 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     """
     from ortfix.cli.fastcheck import check_command
 
-    sys.exit(check_command(python, as_json, driver_version, compute_capability, click.echo, fresh=fresh))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh))
 
 
 @main.command()
@@ -258,7 +265,7 @@ def matrix_validate(files: tuple[Path, ...]) -> None:
     from ortfix.commands.matrix import validate_matrix_files
 
     for line in validate_matrix_files(files):
-        click.echo(line)
+        _echo(line)
 
 
 def _plan_options(func: F) -> F:
@@ -325,7 +332,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     result = run_export(ExportFormat(fmt), python, plan_file, options, output)
     if result.undo is not None and output is None and not as_json:
         name = undo_path(Path(f"fix.{fmt}"), ExportFormat(fmt))
-        click.echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
+        _echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
                    f"fix.{fmt} and {name}", err=True)
     _finish(Command.EXPORT, result, as_json, export_json, render_export)
 
@@ -380,7 +387,7 @@ def _require_confirmation_possible(yes: bool) -> None:
 def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
     """`target`, named on the first line of the command's output (before any work starts)."""
     if not as_json:
-        click.echo(target.line())
+        _echo(visible(target.line()))
     return target
 
 
@@ -401,8 +408,8 @@ def _described(python: str | None, as_json: bool) -> TargetDescription:
 def _tx_ui(as_json: bool) -> Any:
     from ortfix.transaction.runner import Ui
 
-    return Ui(echo=lambda line: click.echo(f"ortfix: {line}", err=as_json),
-              output=lambda line, is_err: click.echo(line, err=is_err or as_json))
+    return Ui(echo=lambda line: _echo(visible(f"ortfix: {line}"), err=as_json),
+              output=lambda line, is_err: _echo(visible(line), err=is_err or as_json))
 
 
 @main.command()
@@ -478,9 +485,9 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
                                          installer=installer))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
-        click.echo(render_plan(prepared.plan, prepared.check.target), err=as_json)
-        click.echo("", err=as_json)
-    if ask and not click.confirm(f"Apply these changes to {prepared.plan.prefix}?", default=False, err=True):
+        _echo(render_plan(prepared.plan, prepared.check.target), err=as_json)
+        _echo("", err=as_json)
+    if ask and not click.confirm(f"Apply these changes to {visible(prepared.plan.prefix)}?", default=False, err=True):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
     result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
     _finish(Command.APPLY, result, as_json, apply_json, render_apply)
@@ -513,7 +520,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
     def confirm(tx: Transaction) -> bool:
         if yes:
             return True
-        click.echo(render_rollback_preview(tx.prefix, tx), err=True)
+        _echo(render_rollback_preview(tx.prefix, tx), err=True)
         return click.confirm("Roll back?", default=False, err=True)
 
     result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
@@ -669,5 +676,5 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
     model = model_file(model, str(model))
     target = _described(python, as_json)
     result = run_tune(python, model, specs, runs=runs, timeout=timeout,
-                      progress=(lambda line: click.echo(f"ortfix: tune: {line}", err=True)) if progress else None)
+                      progress=(lambda line: _echo(visible(f"ortfix: tune: {line}"), err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

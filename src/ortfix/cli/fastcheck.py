@@ -92,8 +92,10 @@ def _check(python: str | None, as_json: bool, driver_version: str | None,
 def run(opts: dict[str, Any]) -> int:
     """The exit code of a plain `check`; what goes wrong is rendered by the entry point (output.ended)."""
 
-    def echo(text: str) -> None:
-        sys.stdout.write(text + "\n")
+    from ortfix.safetext import visible_lines
+
+    def echo(text: str) -> None:  # as cli/app.py's: what the environment said is shown escaped
+        sys.stdout.write(visible_lines(text) + "\n")
 
     code = check_command(**opts, echo=echo)
     sys.stdout.flush()

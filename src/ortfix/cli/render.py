@@ -13,6 +13,7 @@ from ortfix.check.codes import Severity
 from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json
 from ortfix.compat.matrix import Matrix
+from ortfix.safetext import join_lines
 
 if TYPE_CHECKING:
     from ortfix.commands.check import CheckResult
@@ -134,7 +135,7 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
         lines.append(f"{errors} error(s), {warnings} warning(s). `ortfix plan` shows the changes that fix them.")
     else:
         lines.append("The GPU path looks healthy.")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def render_plan(plan: Plan, target: TargetDescription) -> str:
@@ -183,7 +184,7 @@ def render_plan(plan: Plan, target: TargetDescription) -> str:
     if plan.actions:
         lines.append("")
         lines.append("Nothing has been changed. `ortfix apply` makes these changes as one transaction.")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def render_matrix(matrix: Matrix) -> str:
@@ -202,7 +203,7 @@ def render_matrix(matrix: Matrix) -> str:
     lines += ["", "cuDNN wheels:"]
     for row in matrix.cudnn:
         lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def explain_json(result: ExplainResult) -> dict[str, Any]:
@@ -257,4 +258,4 @@ def render_explain(result: ExplainResult) -> str:
         lines.append("")
     if result.check_error:
         lines.append(f"(could not check this machine: {result.check_error})")
-    return "\n".join(lines).rstrip()
+    return join_lines(lines).rstrip()

@@ -6,6 +6,7 @@ from typing import Any
 
 from ortfix.commands.export import ExportResult
 from ortfix.commands.wheelhouse import WheelhouseResult
+from ortfix.safetext import join_lines
 
 
 def export_json(r: ExportResult) -> dict[str, Any]:
@@ -36,4 +37,4 @@ def render_wheelhouse(r: WheelhouseResult) -> str:
     lines += ["", "On the offline machine:", f"  {r.apply_command}"]
     if not house.ortfix_missing:
         lines.append(f"  (ortfix itself: {r.install_ortfix_command})")
-    return "\n".join(lines)
+    return join_lines(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortfix.commands.tune import TuneResult
+from ortfix.safetext import join_lines
 from ortfix.target.ortrun import CUDA_EP, shapes_text
 from ortfix.tune import Phase
 
@@ -75,4 +76,4 @@ def render_tune(result: TuneResult) -> str:
               "    session = onnxruntime.InferenceSession(",
               f"        MODEL, providers=[(\"{CUDA_EP}\", cuda_options), \"CPUExecutionProvider\"])",
               "", "  YAML:", *(f"    {line}" for line in rec.yaml.rstrip().splitlines())]
-    return "\n".join(lines)
+    return join_lines(lines)

@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
 from ortfix.transaction.store import HistoryEntry
@@ -84,7 +85,7 @@ def render_dry_run(result: ApplyResult) -> str:
         lines.append("")
         lines.append("Preflight would refuse:")
         lines += [f"  {p}" for p in pf.problems]
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def render_apply(result: ApplyResult) -> str:
@@ -126,7 +127,7 @@ def render_apply(result: ApplyResult) -> str:
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
         # a line to paste: the path is quoted for the shell (a prefix may hold spaces, quotes, `$(...)`, backticks)
         lines.append(f"Undo: ortfix rollback --python {shlex.quote(plan.python)}")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def apply_json(result: ApplyResult) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def render_rollback_preview(prefix: str, tx: Transaction) -> str:
                                                          else ""))
     if not undo:
         lines.append("  no step had started; only the journal changes")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def render_rollback(result: RollbackResult) -> str:
@@ -183,7 +184,7 @@ def render_rollback(result: RollbackResult) -> str:
     if o.freeing:
         lines.append("The files the install had added are being deleted in the background.")
     lines += [f"warning: {w}" for w in o.warnings]
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def rollback_json(result: RollbackResult) -> dict[str, Any]:
@@ -225,7 +226,7 @@ def render_history(result: HistoryResult) -> str:
         lines.append(f"{tx.id:<26} {tx.created[:19].replace('T', ' '):<19} {status:<13} "
                      f"{size(e.stash_bytes):>9}  {_short(tx_changes(tx))}")
     lines += ["", "Details: ortfix history show ID. Undo the newest: ortfix rollback."]
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def history_json(result: HistoryResult) -> dict[str, Any]:
@@ -236,7 +237,7 @@ def history_json(result: HistoryResult) -> dict[str, Any]:
 def render_show(result: ShowResult) -> str:
     e = result.entry
     if e.tx is None:
-        return f"transaction {e.id}: unreadable journal: {e.error}\nfolder: {e.folder}"
+        return join_lines([f"transaction {e.id}: unreadable journal: {e.error}", f"folder: {e.folder}"])
     tx = e.tx
     lines = [f"transaction {tx.id}: {tx.status.value}" + (" (stash pruned)" if tx.pruned else ""),
              f"environment  {tx.prefix} ({tx.target.get('env_kind')}, {tx.target.get('python')})",
@@ -261,7 +262,7 @@ def render_show(result: ShowResult) -> str:
     if r is not None:
         lines.append(f"rollback: {r.get('reason')} (started {r.get('started')}, finished {r.get('finished') or '-'})")
         lines += [f"  warning: {w}" for w in r.get("warnings", [])]
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def show_json(result: ShowResult) -> dict[str, Any]:
@@ -279,7 +280,7 @@ def render_prune(result: PruneResult) -> str:
         lines.append(f"Not pruned (interrupted or unreadable): {', '.join(o.skipped)}")
     if o.pruned:
         lines.append("Their journals stay for `ortfix history`; they can no longer be rolled back.")
-    return "\n".join(lines)
+    return join_lines(lines)
 
 
 def prune_json(result: PruneResult) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ortfix.commands.verify import VerifyResult
 from ortfix.errors import ExitCode
+from ortfix.safetext import join_lines
 from ortfix.verify.levels import BUILTIN_MODEL, Status
 
 
@@ -49,4 +50,4 @@ def render_verify(result: VerifyResult) -> str:
                      + ".")
     if not failed and not not_run:
         lines.append("The GPU path works: the CUDA provider starts and computes what the CPU computes.")
-    return "\n".join(lines)
+    return join_lines(lines)

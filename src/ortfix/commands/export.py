@@ -18,6 +18,7 @@ from ortfix.export.requirements import render_requirements
 from ortfix.export.shell import render_sh
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
+from ortfix.safetext import escaped, first_control, visible
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,10 @@ def require_plain_paths(prepared: PreparedApply) -> None:
     """The target's paths go into comment lines and (Dockerfile) unquotable ENV/RUN lines: a control character (a
     newline would end the comment and start a command or an instruction) is refused."""
     for what, path in (("environment", prepared.plan.prefix), ("interpreter", prepared.plan.python)):
-        ch = next((c for c in path if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+        ch = first_control(path, surrogates=True)
         if ch is not None:
-            raise OrtfixError(f"the {what} {path!r} contains a control character ({ch!r}); an exported file cannot "
-                              "name it safely (a line break would start a command)",
+            raise OrtfixError(f"the {what} {visible(path)} contains a control character ({escaped(ch)}); an exported "
+                              "file cannot name it safely (a line break would start a command)",
                               hint="move the environment to a plain path")
 
 

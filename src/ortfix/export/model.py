@@ -1,14 +1,38 @@
 """What every export renderer reads: the plan (made now, or a saved plan accepted as `apply` accepts it), the
-target it was made for, the exact pins, and the reasons (finding code → summary) its actions fix."""
+target it was made for, the exact pins, and the reasons (finding code → summary) its actions fix; and the two ways
+every renderer puts a value into its file. Summaries and reasons quote what packages wrote (a METADATA `Version:`
+may hold a line end that pip's `splitlines()` or PowerShell's lone `\r` reads as one): a comment line escapes every
+control (`comment`), and a value in a command or a path, which cannot be escaped without changing it, is refused
+with one line when it holds one (`plain`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ortfix.errors import OrtfixError
 from ortfix.export.pins import Pin
 from ortfix.plan.model import Action, Plan
+from ortfix.safetext import escaped, first_control, visible
 from ortfix.strenum import StrEnum
+
+
+def comment(text: str) -> str:
+    """One comment line (`# text`) of any exported file: a line end or a terminal control in `text` is escaped, so
+    the comment cannot end early and start a requirement, an instruction or a command."""
+    return f"# {visible(text)}"
+
+
+def plain(text: str) -> str:
+    """`text`, for a command's argument, a requirement or a path in an exported file; an OrtfixError when it holds a
+    control (safetext.first_control) or is not UTF-8: quoting keeps a shell from running it, but a Dockerfile or a
+    requirements file ends the line there, and the file would show it raw."""
+    ch = first_control(text, surrogates=True)
+    if ch is None:
+        return text
+    raise OrtfixError(f"{visible(text)} contains a control character ({escaped(ch)}): an exported file cannot name "
+                      "it safely (a line break would start a command)",
+                      hint="remove or rename what holds it in the environment, or apply the plan with ortfix there")
 
 
 class ExportFormat(StrEnum):

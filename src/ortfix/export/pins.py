@@ -57,13 +57,14 @@ def parse_report(text: str) -> list[Pin]:
         meta = entry.get("metadata") if isinstance(entry, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
         version = meta.get("version") if isinstance(meta, dict) else None
-        if not (isinstance(name, str) and _NAME.match(name) and isinstance(version, str) and _VERSION.match(version)):
+        if not (isinstance(name, str) and _NAME.fullmatch(name)
+                and isinstance(version, str) and _VERSION.fullmatch(version)):
             raise OrtfixError("pip's --report names a distribution ortfix cannot pin")
         info = entry.get("download_info")
         archive = info.get("archive_info") if isinstance(info, dict) else None
         hashes = archive.get("hashes") if isinstance(archive, dict) else None
         sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-        pins.append(Pin(name, version, sha if isinstance(sha, str) and _SHA256.match(sha) else None,
+        pins.append(Pin(name, version, sha if isinstance(sha, str) and _SHA256.fullmatch(sha) else None,
                         entry.get("requested") is True))
     return pins
 

@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Iterable
 
 from ortfix.errors import OrtfixError
-from ortfix.export.model import ExportInput
+from ortfix.export.model import ExportInput, comment, plain
 from ortfix.export.snippets import STEPS_PY
 from ortfix.plan.kinds import ActionKind
 
@@ -21,8 +21,9 @@ _QUOTES = "'\u2018\u2019\u201a\u201b"
 
 
 def ps_quote(text: str) -> str:
-    """A single-quoted PowerShell string: nothing in it is expanded."""
-    return "'" + "".join(ch * 2 if ch in _QUOTES else ch for ch in text) + "'"
+    """A single-quoted PowerShell string: nothing in it is expanded; a value with a control in it is refused
+    (model.plain)."""
+    return "'" + "".join(ch * 2 if ch in _QUOTES else ch for ch in plain(text)) + "'"
 
 
 def _array(items: Iterable[str]) -> str:
@@ -35,7 +36,7 @@ def _preamble(inp: ExportInput, what: str) -> list[str]:
     if "@'" in STEPS_PY or "'@" in STEPS_PY:
         raise OrtfixError("internal: the steps program cannot be a PowerShell here-string")
     return [
-        *(f"# {line}" for line in inp.header(what)),
+        *(comment(line) for line in inp.header(what)),
         "Set-StrictMode -Version 3.0",
         "$ErrorActionPreference = 'Stop'",
         f"$Python = {ps_quote(inp.python)}",
@@ -94,7 +95,8 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
         return [f"if (Test-Path -LiteralPath (Join-Path $Work 'step-{n}')) {{", *(f"    {ln}" for ln in lines), "}"]
 
     for n, action in enumerate(inp.plan.actions, 1):
-        do += ["", f"# {n}. {action.summary}", *(f"#    fixes {r}" for r in inp.reason_lines(action) if action.fixes)]
+        do += ["", comment(f"{n}. {action.summary}"),
+               *(comment(f"   fixes {r}") for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
         if action.kind == ActionKind.PIP_UNINSTALL:
             do.append(f"Invoke-Checked -I -B $Steps stash-dists $Stash {ps_quote(str(d['dist_info']))}")
@@ -111,7 +113,7 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
             folder = ntpath.dirname(path) if "\\" in path else posixpath.dirname(path)
             do += [f"Invoke-Checked -I -B $Steps stash-files $Stash {ps_quote(path)}", reached(n),
                    f"New-Item -ItemType Directory -Force -Path {ps_quote(folder)} | Out-Null",
-                   f"# sha256 {d['sha256']}",
+                   comment(f"sha256 {d['sha256']}"),
                    f"[System.IO.File]::WriteAllBytes({ps_quote(path)}, [Convert]::FromBase64String('{data}'))"]
             undo_first += if_reached(n, [f"Invoke-Checked -I -B $Steps discard-files $Work {ps_quote(path)}"])
         elif action.kind == ActionKind.SYMLINK:

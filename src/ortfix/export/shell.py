@@ -17,13 +17,17 @@ import re
 from collections.abc import Iterable
 
 from ortfix.errors import OrtfixError
-from ortfix.export.model import ExportInput
+from ortfix.export.model import ExportInput, comment, plain
 from ortfix.export.snippets import STEPS_PY
 from ortfix.plan.kinds import ActionKind
 
 
 def sh_quote(text: str) -> str:
-    """A single-quoted sh word: nothing in it is expanded."""
+    """A single-quoted sh word: nothing in it is expanded; a value with a control in it is refused (model.plain)."""
+    return _quoted(plain(text))
+
+
+def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
@@ -42,9 +46,11 @@ def _heredoc(text: str, n: int) -> tuple[str, str] | None:
 
 
 def _write_file(path: str, content: str, mode: int, n: int) -> list[str]:
+    for line in content.split("\n"):  # ortfix's own hook text, its lines each checked as any value is
+        plain(line)
     doc = _heredoc(content, n)
     if doc is None:
-        lines = [f"printf '%s' {sh_quote(content)} > {sh_quote(path)}"]
+        lines = [f"printf '%s' {_quoted(content)} > {sh_quote(path)}"]
     else:
         delimiter, body = doc
         lines = [f"cat > {sh_quote(path)} <<'{delimiter}'", body.rstrip("\n"), delimiter]
@@ -55,7 +61,7 @@ def _preamble(inp: ExportInput, what: str) -> list[str]:
     work = f"{inp.prefix.rstrip('/')}/.ortfix/export-{inp.plan.fingerprint}"
     return [
         "#!/bin/sh",
-        *(f"# {line}" for line in inp.header(what)),
+        *(comment(line) for line in inp.header(what)),
         "set -eu",
         f"PYTHON={sh_quote(inp.python)}",
         f"PREFIX={sh_quote(inp.prefix)}",
@@ -92,7 +98,8 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         return f': > "$WORK/step-{n}"'
 
     for n, action in enumerate(inp.plan.actions, 1):
-        do += ["", f"# {n}. {action.summary}", *(f"#    fixes {r}" for r in inp.reason_lines(action) if action.fixes)]
+        do += ["", comment(f"{n}. {action.summary}"),
+               *(comment(f"   fixes {r}") for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
         if action.kind == ActionKind.PIP_UNINSTALL:
             do.append(f"steps stash-dists \"$STASH\" {sh_quote(str(d['dist_info']))}")

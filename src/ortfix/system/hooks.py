@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.safetext import first_control
 
 CONDA_HOOK_NAME = "ortfix-cuda-libs.sh"
 PRELOAD_MODULE = "_ortfix_preload.py"
@@ -38,21 +39,11 @@ def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
     return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
 
 
-def _control_character(text: str) -> str | None:
-    """The first character of text that could end a line or drive a terminal: C0 and C1 controls, DEL, and the
-    Unicode line and paragraph separators."""
-    for ch in text:
-        code = ord(ch)
-        if code < 32 or 127 <= code < 160 or code in (0x2028, 0x2029):
-            return ch
-    return None
-
-
 def check_hook_path(path: str, what: str, *, shell: bool) -> None:
     """Refuse a path that cannot be written into a hook file safely: any control character (a newline would end the
     `# ortfix-dir:` comment line and start a command); for the shell hooks (`shell`), also one that is not valid
     UTF-8 (surrogate escapes from the file system's bytes)."""
-    ch = _control_character(path)
+    ch = first_control(path)
     if ch is not None:
         raise OrtfixError(f"{what} {path!r} contains a control character ({ch!r}); ortfix cannot write a safe hook "
                           "there", hint="move the environment to a plain path")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
 __all__ = [
@@ -256,6 +257,23 @@ class _Report:
         value: str | None = self.get(obj, key, path, str, optional=True)
         return value
 
+    def label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
+        """A text that names something (a distribution's name or version, a build-info value), never a path that
+        reaches a file: what a package wrote there is data, so its controls are escaped here, once, for every reader
+        (safetext.visible). A METADATA `Version:` with a line end or an ESC inside is kept only in this escaped
+        form, which is no PEP 440 version either: `Distribution.installed_version` falls back to the folder's name."""
+        return visible(self.text(obj, key, path))
+
+    def opt_label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
+        value = self.opt_text(obj, key, path)
+        return None if value is None else visible(value)
+
+    def labels(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[str, ...]:
+        return tuple(visible(v) for v in self.texts(obj, key, path))
+
+    def label_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
+        return {visible(k): visible(v) for k, v in self.text_map(obj, key, path).items()}
+
     def flag(self, obj: Mapping[str, Any], key: str, path: str = "") -> bool:
         return bool(self.get(obj, key, path, bool, optional=True))
 
@@ -318,7 +336,7 @@ def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[Reco
                 or not _is_int(row[1]) or not (row[2] is None or _is_int(row[2]))
                 or not (row[3] is None or isinstance(row[3], str))):
             raise r.fail(f"{where}.damaged[{i}]", "is not [path, size, size on disk, overwritten by]")
-        out.append(RecordProblem(row[0], row[1], row[2], row[3]))
+        out.append(RecordProblem(row[0], row[1], row[2], None if row[3] is None else visible(row[3])))
     return tuple(out)
 
 
@@ -375,13 +393,13 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
     return ProbeFacts(
         executable=r.text(py, "executable", "python"),
         real_executable=r.text(py, "real_executable", "python"),
-        python_version=version,
+        python_version=visible(version),
         cache_tag=r.opt_text(py, "cache_tag", "python") or "",
         pointer_bits=pointer_bits,
         has_pip=r.flag(py, "has_pip", "python"),
-        system=r.text(osinfo, "system", "os"),
-        machine=r.text(osinfo, "machine", "os"),
-        glibc=r.opt_text(osinfo, "glibc", "os"),
+        system=r.label(osinfo, "system", "os"),
+        machine=r.label(osinfo, "machine", "os"),
+        glibc=r.opt_label(osinfo, "glibc", "os"),
         wsl=r.flag(osinfo, "wsl", "os"),
         env_kind=kind,
         prefix=r.text(env, "prefix", "env"),
@@ -396,13 +414,13 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
         sys_path=r.texts(doc, "sys_path"),
         distributions=tuple(
             Distribution(
-                name=r.text(d, "name", where),
-                normalized=r.text(d, "normalized", where),
-                version=r.text(d, "version", where),
+                name=r.label(d, "name", where),
+                normalized=r.label(d, "normalized", where),
+                version=r.label(d, "version", where),
                 location=r.text(d, "location", where),
                 dist_info=r.text(d, "dist_info", where),
-                requires=r.texts(d, "requires", where),
-                installer=r.opt_text(d, "installer", where) or "",
+                requires=r.labels(d, "requires", where),
+                installer=r.opt_label(d, "installer", where) or "",
                 files=r.record_rows(d, "files", where),
                 has_record=r.get(d, "record", where, bool, optional=True),
                 checked=r.integer(d, "checked", where),
@@ -411,19 +429,19 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
             for d, where in r.records(doc, "distributions", "")
         ),
         dependents=tuple(
-            Dependent(name=r.text(d, "name", where), version=r.text(d, "version", where),
-                      requires=r.texts(d, "requires", where))
+            Dependent(name=r.label(d, "name", where), version=r.label(d, "version", where),
+                      requires=r.labels(d, "requires", where))
             for d, where in r.records(doc, "dependents", "")
         ),
         distribution_count=r.integer(doc, "distribution_count"),
         ort_dirs=tuple(
             OrtDir(package_dir=r.text(o, "package_dir", where), location=r.text(o, "location", where),
-                   build_info=r.text_map(o, "build_info", where), files=r.texts(o, "files", where),
+                   build_info=r.label_map(o, "build_info", where), files=r.texts(o, "files", where),
                    preload=r.text_lists(o, "preload", where))
             for o, where in r.records(doc, "onnxruntime_dirs", "")
         ),
-        torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_text(torch, "version", "torch"),
-                        cuda=r.opt_text(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
+        torch=TorchInfo(dir=r.text(torch, "dir", "torch"), version=r.opt_label(torch, "version", "torch"),
+                        cuda=r.opt_label(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
                         libs=r.texts(torch, "libs", "torch")) if torch else None,
         windows=_windows_info(r, windows) if windows is not None else None,
         report=report,

@@ -176,7 +176,8 @@ def transaction_from(body: Any) -> Transaction:
 def encode(tx: Transaction) -> bytes:
     body = transaction_json(tx)
     doc = {"schema": JOURNAL_SCHEMA, "sha256": sha256_bytes(canonical(body)), "body": body}
-    return (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    # ASCII: a message or a RECORD row may hold C1 controls or U+2028, which JSON allows raw (safetext.py)
+    return (json.dumps(doc, indent=1) + "\n").encode("utf-8")
 
 
 def loads_json(data: bytes, where: str) -> Any:
