@@ -27,7 +27,7 @@ def locate_environment(python: str | None) -> TargetDescription:
     if exe.parent.name == "bin" and (env_dir / "conda-meta").is_dir():
         return TargetDescription(str(exe), _conda_version(env_dir / "conda-meta"), "conda", str(env_dir),
                                  chosen.chosen_by, is_own_prefix(str(env_dir)))
-    proc = subproc.run([str(exe), "-c", _ASK], timeout=30)
+    proc = subproc.run([str(exe), "-S", "-c", _ASK], target_python=exe, timeout=30)
     answer = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or len(answer) < 3:
         raise OrtfixError(f"cannot ask {exe} for its prefix: {proc.stderr.strip() or 'no output'}",
