@@ -519,3 +519,20 @@ def test_check_under_a_strict_c_locale(tmp_path: Path) -> None:
     proc = run_ortfix("check", "--python", str(python), env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "ORT001" in proc.stdout and "not a working Python" not in proc.stderr, proc.stdout
+
+
+def test_locate_asks_the_interpreter_without_site(tmp_path: Path) -> None:
+    """Where the layout does not say the prefix (a venv's interpreter outside bin/), rollback and history ask the
+    interpreter: with -S, finding the venv as site.py does, and running none of its .pth lines."""
+    from ortfix.target.locate import locate_environment
+
+    python = make_venv(tmp_path / "venv")
+    marker = tmp_path / "import-line-ran"
+    site_dir = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    (site_dir / "x.pth").write_text(f"import os; open({str(marker)!r}, 'a')\n")
+    scripts = tmp_path / "venv" / "Scripts"
+    scripts.mkdir()
+    (scripts / "python").symlink_to(python)
+    found = locate_environment(str(scripts / "python"))
+    assert (found.prefix, found.environment) == (str(tmp_path / "venv"), "venv")
+    assert not marker.exists()

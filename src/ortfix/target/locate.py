@@ -11,7 +11,14 @@ from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.target.choose import TargetDescription, choose_target, is_own_prefix
 
-_ASK = "import sys; print(sys.prefix); print(sys.version.split()[0]); print(int(sys.prefix != sys.base_prefix))"
+# Asked with -S (none of the environment's code runs), so the venv is found as site.py finds it: a pyvenv.cfg beside
+# the interpreter or one folder up makes the folder above the interpreter's the prefix.
+_ASK = """import os, sys
+exe = os.path.dirname(os.path.abspath(sys.executable))
+venv = any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (exe, os.path.dirname(exe)))
+print(os.path.dirname(exe) if venv else sys.prefix)
+print(sys.version.split()[0])
+print(int(venv or sys.prefix != sys.base_prefix))"""
 
 
 def locate_environment(python: str | None) -> TargetDescription:
