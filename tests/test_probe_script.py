@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import ortfix
+from ortfix.target.choose import probe_argv
 from support.fixtures import make_venv
 
 PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
@@ -64,14 +65,14 @@ def probe() -> dict[str, Any]:
 
 
 def run_probe(python: Path | str, cwd: Path, pythonpath: str | None = None, epilogue: str = "") -> tuple[str, str]:
-    """Run the probe as ortfix does (`python -c SOURCE`); its stdout and stderr."""
+    """Run the probe as ortfix does (`python -S -c SOURCE`); its stdout and stderr."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PYTHONIOENCODING"] = "utf-8"
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
-    source = PROBE.read_text(encoding="utf-8") + epilogue
-    proc = subprocess.run([str(python), "-c", source], capture_output=True, text=True, env=env, cwd=cwd,
-                          check=False)
+    argv = probe_argv(python)
+    argv[-1] += epilogue
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, proc.stderr
 
@@ -442,3 +443,96 @@ def test_probe_leaves_the_files_of_other_onnxruntime_packages_alone(tmp_path: Pa
     [genai] = [d for d in doc["distributions"] if d["normalized"] == "onnxruntime-genai"]
     assert genai["record"] is True and len(genai["files"]) == 2
     assert (genai["checked"], genai["damaged"]) == (0, [])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# sys.path without `site`: the probe runs with -S and reads .pth files as text (test_owner.py: why)
+# ---------------------------------------------------------------------------------------------------------------
+
+SYS_PATH_SCRIPT = """
+import json, os, sys
+seen = []
+for entry in sys.path:
+    if entry and os.path.isdir(entry) and os.path.realpath(entry) not in seen:
+        seen.append(os.path.realpath(entry))
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("system_site", [False, True], ids=["venv", "system-site-packages"])
+def test_probe_sys_path_is_sites_without_running_pth_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          system_site: bool) -> None:
+    """The sys.path the probe works out under -S is the one site.py makes, less what `import` lines of .pth files
+    add (the probe never runs them): plain, relative, missing, duplicate and commented path lines, the user site
+    (a venv with the system's site-packages has one), PYTHONPATH."""
+    python = make_venv(tmp_path / "venv", system_site_packages=system_site)
+    site_dir = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    dirs = {name: tmp_path / name for name in ("extra", "pythonpath", "user-extra", "by-import")}
+    for folder in dirs.values():
+        folder.mkdir()
+    (site_dir / "relative").mkdir()
+    marker = tmp_path / "import-line-ran"
+    (site_dir / "a.pth").write_text(
+        f"# a comment\n\n{dirs['extra']}\n{tmp_path / 'missing'}\nrelative   \n{dirs['extra']}\n#{tmp_path}\n")
+    (site_dir / "b.pth").write_text(
+        f"import sys; sys.path.append({str(dirs['by-import'])!r}); open({str(marker)!r}, 'a').write('ran')\n"
+        f"import\tos\n{site_dir}\n")
+    user_base = tmp_path / "userbase"
+    user_site = user_base / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    user_site.mkdir(parents=True)
+    (user_site / "u.pth").write_text(f"{dirs['user-extra']}\n")
+    monkeypatch.setenv("PYTHONUSERBASE", str(user_base))
+
+    doc = probe_doc(python, tmp_path, pythonpath=str(dirs["pythonpath"]))
+    assert not marker.exists(), "the probe ran a .pth import line"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    real = json.loads(subprocess.run([str(python), "-c", SYS_PATH_SCRIPT], capture_output=True, text=True, check=True,
+                                     cwd=tmp_path, env={**env, "PYTHONPATH": str(dirs["pythonpath"])}).stdout)
+    assert marker.exists(), "site.py ran the import line (the comparison is with the real thing)"
+    assert str(dirs["by-import"]) in real
+    expected = [p for p in real if p != str(dirs["by-import"])]
+    assert doc["sys_path"] == expected
+    assert (str(dirs["user-extra"]) in expected) is system_site
+    assert {str(dirs["extra"]), str(site_dir / "relative"), str(dirs["pythonpath"])} <= set(expected)
+
+
+def test_probe_under_a_strict_c_locale(tmp_path: Path) -> None:
+    """LC_ALL=C without UTF-8 mode decodes `-c`'s argument as ASCII: the probe's source is ASCII, and it writes its
+    report as ASCII bytes (a non-ASCII path comes out escaped, byte for byte)."""
+    venv = tmp_path / "caf\u00e9" / "venv"
+    python = make_venv(venv)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONIOENCODING")}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    proc = subprocess.run(probe_argv(python), capture_output=True, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    doc = json.loads(proc.stdout)
+    assert os.fsencode(doc["env"]["prefix"]) == os.fsencode(str(venv))
+
+
+def test_check_under_a_strict_c_locale(tmp_path: Path) -> None:
+    """The whole `check` in that locale: no traceback, no blame on the interpreter; the report's marks escaped."""
+    from txtools import ortfix as run_ortfix
+
+    python = make_venv(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONIOENCODING")}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0", ORTFIX_NO_CACHE="1")
+    proc = run_ortfix("check", "--python", str(python), env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "ORT001" in proc.stdout and "not a working Python" not in proc.stderr, proc.stdout
+
+
+def test_locate_asks_the_interpreter_without_site(tmp_path: Path) -> None:
+    """Where the layout does not say the prefix (a venv's interpreter outside bin/), rollback and history ask the
+    interpreter: with -S, finding the venv as site.py does, and running none of its .pth lines."""
+    from ortfix.target.locate import locate_environment
+
+    python = make_venv(tmp_path / "venv")
+    marker = tmp_path / "import-line-ran"
+    site_dir = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    (site_dir / "x.pth").write_text(f"import os; open({str(marker)!r}, 'a')\n")
+    scripts = tmp_path / "venv" / "Scripts"
+    scripts.mkdir()
+    (scripts / "python").symlink_to(python)
+    found = locate_environment(str(scripts / "python"))
+    assert (found.prefix, found.environment) == (str(tmp_path / "venv"), "venv")
+    assert not marker.exists()

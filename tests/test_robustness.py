@@ -113,14 +113,14 @@ def test_run_kills_the_whole_group_at_its_time_limit(marker: str, script: str) -
     whole group is killed at the limit."""
     started = time.monotonic()
     with pytest.raises(OrtfixError, match="did not finish within 1 s"):
-        subproc.run(["sh", "-c", script.format(m=marker)], timeout=1)
+        subproc.run(["sh", "-c", script.format(m=marker)], target_python=None, timeout=1)
     assert time.monotonic() - started < 10
     assert _alive_with(marker) == []
 
 
 def test_start_runs_children_in_their_own_session_and_terminate_group_ends_them_all(marker: str) -> None:
     # SIGTERM is ignored by both sleepers (an ignored signal stays ignored across exec): SIGKILL must follow.
-    proc = subproc.start(["sh", "-c", f"trap '' TERM; sleep {marker} & exec sleep {marker}"])
+    proc = subproc.start(["sh", "-c", f"trap '' TERM; sleep {marker} & exec sleep {marker}"], target_python=None)
     try:
         assert os.getsid(proc.pid) == proc.pid and os.getpgid(proc.pid) == proc.pid
         assert os.getsid(proc.pid) != os.getsid(0)
@@ -144,7 +144,7 @@ def test_start_runs_children_in_their_own_session_and_terminate_group_ends_them_
 
 
 def test_finish_of_a_started_child_is_limited_too(marker: str) -> None:
-    proc = subproc.start(["sh", "-c", f"sleep {marker} & exec sleep {marker}"])
+    proc = subproc.start(["sh", "-c", f"sleep {marker} & exec sleep {marker}"], target_python=None)
     with pytest.raises(OrtfixError, match="did not finish"):
         subproc.finish(proc, timeout=1)
     assert _alive_with(marker) == []
@@ -416,7 +416,7 @@ def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: s
 
     script = f"yes line | head -c 200000000; sleep {marker}"
     for _ in range(10):  # a race: it broke in 1 to 8 runs of 10 before
-        outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), timeout=0.2)
+        outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=0.2)
         assert outcome.timed_out and outcome.returncode is None
     assert _alive_with(marker) == []
 
@@ -424,7 +424,7 @@ def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: s
 def test_terminate_group_can_leave_the_pipes_to_their_reader(marker: str) -> None:
     """What makes the timeout above safe, deterministically: ended with close_pipes=False, the child's pipes stay
     open for the thread reading them, which then reads to end-of-file."""
-    proc = subproc.start(["sh", "-c", f"echo before; sleep {marker}"])
+    proc = subproc.start(["sh", "-c", f"echo before; sleep {marker}"], target_python=None)
     assert proc.stdout is not None and proc.stdout.readline() == "before\n"
     subproc.terminate_group(proc, timeout=0, close_pipes=False)
     assert not proc.stdout.closed and proc.stdout.read() == ""

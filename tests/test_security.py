@@ -303,7 +303,10 @@ def test_forged_journal_by_the_venv_owner_cannot_touch_roots_files(user_venv: tu
 
     # (a) a write-file step rewritten to name root's file: rollback would overwrite it with the user's stash
     as_user(user, _FORGE, str(journal), "write-outside", str(outside / "victim"))
-    assert ortfix("check", "--python", python, "--fresh", env=environ).returncode in (0, 1)
+    # root does not run the user's environment (test_owner.py) unless told to trust it
+    one_line_error(ortfix("check", "--python", python, "--fresh", env=environ), "refusing to run", "ORTFIX_SAFE_ENVS")
+    trusting = {**environ, "ORTFIX_SAFE_ENVS": str(venv)}
+    assert ortfix("check", "--python", python, "--fresh", env=trusting).returncode in (0, 1)
     one_line_error(ortfix("rollback", "--python", python, "--yes", env=environ), "outside the environment")
     assert_same_tree(around, tree_state(outside))
 

@@ -154,11 +154,11 @@ with TransactionStore(env) as store:
 # -- children: run with a limit; one that outlives it is ended with what it started, in one line
 from ortfix import subproc
 from ortfix.cachedir import cache_dir, write_json
-out["child"] = subproc.run([sys.executable, "-c", "print('child ok')"], timeout=60).stdout.strip()
+out["child"] = subproc.run([sys.executable, "-c", "print('child ok')"], target_python=None, timeout=60).stdout.strip()
 start = time.monotonic()
 grandchild = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
               "time.sleep(60)")
-refused("child_limit", lambda: subproc.run([sys.executable, "-c", grandchild], timeout=3))
+refused("child_limit", lambda: subproc.run([sys.executable, "-c", grandchild], target_python=None, timeout=3))
 out["child_limit_s"] = round(time.monotonic() - start, 1)
 out["cache"] = str(cache_dir())
 out["cache_written"] = write_json(cache_dir() / "windows-runtime-test.json", {"ok": 1})

@@ -65,7 +65,7 @@ for name, case in cases.items():
 from ortfix.target.ortrun import MARK, stream
 child = ("import ctypes, json, sys; print(sys.argv[1] + json.dumps({'stage': 'import'}), flush=True); "
          "ctypes.WinDLL(sys.argv[2])")
-dead = stream([sys.executable, "-c", child, MARK, sys.argv[2]], dict(os.environ), timeout=120)
+dead = stream([sys.executable, "-c", child, MARK, sys.argv[2]], dict(os.environ), target_python=None, timeout=120)
 out["session-death"] = {"death": dead.death(), "returncode": dead.returncode, "evidence": dead.evidence}
 print("RESULT:" + json.dumps(out))
 """

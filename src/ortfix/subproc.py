@@ -12,6 +12,11 @@ later joins the job), and ending it terminates the job: the child and everything
 the child starts in the instant before it is assigned to the job is not in it. Where a job cannot be made, `taskkill
 /T /F` (System32's) ends the tree, then TerminateProcess the child itself (wine's taskkill has no /T).
 
+A child that runs a target environment's code (its interpreter, pip or uv for it, the load check, ORT runs) is
+started with `target_python=` that interpreter: right before the start, target/owner.py refuses it when ortfix runs
+as root and another user controls that environment. Every caller says, `None` for ortfix's own interpreter and the
+system's tools: the argument has no default.
+
 `ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds.
 """
 
@@ -28,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.target.owner import require_trusted
 
 # Variables that change what a child Python or pip does behind our back.
 _PYTHON_NOISE = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONSAFEPATH")
@@ -215,8 +221,10 @@ def _end_tree_windows(proc: subprocess.Popen[str], timeout: float) -> None:
         proc.wait(timeout=max(timeout, 1.0))
 
 
-def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, cwd: Path | None = None
-           ) -> subprocess.Popen[str]:
+def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, target_python: str | Path | None,
+           cwd: Path | None = None) -> subprocess.Popen[str]:
+    if target_python is not None:
+        require_trusted(target_python)  # at the moment of launch: what is checked is what starts
     try:
         proc = subprocess.Popen(
             args,
@@ -261,22 +269,27 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
 def run(
     argv: Sequence[str | Path],
     *,
+    target_python: str | Path | None,
     env: Mapping[str, str] | None = None,
     timeout: float = 60.0,
     input_text: str | None = None,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run argv to completion and capture its output; a missing program is an OrtfixError, not a traceback, and so
-    is a child (or anything it started) still holding its output after `timeout` seconds."""
+    is a child (or anything it started) still holding its output after `timeout` seconds. `target_python`: the
+    target interpreter whose environment's code the child runs (checked by target/owner.py), None when it runs only
+    ortfix's own or the system's code."""
     args = [str(a) for a in argv]
-    proc = _popen(args, env, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL, cwd=cwd)
+    proc = _popen(args, env, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                  target_python=target_python, cwd=cwd)
     return _communicate(proc, timeout, input_text)
 
 
-def start(argv: Sequence[str | Path], *, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+def start(argv: Sequence[str | Path], *, target_python: str | Path | None,
+          env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """Start argv in the background (so ortfix can do other work meanwhile), in a session of its own; read it with
-    `finish`, or end it (and everything it started) with `terminate_group`."""
-    return _popen([str(a) for a in argv], env, stdin=subprocess.DEVNULL)
+    `finish`, or end it (and everything it started) with `terminate_group`. `target_python`: as for `run`."""
+    return _popen([str(a) for a in argv], env, stdin=subprocess.DEVNULL, target_python=target_python)
 
 
 def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

@@ -75,7 +75,8 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
         return []
     with tempfile.TemporaryDirectory(prefix="ortfix-pins-") as tmp:
         report = Path(tmp) / "report.json"
-        proc = subproc.run(dry_run_argv(python, requirements, report, fresh=fresh), timeout=900)
+        proc = subproc.run(dry_run_argv(python, requirements, report, fresh=fresh), target_python=python,
+                          timeout=900)
         if proc.returncode != 0:
             why = pip_error_line(proc.stderr or proc.stdout)
             raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",

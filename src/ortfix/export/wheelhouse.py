@@ -104,7 +104,7 @@ def _pip_failure(what: str, proc_text: str, target: WheelhouseTarget) -> OrtfixE
 def _download(python: str, requirements: Sequence[str], folder: Path, target: WheelhouseTarget, what: str) -> None:
     argv = [python, "-m", "pip", "download", *requirements, "--dest", str(folder), *target.pip_options(),
             "--disable-pip-version-check", "--quiet"]
-    proc = subproc.run(argv, timeout=1800)
+    proc = subproc.run(argv, target_python=python, timeout=1800)
     if proc.returncode != 0:
         raise _pip_failure(what, proc.stderr or proc.stdout, target)
 
@@ -159,13 +159,15 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[st
     source = ortfix_source()
     if source is None:
         proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
-                            *target.pip_options(), "--disable-pip-version-check", "--quiet"], timeout=1800)
+                            *target.pip_options(), "--disable-pip-version-check", "--quiet"], target_python=python,
+                           timeout=1800)
         if proc.returncode == 0:
             return "index", None
         return "", (f"ortfix {__version__} is not on the index and is not installed from its source, so it cannot be "
                     "built here")
     built = subproc.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(folder),
-                         "--disable-pip-version-check", "--quiet", str(source)], timeout=1800)
+                         "--disable-pip-version-check", "--quiet", str(source)], target_python=None,
+                         timeout=1800)
     if built.returncode != 0:
         lines = [ln.strip() for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
         errors = [ln for ln in lines if ln.startswith("ERROR:")] or lines  # pip's closing note says nothing

@@ -121,7 +121,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
                 notes.append(queried.error)
         elif shutil.which("nvidia-smi"):
             smi = subproc.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
-                               "--format=csv,noheader"], timeout=30)
+                               "--format=csv,noheader"], target_python=None, timeout=30)
             if smi.returncode == 0:
                 driver, gpus = parse_nvidia_smi_csv(smi.stdout)
                 userspace = userspace or driver
@@ -234,7 +234,7 @@ class GpuQuery:
 
 def query_gpu_subprocess() -> GpuQuery | None:
     try:
-        proc = subproc.run([sys.executable, "-I", "-c", _GPU_QUERY], timeout=30)
+        proc = subproc.run([sys.executable, "-I", "-c", _GPU_QUERY], target_python=None, timeout=30)
     except Exception:
         return None
     if proc.returncode != 0:

@@ -108,7 +108,7 @@ def load_ld_cache(path: Path = Path("/etc/ld.so.cache")) -> LdCache:
 def _from_ldconfig(path: Path) -> LdCache:
     """Fallback for a cache format we cannot parse: ask ldconfig itself (slower, but exact)."""
     try:
-        proc = subproc.run(["ldconfig", "-p", "-C", str(path)], timeout=20)
+        proc = subproc.run(["ldconfig", "-p", "-C", str(path)], target_python=None, timeout=20)
     except Exception:
         return LdCache(source=str(path))
     entries = []

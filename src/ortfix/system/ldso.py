@@ -63,7 +63,7 @@ def _system_search_dirs(interpreter: str, identity: str | None,
 
 def _ask_ld_so(interpreter: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     try:
-        proc = subproc.run([interpreter, "--help"], timeout=10, env={"LC_ALL": "C"})
+        proc = subproc.run([interpreter, "--help"], target_python=None, timeout=10, env={"LC_ALL": "C"})
     except Exception:
         return None
     dirs = []

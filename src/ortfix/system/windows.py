@@ -329,7 +329,7 @@ def detect_windows_driver(system_dir: str, *, query_gpus: bool = True) -> Driver
                 notes.append(error)
         if not gpus and smi is not None:
             run = subproc.run([smi, "--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"],
-                              timeout=30)
+                              target_python=None, timeout=30)
             if run.returncode == 0:
                 driver, gpus = parse_nvidia_smi_csv(run.stdout)
                 version = version or driver
@@ -344,7 +344,7 @@ _NVML_QUERY = nvml_query_script('ctypes.WinDLL("nvml.dll")', r"""    out["error"
 
 def _query_nvml() -> tuple[tuple[Gpu, ...], str | None, str | None, str | None] | None:
     try:
-        proc = subproc.run([sys.executable, "-I", "-c", _NVML_QUERY], timeout=30)
+        proc = subproc.run([sys.executable, "-I", "-c", _NVML_QUERY], target_python=None, timeout=30)
     except OSError:
         return None
     if proc.returncode != 0:

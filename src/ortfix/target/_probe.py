@@ -12,14 +12,14 @@ import sys
 if sys.path and sys.path[0] in ("", "."):
     del sys.path[0]
 
-# Only modules site.py has already loaded, plus sysconfig: json, re, platform and importlib.util cost the probe 12 ms
-# of its 31 (json.decoder alone pulls in re, enum, functools and collections), so it does without them.
+# Only modules site.py would have loaded (importing site under -S does not run it), plus sysconfig once sys.prefix
+# is the venv's (environment_kind): json, re, platform and importlib.util cost the probe 12 ms of its 31
+# (json.decoder alone pulls in re, enum, functools and collections), so it does without them.
 import os
 import site
-import sysconfig
 
 if False:  # typing is only for the type checker: importing it costs the probe 4 ms
-    from typing import Any, Dict, List, Optional  # noqa: F401
+    from typing import Any, Dict, List, Optional, Set  # noqa: F401
 
 PROBE_SCHEMA = 1
 INTERESTING_PREFIXES = ("onnxruntime", "ort-nightly", "ort_nightly", "nvidia-", "nvidia_", "tensorrt")
@@ -32,13 +32,134 @@ TORCH_LIB_PREFIXES = ("cud", "cublas", "cufft", "curand", "nvrtc", "nvJit", "zli
 IDENTIFIER_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 IDENTIFIER_CHARS = IDENTIFIER_START + "0123456789"
 # Case folding as re.IGNORECASE does it for an ASCII pattern: A-Z, and the four non-ASCII letters it also matches to
-# i, i, s and k (str.lower() differs on them, and "İ".lower() is two characters).
+# i, i, s and k (str.lower() differs on them, and "\u0130".lower() is two characters). This file is ASCII: it is
+# sent as the argument of `-c`, which a strict C locale decodes as ASCII.
 FOLD = {c: c + 32 for c in range(65, 91)}  # type: Dict[int, int]
 FOLD.update({0x130: 0x69, 0x131: 0x69, 0x17F: 0x73, 0x212A: 0x6B})
 # The escapes json.dumps writes short; encode_char() writes any other character outside " " to "~" as \uXXXX.
 JSON_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 ENV_VARS = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "CUDA_PATH", "CUDA_HOME", "CUDNN_PATH", "CONDA_PREFIX",
             "CONDA_DEFAULT_ENV", "VIRTUAL_ENV", "PYTHONPATH", "ORT_CUDA_UNAVAILABLE")
+
+
+def make_path(*parts):
+    # type: (str) -> List[str]
+    # site.makepath: the absolute path and the form known paths are compared in.
+    path = os.path.join(*parts)
+    try:  # noqa: SIM105 (contextlib would be one more import for the probe)
+        path = os.path.abspath(path)
+    except OSError:  # the working directory is gone: site.py keeps the path as it is
+        pass
+    return [path, os.path.normcase(path)]
+
+
+def add_path(paths, known, path):
+    # type: (List[str], Set[str], str) -> None
+    path, case = make_path(path)
+    if case not in known:
+        paths.append(path)
+        known.add(case)
+
+
+def pth_lines(path):
+    # type: (str) -> List[str]
+    # The lines of a .pth file as site.py reads them (UTF-8, else the file system's encoding); none when unreadable.
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode(sys.getfilesystemencoding(), "surrogateescape")
+    return text.splitlines()
+
+
+def add_site_dir(paths, known, site_dir):
+    # type: (List[str], Set[str], str) -> None
+    # site.addsitedir without running anything: the folder, then each .pth file's path lines, in name order; a line
+    # that starts with "import" is code site.py would run, and is skipped (as are comments and blank lines).
+    add_path(paths, known, site_dir)
+    site_dir = make_path(site_dir)[0]
+    try:
+        names = sorted(n for n in os.listdir(site_dir) if n.endswith(".pth") and not n.startswith("."))
+    except OSError:
+        return
+    for name in names:
+        for line in pth_lines(os.path.join(site_dir, name)):
+            if line.startswith("#") or not line.strip() or line.startswith(("import ", "import\t")):
+                continue
+            path, case = make_path(site_dir, line.rstrip())
+            if case not in known and os.path.exists(path):
+                paths.append(path)
+                known.add(case)
+
+
+def venv_config():
+    # type: () -> Optional[List[Any]]
+    # site.venv: [the venv's folder, whether the base's site-packages count] when a pyvenv.cfg sits beside the
+    # interpreter or one folder up; else None.
+    exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+    site_prefix = os.path.dirname(exe_dir)
+    for cfg in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(site_prefix, "pyvenv.cfg")):
+        if os.path.isfile(cfg):
+            system_site = "true"
+            for line in pth_lines(cfg):
+                key, eq, value = line.partition("=")
+                if eq and key.strip().lower() == "include-system-site-packages":
+                    system_site = value.strip().lower()
+            return [site_prefix, system_site == "true"]
+    return None
+
+
+def site_path():
+    # type: () -> List[str]
+    # What `site` does at start-up, worked out without running any of the environment's code: ortfix starts the probe
+    # with -S, so that no .pth import line and no sitecustomize runs (run by root, they would run as root). The venv's
+    # prefix, the user site, the site-packages folders and their .pth path lines go into sys.path as site.py would
+    # put them. Returns the prefixes whose site-packages count. Started without -S, site has done it all already.
+    if not sys.flags.no_site:
+        return list(getattr(site, "PREFIXES", [sys.prefix]))
+    paths = []  # type: List[str]
+    known = set()  # type: Set[str]
+    for entry in sys.path:
+        add_path(paths, known, entry)
+    prefixes = [sys.prefix, sys.exec_prefix]
+    user_site = None  # type: Optional[bool]
+    venv = venv_config()
+    if venv is not None:
+        sys.prefix = sys.exec_prefix = venv[0]
+        add_site_packages(paths, known, [venv[0]])
+        if venv[1]:
+            prefixes.insert(0, venv[0])
+        else:
+            prefixes = [venv[0]]
+            user_site = False
+    if user_site is None:
+        check = getattr(site, "check_enableusersite", None)  # absent from legacy virtualenv's own site.py
+        user_site = bool(check()) if check is not None else False
+    site.ENABLE_USER_SITE = user_site
+    if user_site and os.path.isdir(site.getusersitepackages()):
+        add_site_dir(paths, known, site.getusersitepackages())
+    add_site_packages(paths, known, prefixes)
+    sys.path[:] = paths
+    return prefixes
+
+
+def site_packages(prefixes):
+    # type: (List[str]) -> List[str]
+    if hasattr(site, "getsitepackages"):
+        return site.getsitepackages(prefixes)
+    # legacy virtualenv's own site.py has none: the POSIX layout
+    return [os.path.join(p, "lib", "python%d.%d" % sys.version_info[:2], "site-packages") for p in prefixes]
+
+
+def add_site_packages(paths, known, prefixes):
+    # type: (List[str], Set[str], List[str]) -> None
+    for site_dir in site_packages(prefixes):
+        if os.path.isdir(site_dir):
+            add_site_dir(paths, known, site_dir)
 
 
 def normalize(name):
@@ -382,8 +503,11 @@ def glibc_version():
     return None
 
 
-def environment_kind():
-    # type: () -> Dict[str, Any]
+def environment_kind(prefixes):
+    # type: (List[str]) -> Dict[str, Any]
+    # After site_path(): sysconfig reads sys.prefix when it is imported, and site_path() makes it the venv's.
+    import sysconfig
+
     prefix = sys.prefix
     base = getattr(sys, "base_prefix", getattr(sys, "real_prefix", prefix))
     is_venv = prefix != base or hasattr(sys, "real_prefix")
@@ -392,17 +516,14 @@ def environment_kind():
     paths = sysconfig.get_paths()
     purelib = paths["purelib"]
     platlib = paths["platlib"]
-    try:
-        site_packages = site.getsitepackages()
-    except AttributeError:  # old virtualenv's site.py
-        site_packages = [purelib]
+    site_dirs = site_packages(prefixes) if hasattr(site, "getsitepackages") else [purelib]
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     return {
         "kind": kind,
         "prefix": prefix,
         "base_prefix": base,
         "conda": is_conda,
-        "site_packages": site_packages,
+        "site_packages": site_dirs,
         "purelib": purelib,
         "platlib": platlib,
         "user_site": user_site,
@@ -547,6 +668,7 @@ def encode_char(c):
 
 def main():
     # type: () -> None
+    prefixes = site_path()
     dists = scan_distributions()
     system, release, machine = uname()
     doc = {
@@ -567,7 +689,7 @@ def main():
             "glibc": glibc_version(),
             "wsl": "microsoft" in release.lower(),
         },
-        "env": environment_kind(),
+        "env": environment_kind(prefixes),
         "environ": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
         "cwd": os.getcwd(),
         "sys_path": search_dirs(),
@@ -579,7 +701,13 @@ def main():
     }
     if os.name == "nt":  # only there: a Linux report stays as it was
         doc["windows"] = windows_facts()
-    sys.stdout.write(encode(doc))
+    # ASCII bytes (encode() escapes everything else), whatever encoding and error handler stdout has.
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:
+        sys.stdout.write(encode(doc))
+    else:
+        out.write(encode(doc).encode("ascii"))
+        out.flush()
 
 
 if __name__ == "__main__":  # as under `python -c`; tests load the functions without running it

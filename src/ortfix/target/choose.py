@@ -172,15 +172,23 @@ def canonical(python: Path) -> Path:
     return python
 
 
+def probe_argv(python: Path | str) -> list[str]:
+    """How the probe is started: `python -S -c SOURCE`. Without `site`, none of the environment's code runs (its
+    `.pth` import lines, sitecustomize): the probe works out the sys.path that `site` would make by reading the
+    `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user."""
+    return [str(python), "-S", "-c", PROBE_SOURCE.read_text(encoding="utf-8")]
+
+
 def start_probe(python: Path) -> subprocess.Popen[str]:
     """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
     timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
-    source = PROBE_SOURCE.read_text(encoding="utf-8")
     # The user's environment as it is (LD_LIBRARY_PATH, PYTHONPATH...): the probe must see what their Python sees.
     env = dict(os.environ)
     env["PYTHONIOENCODING"] = "utf-8"
     try:
-        return subproc.start([str(python), "-c", source], env=env)
+        return subproc.start(probe_argv(python), target_python=python, env=env)
     except OrtfixError as exc:
+        if not exc.message.startswith("cannot run "):  # not a start that failed: target/owner.py's refusal
+            raise
         raise OrtfixError(f"{python} cannot be started ({exc.message.split(': ', 1)[-1]})",
                           hint="is it a Python interpreter? --python names the one to work on") from exc

@@ -11,7 +11,14 @@ from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.target.choose import TargetDescription, choose_target, is_own_prefix
 
-_ASK = "import sys; print(sys.prefix); print(sys.version.split()[0]); print(int(sys.prefix != sys.base_prefix))"
+# Asked with -S (none of the environment's code runs), so the venv is found as site.py finds it: a pyvenv.cfg beside
+# the interpreter or one folder up makes the folder above the interpreter's the prefix.
+_ASK = """import os, sys
+exe = os.path.dirname(os.path.abspath(sys.executable))
+venv = any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (exe, os.path.dirname(exe)))
+print(os.path.dirname(exe) if venv else sys.prefix)
+print(sys.version.split()[0])
+print(int(venv or sys.prefix != sys.base_prefix))"""
 
 
 def locate_environment(python: str | None) -> TargetDescription:
@@ -27,7 +34,7 @@ def locate_environment(python: str | None) -> TargetDescription:
     if exe.parent.name == "bin" and (env_dir / "conda-meta").is_dir():
         return TargetDescription(str(exe), _conda_version(env_dir / "conda-meta"), "conda", str(env_dir),
                                  chosen.chosen_by, is_own_prefix(str(env_dir)))
-    proc = subproc.run([str(exe), "-c", _ASK], timeout=30)
+    proc = subproc.run([str(exe), "-S", "-c", _ASK], target_python=exe, timeout=30)
     answer = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or len(answer) < 3:
         raise OrtfixError(f"cannot ask {exe} for its prefix: {proc.stderr.strip() or 'no output'}",

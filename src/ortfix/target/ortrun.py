@@ -133,13 +133,14 @@ def run_in_target(python: str, args: Mapping[str, Any], *, prefix: str, conda_ho
     code = SOURCE.read_text(encoding="utf-8")
     argv, child_env = launch(python, code, [json.dumps(dict(args))], prefix=prefix, conda_hook=conda_hook)
     shown = tuple("<ortfix run script>" if a == code else a for a in argv)
-    return stream(argv, dict(env) if env is not None else child_env, timeout=timeout, on_stage=on_stage, shown=shown)
+    return stream(argv, dict(env) if env is not None else child_env, target_python=python, timeout=timeout,
+                  on_stage=on_stage, shown=shown)
 
 
-def stream(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
+def stream(argv: Sequence[str], env: Mapping[str, str], *, target_python: str | None, timeout: float,
            on_stage: Callable[[Mapping[str, Any]], None] | None = None,
            shown: Sequence[str] | None = None) -> RunOutcome:
-    proc = subproc.start(argv, env=env)
+    proc = subproc.start(argv, target_python=target_python, env=env)
     timed_out = threading.Event()
 
     def kill() -> None:

@@ -37,7 +37,7 @@ def free_discards(store: TransactionStore, tx: Transaction, *, background: bool)
     folders = [store.prefix / r for r in rels]
     if rels and background:
         try:
-            subproc.start([sys.executable, "-c", _FREE_CODE, store.env.real, *rels])
+            subproc.start([sys.executable, "-c", _FREE_CODE, store.env.real, *rels], target_python=None)
             return folders
         except OrtfixError:
             pass

@@ -179,7 +179,7 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
     names = [n for n in dict.fromkeys(sonames) if not n.startswith(PROVIDER_PREFIX)]
     argv, env = launch(python, code, prefix=prefix, conda_hook=conda_hook)
     shown = tuple(a if a != code else "<verification script>" for a in argv)
-    proc = subproc.run(argv, env=env, timeout=timeout)
+    proc = subproc.run(argv, target_python=python, env=env, timeout=timeout)
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
     if line is None:
         why = (f"killed by signal {-proc.returncode}" if proc.returncode < 0

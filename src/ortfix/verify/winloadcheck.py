@@ -41,7 +41,8 @@ def check_loadable_windows(python: str, provider: str | None, by_name: Sequence[
     doc = {"provider": provider, "by_name": names, "driver_dlls": sorted(DRIVER_DLLS)}
     argv, child_env = launch(python, code, [json.dumps(doc)], prefix=prefix)
     shown = tuple("<ortfix load-check script>" if a == code else a for a in argv)
-    run = stream(argv, dict(env) if env is not None else child_env, timeout=timeout, shown=shown)
+    run = stream(argv, dict(env) if env is not None else child_env, target_python=python, timeout=timeout,
+                 shown=shown)
     return read_outcome(run, provider, names, cuda_major)
 
 

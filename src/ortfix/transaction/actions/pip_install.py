@@ -208,7 +208,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             }
             ctx.commit(record)
             lines: list[str] = []
-            rc = self._run(argv, install_environ(env, step.details), record, step, ctx, roots, lines)
+            rc = self._run(argv, env.python, install_environ(env, step.details), record, step, ctx, roots, lines)
             if rc != 0:
                 raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
             names = ([n for n, _v, _u in report_installs(report)] if installer == "pip"
@@ -245,7 +245,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                 hint="everything this transaction did is undone; what the other installer did stays")
         return record
 
-    def _run(self, argv: Sequence[str], environ: Mapping[str, str] | None, record: PipInstallRecord, step: Step,
+    def _run(self, argv: Sequence[str], python: str, environ: Mapping[str, str] | None, record: PipInstallRecord,
+             step: Step,
              ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
         ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(shown(argv))}")
 
@@ -253,7 +254,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             lines.append(line)
             ctx.output(line, is_err)
 
-        proc = subproc.start(argv, env=environ)
+        proc = subproc.start(argv, target_python=python, env=environ)
         record["pid"] = proc.pid
         ctx.commit(record)
         threads = [threading.Thread(target=_pump, args=(proc.stdout, False, output), daemon=True),

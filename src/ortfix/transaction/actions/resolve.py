@@ -160,7 +160,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     if installer == "uv":
         dry = install_argv(env, details, dry_run_report="")
         top_before = set(take_snapshot((), env.prefix))
-        proc = subproc.run(dry, timeout=900, env=install_environ(env, details))
+        proc = subproc.run(dry, target_python=env.python, timeout=900, env=install_environ(env, details))
         # Preflight changes nothing: uv's dry run still takes the environment's lock file (<prefix>/.lock, empty).
         for rel in set(take_snapshot((), env.prefix)) - top_before:
             st = env.fs.lstat(rel)
@@ -179,7 +179,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
     report = workdir / "pip-report.json"
     # --disable-pip-version-check: the dry-run's own output is not shown, so its self-check would only cost time.
     dry = install_argv(env, details, dry_run_report=str(report))
-    proc = subproc.run(dry, timeout=900)
+    proc = subproc.run(dry, target_python=env.python, timeout=900)
     if proc.returncode != 0:
         message = pip_error_line(proc.stderr or proc.stdout)
         if "no such option: --report" in proc.stderr or "no such option: --dry-run" in proc.stderr:

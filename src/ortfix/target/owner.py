@@ -1,0 +1,190 @@
+"""Whose code a child runs: ortfix running as root never starts an environment that another user controls.
+
+A Python environment's code runs in every process that starts its interpreter: its `.pth` files and sitecustomize
+(`site`), pip and uv (the interpreter they query and the packages they import), `import onnxruntime` in the load
+check and the ORT runs. Run as root (an administrator helping a user, Ansible with `become`), ortfix would hand that
+code root: the environment's owner gets root by asking for help (git's `safe.directory` problem).
+
+So `subproc.run`/`subproc.start` call `require_trusted` right before they start a child that runs a target
+environment's code (`target_python=`; every call site must say, the type checker sees to it). When ortfix runs as
+root, every path that decides what such a child executes must belong to root and be writable by nobody else (a
+folder writable by everyone, or by a group other than root's, counts as theirs unless it is sticky, as /tmp is):
+the interpreter and each link on the way to the real file, the environment's folder, its pyvenv.cfg and the base
+installation it names (`home`), its site-packages folders, and every folder above each of them (whoever can rename
+one of those decides what the path names). Anything else is refused in one line (exit 2) that says how to go on:
+run ortfix as that user, or, to run the environment's code as root anyway, name it in `ORTFIX_SAFE_ENVS` (folders
+separated by os.pathsep; an environment in or below one of them is not checked).
+
+Not run as root, or on Windows, nothing is checked: ortfix then has no more privilege than whoever starts it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from ortfix.errors import OrtfixError
+
+SAFE_ENVS = "ORTFIX_SAFE_ENVS"
+# Where an environment keeps what `site` adds to sys.path: <env>/lib*/python3*/{site,dist}-packages (POSIX layouts,
+# Debian's dist-packages), <env>/Lib/site-packages (Windows).
+_LIB_DIRS = ("lib", "lib64")
+_SITE_DIRS = ("site-packages", "dist-packages")
+_MAX_LINKS = 40  # as the kernel's ELOOP limit
+
+
+def require_trusted(python: str | Path) -> None:
+    """Refuse (OrtfixError, exit 2) to start code of the environment of `python` when ortfix runs as root and
+    someone else controls a path that decides what runs. Called at the moment of launch (subproc)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    env_dir = environment_folder(python)
+    if _listed_safe(env_dir):
+        return
+    for path in sorted(_deciding_paths(python, env_dir)):
+        who = _controlled_by(path)
+        if who is not None:
+            raise OrtfixError(
+                f"refusing to run {_shown(python)} as root: {_shown(path)} {who}, so whoever that is would get "
+                f"root through the environment's code (.pth files, pip, onnxruntime)",
+                hint=f"run ortfix as the environment's owner; or, if you trust it, {SAFE_ENVS}={_shown(env_dir)}")
+
+
+def environment_folder(python: str | Path) -> str:
+    """The folder of the environment `python` belongs to, from its path alone: `<env>` for `<env>/bin/python` (and
+    `<env>/Scripts/python.exe`), else the interpreter's own folder (a conda or Windows layout)."""
+    folder = os.path.dirname(os.path.abspath(python))
+    return os.path.dirname(folder) if os.path.basename(folder) in ("bin", "Scripts") else folder
+
+
+def _listed_safe(env_dir: str) -> bool:
+    """The environment is in or below a folder of ORTFIX_SAFE_ENVS (compared by real path)."""
+    real = os.path.realpath(env_dir)
+    for entry in os.environ.get(SAFE_ENVS, "").split(os.pathsep):
+        if not entry.strip():
+            continue
+        allowed = os.path.realpath(os.path.expanduser(entry))
+        if real == allowed or real.startswith(allowed.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _deciding_paths(python: str | Path, env_dir: str) -> set[str]:
+    """Every path whose owner decides what a child of `python` runs, folders above included."""
+    wanted: list[str] = []
+    envs = [env_dir]
+    for hop in _link_chain(os.path.abspath(python)):
+        wanted.append(hop)
+        envs.append(environment_folder(hop))
+    for env in dict.fromkeys(envs):
+        cfg = os.path.join(env, "pyvenv.cfg")
+        if os.path.lexists(cfg):
+            wanted.append(cfg)
+            home = _venv_home(cfg)
+            if home:
+                wanted.append(home)
+                envs.append(os.path.dirname(home) if os.path.basename(home) in ("bin", "Scripts") else home)
+    for env in dict.fromkeys(envs):
+        wanted.append(env)
+        wanted.extend(_site_folders(env))
+    found: set[str] = set()
+    for path in wanted:
+        found.update(_ancestry(path))
+    return found
+
+
+def _site_folders(env: str) -> Iterator[str]:
+    """The site-packages folders an environment has, found by listing its lib folders (glob would import re: this
+    runs before every probe)."""
+    yield os.path.join(env, "Lib", "site-packages")
+    for lib in _LIB_DIRS:
+        try:
+            names = os.listdir(os.path.join(env, lib))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("python3"):
+                for site_dir in _SITE_DIRS:
+                    yield os.path.join(env, lib, name, site_dir)
+
+
+def _link_chain(path: str) -> Iterator[str]:
+    """`path`, then each symbolic link's target in turn, up to the file that is not a link."""
+    for _ in range(_MAX_LINKS):
+        yield path
+        try:
+            target = os.readlink(path)
+        except OSError:  # not a link (or gone): the end of the chain
+            return
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+
+
+def _ancestry(path: str) -> Iterator[str]:
+    """`path` and every folder above it, as written and as resolved (a linked folder on the way counts both)."""
+    for form in (os.path.abspath(path), os.path.realpath(path)):
+        current = os.path.normpath(form)
+        while True:
+            yield current
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+
+
+def _venv_home(cfg: str) -> str | None:
+    """pyvenv.cfg's `home` (where the interpreter's base installation is), as site.py and getpath read it."""
+    try:
+        with open(cfg, encoding="utf-8", errors="replace") as f:
+            lines = f.read(65536).splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, eq, value = line.partition("=")
+        if eq and key.strip().lower() == "home" and value.strip():
+            return os.path.abspath(value.strip())
+    return None
+
+
+def _controlled_by(path: str) -> str | None:
+    """Why someone other than root controls `path` ("is owned by uid 1000 (alice)", "is writable by everyone"...),
+    None when only root does (or it does not exist)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc})"
+    if st.st_uid != 0:
+        return f"is owned by uid {st.st_uid}{_name_of(st.st_uid, 'pwd')}"
+    if stat.S_ISLNK(st.st_mode) or (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
+        return None  # a link's own mode means nothing; in a sticky folder only an entry's owner may rename it
+    if st.st_mode & stat.S_IWOTH:
+        return "is writable by everyone"
+    if st.st_mode & stat.S_IWGRP and st.st_gid != 0:
+        return f"is writable by group {st.st_gid}{_name_of(st.st_gid, 'grp')}"
+    return None
+
+
+def _shown(path: str | Path) -> str:
+    """A path as the one error line shows it: a character that is not printable (a terminal escape, a line break
+    that a link's target may hold) as its escape."""
+    text = str(path)
+    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _name_of(number: int, database: str) -> str:
+    """` (alice)`: the user's (or group's) name, when the system has one."""
+    try:
+        if database == "pwd":
+            import pwd
+
+            name = pwd.getpwuid(number).pw_name
+        else:
+            import grp
+
+            name = grp.getgrgid(number).gr_name
+    except (ImportError, KeyError):
+        return ""
+    return f" ({name})" if name.isprintable() else ""
