@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.safetext import visible
 
 SAFE_ENVS = "ORTFIX_SAFE_ENVS"
 # Where an environment keeps what `site` adds to sys.path: <env>/lib*/python3*/{site,dist}-packages (POSIX layouts,
@@ -47,9 +48,9 @@ def require_trusted(python: str | Path) -> None:
         who = _controlled_by(path)
         if who is not None:
             raise OrtfixError(
-                f"refusing to run {_shown(python)} as root: {_shown(path)} {who}, so whoever that is would get "
+                f"refusing to run {visible(str(python))} as root: {visible(str(path))} {who}, so whoever that is would get "
                 f"root through the environment's code (.pth files, pip, onnxruntime)",
-                hint=f"run ortfix as the environment's owner; or, if you trust it, {SAFE_ENVS}={_shown(env_dir)}")
+                hint=f"run ortfix as the environment's owner; or, if you trust it, {SAFE_ENVS}={visible(str(env_dir))}")
 
 
 def environment_folder(python: str | Path) -> str:
@@ -165,13 +166,6 @@ def _controlled_by(path: str) -> str | None:
     if st.st_mode & stat.S_IWGRP and st.st_gid != 0:
         return f"is writable by group {st.st_gid}{_name_of(st.st_gid, 'grp')}"
     return None
-
-
-def _shown(path: str | Path) -> str:
-    """A path as the one error line shows it: a character that is not printable (a terminal escape, a line break
-    that a link's target may hold) as its escape."""
-    text = str(path)
-    return text if text.isprintable() else "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _name_of(number: int, database: str) -> str:
