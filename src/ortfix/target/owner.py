@@ -48,8 +48,8 @@ def require_trusted(python: str | Path) -> None:
         who = _controlled_by(path)
         if who is not None:
             raise OrtfixError(
-                f"refusing to run {visible(str(python))} as root: {visible(str(path))} {who}, so whoever that is would get "
-                f"root through the environment's code (.pth files, pip, onnxruntime)",
+                f"refusing to run {visible(str(python))} as root: {visible(str(path))} {who}, so whoever that is "
+                "would get root through the environment's code (.pth files, pip, onnxruntime)",
                 hint=f"run ortfix as the environment's owner; or, if you trust it, {SAFE_ENVS}={visible(str(env_dir))}")
 
 
