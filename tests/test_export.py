@@ -350,3 +350,62 @@ def test_the_stash_program_refuses_a_record_that_reaches_outside_the_environment
     assert outside.read_text() == "precious\n"
     assert_same_tree(before, tree_state(target))
     assert not stash.exists() or not any(stash.rglob("*"))  # nothing was moved aside
+
+
+def _victims(folder: Path, *names: str) -> dict[Path, tuple[bytes, int]]:
+    """A file of someone else's for each name, 0600, and a link planted at that name in `folder` pointing to it:
+    {victim: (its bytes, its mode)}."""
+    out = {}
+    for name in names:
+        victim = folder.parent / f"victim of {name}"
+        victim.write_bytes(f"not ortfix's: {name}\n".encode())
+        victim.chmod(0o600)
+        (folder / name).symlink_to(victim)
+        out[victim] = (victim.read_bytes(), victim.stat().st_mode)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["sh", "ps1"])
+def test_export_replaces_links_planted_at_the_file_and_its_undo_script(base: dict[str, Path], env: dict[str, str],
+                                                                       tmp_path: Path, fmt: str) -> None:
+    """A folder others can write (the issue: root exporting into one): links planted at `fix.sh` and at the derived
+    `fix.undo.sh`, which the user never named, point at a 0600 file; export replaces both links with new files and
+    leaves the files they pointed to as they were, content and mode."""
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    victims = _victims(shared, f"fix.{fmt}", f"fix.undo.{fmt}")
+    doc = ortfix_json("export", fmt, "--python", str(target), "-o", str(shared / f"fix.{fmt}"), env=env)
+    assert doc["written"] == [str(shared / f"fix.{fmt}"), str(shared / f"fix.undo.{fmt}")]
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode), victim
+    for name in (f"fix.{fmt}", f"fix.undo.{fmt}"):
+        written = shared / name
+        assert not written.is_symlink() and written.stat().st_mode & 0o777 == 0o755
+    assert "pip install" in (shared / f"fix.{fmt}").read_text(encoding="utf-8")
+    assert sorted(p.name for p in shared.iterdir()) == sorted([f"fix.{fmt}", f"fix.undo.{fmt}"])  # no temp left
+
+
+def test_plan_and_requirements_outputs_replace_a_planted_link(base: dict[str, Path], env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victims = _victims(shared, "plan.json", "requirements.txt")
+    assert ortfix("plan", "--python", str(target), "-o", str(shared / "plan.json"), env=env).returncode == 1
+    ortfix_json("export", "requirements", "--python", str(target), "-o", str(shared / "requirements.txt"), env=env)
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode), victim
+    assert json.loads((shared / "plan.json").read_text())["schema"].startswith("ortfix.plan/")
+    assert (shared / "requirements.txt").stat().st_mode & 0o777 == 0o644
+    assert "--hash=sha256:" in (shared / "requirements.txt").read_text()
+
+
+def test_an_output_that_cannot_be_written_is_one_line(base: dict[str, Path], env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    one_line_error(ortfix("export", "sh", "--python", str(target), "-o", str(tmp_path / "missing" / "fix.sh"),
+                          env=env), "cannot write", "No such file or directory")
+    one_line_error(ortfix("plan", "--python", str(target), "-o", str(tmp_path / "missing" / "plan.json"), env=env),
+                   "cannot write", "No such file or directory")

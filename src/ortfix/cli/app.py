@@ -151,8 +151,8 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 
 @main.command()
 @_target_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Save the plan as JSON for a later `ortfix apply FILE`.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Save the plan as JSON for a later `ortfix apply FILE` (a new file, renamed into place).")
 @click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version.")
 @click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR", help="Plan for this CUDA major.")
 @click.option("--driver", "driver_version", metavar="VERSION",
@@ -188,10 +188,9 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
                                           installer=installer),
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
-        try:
-            output.write_text(dump_json(plan_document(result)) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise OrtfixError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        from ortfix.outfile import write_output
+
+        write_output(output, dump_json(plan_document(result)) + "\n")
 
     def text(r: PlanResult) -> str:
         return render_plan(r.plan, r.check.target) + (f"\nSaved to {output}." if output is not None else "")
