@@ -409,3 +409,80 @@ def test_an_output_that_cannot_be_written_is_one_line(base: dict[str, Path], env
                           env=env), "cannot write", "No such file or directory")
     one_line_error(ortfix("plan", "--python", str(target), "-o", str(tmp_path / "missing" / "plan.json"), env=env),
                    "cannot write", "No such file or directory")
+
+
+def _hostile_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
+    """A real source distribution whose build code (an in-tree build backend, as a setup.py would be) writes `marker`
+    as soon as pip asks it anything: resolving it at all runs it. It needs nothing from an index to build."""
+    import io
+    import tarfile
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    backend = (f"open({str(marker)!r}, 'a').write('built by pip\\n')\n"
+               "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+               "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+               "    import os\n"
+               f"    info = os.path.join(directory, {dist + '.dist-info'!r})\n"
+               "    os.makedirs(info)\n"
+               f"    open(os.path.join(info, 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: {name}\\n"
+               f"Version: {version}\\n')\n"
+               f"    return {dist + '.dist-info'!r}\n")
+    files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "hostile"\nbackend-path = ["."]\n',
+             "hostile.py": backend,
+             "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"}
+    path = folder / f"{dist}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{dist}/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _env_with(env: dict[str, str], tmp_path: Path, *find_links: Path) -> dict[str, str]:
+    conf = tmp_path / "links.conf"
+    conf.write_text("[global]\nno-index = true\nfind-links = " + " ".join(str(f) for f in find_links) + "\n")
+    return {**env, "PIP_CONFIG_FILE": str(conf)}
+
+
+def test_commands_that_change_nothing_never_build_a_newer_sdist(base: dict[str, Path], env: dict[str, str],
+                                                                tmp_path: Path, wheelhouse: Path) -> None:
+    """The find-links folder (or index) has a newer sdist of a plan requirement (`nvidia-cublas-cu12~=12.0`): pip
+    without `--only-binary` prefers it and runs its build code in every dry run. Wheels only: the stub's wheel is
+    pinned, and nothing of the sdist runs."""
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    marker = tmp_path / "PWNED"
+    sdists = tmp_path / "sdists"
+    sdists.mkdir()
+    _hostile_sdist(sdists, "nvidia-cublas-cu12", "12.99.0", marker)
+    hostile = _env_with(env, tmp_path, wheelhouse, sdists)
+    before = tree_state(target)
+    dry = ortfix("apply", "--dry-run", "--python", str(target), env=hostile)
+    assert dry.returncode == 1, (dry.stdout[-2000:], dry.stderr[-2000:])
+    assert not marker.exists(), "apply --dry-run ran the sdist's build code"
+    doc = ortfix_json("export", "requirements", "--python", str(target), env=hostile)
+    assert not marker.exists(), "export requirements ran the sdist's build code"
+    assert "nvidia-cublas-cu12==12.4.5.8" in doc["pins"]
+    doc = ortfix_json("export", "sh", "--python", str(target), env=hostile)
+    assert not marker.exists(), "export sh ran the sdist's build code"
+    assert "'nvidia-cublas-cu12==12.4.5.8'" in doc["text"]
+    assert_same_tree(before, tree_state(target))
+
+
+def test_a_requirement_only_available_as_an_sdist_is_one_line(base: dict[str, Path], env: dict[str, str],
+                                                             tmp_path: Path, wheelhouse: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    marker = tmp_path / "PWNED"
+    links = tmp_path / "links"
+    shutil.copytree(wheelhouse, links)
+    for wheel in links.glob("nvidia_cudnn_cu12-*.whl"):
+        wheel.unlink()
+    _hostile_sdist(links, "nvidia-cudnn-cu12", "9.1.0.70", marker)
+    hostile = _env_with(env, tmp_path, links)
+    before = tree_state(target)
+    for args in (["apply", "--dry-run"], ["export", "requirements"], ["export", "sh"], ["apply", "--yes"]):
+        one_line_error(ortfix(*args, "--python", str(target), env=hostile), "nvidia-cudnn-cu12", "wheels only",
+                       "pip wheel")
+        assert not marker.exists(), args
+    assert_same_tree(before, tree_state(target))

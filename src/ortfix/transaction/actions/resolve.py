@@ -1,5 +1,10 @@
 """What an install will do, asked of the installer itself before anything changes: the install command line,
-the dry-run resolution (`pip install --dry-run --report`, or uv's dry run) and the wheels' sizes."""
+the dry-run resolution (`pip install --dry-run --report`, or uv's dry run) and the wheels' sizes.
+
+Wheels only, in the dry run and in the install (pip `--only-binary=:all:`, uv `--only-binary :all:`): resolving a
+source distribution runs its build code (setup.py, its build backend), which a command that changes nothing must
+never do, and the install must be what the dry run showed. A requirement that exists only as source is one line
+asking the user to build its wheel."""
 
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ from ortfix.transaction.actions.dists import InstalledDist, installed_distributi
 from ortfix.transaction.actions.snapshot import take_snapshot
 
 INSTALLERS = ("pip", "uv")
+ONLY_BINARY = "--only-binary=:all:"
+_NO_MATCH = ("No matching distribution", "Could not find a version", "no version of", "not found in the package "
+             "registry", "No solution found")
 
 
 def uv_options(env: TargetEnv) -> UvOptions:
@@ -49,7 +57,7 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
         if not env.uv:
             raise OrtfixError("the plan installs with uv, but no uv is on PATH now",
                               hint="install uv, or pip into the environment; nothing was changed")
-        argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options]
+        argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options, "--only-binary", ":all:"]
         if env.break_system_packages:
             argv.append("--break-system-packages")
         if dry_run_report is not None:
@@ -59,7 +67,7 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
         raise OrtfixError("the target environment has no pip (and no uv was found)",
                           hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
     # Options after the requirements (none of which can start with "-"): the command reads as the plan shows it.
-    argv = [env.python, "-m", "pip", "install", *requirements]
+    argv = [env.python, "-m", "pip", "install", *requirements, ONLY_BINARY]
     if dry_run_report is not None:
         argv += ["--dry-run", "--report", dry_run_report, "--quiet"]
     if report is not None:
@@ -148,6 +156,16 @@ def pip_error_line(text: str) -> str:
     return re.sub(r"^(ERROR|error):\s*", "", pick)
 
 
+def no_wheel_hint(message: str, fallback: str) -> str:
+    """What to do when the installer found nothing: that it looked at wheels only, and how to supply a package that
+    is only available as source; `fallback` for any other failure."""
+    if any(m in message for m in _NO_MATCH):
+        return ("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's build "
+                "code runs: a package available only as source needs its wheel built by you (pip wheel NAME -w DIR, "
+                "then DIR in your find-links); nothing was changed")
+    return fallback
+
+
 def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
             replaced_elsewhere: Iterable[str] = ()) -> InstallerResolution:
     """What the install will do, asked of the installer itself: `pip install --dry-run --report FILE --quiet ...`
@@ -168,8 +186,9 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
                 with contextlib.suppress(OSError):
                     env.fs.unlink(rel)
         if proc.returncode != 0:
-            raise OrtfixError(f"uv cannot resolve {wanted}: {redact(pip_error_line(proc.stderr))}",
-                              hint="is the index reachable? check your uv/pip configuration")
+            message = redact(pip_error_line(proc.stderr))
+            raise OrtfixError(f"uv cannot resolve {wanted}: {message}",
+                              hint=no_wheel_hint(proc.stderr, "is the index reachable? check your uv/pip configuration"))
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
             old = installed.get(canonicalize_name(name))
@@ -189,7 +208,8 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
             raise OrtfixError(f"{env.python} is an externally managed system Python: pip refuses to change it",
                               hint="use a venv (python3 -m venv), or pass --system to change it anyway")
         raise OrtfixError(f"pip cannot get {wanted} from the configured index or wheelhouse: {message}",
-                          hint="is the index reachable? check `pip config list` and your network; nothing was changed")
+                          hint=no_wheel_hint(message, "is the index reachable? check `pip config list` and your "
+                                                      "network; nothing was changed"))
     items = []
     for name, version, url in report_installs(report):
         download, unpacked = _wheel_sizes(local_file(url))
