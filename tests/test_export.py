@@ -486,3 +486,26 @@ def test_a_requirement_only_available_as_an_sdist_is_one_line(base: dict[str, Pa
                        "pip wheel")
         assert not marker.exists(), args
     assert_same_tree(before, tree_state(target))
+
+
+@pytest.mark.parametrize("folder_fd", [True, False], ids=["folder descriptor", "by path (Windows)"])
+def test_write_new_replaces_a_link_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             folder_fd: bool) -> None:
+    """The helper behind every output file, with a folder descriptor (POSIX) and by path (what Windows, which has
+    none, runs): a link at the name is replaced, its target keeps content and mode, no temporary file is left."""
+    from ortfix.outfile import write_new
+
+    if not folder_fd:
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+    folder = tmp_path / "out"
+    folder.mkdir()
+    victims = _victims(folder, "fix.sh")
+    monkeypatch.chdir(tmp_path)  # a relative temporary name would land here
+    write_new(folder / "fix.sh", b"#!/bin/sh\n", 0o755)
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode)
+    written = folder / "fix.sh"
+    assert not written.is_symlink() and written.read_bytes() == b"#!/bin/sh\n"
+    assert written.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in folder.iterdir()] == ["fix.sh"] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "out", "victim of fix.sh"]

@@ -22,12 +22,13 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | get
 _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _create(name: str, dir_fd: int | None) -> tuple[str, int]:
-    """A new file of a fresh name in the folder: (its name, its descriptor)."""
+def _create(folder: str, name: str, dir_fd: int | None) -> tuple[str, int]:
+    """A new file of a fresh name in the folder: (its path, relative to `dir_fd` when there is one; its descriptor)."""
     for _ in range(100):
         tmp = f".{name[:80]}.{secrets.token_hex(6)}.tmp"
+        where = tmp if dir_fd is not None else os.path.join(folder, tmp)
         try:
-            return tmp, os.open(tmp, _NEW, 0o600, dir_fd=dir_fd)
+            return where, os.open(where, _NEW, 0o600, dir_fd=dir_fd)
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name for {name}")
@@ -39,8 +40,7 @@ def write_new(path: Path, data: bytes, mode: int) -> None:
     with_fds = os.rename in os.supports_dir_fd and os.open in os.supports_dir_fd
     dir_fd = os.open(folder, _DIR) if with_fds else None
     try:
-        tmp, fd = _create(name, dir_fd)
-        where = tmp if dir_fd is not None else os.path.join(folder, tmp)
+        where, fd = _create(folder, name, dir_fd)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -51,7 +51,7 @@ def write_new(path: Path, data: bytes, mode: int) -> None:
             if not hasattr(os, "fchmod"):
                 os.chmod(where, mode)
             if dir_fd is not None:
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                os.replace(where, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             else:
                 os.replace(where, path)
         except BaseException:
