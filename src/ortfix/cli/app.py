@@ -333,7 +333,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 @_target_options
 @click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
 @click.option("-d", "--dest", "folder", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The folder to download into (made if missing).")
+              help="The folder to download into: new or empty (made if missing).")
 @click.option("--platform", "platform_tag", metavar="TAG",
               help="Wheels for this platform (e.g. manylinux_2_28_x86_64, win_amd64); default: the target's.")
 @click.option("--python-version", metavar="X.Y", help="Wheels for this CPython version; default: the target's.")
@@ -343,11 +343,13 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
                driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
-    The plan's packages with their dependencies and ortfix with its own (built from its source when ortfix
-    runs from a checkout, else from the index), as wheels, with your pip configuration; a manifest
-    (ortfix-wheelhouse.json) says what each file is, why, and its sha256. Prints the command that uses it.
+    The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
+    editable install, with its version; else from the index), as wheels, with your pip configuration; a manifest
+    (ortfix-wheelhouse.json) says what each file is, why, and its sha256, and `apply` and the installer take
+    from DIR only the files it lists. Prints the commands that use it.
 
-    Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not writable).
+    Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not empty or
+    not writable).
 
     \b
     Examples:

@@ -27,6 +27,7 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
 from ortfix.system.pipconfig import read_pip_config
 from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
+from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.dists import InstalledDist, installed_distributions
 from ortfix.transaction.actions.snapshot import take_snapshot
@@ -188,7 +189,8 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
         if proc.returncode != 0:
             message = redact(pip_error_line(proc.stderr))
             raise OrtfixError(f"uv cannot resolve {wanted}: {message}",
-                              hint=no_wheel_hint(proc.stderr, "is the index reachable? check your uv/pip configuration"))
+                              hint=no_wheel_hint(proc.stderr, "is the index reachable? check your uv/pip "
+                                                              "configuration"))
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
             old = installed.get(canonicalize_name(name))
@@ -210,6 +212,7 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
         raise OrtfixError(f"pip cannot get {wanted} from the configured index or wheelhouse: {message}",
                           hint=no_wheel_hint(message, "is the index reachable? check `pip config list` and your "
                                                       "network; nothing was changed"))
+    check_wheelhouse_files(report_archives(report))  # a wheel planted in an ortfix wheelhouse is refused here
     items = []
     for name, version, url in report_installs(report):
         download, unpacked = _wheel_sizes(local_file(url))
@@ -228,17 +231,37 @@ def uv_installed(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
-    """(name, version, download URL) of every distribution in pip's --report."""
+def _report_entries(report: Path) -> list[dict[str, Any]]:
     try:
         doc = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise OrtfixError(f"pip's --report was unreadable: {exc}") from exc
-    out = []
     entries = doc.get("install", []) if isinstance(doc, dict) else []
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def report_archives(report: Path) -> list[tuple[str, str | None]]:
+    """(path, sha256 as pip reports it or None) of every local archive pip's --report says it installs from: pip
+    hashes a local file as it takes it (`archive_info`)."""
+    out = []
+    for entry in _report_entries(report):
+        info = entry.get("download_info")
+        info = info if isinstance(info, dict) else {}
+        url = info.get("url")
+        path = local_file(url if isinstance(url, str) else None)
+        if path is None:
             continue
+        archive = info.get("archive_info")
+        hashes = archive.get("hashes") if isinstance(archive, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        out.append((path, sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha) else None))
+    return out
+
+
+def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
+    """(name, version, download URL) of every distribution in pip's --report."""
+    out = []
+    for entry in _report_entries(report):
         meta = entry.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         info = entry.get("download_info") or {}
