@@ -194,8 +194,8 @@ def test_apply_refuses_a_wheel_planted_in_the_wheelhouse_or_swapped(setup: dict[
     before = tree_state(target)
     offline = ortfix_env(setup["nothing"], setup["root"], PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
     planted = build_wheel(wheels, "nvidia-cublas-cu12", "12.99.0", {"nvidia/cublas/lib/evil.py": b"print(1)\n"})
-    for args in (["--dry-run"], ["--yes"]):
-        one_line_error(ortfix("apply", "--python", str(target), *args, env=offline), str(planted),
+    for args in (["apply", "--dry-run"], ["apply", "--yes"], ["export", "requirements"]):
+        one_line_error(ortfix(*args, "--python", str(target), env=offline), str(planted),
                        "is not listed in the manifest")
     assert_same_tree(before, tree_state(target))
     planted.unlink()

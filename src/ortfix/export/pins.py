@@ -18,7 +18,8 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
-from ortfix.transaction.actions.resolve import ONLY_BINARY, no_wheel_hint, pip_error_line
+from ortfix.system.wheelmanifest import check_wheelhouse_files
+from ortfix.transaction.actions.resolve import ONLY_BINARY, no_wheel_hint, pip_error_line, report_archives
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -81,6 +82,7 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
             raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",
                               hint=no_wheel_hint(why, "is the index reachable? check `pip config list`; nothing was "
                                                       "changed"))
+        check_wheelhouse_files(report_archives(report))  # the pins are what an install will take: never a planted file
         try:
             text = report.read_text(encoding="utf-8")
         except OSError as exc:
