@@ -20,8 +20,11 @@ ortfix by its full path unless `ortfix` on PATH is this install (one line warns 
 a system Python ends with what changes one: `ortfix apply --system` (never implied by `--yes`), or better a venv.
 
 pip is run with the user's own configuration (its files and PIP_* variables); this script names no index.
-`--find-links DIR` and `--no-index` are passed on for an offline machine with a wheelhouse. A second run with the
-same source and options changes nothing; `--upgrade` (or another source) reinstalls.
+`--find-links DIR` and `--no-index` are passed on for an offline machine with a wheelhouse. A wheelhouse made by
+`ortfix wheelhouse` (it holds `ortfix-wheelhouse.json`) is installed from only as its manifest says: ortfix and its
+dependencies pinned with the manifest's sha256 (pip's hash-checking mode, in a venv: pipx cannot pass hashes), so a
+wheel someone else put into the folder is never installed. A second run with the same source and options changes
+nothing; `--upgrade` (or another source) reinstalls.
 
 One file over 400 lines on purpose: install.sh and install.ps1 run it as it is, standard library only, on a machine
 where nothing of ortfix is installed yet.
@@ -56,6 +59,8 @@ from pathlib import Path
 from typing import Optional
 
 PROG = "ortfix-install"
+MANIFEST = "ortfix-wheelhouse.json"  # ortfix's system/wheelmanifest.py: the same name, schema and fields
+MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/2"
 STATE_SCHEMA = "ortfix.install/1"
 MIN_PYTHON = (3, 9)
 WINDOWS = sys.platform == "win32"
@@ -321,6 +326,59 @@ def same_request(state: Optional[dict[str, object]], opts: Options, method: str)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# a wheelhouse made by `ortfix wheelhouse`
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def manifest_entries(folder: str) -> Optional[list[dict[str, object]]]:
+    """The files the manifest in `folder` lists (None: the folder holds none), checked strictly: it is untrusted."""
+    path = os.path.join(folder, MANIFEST)
+    if not os.path.lexists(path):
+        return None
+    bad = f"{path} is not a wheelhouse manifest of ortfix: make the wheelhouse again into an empty folder " \
+          f"(ortfix wheelhouse -d DIR)"
+    try:
+        if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > 16 << 20:
+            raise Failure(bad, EXIT_USAGE)
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        raise Failure(bad, EXIT_USAGE) from None
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("schema") == MANIFEST_SCHEMA else None
+    if not isinstance(files, list):
+        raise Failure(bad, EXIT_USAGE)
+    for entry in files:
+        ok = isinstance(entry, dict) and isinstance(entry.get("for_ortfix"), bool) and all(
+            isinstance(entry.get(k), str) and re.match(pattern, str(entry[k])) for k, pattern in (
+                ("distribution", r"^[A-Za-z0-9_.]+\Z"), ("version", r"^[A-Za-z0-9_.+!]+\Z"),
+                ("sha256", r"^[0-9a-f]{64}\Z")))
+        if not ok:
+            raise Failure(bad, EXIT_USAGE)
+    return files
+
+
+def hashed_requirements(find_links: Sequence[str]) -> Optional[str]:
+    """For find-links folders made by `ortfix wheelhouse`: a requirements file's text pinning ortfix and its
+    dependencies to the manifests' files by sha256; None when no folder holds a manifest."""
+    pins: dict[str, list[str]] = {}
+    found = False
+    for folder in find_links:
+        entries = manifest_entries(folder)
+        found = found or entries is not None
+        for entry in entries or []:
+            if entry["for_ortfix"]:
+                pins.setdefault(f"{entry['distribution']}=={entry['version']}", []).append(str(entry["sha256"]))
+    if not found:
+        return None
+    if not any(pin.lower().startswith("ortfix==") for pin in pins):
+        raise Failure(f"the wheelhouse {' '.join(find_links)} has no ortfix (its {MANIFEST} says why, "
+                      f"`ortfix_missing`): install ortfix from a wheel you bring with --source FILE, without the "
+                      f"wheelhouse", EXIT_USAGE)
+    return "".join(f"{pin} " + " ".join(f"--hash=sha256:{h}" for h in hashes) + "\n"
+                   for pin, hashes in sorted(pins.items()))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # running things
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -497,14 +555,22 @@ def make_link(layout: Layout) -> None:
         raise Failure(f"cannot create {layout.link}: {exc.strerror or exc}", EXIT_NOT_WRITABLE) from None
 
 
-def pip_install_ortfix(opts: Options, layout: Layout, fresh: bool) -> str:
-    """pip installs ortfix into the venv (reinstalls, in one that has it); the version that starts."""
+def pip_install_ortfix(opts: Options, layout: Layout, fresh: bool, hashed: Optional[str]) -> str:
+    """pip installs ortfix into the venv (reinstalls, in one that has it); the version that starts. `hashed`: the
+    requirements file's text that pins everything to a wheelhouse's manifest (pip's hash-checking mode)."""
     argv = [*pip_command(layout), "install", "--disable-pip-version-check", *opts.pip_args()]
     if not fresh:
         argv += ["--upgrade", "--force-reinstall"]
-    argv.append(opts.source)
-    say(f"installing {opts.source} with pip: {command_line(argv)}")
-    proc = capture(argv)
+    with tempfile.TemporaryDirectory(prefix="ortfix-install-") as private:
+        if hashed is None:
+            argv.append(opts.source)
+        else:
+            pinned = os.path.join(private, "ortfix-requirements.txt")
+            with open(pinned, "w", encoding="utf-8") as f:
+                f.write(hashed)
+            argv += ["--require-hashes", "-r", pinned]
+        say(f"installing {opts.source} with pip: {command_line(argv)}")
+        proc = capture(argv)
     if proc.returncode != 0:
         raise pip_failure(f"pip install {opts.source}", proc)
     version = ortfix_version(layout.venv_ortfix)
@@ -514,7 +580,8 @@ def pip_install_ortfix(opts: Options, layout: Layout, fresh: bool) -> str:
     return version
 
 
-def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object]]) -> Path:
+def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object]],
+                 hashed: Optional[str] = None) -> Path:
     """Install (or find already installed) ortfix in its own venv; the path of its `ortfix`. Only into a venv this
     installer made (see venv_state): any other folder at <data>/venv is left alone (exit 7)."""
     ours = venv_state(layout, state)
@@ -539,7 +606,7 @@ def install_venv(opts: Options, layout: Layout, state: Optional[dict[str, object
     had_link = link_state(layout) is not None
     try:
         marker = write_marker(layout) if fresh else str((state or {}).get("venv_marker"))
-        version = pip_install_ortfix(opts, layout, fresh)
+        version = pip_install_ortfix(opts, layout, fresh, hashed)
         make_link(layout)
         write_state(layout, opts, "venv", version, layout.link, made_folders(state, made), marker)
     except BaseException:
@@ -837,10 +904,17 @@ def run(argv: Sequence[str]) -> int:
     for folder in opts.find_links:
         if not os.path.isdir(folder):
             raise Failure(f"--find-links {folder}: no such folder", EXIT_USAGE)
-    pipx = shutil.which("pipx") if opts.use_pipx else None
+    hashed = hashed_requirements(opts.find_links)
+    if hashed is not None and opts.source != "ortfix":
+        raise Failure(f"--source {opts.source} with a wheelhouse made by ortfix: from there only what its manifest "
+                      f"lists is installed, checked by hash; leave out --source", EXIT_USAGE)
+    pipx = shutil.which("pipx") if opts.use_pipx and hashed is None else None
     if state is not None and state["method"] == "venv" and pipx is not None:
         pipx = None  # stay where the earlier install is
-    exe = install_pipx(opts, layout, state, pipx) if pipx else install_venv(opts, layout, state)
+    if hashed is not None and state is not None and state["method"] == "pipx":
+        raise Failure("ortfix was installed here with pipx, which cannot check a wheelhouse's hashes: run this with "
+                      "--uninstall first (the wheelhouse install goes into a venv of its own)", EXIT_USAGE)
+    exe = install_pipx(opts, layout, state, pipx) if pipx else install_venv(opts, layout, state, hashed)
     ours = [exe] if pipx else [exe, layout.link]  # on Windows PATH finds the link, a shim, not the venv's ortfix.exe
     return after_install(exe, command_name(exe, ours), opts)
 

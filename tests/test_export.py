@@ -350,3 +350,162 @@ def test_the_stash_program_refuses_a_record_that_reaches_outside_the_environment
     assert outside.read_text() == "precious\n"
     assert_same_tree(before, tree_state(target))
     assert not stash.exists() or not any(stash.rglob("*"))  # nothing was moved aside
+
+
+def _victims(folder: Path, *names: str) -> dict[Path, tuple[bytes, int]]:
+    """A file of someone else's for each name, 0600, and a link planted at that name in `folder` pointing to it:
+    {victim: (its bytes, its mode)}."""
+    out = {}
+    for name in names:
+        victim = folder.parent / f"victim of {name}"
+        victim.write_bytes(f"not ortfix's: {name}\n".encode())
+        victim.chmod(0o600)
+        (folder / name).symlink_to(victim)
+        out[victim] = (victim.read_bytes(), victim.stat().st_mode)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["sh", "ps1"])
+def test_export_replaces_links_planted_at_the_file_and_its_undo_script(base: dict[str, Path], env: dict[str, str],
+                                                                       tmp_path: Path, fmt: str) -> None:
+    """A folder others can write (the issue: root exporting into one): links planted at `fix.sh` and at the derived
+    `fix.undo.sh`, which the user never named, point at a 0600 file; export replaces both links with new files and
+    leaves the files they pointed to as they were, content and mode."""
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    victims = _victims(shared, f"fix.{fmt}", f"fix.undo.{fmt}")
+    doc = ortfix_json("export", fmt, "--python", str(target), "-o", str(shared / f"fix.{fmt}"), env=env)
+    assert doc["written"] == [str(shared / f"fix.{fmt}"), str(shared / f"fix.undo.{fmt}")]
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode), victim
+    for name in (f"fix.{fmt}", f"fix.undo.{fmt}"):
+        written = shared / name
+        assert not written.is_symlink() and written.stat().st_mode & 0o777 == 0o755
+    assert "pip install" in (shared / f"fix.{fmt}").read_text(encoding="utf-8")
+    assert sorted(p.name for p in shared.iterdir()) == sorted([f"fix.{fmt}", f"fix.undo.{fmt}"])  # no temp left
+
+
+def test_plan_and_requirements_outputs_replace_a_planted_link(base: dict[str, Path], env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victims = _victims(shared, "plan.json", "requirements.txt")
+    assert ortfix("plan", "--python", str(target), "-o", str(shared / "plan.json"), env=env).returncode == 1
+    ortfix_json("export", "requirements", "--python", str(target), "-o", str(shared / "requirements.txt"), env=env)
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode), victim
+    assert json.loads((shared / "plan.json").read_text())["schema"].startswith("ortfix.plan/")
+    assert (shared / "requirements.txt").stat().st_mode & 0o777 == 0o644
+    assert "--hash=sha256:" in (shared / "requirements.txt").read_text()
+
+
+def test_an_output_that_cannot_be_written_is_one_line(base: dict[str, Path], env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    one_line_error(ortfix("export", "sh", "--python", str(target), "-o", str(tmp_path / "missing" / "fix.sh"),
+                          env=env), "cannot write", "No such file or directory")
+    one_line_error(ortfix("plan", "--python", str(target), "-o", str(tmp_path / "missing" / "plan.json"), env=env),
+                   "cannot write", "No such file or directory")
+
+
+def _hostile_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
+    """A real source distribution whose build code (an in-tree build backend, as a setup.py would be) writes `marker`
+    as soon as pip asks it anything: resolving it at all runs it. It needs nothing from an index to build."""
+    import io
+    import tarfile
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    backend = (f"open({str(marker)!r}, 'a').write('built by pip\\n')\n"
+               "def get_requires_for_build_wheel(config_settings=None):\n    return []\n"
+               "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+               "    import os\n"
+               f"    info = os.path.join(directory, {dist + '.dist-info'!r})\n"
+               "    os.makedirs(info)\n"
+               f"    open(os.path.join(info, 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: {name}\\n"
+               f"Version: {version}\\n')\n"
+               f"    return {dist + '.dist-info'!r}\n")
+    files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "hostile"\nbackend-path = ["."]\n',
+             "hostile.py": backend,
+             "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"}
+    path = folder / f"{dist}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{dist}/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _env_with(env: dict[str, str], tmp_path: Path, *find_links: Path) -> dict[str, str]:
+    conf = tmp_path / "links.conf"
+    conf.write_text("[global]\nno-index = true\nfind-links = " + " ".join(str(f) for f in find_links) + "\n")
+    return {**env, "PIP_CONFIG_FILE": str(conf)}
+
+
+def test_commands_that_change_nothing_never_build_a_newer_sdist(base: dict[str, Path], env: dict[str, str],
+                                                                tmp_path: Path, wheelhouse: Path) -> None:
+    """The find-links folder (or index) has a newer sdist of a plan requirement (`nvidia-cublas-cu12~=12.0`): pip
+    without `--only-binary` prefers it and runs its build code in every dry run. Wheels only: the stub's wheel is
+    pinned, and nothing of the sdist runs."""
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    marker = tmp_path / "PWNED"
+    sdists = tmp_path / "sdists"
+    sdists.mkdir()
+    _hostile_sdist(sdists, "nvidia-cublas-cu12", "12.99.0", marker)
+    hostile = _env_with(env, tmp_path, wheelhouse, sdists)
+    before = tree_state(target)
+    dry = ortfix("apply", "--dry-run", "--python", str(target), env=hostile)
+    assert dry.returncode == 1, (dry.stdout[-2000:], dry.stderr[-2000:])
+    assert not marker.exists(), "apply --dry-run ran the sdist's build code"
+    doc = ortfix_json("export", "requirements", "--python", str(target), env=hostile)
+    assert not marker.exists(), "export requirements ran the sdist's build code"
+    assert "nvidia-cublas-cu12==12.4.5.8" in doc["pins"]
+    doc = ortfix_json("export", "sh", "--python", str(target), env=hostile)
+    assert not marker.exists(), "export sh ran the sdist's build code"
+    assert "'nvidia-cublas-cu12==12.4.5.8'" in doc["text"]
+    assert_same_tree(before, tree_state(target))
+
+
+def test_a_requirement_only_available_as_an_sdist_is_one_line(base: dict[str, Path], env: dict[str, str],
+                                                             tmp_path: Path, wheelhouse: Path) -> None:
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    marker = tmp_path / "PWNED"
+    links = tmp_path / "links"
+    shutil.copytree(wheelhouse, links)
+    for wheel in links.glob("nvidia_cudnn_cu12-*.whl"):
+        wheel.unlink()
+    _hostile_sdist(links, "nvidia-cudnn-cu12", "9.1.0.70", marker)
+    hostile = _env_with(env, tmp_path, links)
+    before = tree_state(target)
+    for args in (["apply", "--dry-run"], ["export", "requirements"], ["export", "sh"], ["apply", "--yes"]):
+        one_line_error(ortfix(*args, "--python", str(target), env=hostile), "nvidia-cudnn-cu12", "wheels only",
+                       "pip wheel")
+        assert not marker.exists(), args
+    assert_same_tree(before, tree_state(target))
+
+
+@pytest.mark.parametrize("folder_fd", [True, False], ids=["folder descriptor", "by path (Windows)"])
+def test_write_new_replaces_a_link_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             folder_fd: bool) -> None:
+    """The helper behind every output file, with a folder descriptor (POSIX) and by path (what Windows, which has
+    none, runs): a link at the name is replaced, its target keeps content and mode, no temporary file is left."""
+    from ortfix.outfile import write_new
+
+    if not folder_fd:
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+    folder = tmp_path / "out"
+    folder.mkdir()
+    victims = _victims(folder, "fix.sh")
+    monkeypatch.chdir(tmp_path)  # a relative temporary name would land here
+    write_new(folder / "fix.sh", b"#!/bin/sh\n", 0o755)
+    for victim, (data, mode) in victims.items():
+        assert (victim.read_bytes(), victim.stat().st_mode) == (data, mode)
+    written = folder / "fix.sh"
+    assert not written.is_symlink() and written.read_bytes() == b"#!/bin/sh\n"
+    assert written.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in folder.iterdir()] == ["fix.sh"] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "out", "victim of fix.sh"]

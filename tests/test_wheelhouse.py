@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,15 +32,16 @@ from txtools import assert_same_tree, fresh_process, load_code, one_line_error, 
 
 @pytest.fixture(scope="module")
 def ortfix_deps() -> Path:
-    """Wheels of ortfix's runtime dependencies and of its build backend (hatchling), from this machine's index."""
+    """Wheels of ortfix's runtime dependencies and of its build backend (hatchling, and editables for an editable
+    install), from this machine's index."""
     own = [r for r in metadata.requires("ortfix") or [] if "extra" not in r]
-    folder = cache_root() / "wheelhouse-ortfix-deps"
+    folder = cache_root() / "wheelhouse-ortfix-deps-2"
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent))
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(tmp), "--only-binary=:all:",
-                           *own, "hatchling"], capture_output=True, text=True, check=False)
+                           *own, "hatchling", "editables"], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         pytest.skip("cannot download ortfix's dependencies (no index reachable)")
@@ -75,9 +78,14 @@ def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, P
     assert names["ortfix"]["why"] == "ortfix itself" and doc["ortfix"].startswith("built from ")
     assert names["onnxruntime-gpu"]["why"].startswith("the plan: ORT002")
     manifest = json.loads((folder / "ortfix-wheelhouse.json").read_text())
-    assert manifest["files"] == doc["files"]
+    assert manifest["files"] == doc["files"] and manifest["schema"] == "ortfix.wheelhouse-manifest/2"
     for entry in manifest["files"]:
         assert hashlib.sha256((folder / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+    # the folder holds exactly what was downloaded, the manifest and ortfix's pinned requirements
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [*(f["file"] for f in manifest["files"]), "ortfix-wheelhouse.json", "ortfix-requirements.txt"])
+    assert {f["distribution"].lower() for f in manifest["files"] if f["for_ortfix"]} >= {"ortfix", "click", "pyyaml"}
+    assert not any(f["for_ortfix"] for f in manifest["files"] if f["distribution"].startswith("nvidia"))
     assert doc["apply_command"].startswith(f"PIP_NO_INDEX=1 PIP_FIND_LINKS={folder} ortfix apply --python ")
 
     # The offline machine: nothing but the folder.
@@ -90,8 +98,10 @@ def test_wheelhouse_serves_an_offline_apply_and_ortfix_itself(setup: dict[str, P
 
     fresh = tmp_path / "ortfix venv"
     shutil.copytree(setup["empty"], fresh, symlinks=True)
-    installed = subprocess.run([str(fresh / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
-                                "--find-links", str(folder), "ortfix"], capture_output=True, text=True,
+    # pip install --no-index --find-links DIR --require-hashes -r DIR/ortfix-requirements.txt
+    command = shlex.split(doc["install_ortfix_command"])
+    assert command[:2] == ["pip", "install"] and "--require-hashes" in command
+    installed = subprocess.run([str(fresh / "bin" / "python"), "-m", *command, "-q"], capture_output=True, text=True,
                                env=ortfix_env(setup["nothing"], setup["root"]), check=False)
     assert installed.returncode == 0, installed.stderr[-2000:]
     version = subprocess.run([str(fresh / "bin" / "python"), "-m", "ortfix", "--version"], capture_output=True,
@@ -116,21 +126,27 @@ def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path
                    "Connection refused")
 
 
-def test_a_link_planted_at_the_manifest_is_replaced_not_written_through(setup: dict[str, Path],
-                                                                        tmp_path: Path) -> None:
-    """-d in a folder others can write: the manifest's name linked to a file of the user's must not overwrite it."""
+def test_a_folder_that_is_not_empty_is_refused(setup: dict[str, Path], tmp_path: Path) -> None:
+    """-d in a folder others can write: a newer wheel of a planned package planted there was listed in the manifest
+    with its own sha256, as if the plan had asked for it; a link planted at the manifest's name pointed at a file of
+    the user's. A wheelhouse starts empty: both are refused, nothing is written or listed."""
+    env = ortfix_env(setup["index"], setup["root"])
+    planted = tmp_path / "shared wheels"
+    planted.mkdir()
+    build_wheel(planted, "nvidia-cublas-cu12", "12.99.0", {"nvidia/cublas/lib/evil.py": b"print('planted')\n"})
+    before = tree_state(planted)
+    one_line_error(ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(planted), env=env), "is not empty",
+                   "nvidia_cublas_cu12-12.99.0", "empty folder")
+    assert_same_tree(before, tree_state(planted))
+
     victim = tmp_path / "victim"
     victim.write_text("the user's file\n")
-    folder = tmp_path / "shared wheels"
-    folder.mkdir()
-    (folder / "ortfix-wheelhouse.json").symlink_to(victim)
-    proc = ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
-                  env=ortfix_env(setup["index"], setup["root"]))
-    assert proc.returncode == 0, proc.stderr
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "ortfix-wheelhouse.json").symlink_to(victim)
+    one_line_error(ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(linked), env=env), "is not empty")
     assert victim.read_text() == "the user's file\n"
-    manifest = folder / "ortfix-wheelhouse.json"
-    assert not manifest.is_symlink()
-    assert json.loads(manifest.read_text())["schema"] == "ortfix.wheelhouse-manifest/1"
+    assert [p.name for p in linked.iterdir()] == ["ortfix-wheelhouse.json"]
 
 
 def test_from_a_checkout_the_index_ortfix_is_never_taken(setup: dict[str, Path], tmp_path: Path) -> None:
@@ -146,3 +162,175 @@ def test_from_a_checkout_the_index_ortfix_is_never_taken(setup: dict[str, Path],
     [ortfix_wheel] = [f for f in doc["files"] if f["distribution"] == "ortfix"]
     assert ortfix_wheel["sha256"] != hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert "ortfix/cli/app.py" in zipfile.ZipFile(folder / ortfix_wheel["file"]).namelist()
+
+
+@pytest.fixture(scope="module")
+def house(setup: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheelhouse made by `ortfix wheelhouse` for the CPU venv's plan (copied by each test that changes it)."""
+    folder = tmp_path_factory.mktemp("house") / "wheels"
+    ortfix_json("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder),
+                env=ortfix_env(setup["index"], setup["root"]))
+    return folder
+
+
+def _other_bytes(wheel: Path, scratch: Path) -> Path:
+    """A different wheel with the same file name (another build of the same name and version)."""
+    dist, version = wheel.name.split("-")[:2]
+    scratch.mkdir()
+    other = build_wheel(scratch, dist, version, {f"{dist}_swapped.py": b"print('not the downloaded file')\n"},
+                        tag="-".join(wheel.name[:-4].split("-")[2:]))
+    assert other.name == wheel.name, (other.name, wheel.name)
+    return other
+
+
+def test_apply_refuses_a_wheel_planted_in_the_wheelhouse_or_swapped(setup: dict[str, Path], house: Path,
+                                                                    tmp_path: Path) -> None:
+    """The printed `PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR ortfix apply`: a newer wheel of a planned package put into DIR
+    afterwards (pip prefers it), or a listed file swapped for another, is refused before anything changes."""
+    wheels = tmp_path / "wheels"
+    shutil.copytree(house, wheels)
+    target = tmp_path / "target"
+    shutil.copytree(setup["cpu"], target, symlinks=True)
+    before = tree_state(target)
+    offline = ortfix_env(setup["nothing"], setup["root"], PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+    planted = build_wheel(wheels, "nvidia-cublas-cu12", "12.99.0", {"nvidia/cublas/lib/evil.py": b"print(1)\n"})
+    for args in (["apply", "--dry-run"], ["apply", "--yes"], ["export", "requirements"]):
+        one_line_error(ortfix(*args, "--python", str(target), env=offline), str(planted),
+                       "is not listed in the manifest")
+    assert_same_tree(before, tree_state(target))
+    planted.unlink()
+
+    [cudnn] = wheels.glob("nvidia_cudnn_cu12-*.whl")
+    shutil.copy(_other_bytes(cudnn, tmp_path / "scratch"), cudnn)
+    one_line_error(ortfix("apply", "--python", str(target), "--yes", env=offline), str(cudnn),
+                   "is not the file the wheelhouse's manifest lists")
+    assert_same_tree(before, tree_state(target))
+
+
+def test_what_pip_took_is_judged_by_the_hash_pip_reports(house: Path, tmp_path: Path, setup: dict[str, Path]) -> None:
+    """After the install, the check reads pip's own report: the hash of the file pip took, even if the file in the
+    folder is the listed one again by the time ortfix looks."""
+    from ortfix.errors import OrtfixError
+    from ortfix.system.wheelmanifest import check_wheelhouse_files
+    from ortfix.transaction.actions.resolve import report_archives
+
+    wheels = tmp_path / "wheels"
+    shutil.copytree(house, wheels)
+    [cudnn] = wheels.glob("nvidia_cudnn_cu12-*.whl")
+    original = cudnn.read_bytes()
+    shutil.copy(_other_bytes(cudnn, tmp_path / "scratch"), cudnn)
+    report = tmp_path / "report.json"
+    subprocess.run([str(setup["empty"] / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--no-deps",
+                    "--ignore-installed", "--report", str(report), "-q", "nvidia-cudnn-cu12"], check=True,
+                   env=ortfix_env(setup["nothing"], setup["root"], PIP_FIND_LINKS=str(wheels)))
+    cudnn.write_bytes(original)
+    [(path, sha)] = report_archives(report)
+    assert path == str(cudnn) and sha is not None and sha != hashlib.sha256(original).hexdigest()
+    with pytest.raises(OrtfixError, match="is not the file the wheelhouse's manifest lists"):
+        check_wheelhouse_files(report_archives(report))
+    check_wheelhouse_files([(str(cudnn), None)])  # the listed file itself passes
+
+
+def test_the_installer_takes_only_what_the_manifest_lists(house: Path, tmp_path: Path) -> None:
+    """install.sh --find-links DIR: an `ortfix` of a higher version planted in DIR was installed instead of the
+    wheelhouse's; a swapped dependency was installed as it was. pip's hash-checking mode with the manifest's pins."""
+    from test_installers import Box, one_line_failure
+
+    wheels = tmp_path / "wheels"
+    shutil.copytree(house, wheels)
+    build_wheel(wheels, "ortfix", "0.2.0", {"ortfix_impostor.py": b"print('not ortfix')\n"})
+    (tmp_path / "box").mkdir()
+    box = Box(tmp_path / "box")
+    offline = ("--no-index", "--find-links", str(wheels), "--no-check")
+    proc = box.install_sh(*offline)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "installed ortfix 0.1.0" in proc.stdout and "--require-hashes" in proc.stdout
+    venv = box.data / "venv"
+    assert not list(venv.glob("lib/python*/site-packages/ortfix_impostor.py"))
+
+    [click] = wheels.glob("click-*.whl")
+    shutil.copy(_other_bytes(click, tmp_path / "scratch"), click)
+    before = tree_state(venv)
+    one_line_failure(box.install_sh(*offline, "--upgrade"), 5, "pip install ortfix failed", "HASHES")
+    assert_same_tree(before, tree_state(venv))
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """A copy of this checkout's buildable source (what a user's `pip install ./S` or `pip install -e S` reads)."""
+    repo = Path(__file__).resolve().parents[1]
+    dest.mkdir()
+    for name in ("src", "compat"):
+        shutil.copytree(repo / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(repo / name, dest / name)
+    return dest
+
+
+def _install_ortfix(venv: Path, ortfix_deps: Path, env: dict[str, str], *spec: str) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           "--no-index", "--find-links", str(ortfix_deps), *spec], capture_output=True, text=True,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return venv / "bin" / "python"
+
+
+def _own_wheelhouse(python: Path, setup: dict[str, Path], folder: Path, cwd: Path) -> dict[str, Any]:
+    proc = subprocess.run([str(python), "-m", "ortfix", "wheelhouse", "--python", str(setup["cpu"]), "-d",
+                           str(folder), "--json"], capture_output=True, text=True, cwd=cwd, check=False,
+                          env=ortfix_env(setup["index"], setup["root"]))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+def test_a_plain_install_never_builds_the_folder_it_was_installed_from(setup: dict[str, Path], ortfix_deps: Path,
+                                                                       tmp_path: Path) -> None:
+    """`pip install ./S`, then S changes (another version, another build backend): the wheelhouse followed
+    direct_url.json back to S and ran S's build backend, and listed what S held today as the installed version."""
+    source = _checkout_copy(tmp_path / "S")
+    env = ortfix_env(setup["nothing"], setup["root"])
+    python = _install_ortfix(tmp_path / "venv", ortfix_deps, env, str(source))
+    marker = tmp_path / "BUILT"
+    pyproject = source / "pyproject.toml"
+    text = pyproject.read_text().replace('version = "0.1.0"', 'version = "6.6.6"')
+    text = text.replace('requires = ["hatchling>=1.21"]\nbuild-backend = "hatchling.build"',
+                        'requires = []\nbuild-backend = "hostile"\nbackend-path = ["."]')
+    pyproject.write_text(text)
+    (source / "hostile.py").write_text(f"open({str(marker)!r}, 'a').write('S was built\\n')\n"
+                                       "def get_requires_for_build_wheel(config_settings=None):\n    return []\n")
+    folder = tmp_path / "wheels"
+    doc = _own_wheelhouse(python, setup, folder, tmp_path)
+    assert not marker.exists(), "the source of a plain install was built"
+    assert not [f for f in doc["files"] if f["distribution"] == "ortfix"] and not list(folder.glob("ortfix-*.whl"))
+    assert "runs from an installed copy" in doc["ortfix_missing"] and "pip install -e" in doc["ortfix_missing"]
+    assert "\n" not in doc["ortfix_missing"]
+
+
+def test_an_editable_checkout_that_builds_another_version_is_refused(setup: dict[str, Path], ortfix_deps: Path,
+                                                                     tmp_path: Path) -> None:
+    """An editable install whose checkout says another version now: its wheel is not what runs, so it is not carried
+    (the manifest said the running version)."""
+    source = _checkout_copy(tmp_path / "S")
+    env = ortfix_env(setup["nothing"], setup["root"])
+    python = _install_ortfix(tmp_path / "venv", ortfix_deps, env, "-e", str(source))
+    pyproject = source / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "0.1.0"', 'version = "6.6.6"'))
+    folder = tmp_path / "wheels"
+    doc = _own_wheelhouse(python, setup, folder, tmp_path)
+    assert not list(folder.glob("ortfix-*.whl")) and not [f for f in doc["files"] if f["distribution"] == "ortfix"]
+    assert f"{source} now builds ortfix 6.6.6, not the running 0.1.0" in doc["ortfix_missing"]
+    assert not (folder / "ortfix-requirements.txt").exists()
+
+
+def test_uv_is_not_chosen_for_a_wheelhouse(house: Path, tmp_path: Path) -> None:
+    """uv reports no hashes of what it takes, so a find-links folder holding a manifest keeps `auto` on pip."""
+    from ortfix.system.pipconfig import PipConfig
+    from ortfix.system.uvargs import UvOptions, translate
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert isinstance(translate(PipConfig(no_index=True, find_links=(str(plain),))), UvOptions)
+    for link in (str(house), house.as_uri()):
+        refused = translate(PipConfig(no_index=True, find_links=(str(plain), link)))
+        assert isinstance(refused, str) and "is an ortfix wheelhouse" in refused, refused

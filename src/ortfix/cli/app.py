@@ -158,8 +158,8 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 
 @main.command()
 @_target_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Save the plan as JSON for a later `ortfix apply FILE`.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Save the plan as JSON for a later `ortfix apply FILE` (a new file, renamed into place).")
 @click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version.")
 @click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR", help="Plan for this CUDA major.")
 @click.option("--driver", "driver_version", metavar="VERSION",
@@ -195,10 +195,9 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
                                           installer=installer),
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
-        try:
-            output.write_text(dump_json(plan_document(result)) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise OrtfixError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        from ortfix.outfile import write_output
+
+        write_output(output, dump_json(plan_document(result)) + "\n")
 
     def text(r: PlanResult) -> str:
         return render_plan(r.plan, r.check.target) + (f"\nSaved to {output}." if output is not None else "")
@@ -341,7 +340,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 @_target_options
 @click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
 @click.option("-d", "--dest", "folder", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The folder to download into (made if missing).")
+              help="The folder to download into: new or empty (made if missing).")
 @click.option("--platform", "platform_tag", metavar="TAG",
               help="Wheels for this platform (e.g. manylinux_2_28_x86_64, win_amd64); default: the target's.")
 @click.option("--python-version", metavar="X.Y", help="Wheels for this CPython version; default: the target's.")
@@ -351,11 +350,13 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
                driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
-    The plan's packages with their dependencies and ortfix with its own (built from its source when ortfix
-    runs from a checkout, else from the index), as wheels, with your pip configuration; a manifest
-    (ortfix-wheelhouse.json) says what each file is, why, and its sha256. Prints the command that uses it.
+    The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
+    editable install, with its version; else from the index), as wheels, with your pip configuration; a manifest
+    (ortfix-wheelhouse.json) says what each file is, why, and its sha256, and `apply` and the installer take
+    from DIR only the files it lists. Prints the commands that use it.
 
-    Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not writable).
+    Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not empty or
+    not writable).
 
     \b
     Examples:

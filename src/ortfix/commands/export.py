@@ -4,7 +4,6 @@ the only thing run in it is pip's dry run that pins the plan's requirements."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from ortfix.export.pins import resolve_pins
 from ortfix.export.powershell import render_ps1
 from ortfix.export.requirements import render_requirements
 from ortfix.export.shell import render_sh
+from ortfix.outfile import write_output
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
 from ortfix.safetext import escaped, first_control, visible
@@ -76,15 +76,6 @@ def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     return ExportInput(plan=plan, python=plan.python, prefix=plan.prefix, pins=tuple(pins), reasons=reasons)
 
 
-def _write(path: Path, text: str, mode: int) -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(path, mode)
-    except OSError as exc:
-        raise OrtfixError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
 def run_export(fmt: ExportFormat, python: str | None, plan_file: Path | None, options: PlanOptions,
                output: Path | None) -> ExportResult:
     prepared = prepare_apply(python, plan_file, options)
@@ -102,8 +93,8 @@ def run_export(fmt: ExportFormat, python: str | None, plan_file: Path | None, op
     if output is not None:
         executable = 0o755 if undo is not None else 0o644
         if undo is not None:
-            _write(undo_path(output, fmt), undo, executable)
-        _write(output, text, executable)
+            write_output(undo_path(output, fmt), undo, mode=executable)
+        write_output(output, text, mode=executable)
         written = [str(output)] + ([str(undo_path(output, fmt))] if undo is not None else [])
     return ExportResult(fmt, prepared.source, text, undo, tuple(written), inp.hashes_complete,
                         tuple(p.spec for p in inp.pins))

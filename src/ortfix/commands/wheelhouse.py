@@ -11,9 +11,10 @@ from pathlib import Path
 from ortfix.commands.apply import prepare_apply
 from ortfix.commands.export import require_pip
 from ortfix.errors import ExitCode
-from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse, writable_folder
+from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse, new_wheelhouse_folder
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
+from ortfix.system.wheelmanifest import OWN_REQUIREMENTS
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,14 @@ class WheelhouseResult:
 
     @property
     def install_ortfix_command(self) -> str:
-        folder = shlex.quote(str(Path(self.wheelhouse.folder).resolve()))
-        return f"pip install --no-index --find-links {folder} ortfix"
+        folder = Path(self.wheelhouse.folder).resolve()
+        return (f"pip install --no-index --find-links {shlex.quote(str(folder))} --require-hashes -r "
+                f"{shlex.quote(str(folder / OWN_REQUIREMENTS))}")
 
 
 def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOptions, folder: Path,
                    target: WheelhouseTarget) -> WheelhouseResult:
-    writable_folder(folder)  # before anything else: planning takes a while
+    new_wheelhouse_folder(folder)  # before anything else: planning takes a while
     prepared = prepare_apply(python, plan_file, options)
     require_pip(prepared)  # the downloads are the target's pip's (its platform, its Python)
     plan = prepared.plan

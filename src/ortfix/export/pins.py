@@ -1,5 +1,6 @@
-"""Exact pins for a plan's pip-install requirements, asked of the target's own pip: `pip install --dry-run
---report FILE` with the user's pip configuration, so `nvidia-cublas-cu12~=12.0` becomes `nvidia-cublas-cu12==12.4.5.8`
+"""Exact pins for a plan's pip-install requirements, asked of the target's own pip: `pip install --only-binary=:all:
+--dry-run --report FILE` (wheels only: a source distribution's build code never runs) with the user's pip
+configuration, so `nvidia-cublas-cu12~=12.0` becomes `nvidia-cublas-cu12==12.4.5.8`
 with the archive's sha256 where pip reports one.
 
 `fresh=True` adds `--ignore-installed`: every distribution a fresh image needs (a requirements file, a Dockerfile);
@@ -17,7 +18,8 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
-from ortfix.transaction.actions.resolve import pip_error_line
+from ortfix.system.wheelmanifest import check_wheelhouse_files
+from ortfix.transaction.actions.resolve import ONLY_BINARY, no_wheel_hint, pip_error_line, report_archives
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -37,8 +39,8 @@ class Pin:
 
 
 def dry_run_argv(python: str, requirements: Sequence[str], report: Path, *, fresh: bool) -> list[str]:
-    argv = [python, "-m", "pip", "install", *(requirement(r) for r in requirements), "--dry-run", "--report",
-            str(report), "--quiet", "--disable-pip-version-check"]
+    argv = [python, "-m", "pip", "install", *(requirement(r) for r in requirements), ONLY_BINARY, "--dry-run",
+            "--report", str(report), "--quiet", "--disable-pip-version-check"]
     return [*argv, "--ignore-installed"] if fresh else argv
 
 
@@ -80,7 +82,9 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
         if proc.returncode != 0:
             why = pip_error_line(proc.stderr or proc.stdout)
             raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",
-                              hint="is the index reachable? check `pip config list`; nothing was changed")
+                              hint=no_wheel_hint(why, "is the index reachable? check `pip config list`; nothing was "
+                                                      "changed"))
+        check_wheelhouse_files(report_archives(report))  # the pins are what an install will take: never a planted file
         try:
             text = report.read_text(encoding="utf-8")
         except OSError as exc:

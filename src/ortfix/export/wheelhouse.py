@@ -1,25 +1,32 @@
 """The offline wheelhouse: everything a plan needs on a machine without an index, downloaded with the user's pip
-configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own (a wheel
-built from the installed source when that is a checkout or an editable install, never the index's `ortfix`, which may
-be another project's; else from the index when it has this version). Wheels only (`--only-binary=:all:`), for the
-target's platform and Python, or the ones given (`--platform`, `--python-version`, CPython). A manifest
-(`ortfix-wheelhouse.json`) says what each file is, why it is there, and its sha256."""
+configuration into one folder: the plan's packages with their dependencies, and ortfix itself with its own. Wheels
+only (`--only-binary=:all:`), for the target's platform and Python, or the ones given (`--platform`,
+`--python-version`, CPython).
+
+The folder must be new or empty: a wheelhouse holds only what this run downloaded. Everything is downloaded into a
+private folder inside it first, then moved in; the manifest (`ortfix-wheelhouse.json`, `system/wheelmanifest.py`)
+lists each of those files, why it is there and its sha256, and `ortfix-requirements.txt` pins ortfix and its
+dependencies with their hashes. Whatever installs from the folder checks the manifest (apply, the installer), so a
+wheel someone else puts there later is refused.
+
+ortfix itself: a wheel built from the running checkout (an editable install runs from its checkout too), refused
+unless it has the running version; never from the source a plain install was once made from (`direct_url.json`),
+which may hold anything today. Run from an installed copy, `ortfix==<version>` from the index if it has it (which
+may be another project's name there); else one line says how to bring ortfix."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TypedDict
-from urllib.parse import unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -27,23 +34,22 @@ from packaging.utils import canonicalize_name
 from ortfix import __version__, subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.outfile import write_output
+from ortfix.system.wheelmanifest import (
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    OWN_REQUIREMENTS,
+    WHEEL_FILE,
+    ManifestFile,
+    sha256_file,
+)
 
-MANIFEST = "ortfix-wheelhouse.json"
-MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/1"
 _PLATFORM = re.compile(r"^[A-Za-z0-9_.]{1,100}$")
 _PY_VERSION = re.compile(r"^3\.[0-9]{1,2}$")
 # What pip's warnings say when it cannot reach an index (it then reports "no matching distribution").
 _UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Connection refused",
                 "Name or service not known", "Temporary failure in name resolution", "ProxyError",
                 "ConnectTimeoutError", "Network is unreachable")
-
-
-class ManifestFile(TypedDict):
-    file: str
-    distribution: str
-    version: str
-    why: str
-    sha256: str
 
 
 @dataclass(frozen=True)
@@ -109,9 +115,16 @@ def _download(python: str, requirements: Sequence[str], folder: Path, target: Wh
         raise _pip_failure(what, proc.stderr or proc.stdout, target)
 
 
-def writable_folder(folder: Path) -> Path:
+def new_wheelhouse_folder(folder: Path) -> Path:
+    """`folder`, made when missing; refused unless it is empty and writable."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        with os.scandir(folder) as entries:
+            found = next((e.name for e in entries), None)
+        if found is not None:
+            raise OrtfixError(f"{folder} is not empty (it holds {found!r}): a wheelhouse starts in an empty folder, "
+                              "so that it holds only what ortfix downloaded", hint="choose a new or empty folder "
+                              "(-d DIR); to make a wheelhouse again, remove the old one first")
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
@@ -121,20 +134,15 @@ def writable_folder(folder: Path) -> Path:
 
 
 def ortfix_source() -> Path | None:
-    """The source folder of the running ortfix when it is a checkout or an editable install (else None)."""
-    with contextlib.suppress(metadata.PackageNotFoundError, OSError, ValueError, TypeError):
-        text = metadata.distribution("ortfix").read_text("direct_url.json")
-        doc = json.loads(text) if text else None
-        url = doc.get("url") if isinstance(doc, dict) else None
-        if isinstance(url, str) and url.startswith("file:"):
-            path = Path(unquote(urlparse(url).path))
-            if (path / "pyproject.toml").is_file():
-                return path
-    here = Path(__file__).resolve().parents[3]  # src/ortfix/export/wheelhouse.py → the checkout
-    pyproject = here / "pyproject.toml"
+    """The checkout the running ortfix is imported from (`<root>/src/ortfix`, with ortfix's pyproject.toml at root:
+    a checkout, or the source of an editable install); None when it runs from an installed copy."""
+    package = Path(__file__).resolve().parents[1]  # <root>/src/ortfix/export/wheelhouse.py → <root>/src/ortfix
+    root = package.parents[1]
+    if package.parent.name != "src":
+        return None
     with contextlib.suppress(OSError):
-        if re.search(r'^name = "ortfix"$', pyproject.read_text(encoding="utf-8"), re.M):
-            return here
+        if re.search(r'^name = "ortfix"$', (root / "pyproject.toml").read_text(encoding="utf-8"), re.M):
+            return root
     return None
 
 
@@ -152,10 +160,15 @@ def _own_requirements() -> list[str]:
     return out
 
 
+def _pip_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR:")] or lines  # pip's closing note says nothing
+    return errors[-1] if errors else "no output"
+
+
 def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[str, str | None]:
-    """(how ortfix got into the folder, why it did not or None). Run from a checkout or an editable install, the
-    wheel is built from that source, never taken from the index: the index's `ortfix` may be another project's, and
-    the wheelhouse must carry the ortfix that made the plan."""
+    """(how ortfix got into the folder, why it did not or None). Run from a checkout, the wheel is built from it and
+    must have the running version; never taken from the index then (another project's `ortfix` may be there)."""
     source = ortfix_source()
     if source is None:
         proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
@@ -163,66 +176,95 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[st
                            timeout=1800)
         if proc.returncode == 0:
             return "index", None
-        return "", (f"ortfix {__version__} is not on the index and is not installed from its source, so it cannot be "
-                    "built here")
+        return "", (f"ortfix {__version__} runs from an installed copy, not from its checkout, and the index has no "
+                    f"ortfix {__version__}: run `ortfix wheelhouse` from an ortfix checkout or editable install "
+                    "(pip install -e SRC) to carry it, or install ortfix on the offline machine from a wheel you "
+                    "bring")
     built = subproc.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(folder),
                          "--disable-pip-version-check", "--quiet", str(source)], target_python=None,
                          timeout=1800)
     if built.returncode != 0:
-        lines = [ln.strip() for ln in (built.stderr or built.stdout).splitlines() if ln.strip()]
-        errors = [ln for ln in lines if ln.startswith("ERROR:")] or lines  # pip's closing note says nothing
-        return "", f"ortfix's wheel could not be built from {source}: {errors[-1] if errors else 'no output'}"
+        return "", f"ortfix's wheel could not be built from {source}: {_pip_line(built.stderr or built.stdout)}"
+    versions = {m.group(2) for p in folder.iterdir() if (m := WHEEL_FILE.match(p.name)) and m.group(1) == "ortfix"}
+    if versions != {__version__}:
+        for wheel in folder.iterdir():
+            wheel.unlink()
+        return "", (f"{source} now builds ortfix {', '.join(sorted(versions)) or '(no wheel)'}, not the running "
+                    f"{__version__}: reinstall it (pip install -e {source}) and run this again")
     _download(python, _own_requirements(), folder, target, "ortfix's dependencies")
     return f"built from {source}", None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _entries(folder: Path, why: Callable[[str], str], for_ortfix: bool) -> dict[str, tuple[ManifestFile, Path]]:
+    out: dict[str, tuple[ManifestFile, Path]] = {}
+    for path in sorted(folder.iterdir()):
+        m = WHEEL_FILE.match(path.name)
+        if m is None or not path.is_file() or path.is_symlink():
+            raise OrtfixError(f"pip left {path.name!r} in the download folder, which is not a wheel ortfix can list",
+                              hint="nothing was moved into the wheelhouse")
+        out[path.name] = ({"file": path.name, "distribution": m.group(1), "version": m.group(2),
+                           "why": why(canonicalize_name(m.group(1))), "sha256": sha256_file(str(path)),
+                           "for_ortfix": for_ortfix}, path)
+    return out
 
 
-def _wheel_name(filename: str) -> tuple[str, str] | None:
-    if not filename.endswith(".whl"):
-        return None
-    parts = filename[:-4].split("-")
-    return (parts[0], parts[1]) if len(parts) >= 5 else None
+def _merge(plan: dict[str, tuple[ManifestFile, Path]],
+           own: dict[str, tuple[ManifestFile, Path]]) -> list[tuple[ManifestFile, Path]]:
+    """One entry per file; a file both downloads brought is the plan's and ortfix's (it must be the same file)."""
+    merged = dict(plan)
+    for name, (entry, path) in own.items():
+        if name in merged:
+            if merged[name][0]["sha256"] != entry["sha256"]:
+                raise OrtfixError(f"two different files named {name} were downloaded (for the plan and for ortfix)",
+                                  hint="check your find-links folders and indexes for a changed copy")
+            merged[name][0]["for_ortfix"] = True
+        else:
+            merged[name] = (entry, path)
+    return [merged[name] for name in sorted(merged)]
+
+
+def own_requirements_text(files: Sequence[ManifestFile]) -> str:
+    """`ortfix-requirements.txt`: ortfix and its dependencies pinned with their hashes (pip's hash-checking mode)."""
+    hashes: dict[str, list[str]] = {}
+    for f in files:
+        if f["for_ortfix"]:
+            hashes.setdefault(f"{f['distribution']}=={f['version']}", []).append(f["sha256"])
+    lines = ["# ortfix and its dependencies in this wheelhouse, with their sha256 (from ortfix-wheelhouse.json):",
+             f"#   pip install --no-index --find-links DIR --require-hashes -r DIR/{OWN_REQUIREMENTS}"]
+    lines += [" ".join([pin, *(f"--hash=sha256:{h}" for h in shas)]) for pin, shas in sorted(hashes.items())]
+    return "\n".join(lines) + "\n"
 
 
 def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence[str], folder: Path,
                      target: WheelhouseTarget) -> Wheelhouse:
-    """Download the plan's `requirements` (the reasons they are there) and ortfix into `folder`; write the
-    manifest."""
-    writable_folder(folder)
+    """Download the plan's `requirements` (the reasons they are there) and ortfix into the empty `folder`; write the
+    manifest (and the pinned requirements of ortfix itself)."""
+    new_wheelhouse_folder(folder)
     reqs = [requirement(r) for r in requirements]
-    if reqs:
-        _download(python, reqs, folder, target, " ".join(reqs))
-    source, missing = _add_ortfix(python, folder, target)
-    planned = {canonicalize_name(Requirement(r).name) for r in reqs}
-    own = {canonicalize_name("ortfix"), *(canonicalize_name(Requirement(r).name) for r in _own_requirements())}
-    why_plan = "; ".join(reasons) or "the plan installs it"
-    files: list[ManifestFile] = []
-    for path in sorted(folder.iterdir()):
-        parsed = _wheel_name(path.name)
-        if parsed is None or not path.is_file():
-            continue
-        name = canonicalize_name(parsed[0])
-        why = (f"the plan: {why_plan}" if name in planned
-               else "ortfix itself" if name == "ortfix"
-               else "a dependency of ortfix" if name in own else "a dependency of the plan's packages")
-        files.append({"file": path.name, "distribution": parsed[0], "version": parsed[1], "why": why,
-                      "sha256": _sha256(path)})
-    manifest = {"schema": MANIFEST_SCHEMA, "ortfix_version": __version__, "platform": target.platform,
-                "python_version": target.python_version, "ortfix": source or None, "ortfix_missing": missing,
-                "files": files}
-    try:  # a new file renamed into place: a link planted at the manifest's name is replaced, never written through
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=f".{MANIFEST}.",
-                                         delete=False) as f:
-            f.write(json.dumps(manifest, indent=2) + "\n")
-        os.chmod(f.name, 0o644)
-        os.replace(f.name, folder / MANIFEST)
+    staging = Path(tempfile.mkdtemp(prefix=".ortfix-download-", dir=folder))  # private (0700) until moved in
+    try:
+        (staging / "plan").mkdir()
+        (staging / "own").mkdir()
+        if reqs:
+            _download(python, reqs, staging / "plan", target, " ".join(reqs))
+        source, missing = _add_ortfix(python, staging / "own", target)
+        planned = {canonicalize_name(Requirement(r).name) for r in reqs}
+        why_plan = f"the plan: {'; '.join(reasons) or 'the plan installs it'}"
+        plan = _entries(staging / "plan", lambda n: why_plan if n in planned else "a dependency of the plan's "
+                        "packages", False)
+        own = _entries(staging / "own", lambda n: "ortfix itself" if n == "ortfix" else "a dependency of ortfix", True)
+        moved = _merge(plan, own)
+        for entry, path in moved:
+            os.replace(path, folder / entry["file"])
+        files = tuple(entry for entry, _ in moved)
+        manifest = {"schema": MANIFEST_SCHEMA, "ortfix_version": __version__, "platform": target.platform,
+                    "python_version": target.python_version, "ortfix": source or None, "ortfix_missing": missing,
+                    "files": list(files)}
+        if missing is None:
+            write_output(folder / OWN_REQUIREMENTS, own_requirements_text(files))
+        write_output(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     except OSError as exc:
-        raise OrtfixError(f"cannot write {folder / MANIFEST}: {exc.strerror or exc}") from exc
-    return Wheelhouse(str(folder), tuple(files), source, missing)
+        raise OrtfixError(f"cannot move the downloads into {folder}: {exc.strerror or exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Wheelhouse(str(folder), files, source, missing)

@@ -19,7 +19,8 @@ default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
 Refused (auto then uses pip, and the plan says why): every other key that changes what gets installed or how it is
 fetched (proxy, client-cert, require-hashes, constraint, pre, only-binary, user, target, prefix...), and any key this
 module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`); a value that
-starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there).
+starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there); a find-links
+folder that is an ortfix wheelhouse (its manifest's hashes are checked against pip's report, and uv reports none).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ortfix.system.pipconfig import PipConfig
+from ortfix.system.wheelmanifest import is_wheelhouse, link_folder
 
 # Keys that change nothing about what is installed from where: pip's output, its cache, its own checks.
 IGNORED = frozenset({
@@ -79,6 +81,10 @@ def translate(config: PipConfig) -> UvOptions | str:
     if dashed is not None:
         return f"your pip configuration's {dashed[0]} {redact(dashed[1])!r} starts with '-', which uv would not take " \
                "as a value"
+    house = next((f for f in config.find_links if (d := link_folder(f)) is not None and is_wheelhouse(d)), None)
+    if house is not None:
+        return f"your pip configuration's find-links {house!r} is an ortfix wheelhouse, whose manifest's hashes " \
+               "ortfix checks in pip's report (uv reports none)"
     options = ["--no-config", "--link-mode", "hardlink", "--index-strategy", "unsafe-best-match"]
     if config.no_index:
         options.append("--no-index")

@@ -31,6 +31,7 @@ from ortfix.fields import (
     want_str_list,
 )
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
+from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs
@@ -40,6 +41,7 @@ from ortfix.transaction.actions.resolve import (
     ResolvedJson,
     install_argv,
     install_environ,
+    report_archives,
     report_installs,
     shown,
     uv_installed,
@@ -211,6 +213,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             rc = self._run(argv, env.python, install_environ(env, step.details), record, step, ctx, roots, lines)
             if rc != 0:
                 raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
+            if installer == "pip":  # what pip took from an ortfix wheelhouse, by the hash pip took it with
+                check_wheelhouse_files(report_archives(report))
             names = ([n for n, _v, _u in report_installs(report)] if installer == "pip"
                      else [n for n, _v in uv_installed("\n".join(lines))])
         finally:

@@ -1,5 +1,10 @@
 """What an install will do, asked of the installer itself before anything changes: the install command line,
-the dry-run resolution (`pip install --dry-run --report`, or uv's dry run) and the wheels' sizes."""
+the dry-run resolution (`pip install --dry-run --report`, or uv's dry run) and the wheels' sizes.
+
+Wheels only, in the dry run and in the install (pip `--only-binary=:all:`, uv `--only-binary :all:`): resolving a
+source distribution runs its build code (setup.py, its build backend), which a command that changes nothing must
+never do, and the install must be what the dry run showed. A requirement that exists only as source is one line
+asking the user to build its wheel."""
 
 from __future__ import annotations
 
@@ -22,11 +27,15 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
 from ortfix.system.pipconfig import read_pip_config
 from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
+from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.dists import InstalledDist, installed_distributions
 from ortfix.transaction.actions.snapshot import take_snapshot
 
 INSTALLERS = ("pip", "uv")
+ONLY_BINARY = "--only-binary=:all:"
+_NO_MATCH = ("No matching distribution", "Could not find a version", "no version of", "not found in the package "
+             "registry", "No solution found")
 
 
 def uv_options(env: TargetEnv) -> UvOptions:
@@ -49,7 +58,7 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
         if not env.uv:
             raise OrtfixError("the plan installs with uv, but no uv is on PATH now",
                               hint="install uv, or pip into the environment; nothing was changed")
-        argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options]
+        argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options, "--only-binary", ":all:"]
         if env.break_system_packages:
             argv.append("--break-system-packages")
         if dry_run_report is not None:
@@ -59,7 +68,7 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
         raise OrtfixError("the target environment has no pip (and no uv was found)",
                           hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
     # Options after the requirements (none of which can start with "-"): the command reads as the plan shows it.
-    argv = [env.python, "-m", "pip", "install", *requirements]
+    argv = [env.python, "-m", "pip", "install", *requirements, ONLY_BINARY]
     if dry_run_report is not None:
         argv += ["--dry-run", "--report", dry_run_report, "--quiet"]
     if report is not None:
@@ -148,6 +157,16 @@ def pip_error_line(text: str) -> str:
     return re.sub(r"^(ERROR|error):\s*", "", pick)
 
 
+def no_wheel_hint(message: str, fallback: str) -> str:
+    """What to do when the installer found nothing: that it looked at wheels only, and how to supply a package that
+    is only available as source; `fallback` for any other failure."""
+    if any(m in message for m in _NO_MATCH):
+        return ("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's build "
+                "code runs: a package available only as source needs its wheel built by you (pip wheel NAME -w DIR, "
+                "then DIR in your find-links); nothing was changed")
+    return fallback
+
+
 def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
             replaced_elsewhere: Iterable[str] = ()) -> InstallerResolution:
     """What the install will do, asked of the installer itself: `pip install --dry-run --report FILE --quiet ...`
@@ -168,8 +187,10 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
                 with contextlib.suppress(OSError):
                     env.fs.unlink(rel)
         if proc.returncode != 0:
-            raise OrtfixError(f"uv cannot resolve {wanted}: {redact(pip_error_line(proc.stderr))}",
-                              hint="is the index reachable? check your uv/pip configuration")
+            message = redact(pip_error_line(proc.stderr))
+            raise OrtfixError(f"uv cannot resolve {wanted}: {message}",
+                              hint=no_wheel_hint(proc.stderr, "is the index reachable? check your uv/pip "
+                                                              "configuration"))
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
             old = installed.get(canonicalize_name(name))
@@ -189,7 +210,9 @@ def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
             raise OrtfixError(f"{env.python} is an externally managed system Python: pip refuses to change it",
                               hint="use a venv (python3 -m venv), or pass --system to change it anyway")
         raise OrtfixError(f"pip cannot get {wanted} from the configured index or wheelhouse: {message}",
-                          hint="is the index reachable? check `pip config list` and your network; nothing was changed")
+                          hint=no_wheel_hint(message, "is the index reachable? check `pip config list` and your "
+                                                      "network; nothing was changed"))
+    check_wheelhouse_files(report_archives(report))  # a wheel planted in an ortfix wheelhouse is refused here
     items = []
     for name, version, url in report_installs(report):
         download, unpacked = _wheel_sizes(local_file(url))
@@ -208,17 +231,37 @@ def uv_installed(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
-    """(name, version, download URL) of every distribution in pip's --report."""
+def _report_entries(report: Path) -> list[dict[str, Any]]:
     try:
         doc = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise OrtfixError(f"pip's --report was unreadable: {exc}") from exc
-    out = []
     entries = doc.get("install", []) if isinstance(doc, dict) else []
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def report_archives(report: Path) -> list[tuple[str, str | None]]:
+    """(path, sha256 as pip reports it or None) of every local archive pip's --report says it installs from: pip
+    hashes a local file as it takes it (`archive_info`)."""
+    out = []
+    for entry in _report_entries(report):
+        info = entry.get("download_info")
+        info = info if isinstance(info, dict) else {}
+        url = info.get("url")
+        path = local_file(url if isinstance(url, str) else None)
+        if path is None:
             continue
+        archive = info.get("archive_info")
+        hashes = archive.get("hashes") if isinstance(archive, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        out.append((path, sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha) else None))
+    return out
+
+
+def report_installs(report: Path) -> list[tuple[str, str, str | None]]:
+    """(name, version, download URL) of every distribution in pip's --report."""
+    out = []
+    for entry in _report_entries(report):
         meta = entry.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         info = entry.get("download_info") or {}
