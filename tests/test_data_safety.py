@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,46 @@ def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cp
     assert f"terminated ({sig.name}); every change was rolled back" in err
     assert_same_tree(before, tree_state(cpu_venv))
     assert not _pips_of(cpu_venv)  # the installer's whole process group went with it
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv: Path, env: dict[str, str],  # noqa: F811
+                                                  tmp_path: Path) -> None:
+    """The steps are done and apply verifies in a fresh process of the target: `kill` (SIGTERM) or SIGINT then must
+    undo the transaction and exit 130 with one line, not leave it `running` (exit 143) or be ignored. A .pth file
+    holds every process of the target still once the GPU build is there (that is: only those that verify)."""
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    verifying = tmp_path / "verifying"
+    gpu = sp / "onnxruntime_gpu-1.22.0.dist-info"
+    (sp / "zz_slow_verification.pth").write_text(
+        f"import os, time; os.path.isdir({str(gpu)!r}) and (open({str(verifying)!r}, 'w').close() or "
+        "time.sleep(120))\n")
+    before = tree_state(cpu_venv)
+    proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True,
+                            # a shell's background job ignores SIGINT: this is a user's ortfix, which does not
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 180
+        while not verifying.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        reached = verifying.exists()
+        os.kill(proc.pid, sig)  # to ortfix alone, as `kill` does
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert reached, (out[-2000:], err[-2000:])
+    assert proc.returncode == 130, (proc.returncode, out[-2000:], err[-2000:])
+    what = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, out, err),
+                   f"{what}; every change was rolled back", code=130)
+    assert_same_tree(before, tree_state(cpu_venv))
+    [tx] = ortfix_json("history", "--python", str(python), env=env)["transactions"]
+    assert tx["status"] == "rolled-back"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
