@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
-from ortfix.transaction.actions.dists import metadata_headers, read_record
+from ortfix.transaction.actions.dists import metadata_headers, own_rows, read_record
 from ortfix.transaction.actions.files import fingerprint, parent_dirs_of
 from ortfix.transaction.journal import Step
 
@@ -30,8 +30,8 @@ class InstalledJson(TypedDict):
 def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]],
                       after: Mapping[str, list[Any]]) -> tuple[dict[str, list[Any]], list[str], list[InstalledJson]]:
     """What this install wrote, by the installer's own account: the RECORD rows of the distributions it reports
-    it installed, each with its hash (RECORD's, else computed now) and stat fingerprint; the folders it created for
-    them; and the distributions."""
+    it installed that lie in their own install locations (ownfiles.py), each with its hash (RECORD's, else computed
+    now) and stat fingerprint; the folders it created for them; and the distributions."""
     created, changed = set(diff["created"]), set(diff["changed"])
     wanted = {canonicalize_name(n) for n in names}
     site_rels = set(env.site_rels())
@@ -46,9 +46,10 @@ def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, l
         installed.append({"name": headers.get("name", ""), "version": headers.get("version", ""),
                           "dist_info": env.abs(rel)})
         try:
-            rows = read_record(env, os.path.dirname(rel), rel)
+            rows, _elsewhere = own_rows(env, read_record(env, os.path.dirname(rel), rel))
         except OrtfixError:
             continue
+        # Only its own install locations: a row naming the interpreter or pyvenv.cfg is never removed on rollback.
         wrote = [row for row in rows if row.rel in created or row.rel in changed]
         stats = env.fs.stat_many(row.rel for row in wrote)
         unhashed = env.fs.sha256_many(row.rel for row in wrote if not row.sha256)
