@@ -261,6 +261,57 @@ def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# pip settings that send the install elsewhere: refused (target, prefix, root) or overridden (user)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "where"), [("target", "file"), ("prefix", "file"), ("root", "file"),
+                                            ("target", "variable")])
+def test_pip_settings_that_redirect_the_install_are_refused(key: str, where: str, cpu_venv: Path,  # noqa: F811
+                                                            env: dict[str, str],  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    """pip would install every distribution there: the apply rolls the environment back, and the files pip wrote
+    outside stay, unmentioned. Refused in one line naming the setting and where it is set, before anything runs."""
+    python = cpu_venv / "bin" / "python"
+    elsewhere = tmp_path / "elsewhere"
+    conf = Path(env["PIP_CONFIG_FILE"])
+    environ = dict(env)
+    if where == "file":
+        conf.write_text(conf.read_text() + f"{key} = {elsewhere}\n")
+        source = f"[global] in {conf}"
+    else:
+        environ[f"PIP_{key.upper()}"] = str(elsewhere)
+        source = f"the environment variable PIP_{key.upper()}"
+    plan = ortfix_json("plan", "--python", str(python), env=environ, expect=1)
+    assert any(f"sets {key} = {str(elsewhere)!r} ({source})" in n and "apply refuses" in n for n in plan["notes"])
+    before, outside = tree_state(cpu_venv), around(cpu_venv)
+    line = one_line_error(ortfix("apply", "--python", str(python), "--yes", env=environ),
+                          f"your pip configuration sets {key} = {str(elsewhere)!r} ({source})",
+                          "outside the environment", "nothing was changed")
+    assert "Traceback" not in line
+    assert not elsewhere.exists()
+    assert_same_tree(before, tree_state(cpu_venv))
+    assert_same_tree(outside, around(cpu_venv))
+
+
+def test_pip_user_setting_is_overridden(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+    """`user = true`: pip would install into the user's site-packages (and, in a venv, refuses to). The install goes
+    into the environment all the same (--no-user), and the plan says so."""
+    python = cpu_venv / "bin" / "python"
+    conf = Path(env["PIP_CONFIG_FILE"])
+    conf.write_text(conf.read_text() + "user = true\n")
+    plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    assert any("sets user = true" in n and "--no-user" in n for n in plan["notes"])
+    before = tree_state(cpu_venv)
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert doc["status"] == "applied"
+    assert (site_packages(cpu_venv) / "onnxruntime_gpu-1.22.0.dist-info").is_dir()
+    assert ortfix_json("rollback", "--python", str(python), "--yes", env=env)["transaction"]["status"] == \
+        "rolled-back"
+    assert_same_tree(before, tree_state(cpu_venv))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # B2: the disk fills during a real install: the automatic rollback needs no new space, leaves no temp files
 # ---------------------------------------------------------------------------------------------------------------------
 
