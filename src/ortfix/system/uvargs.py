@@ -17,10 +17,13 @@ default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
   link: its inode, size and mtime are what the transaction records, they stay the same whatever happens to uv's
   cache, and a rollback renames that link away and deletes it, leaving the cache's copy alone. It also spares a
   second copy of every unpacked file (1.9 GB for the CUDA 12 swap).
+`UV_COMPILE_BYTECODE` is left as the user set it: the bytecode uv compiles for the files it installs is the install's
+own (transaction/actions/attribution.py).
 Refused (auto then uses pip, and the plan says why): every other key that changes what gets installed or how it is
 fetched (proxy, client-cert, require-hashes, constraint, pre, only-binary, user, target, prefix...), and any key this
 module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`); a value that
-starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there).
+starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there); a find-links
+URL with credentials (uv would only take it on its command line).
 """
 
 from __future__ import annotations
