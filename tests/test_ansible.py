@@ -311,6 +311,8 @@ FAKE_ORTFIX = """import json, sys
 mode = {mode!r}
 if mode == "not json":
     print("Traceback (most recent call last): oops"); sys.exit(2)
+if mode == "deep":
+    print('{{"schema": ' + "[" * 100000 + "]" * 100000 + "}}"); sys.exit(0)
 doc = {{"schema": "ortfix.check/2", "command": "check", "exit_code": 0, "healthy": True,
        "interpreter": {{"python": "/x/bin/python"}}, "findings": []}}
 if mode == "other schema":
@@ -335,6 +337,7 @@ print(json.dumps(doc)); sys.exit(doc["exit_code"] if mode != "exit code" else 0)
     ("missing", "ortfix's `ortfix check` output has no field 'healthy'"),
     ("exit code", "`ortfix check` output says exit code 1, but ortfix exited 0"),
     ("error", "ortfix check: no python3 on PATH"),
+    ("deep", "`ortfix check` printed a JSON document nested too deeply to read (exit 0)"),
 ])
 def test_module_refuses_what_it_cannot_read(ansible_python: Path, tmp_path: Path, mode: str, message: str) -> None:
     fake = tmp_path / "fake_ortfix.py"

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,97 @@ def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cp
     assert f"terminated ({sig.name}); every change was rolled back" in err
     assert_same_tree(before, tree_state(cpu_venv))
     assert not _pips_of(cpu_venv)  # the installer's whole process group went with it
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv: Path, env: dict[str, str],  # noqa: F811
+                                                  tmp_path: Path) -> None:
+    """The steps are done and apply verifies in a fresh process of the target: `kill` (SIGTERM) or SIGINT then must
+    undo the transaction and exit 130 with one line, not leave it `running` (exit 143) or be ignored. A .pth file
+    holds every process of the target still once the GPU build is there (that is: only those that verify)."""
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    verifying = tmp_path / "verifying"
+    gpu = sp / "onnxruntime_gpu-1.22.0.dist-info"
+    (sp / "zz_slow_verification.pth").write_text(
+        f"import os, time; os.path.isdir({str(gpu)!r}) and (open({str(verifying)!r}, 'w').close() or "
+        "time.sleep(120))\n")
+    before = tree_state(cpu_venv)
+    proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True,
+                            # a shell's background job ignores SIGINT: this is a user's ortfix, which does not
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 180
+        while not verifying.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        reached = verifying.exists()
+        os.kill(proc.pid, sig)  # to ortfix alone, as `kill` does
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert reached, (out[-2000:], err[-2000:])
+    assert proc.returncode == 130, (proc.returncode, out[-2000:], err[-2000:])
+    what = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, out, err),
+                   f"{what}; every change was rolled back", code=130)
+    assert_same_tree(before, tree_state(cpu_venv))
+    [tx] = ortfix_json("history", "--python", str(python), env=env)["transactions"]
+    assert tx["status"] == "rolled-back"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# pip settings that send the install elsewhere: refused (target, prefix, root) or overridden (user)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "where"), [("target", "file"), ("prefix", "file"), ("root", "file"),
+                                            ("target", "variable")])
+def test_pip_settings_that_redirect_the_install_are_refused(key: str, where: str, cpu_venv: Path,  # noqa: F811
+                                                            env: dict[str, str],  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    """pip would install every distribution there: the apply rolls the environment back, and the files pip wrote
+    outside stay, unmentioned. Refused in one line naming the setting and where it is set, before anything runs."""
+    python = cpu_venv / "bin" / "python"
+    elsewhere = tmp_path / "elsewhere"
+    conf = Path(env["PIP_CONFIG_FILE"])
+    environ = dict(env)
+    if where == "file":
+        conf.write_text(conf.read_text() + f"{key} = {elsewhere}\n")
+        source = f"[global] in {conf}"
+    else:
+        environ[f"PIP_{key.upper()}"] = str(elsewhere)
+        source = f"the environment variable PIP_{key.upper()}"
+    plan = ortfix_json("plan", "--python", str(python), env=environ, expect=1)
+    assert any(f"sets {key} = {str(elsewhere)!r} ({source})" in n and "apply refuses" in n for n in plan["notes"])
+    before, outside = tree_state(cpu_venv), around(cpu_venv)
+    line = one_line_error(ortfix("apply", "--python", str(python), "--yes", env=environ),
+                          f"your pip configuration sets {key} = {str(elsewhere)!r} ({source})",
+                          "outside the environment", "nothing was changed")
+    assert "Traceback" not in line
+    assert not elsewhere.exists()
+    assert_same_tree(before, tree_state(cpu_venv))
+    assert_same_tree(outside, around(cpu_venv))
+
+
+def test_pip_user_setting_is_overridden(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+    """`user = true`: pip would install into the user's site-packages (and, in a venv, refuses to). The install goes
+    into the environment all the same (--no-user), and the plan says so."""
+    python = cpu_venv / "bin" / "python"
+    conf = Path(env["PIP_CONFIG_FILE"])
+    conf.write_text(conf.read_text() + "user = true\n")
+    plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    assert any("sets user = true" in n and "--no-user" in n for n in plan["notes"])
+    before = tree_state(cpu_venv)
+    doc = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert doc["status"] == "applied"
+    assert (site_packages(cpu_venv) / "onnxruntime_gpu-1.22.0.dist-info").is_dir()
+    assert ortfix_json("rollback", "--python", str(python), "--yes", env=env)["transaction"]["status"] == \
+        "rolled-back"
+    assert_same_tree(before, tree_state(cpu_venv))
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ Real pip, real venvs, the hermetic stub wheelhouse (tests/conftest.py) behind an
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -16,11 +17,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from checktools import site_packages
-from support.fixtures import pip_install
+from support.fixtures import NVIDIA_CU12, fake_nvidia_wheel, pip_install
 from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
 
 
@@ -221,7 +223,7 @@ def test_ps1_scripts_as_text(base: dict[str, Path], env: dict[str, str], tmp_pat
     text = data.decode("utf-8")
     assert f"$Prefix = {ps_quoted(str(target))}\r\n" in text
     assert "$ErrorActionPreference = 'Stop'" in text and "$LASTEXITCODE" in text
-    assert "Invoke-Checked -m pip install --disable-pip-version-check 'onnxruntime-gpu==1.22.0'" in text
+    assert "Invoke-Checked -m pip install --disable-pip-version-check --no-deps 'onnxruntime-gpu==1.22.0'" in text
     # every hook file is written from base64, byte for byte what the plan holds
     plan = ortfix_json("plan", "--python", str(target), env=env, expect=1)
     writes = [a["details"] for a in plan["actions"] if a["kind"] == "write-file"]
@@ -509,3 +511,89 @@ def test_write_new_replaces_a_link_both_ways(tmp_path: Path, monkeypatch: pytest
     assert written.stat().st_mode & 0o777 == 0o755
     assert [p.name for p in folder.iterdir()] == ["fix.sh"] and sorted(p.name for p in tmp_path.iterdir()) == [
         "out", "victim of fix.sh"]
+def test_a_record_naming_the_interpreter_leaves_it_in_place(base: dict[str, Path], env: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    """A RECORD row naming what `bin/python` links to: stashed with the distribution, the fix script's next
+    `"$PYTHON" -m pip` would find no interpreter (127) and the undo script stop at its own guard. Only the
+    distribution's own install locations are stashed (transaction/ownfiles.py's rule, generated into steps.py)."""
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    python = target / "bin" / "python"
+    named = target / "bin" / (os.readlink(python) if python.is_symlink() else "python")
+    sp = site_packages(target)
+    record = sp / "onnxruntime-1.22.0.dist-info" / "RECORD"
+    record.write_text(record.read_text() + os.path.relpath(named, sp) + ",,\n")
+    before = tree_state(target)
+    script = tmp_path / "fix.sh"
+    assert ortfix("export", "sh", "--python", str(target), "-o", str(script), env=env).returncode == 0
+    sh_env = {**env, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert f"{str(named)!r} stays" in done.stderr and os.path.lexists(named)
+    run = fresh_process(python, load_code(provider(target)))
+    assert "all loaded" in run.stdout, run.stderr
+    undone = subprocess.run(["sh", str(tmp_path / "fix.undo.sh")], capture_output=True, text=True, env=sh_env,
+                            check=False)
+    assert undone.returncode == 0, (undone.stdout[-2000:], undone.stderr[-2000:])
+    assert_same_tree(before, tree_state(target))
+
+
+@pytest.mark.parametrize("rel", ["pyvenv.cfg", "bin/python3.11", "bin/python", "bin/Activate.ps1", "bin/activate",
+                                 "bin/pydoc3", "Scripts/python.exe", "lib/python3.11/os.py", ".ortfix/x",
+                                 "lib/python3.11/site-packages/onnxruntime/__init__.py", "bin/onnxruntime_test",
+                                 "bin/pip3", "share/man/man1/isympy.1", "include/site/python3.11/x/x.h",
+                                 "etc/jupyter/x.json", "sharex/y", "bin", "lib/python3.11/site-packages"])
+def test_the_steps_program_and_the_transaction_apply_one_rule(rel: str) -> None:
+    """The exported steps program carries the rule as generated text: it decides as the transaction's own does."""
+    from ortfix.export.snippets import STEPS_PY
+    from ortfix.transaction.ownfiles import RULE_PY, is_own_file
+
+    assert RULE_PY in STEPS_PY
+    namespace: dict[str, Any] = {"os": os, "re": re}
+    exec(RULE_PY, namespace)  # ortfix's own generated program text, under test
+    sites, scripts = ["lib/python3.11/site-packages"], "bin"
+    assert namespace["own_file"](rel, sites, scripts) == is_own_file(rel, sites, scripts)
+    expected = rel.startswith(("lib/python3.11/site-packages/", "share/", "include/", "etc/")) or rel in (
+        "bin/onnxruntime_test", "bin/pip3")
+    assert is_own_file(rel, sites, scripts) == expected
+
+
+def test_the_fix_script_installs_exactly_the_pins(base: dict[str, Path], wheelhouse: Path, tmp_path: Path) -> None:
+    """A dependency changed on the day: the export saw nvidia-cublas-cu12 12.4.5.8 installed (cuDNN needs >=12.4,
+    so nothing to pin); the fix script runs where 12.1.3.1 is installed. pip would upgrade it by itself, uninstalling
+    12.1.3.1 unstashed, and the undo script would say "undone" without it. With the pins only (--no-deps), the
+    undo script restores the environment byte for byte."""
+    house = tmp_path / "house"
+    house.mkdir()
+    for wheel in wheelhouse.glob("*.whl"):
+        if not wheel.name.startswith(("nvidia_cudnn_cu12-", "nvidia_cublas_cu12-")):
+            shutil.copy(wheel, house)
+    cublas, cudnn = (next(s for s in NVIDIA_CU12 if s.distribution == n)
+                     for n in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12"))
+    dataclasses.replace(cudnn, requires=["nvidia-cublas-cu12>=12.4"]).build(house)
+    for version in ("12.4.5.8", "12.1.3.1"):  # the newer layout: no nvidia/__init__.py shared with the pins
+        fake_nvidia_wheel(house, cublas.distribution, version, cublas.libs, cublas.lib_dir, needed=cublas.needed,
+                          namespace=True)
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {house}\n")
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    isolated = tmp_path / "no-pip-config"
+    isolated.mkdir()
+    environ.update(PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated))
+    target = copy_venv(base["cpu"], tmp_path / "target")
+    python = target / "bin" / "python"
+    pip_install(python, "nvidia-cublas-cu12==12.4.5.8", find_links=house)
+    script = tmp_path / "fix.sh"
+    assert ortfix("export", "sh", "--python", str(target), "-o", str(script), env=environ).returncode == 0
+    text = script.read_text()
+    assert "'nvidia-cudnn-cu12==9.1.0.70'" in text and "nvidia-cublas-cu12==" not in text
+    pip_install(python, "nvidia-cublas-cu12==12.1.3.1", find_links=house)  # on the day
+    before = tree_state(target)
+    sh_env = {**environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=sh_env, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert list(site_packages(target).glob("nvidia_cublas_cu12-12.1.3.1.dist-info"))
+    undone = subprocess.run(["sh", str(tmp_path / "fix.undo.sh")], capture_output=True, text=True, env=sh_env,
+                            check=False)
+    assert undone.returncode == 0 and "undone" in undone.stdout, (undone.stdout[-2000:], undone.stderr[-2000:])
+    assert_same_tree(before, tree_state(target))

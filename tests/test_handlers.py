@@ -299,7 +299,7 @@ def test_pip_install_with_pip_has_no_reasons_and_describes_the_command(fake: Fak
     assert reasons(fake.env, ActionKind.PIP_INSTALL, details) == []
     assert handler_for(ActionKind.PIP_INSTALL).describe(fake.env, details) == [
         f"run (the environment's own pip, with your pip configuration): {fake.env.python} -m pip install "
-        "onnxruntime-gpu==1.22.0 --only-binary=:all: --disable-pip-version-check"]
+        "onnxruntime-gpu==1.22.0 --only-binary=:all: --disable-pip-version-check --no-user"]
 
 
 def test_pip_install_with_uv_but_no_uv_on_path_is_refused(fake: FakeEnv) -> None:

@@ -173,16 +173,23 @@ def test_translation_to_uv() -> None:
     uv = translate(config)
     assert not isinstance(uv, str)
     opts = list(uv.options)
-    for flag, value in (("--index-url", "https://me:s3cret@idx.invalid/simple"),
-                        ("--extra-index-url", "https://x.invalid/s"), ("--find-links", "/wh"),
+    for flag, value in (("--extra-index-url", "https://x.invalid/s"), ("--find-links", "/wh"),
                         ("--allow-insecure-host", "idx.invalid"), ("--index-strategy", "unsafe-best-match"),
                         ("--link-mode", "hardlink")):
         assert opts[opts.index(flag) + 1] == value
     assert "--no-config" in opts and "--no-index" not in opts
-    assert "s3cret" not in " ".join(uv.shown) and "https://me:****@idx.invalid/simple" in uv.shown
+    # an index URL with credentials never goes on uv's command line (any local user reads /proc/PID/cmdline)
+    assert "--index-url" not in opts and "s3cret" not in " ".join(opts)
+    assert uv.environ["UV_INDEX_URL"] == "https://me:s3cret@idx.invalid/simple"
+    assert "s3cret" not in " ".join(uv.shown) and "UV_INDEX_URL=https://me:****@idx.invalid/simple" in uv.shown
     assert redact("https://tok@h.invalid/") == "https://****@h.invalid/"
     env = uv_environ({"UV_INDEX_URL": "http://other.invalid", "UV_CACHE_DIR": "/c", "PATH": "/bin"}, uv)
-    assert env == {"UV_CACHE_DIR": "/c", "PATH": "/bin", "SSL_CERT_FILE": "/ca.pem", "UV_HTTP_TIMEOUT": "60"}
+    assert env == {"UV_CACHE_DIR": "/c", "PATH": "/bin", "SSL_CERT_FILE": "/ca.pem", "UV_HTTP_TIMEOUT": "60",
+                   "UV_INDEX_URL": "https://me:s3cret@idx.invalid/simple"}
+    extra = translate(PipConfig(extra_index_urls=("https://a.invalid/s", "https://u:pw@b.invalid/s")))
+    assert not isinstance(extra, str) and "--extra-index-url" not in extra.options
+    assert extra.environ["UV_EXTRA_INDEX_URL"] == "https://a.invalid/s https://u:pw@b.invalid/s"
+    assert isinstance(translate(PipConfig(no_index=True, find_links=("https://u:pw@h.invalid/links/",))), str)
     offline = translate(PipConfig(index_url="http://i.invalid", no_index=True, find_links=("/wh",)))
     assert not isinstance(offline, str) and "--no-index" in offline.options and "--index-url" not in offline.options
     refused = translate(PipConfig(other={"proxy": "http://p.invalid:3128", "quiet": "1"}))

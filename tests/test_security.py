@@ -13,9 +13,11 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -413,6 +415,71 @@ def test_record_leading_outside_is_not_followed(cpu_venv: Path, tmp_path: Path, 
     proc = ortfix("apply", "--python", str(python), "--yes", env=env)
     one_line_error(proc, "preflight failed", "outside the environment")
     assert_same_tree(around, tree_state(outside))
+    assert_same_tree(before, tree_state(cpu_venv))
+
+
+def _interpreter_link(venv: Path) -> str:
+    """What `bin/python` of a venv names inside bin/ (python3 for `python -m venv`): stashing it breaks bin/python."""
+    python = venv / "bin" / "python"
+    target = os.readlink(python) if python.is_symlink() else ""
+    return f"bin/{target}" if target and "/" not in target else "bin/python"
+
+
+def _base_site_packages(venv: Path) -> dict[str, float]:
+    """The base interpreter's site-packages (name → mtime): a venv without its pyvenv.cfg is that interpreter."""
+    base = os.path.realpath(venv / "bin" / "python")
+    purelib = subprocess.run([base, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    return {e.name: e.stat(follow_symlinks=False).st_mtime for e in os.scandir(purelib)}
+
+
+@pytest.mark.parametrize("row", ["pyvenv.cfg", "interpreter"])
+def test_record_naming_the_environments_own_files_leaves_them_in_place(row: str, cpu_venv: Path,  # noqa: F811
+                                                                        tmp_path: Path,
+                                                                        env: dict[str, str]) -> None:  # noqa: F811
+    """A RECORD row `../../../pyvenv.cfg` (or naming the interpreter in bin/): inside the prefix, so confinement
+    alone accepts it. Stashed by the uninstall, the next step's `<env>/bin/python -m pip` would be the base
+    interpreter's pip, installing there (or no interpreter at all). Only a distribution's own install locations are
+    stashed: checked while apply is held before its install step (and stopped there, rolled back, if it failed)."""
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    named = cpu_venv / ("pyvenv.cfg" if row == "pyvenv.cfg" else _interpreter_link(cpu_venv))
+    record = next(sp.glob("onnxruntime-*.dist-info")) / "RECORD"
+    with record.open("a") as f:
+        f.write(os.path.relpath(named, sp) + ",,\n")
+    before, base_before = tree_state(cpu_venv), _base_site_packages(cpu_venv)
+    pause = tmp_path / "paused"
+    environ = {**env, "ORTFIX_TEST_PAUSE_BEFORE_STEP": "2", "ORTFIX_TEST_PAUSE_FILE": str(pause)}
+    proc = subprocess.Popen([sys.executable, "-m", "ortfix", "apply", "--python", str(python), "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not pause.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pause.exists(), proc.communicate(timeout=60)
+        still = os.path.lexists(named)
+        try:
+            prefix = subprocess.run([str(python), "-I", "-c", "import sys; print(sys.prefix)"], capture_output=True,
+                                    text=True, check=False).stdout.strip()
+        except OSError as exc:  # no interpreter left
+            prefix = str(exc)
+        if not still:
+            os.kill(proc.pid, signal.SIGTERM)  # the install must not run: its pip would be the base's
+        pause.unlink()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert still and prefix == str(cpu_venv), (row, prefix)
+    assert proc.returncode == 0, (out[-3000:], err[-3000:])
+    assert f"leaves {named} in place" in out and "not in the distribution's install locations" in out
+    assert _base_site_packages(cpu_venv) == base_before
+    after = tree_state(cpu_venv)
+    assert after[os.path.relpath(named, cpu_venv)] == before[os.path.relpath(named, cpu_venv)]
+    assert ortfix_json("rollback", "--python", str(python), "--yes", env=env)["transaction"]["status"] == \
+        "rolled-back"
     assert_same_tree(before, tree_state(cpu_venv))
 
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,7 +146,116 @@ def test_credentials_in_an_index_url_are_never_shown(
     proc = ortfix("plan", "--python", str(python), "--json", env=env)
     assert proc.returncode == 1, proc.stderr
     assert "hunter2" not in proc.stdout + proc.stderr
-    assert "http://alice:****@127.0.0.1:9/simple" in json.loads(proc.stdout)["installer_options"]
+    # passed in uv's environment, never on its command line
+    assert "UV_INDEX_URL=http://alice:****@127.0.0.1:9/simple" in json.loads(proc.stdout)["installer_options"]
+    text = ortfix("plan", "--python", str(python), env=env)
+    assert "via: UV_INDEX_URL='http://alice:****@127.0.0.1:9/simple' uv pip install --python" in text.stdout
+    assert "hunter2" not in text.stdout + text.stderr
+
+
+class _AuthIndex:
+    """The wheelhouse as a PEP 503 simple index over local HTTP that answers only requests carrying the basic-auth
+    credentials alice:hunter2 (401 otherwise)."""
+
+    def __init__(self, root: Path) -> None:
+        import base64
+        import functools
+        import http.server
+        import re
+        import threading
+
+        wanted = "Basic " + base64.b64encode(b"alice:hunter2").decode()
+        self.authorized = threading.Event()
+        index = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.headers.get("Authorization") != wanted:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="index"')
+                    self.end_headers()
+                    return
+                index.authorized.set()
+                m = re.fullmatch(r"/simple/([a-z0-9-]+)/", self.path)
+                if m is None:
+                    super().do_GET()
+                    return
+                links = "".join(f'<a href="/{w.name}">{w.name}</a>' for w in root.glob("*.whl")
+                                if re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower() == m.group(1))
+                body = f"<html><body>{links}</body></html>".encode()
+                self.send_response(200 if links else 404)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_index_credentials_reach_uv_in_its_environment_never_its_command_line(
+        cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    """`index-url = http://alice:hunter2@host/simple/` in a 0600 pip.conf: uv must get the password (the index
+    answers nothing without it) from its environment, not from its command line, which every local user reads in
+    /proc/PID/cmdline. A `uv` in front of the real one records each command line it is started with."""
+    python = _venv(cpu_template, tmp_path)
+    venv = python.parent.parent
+    index = _AuthIndex(wheelhouse)
+    try:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nindex-url = http://alice:hunter2@127.0.0.1:{index.port}/simple/\n"
+                        "trusted-host = 127.0.0.1\n")
+        conf.chmod(0o600)
+        argv_log = tmp_path / "uv-argv.log"
+        front = tmp_path / "front"
+        front.mkdir()
+        (front / "uv").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{argv_log}"\nexec "{uv_bin / "uv"}" "$@"\n')
+        (front / "uv").chmod(0o755)
+        env = ortfix_env(conf, tmp_path, UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+        env["PATH"] = f"{front}{os.pathsep}{env['PATH']}"
+        proc = ortfix("apply", "--python", str(python), "--yes", env=env)
+    finally:
+        index.close()
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "installing with uv:" in proc.stdout and index.authorized.is_set()
+    lines = argv_log.read_text().splitlines()
+    assert len(lines) >= 2 and all(ln.startswith("pip install --python") for ln in lines), lines  # dry run, install
+    assert "hunter2" not in argv_log.read_text()
+    assert "hunter2" not in proc.stdout + proc.stderr
+    journals = "".join(p.read_text() for p in (venv / ".ortfix").rglob("*.json"))
+    assert "hunter2" not in journals and "alice:****@" in journals
+
+
+def test_uv_compiling_bytecode_applies_and_rolls_back(
+        cpu_template: Path, wheelhouse: Path, uv_bin: Path, tmp_path: Path) -> None:
+    """UV_COMPILE_BYTECODE=1 (uv's advice for Docker images): uv writes `__pycache__/*.pyc` that its RECORD does not
+    list. They are the install's own: the apply stands (no "another installer at the same time?"), and a rollback
+    removes them with the rest."""
+    python = _venv(cpu_template, tmp_path)
+    venv = python.parent.parent
+    env = {**_env(tmp_path, wheelhouse, uv_bin), "UV_COMPILE_BYTECODE": "1"}
+    before = tree_state(venv)
+    proc = ortfix("apply", "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "installing with uv:" in proc.stdout
+    compiled = list(venv.glob("lib/python3*/site-packages/onnxruntime/capi/__pycache__/*.pyc"))
+    assert compiled  # uv did compile
+    assert fresh_process(python, load_code()).stdout.strip().endswith("all loaded")
+    back = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-2000:], back.stderr[-2000:])
+    assert_same_tree(before, tree_state(venv))
 
 
 def test_a_plan_saved_before_the_option_existed_still_applies(

@@ -4,6 +4,7 @@ of their JSON envelope, cli/output.py)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -161,8 +162,11 @@ def render_plan(plan: Plan, target: TargetDescription) -> str:
             changes += c.startswith("~")
         if a.kind == "pip-install":
             reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
-            uv_options = " ".join(shlex.quote(o) for o in plan.installer_options)
-            via = (f"uv pip install --python {shlex.quote(plan.python)} {uv_options} {reqs}"
+            # an index URL with credentials is passed in uv's environment (shown redacted, as NAME=value)
+            assigned = [o.split("=", 1) for o in plan.installer_options if re.match(r"UV_[A-Z_]+=", o)]
+            uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
+            uv_options = " ".join(shlex.quote(o) for o in plan.installer_options if not re.match(r"UV_[A-Z_]+=", o))
+            via = (f"{uv_env}uv pip install --python {shlex.quote(plan.python)} {uv_options} {reqs}"
                    if a.details["installer"] == "uv" else f"{shlex.quote(plan.python)} -m pip install {reqs}")
             lines.append(f"     via: {via}   (installer {a.details['installer']}, with your pip configuration)")
         if a.kind == "write-file":

@@ -104,7 +104,7 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
             names = " ".join(ps_quote(p.name) for p in inp.pins)
             if names:
                 do += [f"Invoke-Checked -I -B $Steps stash-named $Stash {names}", reached(n),
-                       "Invoke-Checked -m pip install --disable-pip-version-check "
+                       "Invoke-Checked -m pip install --disable-pip-version-check --no-deps "
                        + " ".join(ps_quote(p.spec) for p in inp.pins)]
                 undo_then += if_reached(n, [f"Invoke-Checked -I -B $Steps discard-named $Work {names}"])
         elif action.kind == ActionKind.WRITE_FILE:

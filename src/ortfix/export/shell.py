@@ -1,10 +1,12 @@
 """The plan as a POSIX sh script and its undo script, for machines where ortfix does not run at fix time.
 
 The do-script runs the plan's steps in order with the target's own interpreter (`"$PYTHON" -m pip`), after checking
-that `$PYTHON` is the interpreter of the environment it was made for (its `sys.prefix`). What it uninstalls, what pip
-would replace and any hook file it overwrites are moved aside into a stash folder (`<prefix>/.ortfix/export-<plan
-fingerprint>/stash`, by the standard-library program of snippets.py), hook files are written byte for byte (a heredoc
-with a quoted delimiter, or printf of a single-quoted string), links made with `ln -s`. The undo script removes what
+that `$PYTHON` is the interpreter of the environment it was made for (its `sys.prefix`). pip installs exactly the
+pinned set (`--no-deps`: the pins are pip's whole dry-run resolution), so a dependency pip would otherwise upgrade on
+the day is never replaced unstashed. What it uninstalls, what pip would replace and any hook file it overwrites are
+moved aside into a stash folder (`<prefix>/.ortfix/export-<plan fingerprint>/stash`, by the standard-library program
+of snippets.py), hook files are written byte for byte (a heredoc with a quoted delimiter, or printf of a
+single-quoted string), links made with `ln -s`. The undo script removes what
 was installed (by RECORD) and written (with its cached bytecode), then moves the stash back: the environment is byte
 identical again. Both refuse to run twice in a row. Each step marks itself begun (`$WORK/step-N`) once what it
 replaces is stashed, and the undo script undoes only the steps begun: after a do-script that failed half-way it puts
@@ -106,8 +108,10 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.PIP_INSTALL:
             names = [p.name for p in inp.pins]
             if names:
+                # --no-deps: exactly the pins (pip's dry run, the whole set): pip replaces nothing the stash lacks
                 do += [f"steps stash-named \"$STASH\" {_words(names)}", reached(n),
-                       f"\"$PYTHON\" -m pip install --disable-pip-version-check {_words(p.spec for p in inp.pins)}"]
+                       "\"$PYTHON\" -m pip install --disable-pip-version-check --no-deps "
+                       + _words(p.spec for p in inp.pins)]
                 undo_steps.append((n, f"steps discard-named \"$WORK\" {_words(names)}"))
         elif action.kind == ActionKind.WRITE_FILE:
             path = str(d["path"])

@@ -2,7 +2,9 @@
 (`python -I -B steps.py COMMAND ...`), so that their undo is exact: what the do-script uninstalls or overwrites is
 moved aside into a stash folder (a distribution by its RECORD, its .dist-info and cached bytecode, as ortfix's own
 pip-uninstall step does), and the undo script discards what was installed or written the same way, then moves the
-stash back. Every path is confined to the running interpreter's `sys.prefix`.
+stash back. Every path is confined to the running interpreter's `sys.prefix`, and of a RECORD only the rows in the
+distribution's own install locations are moved (never the interpreter or `pyvenv.cfg`): transaction/ownfiles.py's
+rule, generated into the program from the same constants (`RULE_PY`).
 
 Commands: `stash-files DEST PATH...`, `stash-dists DEST DIST_INFO...`, `stash-named DEST NAME...` (the installed
 distributions of those names), `restore STASH` (moves everything back, then removes STASH), `discard-files WORK
@@ -10,7 +12,9 @@ PATH...`, `discard-named WORK NAME...` (moved into a temporary folder in WORK, t
 
 from __future__ import annotations
 
-STEPS_PY = r'''"""ortfix export: moves files aside and back, confined to this interpreter's environment."""
+from ortfix.transaction.ownfiles import RULE_PY
+
+_PROGRAM = r'''"""ortfix export: moves files aside and back, confined to this interpreter's environment."""
 import csv
 import os
 import re
@@ -20,6 +24,7 @@ import sysconfig
 import tempfile
 
 PREFIX = os.path.realpath(sys.prefix)
+# ORTFIX_RULE
 
 
 def rel(path):
@@ -42,13 +47,26 @@ def cached(path):
     return [os.path.join(folder, n) for n in sorted(names) if n.startswith(stem) and n.endswith(".pyc")]
 
 
+def install_locations():
+    """(the site folders, the scripts folder), below the prefix."""
+    paths = sysconfig.get_paths()
+    inside = lambda key: os.path.relpath(os.path.realpath(paths[key]), PREFIX)
+    return [inside("purelib"), inside("platlib")], inside("scripts")
+
+
 def dist_files(dist_info):
     location = os.path.dirname(os.path.abspath(dist_info))
+    sites, scripts = install_locations()
     paths = []
     with open(os.path.join(dist_info, "RECORD"), newline="", encoding="utf-8") as f:
         for row in csv.reader(f):
             if row and row[0]:
-                paths.append(os.path.normpath(os.path.join(location, row[0])))
+                path = os.path.normpath(os.path.join(location, row[0]))
+                if own_file(rel(path), sites, scripts):
+                    paths.append(path)
+                elif os.path.lexists(path):
+                    print("ortfix export: %s stays: its RECORD lists it, but it is not in the distribution's "
+                          "install locations" % ascii(path), file=sys.stderr)
     for folder, _dirs, files in os.walk(dist_info):
         paths += [os.path.join(folder, n) for n in files]
     for p in list(paths):
@@ -148,3 +166,4 @@ def main(argv):
 
 main(sys.argv[1:])
 '''
+STEPS_PY = _PROGRAM.replace("# ORTFIX_RULE\n", RULE_PY)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ortfix.check.facts import Facts
 from ortfix.plan.kinds import Installer
+from ortfix.system.pipconfig import PipConfig
 from ortfix.system.uvargs import UvOptions, translate
 
 
@@ -29,6 +30,22 @@ def _uv(facts: Facts) -> UvOptions | str:
     if facts.pip_config is None:
         return "the pip configuration could not be read"
     return translate(facts.pip_config)
+
+
+def redirect_notes(config: PipConfig | None) -> list[str]:
+    """What the plan says of pip settings that would send the install elsewhere: `target`/`prefix`/`root` make apply
+    refuse; `user` is ignored (`--no-user`)."""
+    if config is None:
+        return []
+    notes = []
+    redirect = config.redirect()
+    if redirect is not None:
+        notes.append(f"{redirect}: apply refuses to run pip with it; remove that setting first")
+    user = config.user_install()
+    if user is not None:
+        notes.append(f"your pip configuration sets user = true ({user}): ignored, pip installs into the environment "
+                     "(--no-user)")
+    return notes
 
 
 def choose_installer(facts: Facts, wanted: str) -> InstallerChoice:

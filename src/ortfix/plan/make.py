@@ -26,7 +26,7 @@ from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
 from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
 from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
-from ortfix.plan.installer import choose_installer
+from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
@@ -151,6 +151,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                               hint="use --installer pip (or auto); nothing was changed")
         if choice.note:
             notes.append(choice.note)
+        if installer == "pip":
+            notes += redirect_notes(facts.pip_config)
         if installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
         fixes = tuple(sorted({*(c for c in codes if c in (*REMOVE_CODES, Code.NO_ORT, Code.LIB_MISSING,

@@ -29,6 +29,9 @@ _FALSE = ("n", "no", "f", "false", "off", "0")
 _ENV_IGNORED = ("version", "help", "config-file")
 # What the typed fields hold; every other key that reached `pip install` is in `PipConfig.other`.
 TYPED_KEYS = ("index-url", "extra-index-url", "find-links", "no-index", "trusted-host")
+# Settings that send pip's install somewhere other than the environment: an installer run refuses them (`user` it
+# overrides on the command line, `--no-user`).
+REDIRECTING = ("target", "prefix", "root")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,22 @@ class PipConfig:
     trusted_hosts: tuple[str, ...] = ()
     other: Mapping[str, str] = field(default_factory=dict)  # every other key → its raw value (last one wins)
     files: tuple[str, ...] = ()  # the files that were read, in order
+    sources: Mapping[str, str] = field(default_factory=dict)  # key → where its value came from (a file, a variable)
+
+    def redirect(self) -> str | None:
+        """One line naming a setting that would make `pip install` write outside the environment (`target`,
+        `prefix`, `root`) and where it is set; None when there is none. (`user` is overridden with `--no-user`.)"""
+        for key in REDIRECTING:
+            value = self.other.get(key, "").strip()
+            if value:
+                return (f"your pip configuration sets {key} = {value!r} ({self.sources.get(key, 'pip configuration')})"
+                        ": pip would install there, outside the environment")
+        return None
+
+    def user_install(self) -> str | None:
+        """Where `user` is set to true (pip would install into the user's site-packages), else None."""
+        value = self.other.get("user", "").strip().lower()
+        return self.sources.get("user", "pip configuration") if value in _TRUE else None
 
 
 def normalize(name: str) -> str:
@@ -104,6 +123,8 @@ def read_pip_config(prefix: str, environ: Mapping[str, str], *, windows: bool = 
     global_: dict[str, str] = {}
     install: dict[str, str] = {}
     read: list[str] = []
+    where: dict[str, str] = {}  # key → "[section] in file", the last one that set it
+    install_where: dict[str, str] = {}
     for path in config_files(prefix, environ, windows=windows):
         if not os.path.isfile(path):
             continue
@@ -111,8 +132,13 @@ def read_pip_config(prefix: str, environ: Mapping[str, str], *, windows: bool = 
         read.append(path)
         global_.update(sections.get("global", {}))
         install.update(sections.get("install", {}))
-    env_vars = {normalize(k[4:]): v for k, v in environ.items() if k.startswith("PIP_")}
-    merged = {**global_, **install, **{k: v for k, v in env_vars.items() if k not in _ENV_IGNORED}}
+        where.update(dict.fromkeys(sections.get("global", {}), f"[global] in {path}"))
+        install_where.update(dict.fromkeys(sections.get("install", {}), f"[install] in {path}"))
+    env_vars = {normalize(k[4:]): (v, k) for k, v in environ.items() if k.startswith("PIP_")}
+    env_vars = {k: pair for k, pair in env_vars.items() if k not in _ENV_IGNORED}
+    merged = {**global_, **install, **{k: v for k, (v, _name) in env_vars.items()}}
+    where.update(install_where)
+    where.update({k: f"the environment variable {name}" for k, (_v, name) in env_vars.items()})
     index_url = merged.get("index-url")
     return PipConfig(
         index_url=index_url.strip() if index_url and index_url.strip() else None,
@@ -122,4 +148,5 @@ def read_pip_config(prefix: str, environ: Mapping[str, str], *, windows: bool = 
         trusted_hosts=tuple(merged.get("trusted-host", "").split()),
         other={k: v for k, v in sorted(merged.items()) if k not in TYPED_KEYS},
         files=tuple(read),
+        sources={k: where[k] for k in merged if k in where},
     )

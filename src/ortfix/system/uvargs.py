@@ -1,7 +1,8 @@
 """The user's pip configuration (`pipconfig.PipConfig`) as options for `uv pip install`, or why it cannot be: and
 where uv is.
 
-Translated: index-url → `--index-url`, extra-index-url → `--extra-index-url`, find-links → `--find-links`, no-index →
+Translated: index-url → `--index-url`, extra-index-url → `--extra-index-url` (a URL with credentials: `UV_INDEX_URL`,
+`UV_EXTRA_INDEX_URL` in uv's environment instead, never its command line), find-links → `--find-links`, no-index →
 `--no-index`, trusted-host → `--allow-insecure-host`, cert → `SSL_CERT_FILE` (uv's CA bundle variable),
 default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
 - `--no-config`: uv's own uv.toml/pyproject settings would otherwise add to or change what pip's configuration says;
@@ -16,11 +17,14 @@ default-timeout/timeout → `UV_HTTP_TIMEOUT`. Always added:
   link: its inode, size and mtime are what the transaction records, they stay the same whatever happens to uv's
   cache, and a rollback renames that link away and deletes it, leaving the cache's copy alone. It also spares a
   second copy of every unpacked file (1.9 GB for the CUDA 12 swap).
+`UV_COMPILE_BYTECODE` is left as the user set it: the bytecode uv compiles for the files it installs is the install's
+own (transaction/actions/attribution.py).
 Refused (auto then uses pip, and the plan says why): every other key that changes what gets installed or how it is
 fetched (proxy, client-cert, require-hashes, constraint, pre, only-binary, user, target, prefix...), and any key this
 module does not know; keys that change only pip's own output or bookkeeping are ignored (`IGNORED`); a value that
 starts with `-` (pip takes it as a value, uv's parser would not: `--find-links -x` is an error there); a find-links
-folder that is an ortfix wheelhouse (its manifest's hashes are checked against pip's report, and uv reports none).
+folder that is an ortfix wheelhouse (its manifest's hashes are checked against pip's report, and uv reports none); a
+find-links URL with credentials (uv would only take it on its command line).
 """
 
 from __future__ import annotations
@@ -49,19 +53,24 @@ _UV_MEANING = re.compile(r"^UV_(INDEX.*|DEFAULT_INDEX|EXTRA_INDEX_URL|FIND_LINKS
                          r"REQUIRE_HASHES|RESOLUTION|LINK_MODE|KEYRING_PROVIDER|OFFLINE|TORCH_BACKEND|SYSTEM_PYTHON|"
                          r"PYTHON|BREAK_SYSTEM_PACKAGES)$")
 _AUTH = re.compile(r"(?<=://)([^/@\s]+)@")
+# Where an index URL with credentials goes: uv's environment, never its command line (/proc/PID/cmdline is readable
+# by every local user; /proc/PID/environ only by the owner).
+_URL_VARIABLES = ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
 
 
 @dataclass(frozen=True)
 class UvOptions:
     """What to add to `uv pip install --python X`, and the variables uv runs with."""
 
-    options: tuple[str, ...]  # may hold credentials (user:password@ in an index URL): never printed as is
-    environ: Mapping[str, str] = field(default_factory=dict)
+    options: tuple[str, ...]  # never holds credentials: an index URL with them is passed in `environ`
+    environ: Mapping[str, str] = field(default_factory=dict)  # may hold credentials: never printed as is
 
     @property
     def shown(self) -> tuple[str, ...]:
-        """The options as they may be printed and journaled (credentials redacted)."""
-        return tuple(redact(o) for o in self.options)
+        """The options as they may be printed and journaled, then the index URLs passed in the environment as
+        `NAME=value` (credentials redacted)."""
+        return (*(redact(o) for o in self.options),
+                *(f"{k}={redact(v)}" for k, v in self.environ.items() if k in _URL_VARIABLES))
 
 
 def redact(text: str) -> str:
@@ -85,25 +94,42 @@ def translate(config: PipConfig) -> UvOptions | str:
     if house is not None:
         return f"your pip configuration's find-links {house!r} is an ortfix wheelhouse, whose manifest's hashes " \
                "ortfix checks in pip's report (uv reports none)"
+    secret = next((link for link in config.find_links if _AUTH.search(link)), None)
+    if secret is not None:
+        return f"your pip configuration's find-links {redact(secret)!r} holds credentials, which uv could only be " \
+               "given on its command line"
     options = ["--no-config", "--link-mode", "hardlink", "--index-strategy", "unsafe-best-match"]
+    environ: dict[str, str] = {}
     if config.no_index:
         options.append("--no-index")
-    elif config.index_url:
-        options += ["--index-url", config.index_url]
-    if not config.no_index:
-        for url in config.extra_index_urls:
-            options += ["--extra-index-url", url]
+    else:
+        options += _index_urls(config, environ)
     for link in config.find_links:
         options += ["--find-links", link]
     for host in config.trusted_hosts:
         options += ["--allow-insecure-host", host]
-    environ: dict[str, str] = {}
     if config.other.get("cert"):
         environ["SSL_CERT_FILE"] = config.other["cert"]
     timeout = next((config.other[k] for k in _TIMEOUT if config.other.get(k)), None)
     if timeout is not None:
         environ["UV_HTTP_TIMEOUT"] = timeout.strip()
     return UvOptions(tuple(options), environ)
+
+
+def _index_urls(config: PipConfig, environ: dict[str, str]) -> list[str]:
+    """The index options; an index URL with credentials (`user:password@`) goes into `environ` instead, as uv reads
+    it there (`UV_INDEX_URL`; `UV_EXTRA_INDEX_URL`, a space-separated list, for all extra ones at once)."""
+    options: list[str] = []
+    if config.index_url and _AUTH.search(config.index_url):
+        environ["UV_INDEX_URL"] = config.index_url
+    elif config.index_url:
+        options += ["--index-url", config.index_url]
+    if any(_AUTH.search(u) for u in config.extra_index_urls):
+        environ["UV_EXTRA_INDEX_URL"] = " ".join(config.extra_index_urls)
+    else:
+        for url in config.extra_index_urls:
+            options += ["--extra-index-url", url]
+    return options
 
 
 def uv_environ(base: Mapping[str, str], options: UvOptions) -> dict[str, str]:

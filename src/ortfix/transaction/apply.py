@@ -28,7 +28,7 @@ from ortfix.transaction.env import system_warning, target_env
 from ortfix.transaction.journal import OPEN_STATUSES, Transaction, TxStatus, new_id, now_iso, sha256_bytes
 from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
-from ortfix.transaction.runner import Runner, Terminated, Ui
+from ortfix.transaction.runner import Runner, Terminated, Ui, interrupting_signals
 from ortfix.transaction.store import TransactionStore
 
 if TYPE_CHECKING:
@@ -73,17 +73,20 @@ def apply_plan(plan: Plan, facts: Facts, *, verification: PostApplyVerification[
     """Apply `plan` to the environment `facts` describe; `verification` decides, after the last step, whether the
     transaction stands (a dry run does not call it)."""
     ui = ui or Ui()
-    env = target_env(facts, system=system)
-    try:
-        if system:
-            ui.echo(system_warning(env))
-        if dry_run:
-            with tempfile.TemporaryDirectory(prefix="ortfix-dry-run-") as tmp:
-                pf = preflight(env, plan, Path(tmp), dry_run=True)
-            return ApplyOutcome(pf, None, None)
-        return _apply(plan, env, verification, keep_on_failure, plan_bytes, ui)
-    finally:
-        env.fs.close()
+    # SIGTERM and SIGHUP as Ctrl-C from here on: the installer's dry run and every other child end with ortfix, and
+    # once the transaction has begun, it is undone (_run).
+    with interrupting_signals():
+        env = target_env(facts, system=system)
+        try:
+            if system:
+                ui.echo(system_warning(env))
+            if dry_run:
+                with tempfile.TemporaryDirectory(prefix="ortfix-dry-run-") as tmp:
+                    pf = preflight(env, plan, Path(tmp), dry_run=True)
+                return ApplyOutcome(pf, None, None)
+            return _apply(plan, env, verification, keep_on_failure, plan_bytes, ui)
+        finally:
+            env.fs.close()
 
 
 def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[ResultT], keep_on_failure: bool,
@@ -165,33 +168,21 @@ def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf:
 
 def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, pf: Preflight,
          verify: PostApplyVerification[ResultT], keep_on_failure: bool, ui: Ui) -> ApplyOutcome[ResultT]:
-    tx_id = tx.id
     runner = Runner(store, tx, env, ui)
-    ui.echo(f"transaction {tx_id} ({store.folder(tx_id)})")
+    ui.echo(f"transaction {tx.id} ({store.folder(tx.id)})")
     try:
-        runner.run_steps()
+        # Until the transaction is recorded applied, Ctrl-C, SIGTERM and SIGHUP undo it: during the steps and
+        # during the verification in a fresh process alike (its child is ended with it).
+        with interrupting_signals():
+            runner.run_steps()
+            ui.echo("verifying in a fresh process of the target interpreter")
+            verification = verify(env, plan.options.driver_version)
+            runner.save(replace(runner.tx, verification=verification.to_json()))
+            if verification.ok:
+                runner.save(replace(runner.tx, status=TxStatus.APPLIED))
+                return ApplyOutcome(pf, runner.tx, verification)
     except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        message = runner.tx.message or str(exc)
-        try:
-            warnings = runner.reverse_all(f"apply failed: {message}")
-        except BaseException as rexc:
-            why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
-            raise OrtfixError(f"{message}; the automatic rollback failed too: {why}",
-                              hint="run `ortfix rollback` to finish it", exit_code=ExitCode.PROBLEMS) from exc
-        tail = "; every change was rolled back" + (f" ({len(warnings)} warnings)" if warnings else "")
-        free_discards(store, runner.tx, background=False)
-        if interrupted:
-            what = f"terminated ({exc})" if isinstance(exc, Terminated) else "interrupted"
-            raise OrtfixError(what + tail, exit_code=ExitCode.INTERRUPTED) from exc
-        raise OrtfixError(message + tail, hint=f"transaction {tx_id}; `ortfix history show {tx_id}`",
-                          exit_code=ExitCode.PROBLEMS) from exc
-    ui.echo("verifying in a fresh process of the target interpreter")
-    verification = verify(env, plan.options.driver_version)
-    runner.save(replace(runner.tx, verification=verification.to_json()))
-    if verification.ok:
-        runner.save(replace(runner.tx, status=TxStatus.APPLIED))
-        return ApplyOutcome(pf, runner.tx, verification)
+        raise _undone(runner, store, exc) from exc
     reason = "verification failed: " + "; ".join(verification.problems)
     if keep_on_failure:
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
@@ -201,3 +192,23 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
     free_discards(store, runner.tx, background=False)
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
 
+
+def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> OrtfixError:
+    """Undo every change after `exc` stopped the apply (a step failed, the verification could not run, Ctrl-C or a
+    signal); the one-line error that says so (exit 130 when interrupted)."""
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    what = f"terminated ({exc})" if isinstance(exc, Terminated) else "interrupted"
+    message = runner.tx.message or (what if interrupted else
+                                    exc.one_line() if isinstance(exc, OrtfixError) else f"{type(exc).__name__}: {exc}")
+    try:
+        warnings = runner.reverse_all(f"apply failed: {message}")
+    except BaseException as rexc:
+        why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
+        return OrtfixError(f"{message}; the automatic rollback failed too: {why}",
+                           hint="run `ortfix rollback` to finish it", exit_code=ExitCode.PROBLEMS)
+    tail = "; every change was rolled back" + (f" ({len(warnings)} warnings)" if warnings else "")
+    free_discards(store, runner.tx, background=False)
+    if interrupted:
+        return OrtfixError(what + tail, exit_code=ExitCode.INTERRUPTED)
+    return OrtfixError(message + tail, hint=f"transaction {runner.tx.id}; `ortfix history show {runner.tx.id}`",
+                       exit_code=ExitCode.PROBLEMS)

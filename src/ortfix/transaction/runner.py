@@ -88,8 +88,9 @@ def _signals(signums: tuple[int, ...], handler: Any) -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def _stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
-    """While steps run, SIGTERM and SIGHUP interrupt like Ctrl-C does, so the automatic rollback runs."""
+def interrupting_signals() -> contextlib.AbstractContextManager[None]:
+    """While steps run (and the apply verifies them), SIGTERM and SIGHUP interrupt like Ctrl-C does, so the
+    automatic rollback runs."""
     return _signals(_TERM_SIGNALS, _raise_terminated)
 
 
@@ -120,7 +121,7 @@ class Runner:
         return StepContext(self.store, self.tx.id, step.index, commit, self.ui.echo, self.ui.output, crash_midway)
 
     def run_steps(self) -> None:
-        with _stop_signals_interrupt():
+        with interrupting_signals():
             self._run_steps()
 
     def _run_steps(self) -> None:

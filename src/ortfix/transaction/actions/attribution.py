@@ -14,8 +14,8 @@ from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
-from ortfix.transaction.actions.dists import metadata_headers, read_record
-from ortfix.transaction.actions.files import fingerprint, parent_dirs_of
+from ortfix.transaction.actions.dists import metadata_headers, own_rows, read_record
+from ortfix.transaction.actions.files import cached_bytecode, fingerprint, parent_dirs_of
 from ortfix.transaction.journal import Step
 
 
@@ -30,8 +30,8 @@ class InstalledJson(TypedDict):
 def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]],
                       after: Mapping[str, list[Any]]) -> tuple[dict[str, list[Any]], list[str], list[InstalledJson]]:
     """What this install wrote, by the installer's own account: the RECORD rows of the distributions it reports
-    it installed, each with its hash (RECORD's, else computed now) and stat fingerprint; the folders it created for
-    them; and the distributions."""
+    it installed that lie in their own install locations (ownfiles.py), each with its hash (RECORD's, else computed
+    now) and stat fingerprint; the folders it created for them; and the distributions."""
     created, changed = set(diff["created"]), set(diff["changed"])
     wanted = {canonicalize_name(n) for n in names}
     site_rels = set(env.site_rels())
@@ -46,9 +46,10 @@ def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, l
         installed.append({"name": headers.get("name", ""), "version": headers.get("version", ""),
                           "dist_info": env.abs(rel)})
         try:
-            rows = read_record(env, os.path.dirname(rel), rel)
+            rows, _elsewhere = own_rows(env, read_record(env, os.path.dirname(rel), rel))
         except OrtfixError:
             continue
+        # Only its own install locations: a row naming the interpreter or pyvenv.cfg is never removed on rollback.
         wrote = [row for row in rows if row.rel in created or row.rel in changed]
         stats = env.fs.stat_many(row.rel for row in wrote)
         unhashed = env.fs.sha256_many(row.rel for row in wrote if not row.sha256)
@@ -57,9 +58,19 @@ def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, l
             if st is None or stat.S_ISDIR(st.st_mode):
                 continue
             ours[row.rel] = [row.sha256 or unhashed.get(row.rel), *fingerprint(st)]
+    ours.update(_compiled(env, ours, created))
     parents = parent_dirs_of(ours)
     dirs = sorted(d for d in created if after.get(d, ["?"])[0] == "d" and d in parents)
     return ours, dirs, installed
+
+
+def _compiled(env: TargetEnv, ours: Mapping[str, list[Any]], created: set[str]) -> dict[str, list[Any]]:
+    """The bytecode the installer compiled for the modules it wrote, which its RECORD may not list (pip's does; uv's
+    `--compile-bytecode`, `UV_COMPILE_BYTECODE=1`, writes `__pycache__/*.pyc` outside it): the install's own too."""
+    compiled = [p for p in cached_bytecode(env.fs, ours) if p in created and p not in ours]
+    stats, digests = env.fs.stat_many(compiled), env.fs.sha256_many(compiled)
+    return {p: [digests[p], *fingerprint(st)] for p in compiled
+            if (st := stats[p]) is not None and stat.S_ISREG(st.st_mode)}
 
 
 def foreign_changes(diff: Mapping[str, list[str]], ours: Mapping[str, Any], dirs: Sequence[str],

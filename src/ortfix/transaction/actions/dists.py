@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.files import cached_bytecode, walk_rel
+from ortfix.transaction.ownfiles import is_own_file
 
 _RECORD_LIMIT = 64 << 20
 
@@ -95,12 +96,31 @@ def read_record(env: TargetEnv, location_rel: str, dist_info_rel: str) -> list[R
     return rows
 
 
-def record_paths(env: TargetEnv, location_rel: str, dist_info_rel: str) -> list[str]:
-    """What uninstalling a distribution removes: its RECORD rows, every file in its .dist-info, and the bytecode the
-    interpreter cached for its modules; rel paths of those that exist."""
-    paths: dict[str, None] = {r.rel: None for r in read_record(env, location_rel, dist_info_rel)}
+def own_rows(env: TargetEnv, rows: Iterable[RecordRow]) -> tuple[list[RecordRow], list[RecordRow]]:
+    """(the rows in the distribution's own install locations, the others): only the first may be stashed or removed
+    (ownfiles.py: never the interpreter, `pyvenv.cfg` or the prefix's top-level files)."""
+    sites, scripts = env.site_rels(), env.rel(env.scripts)
+    own: list[RecordRow] = []
+    other: list[RecordRow] = []
+    for row in rows:
+        (own if is_own_file(row.rel, sites, scripts) else other).append(row)
+    return own, other
+
+
+@dataclass(frozen=True)
+class DistFiles:
+    paths: list[str]  # what uninstalling the distribution moves aside (rel paths of those that exist)
+    not_own: list[str]  # RECORD rows outside its install locations (rel paths of those that exist): left in place
+
+
+def record_paths(env: TargetEnv, location_rel: str, dist_info_rel: str) -> DistFiles:
+    """What uninstalling a distribution removes: its RECORD rows in its own install locations, every file in its
+    .dist-info, and the bytecode the interpreter cached for its modules; and what its RECORD names elsewhere."""
+    own, other = own_rows(env, read_record(env, location_rel, dist_info_rel))
+    paths: dict[str, None] = {r.rel: None for r in own}
     paths.update(dict.fromkeys(walk_rel(env.fs, dist_info_rel)))
     paths.update(dict.fromkeys(cached_bytecode(env.fs, list(paths))))
-    present = env.fs.stat_many(paths)
-    return [p for p in paths if present[p] is not None]
+    present = env.fs.stat_many([*paths, *(r.rel for r in other)])
+    return DistFiles([p for p in paths if present[p] is not None],
+                     list(dict.fromkeys(r.rel for r in other if present[r.rel] is not None)))
 

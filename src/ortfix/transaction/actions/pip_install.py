@@ -46,9 +46,10 @@ from ortfix.transaction.actions.resolve import (
     shown,
     uv_installed,
 )
-from ortfix.transaction.actions.snapshot import DATA_FOLDERS, diff_snapshots, take_snapshot
+from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
 from ortfix.transaction.confine import check_rel
 from ortfix.transaction.journal import Step
+from ortfix.transaction.ownfiles import DATA_FOLDERS
 from ortfix.transaction.store import TransactionStore
 
 

@@ -34,6 +34,11 @@ class PipUninstallRecord(TypedDict):
     bytes: int  # their total size
 
 
+def _left_in_place(env: TargetEnv, distribution: str, rel: str) -> str:
+    return (f"  leaves {env.abs(rel)} in place: {distribution}'s RECORD lists it, but it is not in the "
+            "distribution's install locations (never the interpreter's or the environment's own files)")
+
+
 class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
     kind = ActionKind.PIP_UNINSTALL
     details_keys = frozenset({"distribution", "version", "location", "dist_info"})
@@ -71,7 +76,7 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
         if not dist_info.endswith(".dist-info"):
             return [f"{name} was installed without a RECORD ({os.path.basename(dist_info)}): uninstall it with pip"]
         try:
-            paths = record_paths(env, location, dist_info)
+            paths = record_paths(env, location, dist_info).paths
         except ConfinementError as exc:
             return [f"{name} lists files outside the environment or behind a link: {exc.message}; uninstall it with "
                     "pip yourself"]
@@ -91,19 +96,22 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
     def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         location, dist_info = self._dist(env, details)
         try:
-            paths = record_paths(env, location, dist_info)
+            files = record_paths(env, location, dist_info)
         except OrtfixError as exc:
             return [exc.one_line()]
         planned = self.typed_details(details)
-        lines = [f"move aside {len(paths)} files of {planned['distribution']} {planned['version']} "
+        lines = [f"move aside {len(files.paths)} files of {planned['distribution']} {planned['version']} "
                  f"(its RECORD, its .dist-info and cached bytecode) into the transaction's stash (rename)"]
-        lines += [f"  - {env.abs(p)}" for p in paths]
-        return lines
+        lines += [f"  - {env.abs(p)}" for p in files.paths]
+        return lines + [_left_in_place(env, planned["distribution"], rel) for rel in files.not_own]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipUninstallRecord:
         fs = env.fs
         location, dist_info = self._dist(env, step.details)
-        paths = record_paths(env, location, dist_info)
+        found = record_paths(env, location, dist_info)
+        for rel in found.not_own:
+            ctx.echo(_left_in_place(env, self.typed_details(step.details)["distribution"], rel))
+        paths = found.paths
         candidates: set[str] = set()
         for p in paths:
             candidates.update(parent_dirs(p, location))

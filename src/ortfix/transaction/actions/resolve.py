@@ -67,16 +67,27 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
     if installer != "pip":
         raise OrtfixError("the target environment has no pip (and no uv was found)",
                           hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
+    refuse_redirect(env)
     # Options after the requirements (none of which can start with "-"): the command reads as the plan shows it.
     argv = [env.python, "-m", "pip", "install", *requirements, ONLY_BINARY]
     if dry_run_report is not None:
         argv += ["--dry-run", "--report", dry_run_report, "--quiet"]
     if report is not None:
         argv += ["--report", report]
-    argv.append("--disable-pip-version-check")
+    # --no-user: a `user = true` in the pip configuration would send the install to the user's site-packages
+    argv += ["--disable-pip-version-check", "--no-user"]
     if env.break_system_packages:
         argv.append("--break-system-packages")
     return argv
+
+
+def refuse_redirect(env: TargetEnv) -> None:
+    """OrtfixError when the pip configuration `pip install` would read now sends the install outside the environment
+    (`target`, `prefix`, `root`): pip would write everything there, and no rollback would know."""
+    why = read_pip_config(env.prefix, os.environ).redirect()
+    if why is not None:
+        raise OrtfixError(why, hint="remove that setting: ortfix installs into the environment only; nothing was "
+                                    "changed")
 
 
 def install_environ(env: TargetEnv, details: Mapping[str, Any]) -> dict[str, str] | None:

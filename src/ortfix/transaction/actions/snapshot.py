@@ -9,6 +9,8 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ortfix.transaction.ownfiles import DATA_FOLDERS
+
 
 def _rel(path: str, prefix: str) -> str:
     """`path` below `prefix`, "/"-joined on every platform (as confine's rel paths and RECORD rows are)."""
@@ -39,11 +41,6 @@ def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
             if kind == "d":
                 stack.append(e.path)
     return out
-
-
-# Where wheels put their data files (the "data" scheme is the prefix itself; these are the folders used in practice:
-# man pages in share/, headers in include/, configuration in etc/). An install may create them.
-DATA_FOLDERS = ("share", "include", "etc")
 
 
 def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:

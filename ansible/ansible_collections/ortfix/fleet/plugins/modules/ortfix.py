@@ -297,6 +297,9 @@ class Ortfix:
             last = (err or out or "").strip().splitlines()[-1:] or ["no output"]
             raise OrtfixFailed(f"`ortfix {name}` printed no JSON document (exit {rc}): {last[0][:MAX_TEXT]}",
                                rc=rc) from None
+        except RecursionError:  # nested deeper than Python's parser goes: not a document ortfix prints
+            raise OrtfixFailed(f"`ortfix {name}` printed a JSON document nested too deeply to read (exit {rc})",
+                               rc=rc) from None
         if not isinstance(doc, dict):
             raise OrtfixFailed(f"{where} is not a JSON object", rc=rc)
         schema = _text(doc, "schema", where)
