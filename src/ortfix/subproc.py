@@ -296,3 +296,19 @@ def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.
     """Wait for a child of `start` (its output closed), at most `timeout` seconds; then its process group is killed
     and this is an OrtfixError."""
     return _communicate(proc, timeout)
+
+
+def installer_alive(pid: int, python: str) -> bool:
+    """Whether `pid` is still a process of the target's installer (a pip an interrupted apply left running). On
+    Windows, whether `pid` still runs the target's python.exe (a process's command line is not readable there; a
+    venv's python.exe is the launcher that waits for its interpreter, so its pid is the one ortfix started); an image
+    that cannot be read counts as running, the safe answer."""
+    if sys.platform == "win32":
+        image = running_image(pid)
+        return image is not None and (image == "" or os.path.normcase(image) == os.path.normcase(python))
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    args = [c.decode(errors="replace") for c in cmdline if c]
+    return any(a == python for a in args) and ("pip" in args or "install" in args)

@@ -9,7 +9,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -61,22 +60,6 @@ def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
 def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) -> None:
     for line in iter(stream.readline, ""):
         output(line.rstrip("\n"), is_err)
-
-
-def _pid_alive(pid: int, python: str) -> bool:
-    """Whether `pid` is still a process of the target's installer (a pip an interrupted apply left running). On
-    Windows, whether `pid` still runs the target's python.exe (a process's command line is not readable there; a
-    venv's python.exe is the launcher that waits for its interpreter, so its pid is the one ortfix started); an image
-    that cannot be read counts as running, the safe answer."""
-    if sys.platform == "win32":
-        image = subproc.running_image(pid)
-        return image is not None and (image == "" or os.path.normcase(image) == os.path.normcase(python))
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    args = [c.decode(errors="replace") for c in cmdline if c]
-    return any(a == python for a in args) and ("pip" in args or "install" in args)
 
 
 def _fingerprint_list(item: Any, n: int) -> list[Any]:
@@ -335,7 +318,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         if not sidecars.get("snapshot"):
             return []  # never started: pip did not run
         pid = record.get("pid")
-        if isinstance(pid, int) and _pid_alive(pid, env.python):
+        if isinstance(pid, int) and subproc.installer_alive(pid, env.python):
             raise OrtfixError(f"the installer the interrupted apply started (pid {pid}) is still running",
                               hint=f"wait for it to end (or kill {pid}), then run `ortfix rollback` again")
         fs = env.fs
