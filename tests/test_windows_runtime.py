@@ -299,18 +299,18 @@ def test_windows_envroot_without_wine(tmp_path: Path) -> None:
 
 _STILL_RUNNING = r'''
 import json, subprocess, sys, time
-from ortfix.transaction.actions.pip_install import _pid_alive
+from ortfix.subproc import installer_alive
 
 out = {}
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
 time.sleep(0.5)
-out["running, this python"] = _pid_alive(child.pid, sys.executable)
-out["running, case differs"] = _pid_alive(child.pid, sys.executable.upper())
-out["running, another python"] = _pid_alive(child.pid, sys.executable + "x")
+out["running, this python"] = installer_alive(child.pid, sys.executable)
+out["running, case differs"] = installer_alive(child.pid, sys.executable.upper())
+out["running, another python"] = installer_alive(child.pid, sys.executable + "x")
 child.kill()
 child.wait()
-out["ended"] = _pid_alive(child.pid, sys.executable)
-out["no such process"] = _pid_alive(999999, sys.executable)
+out["ended"] = installer_alive(child.pid, sys.executable)
+out["no such process"] = installer_alive(999999, sys.executable)
 print(json.dumps(out))
 '''
 
