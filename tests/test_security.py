@@ -237,8 +237,9 @@ def _ensure_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(TEST_USER)
     except KeyError:
+        # check=False: a test running beside this one (pytest-xdist) may have made the user a moment ago
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
-                       check=True, capture_output=True)
+                       check=False, capture_output=True)
         return pwd.getpwnam(TEST_USER)
 
 
