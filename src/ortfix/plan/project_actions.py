@@ -71,7 +71,7 @@ def _nvidia(facts: Facts, target: ChosenBuild, requirements: Sequence[str], mana
     if manager not in TOOLS:
         return wanted
     platform = "win32" if facts.probe.system == "Windows" else "linux"
-    return [f"{r}; sys_platform == '{platform}'" for r in wanted]
+    return [f'{r}; sys_platform == "{platform}"' for r in wanted]
 
 
 def _files(project: Project, names: Sequence[str]) -> dict[str, str]:

@@ -279,8 +279,9 @@ def sync_command(project: Project) -> str:
 
 
 def cpu_mentions(project: Project) -> list[Mention]:
-    """The lines that name the CPU package: what brings it back at the next sync."""
-    return [m for m in project.mentions if m.name == CPU_PACKAGE]
+    """The lines that name the CPU package, declarations before lock entries: what brings it back at the next
+    sync."""
+    return sorted((m for m in project.mentions if m.name == CPU_PACKAGE), key=lambda m: m.section == "lock")
 
 
 SECTION = re.compile(r"^(dependencies|(optional|group|poetry):[A-Za-z0-9][A-Za-z0-9._-]{0,99})$")
@@ -319,4 +320,6 @@ def replaced_line(old: str, requirement: str) -> str | None:
     body = old.lstrip()
     indent = old[:len(old) - len(body)]
     cut = min((i for i in (body.find(";"), body.find(" #")) if i >= 0), default=len(body))
+    while cut and body[cut - 1] in " \t":
+        cut -= 1
     return f"{indent}{requirement}{body[cut:]}"
