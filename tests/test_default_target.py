@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,13 +32,18 @@ OWN_PREFIX = Path(sys.prefix)  # the environment `python -m ortfix` runs in, bel
 BUILTIN_MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 
 
+# The working folder of every run: outside any project (the repository has a pyproject.toml and, in CI, a .venv,
+# which a run from there would take as the project's environment before PATH).
+NO_PROJECT = Path(tempfile.mkdtemp(prefix="ortfix-no-project-"))
+
+
 def run(*args: str, path: str, extra: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real ortfix, as a user with this PATH and no activated environment runs it."""
+    """The real ortfix, as a user with this PATH and no activated environment runs it, outside any project."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "PATH")}
     env["PATH"] = path
     env.update(extra or {})
     return subprocess.run([sys.executable, "-m", "ortfix", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, stdin=subprocess.DEVNULL, timeout=300, check=False)
+                          cwd=NO_PROJECT, stdin=subprocess.DEVNULL, timeout=300, check=False)
 
 
 def first_line(proc: subprocess.CompletedProcess[str]) -> str:

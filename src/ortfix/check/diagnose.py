@@ -1,7 +1,7 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (errors first). The rules
 live by what they look at: packages.py (the ORT packages), damaged.py (half-done installs), driver_gpu.py (driver
-and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch), windows.py (what only Windows has);
-findings.py holds `Finding`."""
+and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch), windows.py (what only Windows has),
+project.py (the project around the environment); findings.py holds `Finding`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ortfix.check.libraries import (
     unreadable_dir_findings,
 )
 from ortfix.check.packages import CPU_PACKAGE, package_findings
+from ortfix.check.project import project_findings
 from ortfix.check.torch_compat import torch_findings
 from ortfix.check.windows import is_windows, windows_findings
 from ortfix.compat.matrix import Matrix
@@ -38,6 +39,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings += unreadable_dir_findings(facts)
     findings += interrupted_findings(facts)
     findings += windows_findings(facts, gpu)
+    findings += project_findings(facts)
     findings.sort(key=lambda f: (f.severity.rank, f.code))
     return findings
 

@@ -31,6 +31,7 @@ from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import platform_for
+from ortfix.system.project import Project, project_of
 from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
@@ -131,6 +132,7 @@ class Facts:
     interrupted: tuple[UnfinishedTransaction, ...] = ()  # apply/rollback runs that died half-way
     notes: tuple[str, ...] = field(default=())
     windows: WindowsFacts | None = None  # what only a Windows target has (check/windows.py judges it)
+    project: Project | None = None  # the project whose folder holds the environment (system/project.py)
 
     @cached_property
     def _cuda_majors(self) -> dict[str, int | None]:
@@ -176,6 +178,8 @@ class Facts:
                          for d in self.probe.distributions if d.damaged or d.has_record is False)
         if damaged:  # only then: a healthy environment keeps the fingerprint it always had
             doc["damaged"] = damaged
+        if self.project is not None:  # what an `apply --project` plan changes: a file edited since is noticed
+            doc["project"] = [self.project.folder, self.project.manager, list(self.project.hashes)]
         import hashlib
 
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -257,6 +261,7 @@ def gather(
         interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),
         windows=windows,
+        project=project_of(probe.prefix),
     )
 
 

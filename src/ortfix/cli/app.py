@@ -172,8 +172,12 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 @click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
               help="Who installs packages: uv when it is found and your pip configuration translates to it, else "
                    "the environment's pip (auto); the environment's pip; or uv.")
+@click.option("--project", "project", is_flag=True,
+              help="Also change the project around the environment (uv: uv remove/add; requirements files: the "
+                   "onnxruntime line) so that its next sync keeps the fix; journaled and rolled back with the rest.")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
-         driver_version: str | None, compute_capability: str | None, hook: str, installer: str) -> None:
+         driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
+         project: bool) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
 
     Exit status: 0 nothing to change, 1 changes are pending or problems remain, 2 could not run.
@@ -192,7 +196,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
-                                          installer=installer),
+                                          installer=installer, project=project),
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
         from ortfix.outfile import write_output
@@ -437,9 +441,12 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--system", is_flag=True,
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
+@click.option("--project", "project", is_flag=True,
+              help="Also change the project around the environment (uv: uv remove/add; requirements files: the "
+                   "onnxruntime line) so that its next sync keeps the fix; journaled and rolled back with the rest.")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
           keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, installer: str,
-          driver_version: str | None, compute_capability: str | None, system: bool) -> None:
+          driver_version: str | None, compute_capability: str | None, system: bool, project: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
     Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
@@ -477,13 +484,13 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     _require_confirmation_possible(yes or dry_run)
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto"):
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto" or project):
         raise OrtfixError("a saved plan is applied exactly as it is",
-                          hint="--ort-version, --cuda, --hook and --installer only apply when planning now")
+                          hint="--ort-version, --cuda, --hook, --installer and --project only apply when planning now")
     prepared = prepare_apply(python, plan_file,
                              PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
                                          driver_version=driver_version, compute_capability=compute_capability,
-                                         installer=installer))
+                                         installer=installer, project=project))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
         _echo(render_plan(prepared.plan, prepared.check.target), err=as_json)

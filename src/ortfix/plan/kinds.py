@@ -18,6 +18,7 @@ class ActionKind(StrEnum):
     WRITE_FILE = "write-file"
     SYMLINK = "symlink"
     USER_PATH = "user-path"  # Windows: folders added to the user PATH in the registry (HKCU\\Environment)
+    PROJECT_UPDATE = "project-update"  # the project's files, changed through its own tool (apply --project)
 
 
 Installer = Literal["pip", "uv"]
@@ -51,3 +52,20 @@ class SymlinkDetails(TypedDict):
 
 class UserPathDetails(TypedDict):
     entries: list[str]  # absolute folders inside the environment, added in this order at the front of the user Path
+
+
+class RequirementEdit(TypedDict):
+    file: str  # a requirements file's name in the project folder
+    line: int  # 1-based
+    old: str  # the line as it is (without its line ending)
+    new: str  # what replaces it
+
+
+class ProjectUpdateDetails(TypedDict):
+    project: str  # the project folder (absolute): the environment's parent folder
+    manager: Literal["uv", "requirements"]
+    files: dict[str, str]  # name in the project folder → sha256 when planned ("" when absent): journaled, restored
+    section: str  # where the dependency is declared: dependencies | optional:NAME | group:NAME
+    remove: list[str]  # distributions the tool removes (uv remove)
+    add: list[str]  # requirements the tool adds (uv add)
+    edits: list[RequirementEdit]  # requirements-file lines replaced (manager "requirements")

@@ -30,6 +30,7 @@ from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
+from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.system.windows import dll_name_for_soname
@@ -153,7 +154,10 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             notes.append(choice.note)
         if installer == "pip":
             notes += redirect_notes(facts.pip_config)
-        if installer is None:
+        if installer is None and facts.uv:
+            notes.append("the target environment has no pip, and uv is not used (said above): install pip into it "
+                         "first, or change the pip setting uv cannot follow")
+        elif installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
         fixes = tuple(sorted({*(c for c in codes if c in (*REMOVE_CODES, Code.NO_ORT, Code.LIB_MISSING,
                                                           Code.LIB_WRONG_MAJOR, Code.DRIVER_TOO_OLD,
@@ -194,6 +198,11 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     elif hook_libs:
         notes.append("libraries need to be made findable but --hook none was given: set LD_LIBRARY_PATH to "
                      + ":".join(sorted({os.path.dirname(p) for p in hook_libs.values()})))
+
+    # 5. the project around the environment: changed first, so a tool that cannot resolve stops the apply early
+    project_actions, project_notes = project_changes(facts, target, requirements, options.project)
+    actions[:0] = project_actions
+    notes += project_notes
 
     unresolved = [f for f in findings if f.severity is not Severity.INFO and not _addressed(f, actions)]
     for soname in missing_no_wheel:

@@ -29,6 +29,7 @@ class PlanOptions:
     driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
     compute_capability: str | None = None
     installer: str = "auto"  # one of INSTALLER_CHOICES
+    project: bool = False  # also change the project's files through its own tool (apply --project)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequ
     opts = asdict(options)
     if opts["installer"] == "auto":  # the default: a plan saved before the option existed keeps its fingerprint
         del opts["installer"]
+    if not opts["project"]:  # likewise
+        del opts["project"]
     doc = {"facts": facts_fingerprint, "options": opts,
            "actions": [{"kind": a.kind, "details": dict(a.details)} for a in actions]}
     data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

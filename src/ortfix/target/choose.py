@@ -21,6 +21,11 @@ PROBE_TIMEOUT = 60.0
 BY_OPTION = "--python"
 BY_VIRTUAL_ENV = "VIRTUAL_ENV"
 BY_CONDA_PREFIX = "CONDA_PREFIX"
+# A project's `.venv` (uv's rule, which poetry and pdm follow with in-project venvs): the nearest folder at or above
+# the working folder that holds a `.venv` with an interpreter and one of these project files. Chosen before PATH,
+# as `uv run` and `uv sync` do without activation.
+PROJECT_FILES = ("pyproject.toml", "uv.lock", "poetry.lock", "pdm.lock")
+PROJECT_VENV = ".venv"
 # The names looked up on PATH when nothing names an environment, in this order, as `uv` does: python3 anywhere on
 # PATH first, then python. Windows has no python3.exe worth running (the Store's alias opens the Store).
 PATH_NAMES = ("python.exe",) if os.name == "nt" else ("python3", "python")
@@ -91,7 +96,8 @@ def resolve_target(python: str | None, environ: Mapping[str, str] | None = None)
 
 def choose_target(python: str | None, environ: Mapping[str, str] | None = None) -> Chosen:
     """--python PATH (an interpreter or an environment folder), else the activated environment (VIRTUAL_ENV, then
-    CONDA_PREFIX), else the first `python3` on PATH (then `python`), as a shell finds it; else a usage error.
+    CONDA_PREFIX), else the `.venv` of the project at or above the working folder (find_project_venv), else the
+    first `python3` on PATH (then `python`), as a shell finds it; else a usage error.
 
     Never the interpreter ortfix runs in just because it runs there: for a pipx install that is ortfix's own venv.
     None means --python was not given; an empty string was given, and is refused rather than read as "not given"."""
@@ -104,12 +110,35 @@ def choose_target(python: str | None, environ: Mapping[str, str] | None = None) 
             candidate = Path(prefix) / "bin" / "python"
             if candidate.exists():
                 return Chosen(candidate, var)
+    project = find_project_venv()
+    if project is not None:
+        return project
     found = find_on_path(env.get("PATH"))
     if found is None:
         raise OrtfixError("no python3 or python on PATH and no activated environment (VIRTUAL_ENV, CONDA_PREFIX)",
                           hint="pass --python PATH: the interpreter or the environment folder to work on")
     path, name = found
     return Chosen(canonical(path), f"{name} on PATH")
+
+
+def find_project_venv(start: Path | None = None) -> Chosen | None:
+    """The interpreter of `<folder>/.venv` for the nearest `folder`, the working folder or one above it, that holds
+    both a `.venv` with an interpreter and a project file (PROJECT_FILES), as uv finds a project's environment;
+    chosen_by names the folder and the file that made it a project. None when there is none."""
+    try:
+        folder = (start or Path.cwd()).absolute()
+    except OSError:  # the working folder was removed
+        return None
+    for candidate in (folder, *folder.parents):
+        venv = candidate / PROJECT_VENV
+        try:
+            pythons = [p for p in (venv / "bin" / "python", venv / "Scripts" / "python.exe") if p.is_file()]
+            marker = next((name for name in PROJECT_FILES if (candidate / name).is_file()), None)
+        except OSError:  # a folder on the way that cannot be searched
+            continue
+        if pythons and marker is not None:
+            return Chosen(pythons[0], f"the project's {venv} (beside {marker}, as uv finds it)")
+    return None
 
 
 def _given(python: str) -> Path:

@@ -19,7 +19,7 @@ from ortfix.plan.kinds import ActionKind
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import ORIGIN_PLAN, ORIGIN_REPLACED, TargetEnv, verified
-from ortfix.transaction.actions.resolve import InstallerResolution, resolve
+from ortfix.transaction.actions.resolve import InstallerResolution, no_installer, resolve
 from ortfix.transaction.journal import Step, StepState
 
 if TYPE_CHECKING:
@@ -73,8 +73,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
             steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details))
             continue
         if action.details.get("installer") not in ("pip", "uv"):
-            raise OrtfixError("the target environment has no pip (and no uv was found)",
-                              hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
+            raise no_installer(env)
         resolution = resolve(env, action.details, workdir, replaced_elsewhere=uninstalled)
         commands.append(resolution.argv)
         for r in resolution.install:

@@ -47,6 +47,20 @@ def uv_options(env: TargetEnv) -> UvOptions:
     return options
 
 
+def no_installer(env: TargetEnv) -> OrtfixError:
+    """Why nothing can install into an environment without pip: no uv at all, or the uv found and why its options
+    cannot say what the pip configuration says."""
+    hint = f"install pip into it first: {env.python} -m ensurepip; nothing was changed"
+    if not env.uv:
+        return OrtfixError("the target environment has no pip (and no uv was found)", hint=hint)
+    try:
+        why = translate(read_pip_config(env.prefix, os.environ))
+    except OrtfixError as exc:
+        why = f"the pip configuration could not be read ({exc.message})"
+    reason = why if isinstance(why, str) else "the plan was made when uv could not be used"
+    return OrtfixError(f"the target environment has no pip, and uv ({env.uv}) is not used: {reason}", hint=hint)
+
+
 def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: str | None = None,
                  report: str | None = None) -> list[str]:
     """The install command, built here from typed values: the target's own pip (or the uv found now, with the user's
@@ -65,8 +79,7 @@ def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: 
             argv.append("--dry-run")
         return [*argv, *requirements]
     if installer != "pip":
-        raise OrtfixError("the target environment has no pip (and no uv was found)",
-                          hint=f"install pip into it first: {env.python} -m ensurepip; nothing was changed")
+        raise no_installer(env)
     refuse_redirect(env)
     # Options after the requirements (none of which can start with "-"): the command reads as the plan shows it.
     argv = [env.python, "-m", "pip", "install", *requirements, ONLY_BINARY]

@@ -1,0 +1,241 @@
+"""The project-update handler (`apply --project`): the project's files changed through its own tool, so that its next
+sync keeps the fix. uv: `uv remove --no-sync onnxruntime` then `uv add --no-sync onnxruntime-gpu==X …` (the tool
+rewrites pyproject.toml and uv.lock; the environment is changed by the transaction's own steps); requirements
+files: the onnxruntime line replaced, every other byte kept. Never a hand edit of a lock file.
+
+Before any change the files (pyproject.toml and the lock, or the requirements files) are saved into a sidecar of the
+journal; undone by writing each back byte for byte (and removing one the tool created). The project folder is the
+environment's parent folder, checked at every use; only project files directly in it are touched."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypedDict
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from ortfix import subproc
+from ortfix.errors import OrtfixError
+from ortfix.fields import BadField, want_dict, want_int, want_list, want_sha, want_str, want_str_list
+from ortfix.plan.kinds import ActionKind, ProjectUpdateDetails, RequirementEdit
+from ortfix.safetext import first_control, visible
+from ortfix.system.project import LOCK_FILES, PYPROJECT, REQUIREMENT_FILE, SECTION, tool_commands
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.confine import EnvRoot
+from ortfix.transaction.journal import Step, sha256_bytes
+
+SIDECAR = "project-files"
+FILE_LIMIT = 8 << 20
+TOOL_TIMEOUT = 600.0
+_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$")
+
+
+class ProjectUpdateRecord(TypedDict, total=False):
+    saved: dict[str, str]  # name → sha256 before ("" when it was absent)
+    sidecar_sha256: str  # of the sidecar holding their bytes
+    argv: list[list[str]]  # the tool's commands as run
+
+
+class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
+    kind = ActionKind.PROJECT_UPDATE
+    details_keys = frozenset({"project", "manager", "files", "section", "remove", "add", "edits"})
+    record_keys = frozenset({"saved", "sidecar_sha256", "argv"})
+    started_keys = frozenset({"saved", "sidecar_sha256"})
+
+    # -- checking untrusted details --------------------------------------------------------------------------------
+
+    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+        project = want_str(details, "project")
+        if os.path.realpath(project) != os.path.dirname(env.prefix):
+            raise BadField(f"project {project!r} is not the folder that holds the environment {env.prefix}")
+        manager = want_str(details, "manager", limit=16)
+        if manager not in ("uv", "requirements"):
+            raise BadField(f"manager {manager!r} is not uv or requirements")
+        files = want_dict(details, "files")
+        if not files or len(files) > 16:
+            raise BadField("files names no project file (or too many)")
+        for name, sha in files.items():
+            if not (name == PYPROJECT or name in LOCK_FILES or REQUIREMENT_FILE.match(name)):
+                raise BadField(f"{name!r} is not a project file ortfix changes")
+            if sha != "":
+                want_sha(files, name)
+        if not SECTION.match(want_str(details, "section", limit=120)):
+            raise BadField(f"section {details['section']!r} is not dependencies, optional:NAME or group:NAME")
+        for name in want_str_list(details, "remove", items=4, limit=100):
+            if not _NAME.match(name):
+                raise BadField(f"{name!r} is not a distribution name")
+        for req in want_str_list(details, "add", items=32, limit=300):
+            _requirement(req)
+        edits = [self._edit(e, files) for e in want_list(details, "edits", limit=64)]
+        if manager == "uv" and (edits or not details["remove"] or not details["add"]):
+            raise BadField("a uv update removes and adds distributions and edits no line")
+        if manager == "requirements" and (not edits or details["remove"] or details["add"]):
+            raise BadField("a requirements update edits lines and runs no tool")
+
+    @staticmethod
+    def _edit(doc: Any, files: Mapping[str, Any]) -> RequirementEdit:
+        if not isinstance(doc, dict) or set(doc) != {"file", "line", "old", "new"}:
+            raise BadField("an edit is not {file, line, old, new}")
+        name = want_str(doc, "file", limit=200)
+        if name not in files or not REQUIREMENT_FILE.match(name):
+            raise BadField(f"edit of {name!r}, which is not a requirements file of this update")
+        old, new = want_str(doc, "old", limit=1000), want_str(doc, "new", limit=1000)
+        for text in (old, new):
+            if first_control(text) is not None or "\n" in text or "\r" in text:
+                raise BadField(f"edit of {name} holds a control character: {visible(text)}")
+        _requirement(new.split(" #", 1)[0])
+        return {"file": name, "line": want_int(doc, "line", low=1, high=1_000_000), "old": old, "new": new}
+
+    # -- the contract ----------------------------------------------------------------------------------------------
+
+    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        planned = self.typed_details(details)
+        problems = []
+        if planned["manager"] == "uv" and not env.uv:
+            problems.append("the plan updates the project with uv, but no uv is on PATH now")
+        with EnvRoot(planned["project"]) as root:
+            for name, sha in planned["files"].items():
+                if (root.sha256(name) or "") != sha:
+                    problems.append(f"{visible(planned['project'])}/{visible(name)} changed since the plan was made")
+        if not os.access(planned["project"], os.W_OK):
+            problems.append(f"cannot write in {visible(planned['project'])}: not writable")
+        return problems
+
+    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+        planned = self.typed_details(details)
+        folder = visible(planned["project"])
+        lines = [f"save {', '.join(visible(n) for n in planned['files'])} of {folder} into the journal"]
+        for argv in self._argv(env, planned):
+            lines.append(f"in {folder}: {' '.join(visible(a) for a in argv)}")
+        for e in planned["edits"]:
+            lines.append(f"{folder}/{visible(e['file'])} line {e['line']}: {visible(e['old'])!r} → "
+                         f"{visible(e['new'])!r} (every other byte kept)")
+        return lines
+
+    @staticmethod
+    def _argv(env: TargetEnv, planned: ProjectUpdateDetails) -> list[list[str]]:
+        if planned["manager"] != "uv":
+            return []
+        commands = tool_commands("uv", planned["section"], list(planned["remove"]), list(planned["add"]))
+        return [[env.uv or "uv", *argv[1:]] for argv in commands]
+
+    def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> ProjectUpdateRecord:
+        planned = self.typed_details(step.details)
+        with EnvRoot(planned["project"]) as root:
+            saved: dict[str, str] = {}
+            contents: dict[str, str] = {}
+            for name in planned["files"]:
+                if root.exists(name):
+                    data, _ = root.read_bytes(name, limit=FILE_LIMIT)
+                    saved[name] = sha256_bytes(data)
+                    contents[name] = base64.b64encode(data).decode("ascii")
+                else:
+                    saved[name] = ""
+            sidecar = ctx.write_sidecar(SIDECAR, contents)
+            record: ProjectUpdateRecord = {"saved": saved, "sidecar_sha256": sidecar}
+            ctx.commit(record)
+            if ctx.crash_midway:
+                test_crash()
+            if planned["manager"] == "uv":
+                record["argv"] = self._run_tool(env, planned, ctx)
+            else:
+                for name in sorted({e["file"] for e in planned["edits"]}):
+                    self._edit_file(root, name, [e for e in planned["edits"] if e["file"] == name])
+        return record
+
+    def _run_tool(self, env: TargetEnv, planned: ProjectUpdateDetails, ctx: StepContext) -> list[list[str]]:
+        ran = []
+        for argv in self._argv(env, planned):
+            ctx.echo(f"updating the project: {' '.join(visible(a) for a in argv)}")
+            # The user's own environment: the project's tool runs with the user's configuration (uv.toml, UV_*).
+            proc = subproc.run(argv, target_python=env.python, env=dict(os.environ), timeout=TOOL_TIMEOUT,
+                               cwd=Path(planned["project"]))
+            for line in (proc.stdout + proc.stderr).splitlines()[-20:]:
+                ctx.output(line, True)
+            ran.append(argv)
+            if proc.returncode != 0:
+                raise OrtfixError(f"{' '.join(visible(a) for a in argv[:3])} … failed (exit {proc.returncode}) in "
+                                  f"{visible(planned['project'])}",
+                                  hint="its output is above; the project's files are put back")
+        return ran
+
+    @staticmethod
+    def _edit_file(root: EnvRoot, name: str, edits: list[RequirementEdit]) -> None:
+        data, st = root.read_bytes(name, limit=FILE_LIMIT)
+        lines = data.decode("utf-8").splitlines(keepends=True)
+        for e in edits:
+            line = lines[e["line"] - 1] if e["line"] <= len(lines) else ""
+            body = line.rstrip("\r\n")
+            if body != e["old"]:
+                raise OrtfixError(f"{name} line {e['line']} is not {visible(e['old'])!r} any more",
+                                  hint="make a new plan; the project's files are put back")
+            lines[e["line"] - 1] = e["new"] + line[len(body):]
+        root.atomic_write(name, "".join(lines).encode("utf-8"), st.st_mode & 0o7777)
+
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        record = self.typed_record(step)
+        if "sidecar_sha256" not in record:
+            return []
+        try:
+            self._saved(step, ctx)
+        except (OrtfixError, BadField) as exc:
+            return [exc.one_line() if isinstance(exc, OrtfixError) else str(exc)]
+        return []
+
+    def _saved(self, step: Step, ctx: StepContext) -> dict[str, bytes]:
+        record = self.typed_record(step)
+        doc = ctx.read_sidecar(SIDECAR, record["sidecar_sha256"])
+        if not isinstance(doc, dict):
+            raise BadField("the saved project files are not an object")
+        out = {}
+        for name, sha in record["saved"].items():
+            if sha == "":
+                continue
+            data = base64.b64decode(str(doc.get(name, "")), validate=True)
+            if sha256_bytes(data) != sha:
+                raise BadField(f"the saved copy of {name} does not match its sha256")
+            out[name] = data
+        return out
+
+    def check_record(self, env: TargetEnv, step: Step) -> None:
+        files = self.typed_details(step.details)["files"]
+        saved = want_dict(step.record, "saved")
+        if set(saved) != set(files):
+            raise BadField("the saved files are not the planned ones")
+        for name, sha in saved.items():
+            if sha != "":
+                want_sha(saved, name)
+        want_sha(step.record, "sidecar_sha256")
+
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+        record = self.typed_record(step)
+        if "sidecar_sha256" not in record:
+            return []
+        planned = self.typed_details(step.details)
+        saved = self._saved(step, ctx)
+        with EnvRoot(planned["project"]) as root:
+            for name, sha in record["saved"].items():
+                if sha == "":
+                    if root.exists(name):
+                        root.unlink(name)
+                elif root.sha256(name) != sha:
+                    st = root.lstat(name)
+                    root.atomic_write(name, saved[name], (st.st_mode & 0o7777) if st is not None else 0o644)
+        return []
+
+    def changes(self, step: Step) -> list[str]:
+        planned = self.typed_details(step.details)
+        return [f"~ {planned['project']}/{name}" for name in planned["files"]]
+
+
+def _requirement(text: str) -> None:
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        raise BadField(f"{text!r} is not a requirement: {exc}") from exc
+    if text.lstrip().startswith("-"):
+        raise BadField(f"{text!r} is not a requirement")

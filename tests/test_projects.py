@@ -1,0 +1,222 @@
+"""Projects around the environment (issue 20, item 3): the project's `.venv` is the default target, check names the
+project files that bring the CPU onnxruntime back (PRJ001), `apply --project` changes the project through its own
+tool (a real uv, installed into the cached tools venv of test_uv_installer) or edits the requirements line, the next
+`uv sync` / `pip install -r` keeps the GPU build, and rollback puts every project file back byte for byte.
+Hermetic: the stub wheelhouse, uv and pip configured offline (--no-index, find-links)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from support.fixtures import pip_install
+from test_apply import ortfix_env, pip_config, pip_venv
+from test_uv_installer import uv_bin  # noqa: F401  (the fixture)
+from txtools import assert_same_tree, fresh_process, load_code, one_line_error, tree_state
+
+
+def run_in(folder: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """The real ortfix, run from `folder` as a user in their project does (no --python unless given)."""
+    return subprocess.run([sys.executable, "-m", "ortfix", *args], capture_output=True, text=True, env=dict(env),
+                          cwd=folder, stdin=subprocess.DEVNULL, timeout=600, check=False)
+
+
+def site_dists(venv: Path) -> set[str]:
+    return {p.name.split("-")[0].lower() for p in venv.glob("lib/python3*/site-packages/*.dist-info")}
+
+
+@pytest.fixture(scope="module")
+def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    root = tmp_path_factory.mktemp("prj-template")
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
+    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    return root / "venv"
+
+
+def _user_env(tmp: Path, wheelhouse: Path, uv: Path | None) -> dict[str, str]:
+    """A user offline: pip configured with no-index + find-links, uv with the same through its own variables."""
+    env = ortfix_env(pip_config(tmp, wheelhouse), tmp, UV_CACHE_DIR=str(tmp / "uv-cache"), UV_NO_INDEX="1",
+                     UV_FIND_LINKS=str(wheelhouse), UV_PYTHON_DOWNLOADS="never", UV_PYTHON=sys.executable)
+    env = {k: v for k, v in env.items() if k not in ("UV_PROJECT_ENVIRONMENT",)}
+    if uv is not None:
+        env["PATH"] = f"{uv}{os.pathsep}{env['PATH']}"
+    return env
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# uv
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def uv_project(tmp_path: Path, wheelhouse: Path, uv_bin: Path) -> tuple[Path, dict[str, str]]:  # noqa: F811
+    """`uv init` + `uv add onnxruntime==1.22.0`: a project whose .venv (made by uv, without pip) has the CPU build."""
+    env = _user_env(tmp_path, wheelhouse, uv_bin)
+    project = tmp_path / "demo"
+    project.mkdir()
+    for argv in (["init", "--bare", "--name", "demo"], ["add", "onnxruntime==1.22.0"]):
+        proc = subprocess.run([str(uv_bin / "uv"), *argv], cwd=project, env=env, capture_output=True, text=True,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+    assert "onnxruntime" in site_dists(project / ".venv")
+    return project, env
+
+
+def test_uv_project_default_target_check_apply_sync_and_rollback(uv_project: tuple[Path, dict[str, str]]) -> None:
+    project, env = uv_project
+    venv = project / ".venv"
+    inner = project / "src" / "pkg"
+    inner.mkdir(parents=True)
+    # The system python3 comes first on PATH; uv would still use ./.venv, and so does ortfix.
+    env = {**env, "PATH": f"{Path(sys.base_prefix) / 'bin'}{os.pathsep}{env['PATH']}"}
+    plan = run_in(inner, "plan", "--json", env=env)
+    assert plan.returncode == 1, plan.stderr[-2000:]
+    doc = json.loads(plan.stdout)
+    assert doc["prefix"] == str(venv), doc["prefix"]
+    first = run_in(inner, "check", env=env).stdout.splitlines()[0]
+    assert first.startswith(f"target {venv / 'bin' / 'python'} ") and "the project's" in first, first
+
+    check = run_in(project, "check", "--json", env=env)
+    [prj] = [f for f in json.loads(check.stdout)["findings"] if f["code"] == "PRJ001"]
+    assert any(e.startswith("pyproject.toml:") and "onnxruntime==1.22.0" in e for e in prj["evidence"]), prj
+    assert any(e.startswith("uv.lock:") for e in prj["evidence"]), prj
+    assert "uv sync" in prj["summary"]
+    plan_text = run_in(project, "plan", env=env).stdout
+    assert "uv remove --no-sync onnxruntime && uv add --no-sync onnxruntime-gpu==1.22.0" in plan_text, plan_text
+
+    files = {n: (project / n).read_bytes() for n in ("pyproject.toml", "uv.lock")}
+    before = tree_state(venv)
+    applied = run_in(project, "apply", "--project", "--yes", env=env)
+    assert applied.returncode == 0, (applied.stdout[-3000:], applied.stderr[-3000:])
+    pyproject = (project / "pyproject.toml").read_text()
+    assert "onnxruntime-gpu==1.22.0" in pyproject and '"onnxruntime==1.22.0"' not in pyproject, pyproject
+    assert 'name = "onnxruntime-gpu"' in (project / "uv.lock").read_text()
+
+    back = run_in(project, "rollback", "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-2000:], back.stderr[-2000:])
+    assert {n: (project / n).read_bytes() for n in files} == files
+    assert_same_tree(before, tree_state(venv))
+
+    # Applied again, the project's own sync keeps the GPU build and its NVIDIA wheels.
+    again = run_in(project, "apply", "--project", "--yes", env=env)
+    assert again.returncode == 0, (again.stdout[-3000:], again.stderr[-3000:])
+    synced = subprocess.run(["uv", "sync"], cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert synced.returncode == 0, synced.stderr
+    dists = site_dists(venv)
+    assert "onnxruntime_gpu" in dists and "onnxruntime" not in dists, dists
+    assert "nvidia_cudnn_cu12" in dists, dists
+    assert fresh_process(venv / "bin" / "python", load_code()).stdout.strip().endswith("all loaded")
+
+
+def test_pipless_uv_venv_with_untranslatable_config_says_why(uv_project: tuple[Path, dict[str, str]]) -> None:
+    project, env = uv_project
+    conf = Path(env["PIP_CONFIG_FILE"])
+    conf.write_text(conf.read_text() + "only-binary = :all:\n")
+    proc = run_in(project, "plan", env=env)
+    assert "no uv was found" not in proc.stdout + proc.stderr, proc.stdout
+    assert "uv cannot be used: your pip configuration sets only-binary" in proc.stdout, proc.stdout
+    before = tree_state(project / ".venv")
+    one_line_error(run_in(project, "apply", "--yes", env=env), "uv", "is not used", "only-binary")
+    assert_same_tree(before, tree_state(project / ".venv"))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# requirements files
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_requirements_project_line_edit_survives_pip_install_r(
+        cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    python = pip_venv(cpu_template, project / ".venv")
+    original = b"# pinned\r\nonnxruntime==1.22.0 ; sys_platform == 'linux'  # the CPU build\n--only-binary=:all:  \n"
+    (project / "requirements.txt").write_bytes(original)
+    env = _user_env(tmp_path, wheelhouse, None)
+    check = run_in(project, "check", "--python", str(python), "--json", env=env)
+    [prj] = [f for f in json.loads(check.stdout)["findings"] if f["code"] == "PRJ001"]
+    assert prj["evidence"][0].startswith("requirements.txt:2:") and "pip install -r requirements.txt" in prj["summary"]
+    note = run_in(project, "plan", "--python", str(python), env=env).stdout
+    assert "requirements.txt line 2" in note and "onnxruntime-gpu==1.22.0" in note, note
+
+    before = tree_state(python.parent.parent)
+    applied = run_in(project, "apply", "--python", str(python), "--project", "--yes", env=env)
+    assert applied.returncode == 0, (applied.stdout[-3000:], applied.stderr[-3000:])
+    assert (project / "requirements.txt").read_bytes() == original.replace(
+        b"onnxruntime==1.22.0 ;", b"onnxruntime-gpu==1.22.0 ;")
+    reinstall = subprocess.run([str(python), "-m", "pip", "install", "-r", "requirements.txt", "--no-deps"],
+                               cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert reinstall.returncode == 0, reinstall.stderr
+    dists = site_dists(python.parent.parent)
+    assert "onnxruntime_gpu" in dists and "onnxruntime" not in dists, dists
+
+    back = run_in(project, "rollback", "--python", str(python), "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-2000:], back.stderr[-2000:])
+    assert (project / "requirements.txt").read_bytes() == original
+    assert_same_tree(before, tree_state(python.parent.parent))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# poetry and pdm: detected, the exact commands shown, --project refused with them
+# ---------------------------------------------------------------------------------------------------------------------
+
+POETRY = """[tool.poetry]
+name = "demo"
+version = "0.1.0"
+
+[tool.poetry.dependencies]
+python = "^3.9"
+onnxruntime = "1.22.0"
+"""
+PDM = """[project]
+name = "demo"
+version = "0.1.0"
+dependencies = []
+
+[tool.pdm.dev-dependencies]
+infer = [
+    "onnxruntime==1.22.0",
+]
+"""
+LOCK = '[[package]]\nname = "numpy"\nversion = "2.0.0"\n\n[[package]]\nname = "onnxruntime"\nversion = "1.22.0"\n'
+
+
+@pytest.mark.parametrize(("manager", "pyproject", "line", "command"), [
+    ("poetry", POETRY, 7, "poetry remove --lock onnxruntime && poetry add --lock onnxruntime-gpu==1.22.0"),
+    ("pdm", PDM, 8, "pdm remove --no-sync --dev --group infer onnxruntime && pdm add --no-sync --dev --group infer "
+                    "onnxruntime-gpu==1.22.0"),
+])
+def test_poetry_and_pdm_projects_are_detected(cpu_template: Path, wheelhouse: Path, tmp_path: Path, manager: str,
+                                              pyproject: str, line: int, command: str) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    python = pip_venv(cpu_template, project / ".venv")
+    (project / "pyproject.toml").write_text(pyproject)
+    (project / f"{manager}.lock").write_text(LOCK)
+    env = _user_env(tmp_path, wheelhouse, None)
+    check = run_in(tmp_path, "check", "--python", str(python), "--json", env=env)
+    [prj] = [f for f in json.loads(check.stdout)["findings"] if f["code"] == "PRJ001"]
+    assert f"the {manager} project at {project}" in prj["summary"], prj
+    assert prj["evidence"][0].startswith(f"pyproject.toml:{line}:") and "onnxruntime" in prj["evidence"][0], prj
+    assert prj["evidence"][1] == f'{manager}.lock:6: name = "onnxruntime"', prj
+    plan = run_in(tmp_path, "plan", "--python", str(python), env=env).stdout
+    assert command in plan, plan
+    before = tree_state(project)
+    one_line_error(run_in(tmp_path, "apply", "--python", str(python), "--project", "--yes", env=env),
+                   "--project", f"ortfix does not run {manager} itself", command.split(" && ")[0])
+    assert_same_tree(before, tree_state(project))
+
+
+def test_no_project_no_finding(cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    python = pip_venv(cpu_template, tmp_path / "plain" / "venv")
+    env = _user_env(tmp_path, wheelhouse, None)
+    check = run_in(tmp_path, "check", "--python", str(python), "--json", env=env)
+    assert "PRJ001" not in {f["code"] for f in json.loads(check.stdout)["findings"]}
+    assert shutil.which("python3")  # the test machine has one: the PATH fallback is exercised elsewhere
