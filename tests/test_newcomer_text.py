@@ -1,0 +1,58 @@
+"""What a newcomer reads (issue 27): every note names the one rule that ruled a build out, the footers and headers
+say what is true, a system Python's plan says what PEP 668 means for it, and `check`'s first screen leads with the
+cause. The real `ortfix` command on real venvs built from hermetic wheels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checktools import plan_json
+from clitools import assert_one_line_error, run_ortfix
+from support.fixtures import fake_ort_cpu_wheel, make_venv, pip_install
+
+
+@pytest.fixture()
+def cpu_venv(tmp_path: Path, wheelhouse: Path) -> Path:
+    """onnxruntime 1.22.0 (the CPU build): the plan swaps it for a GPU build."""
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    return python
+
+
+def test_cuda_option_is_named_as_the_cause(cpu_venv: Path) -> None:
+    _rc, plan = plan_json(cpu_venv, "--cuda", "13")
+    note = next(n for n in plan["notes"] if "1.22" in n and "build" in n)
+    assert "no CUDA 13 build" in note and "--cuda 13" in note, note
+    assert "--cuda 12 keeps 1.22" in note, note  # the closest thing that would work
+    assert "driver, GPU or Python" not in note
+
+
+def test_unpublished_version_says_so(tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    fake_ort_cpu_wheel(house, version="1.32.0")
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime==1.32.0", find_links=house)
+    _rc, plan = plan_json(python)
+    note = next(n for n in plan["notes"] if "1.32" in n)
+    assert "no onnxruntime-gpu 1.32 build is published" in note, note
+    assert "driver, GPU or Python" not in note
+
+
+def test_ort_version_without_that_cuda(cpu_venv: Path) -> None:
+    proc = run_ortfix("plan", "--python", str(cpu_venv), "--cuda", "11", "--ort-version", "1.22.0")
+    line = assert_one_line_error(proc, "1.22.0 has no CUDA 11 build", "--cuda 12 keeps 1.22.0")
+    assert "Python, platform, driver or GPU" not in line
+
+
+def test_driver_is_named_with_what_it_runs(cpu_venv: Path) -> None:
+    proc = run_ortfix("plan", "--python", str(cpu_venv), "--ort-version", "1.26.0", "--driver", "470.57.02")
+    assert_one_line_error(proc, "needs an NVIDIA driver >= 525.60.13", "(the driver is 470.57.02)",
+                          "the newest build that runs here is onnxruntime-gpu 1.21.1 (CUDA 11)")
+
+
+def test_cuda_option_nothing_runs_is_refused_not_an_uninstall(cpu_venv: Path) -> None:
+    """--cuda 10 (only withdrawn builds): before, the plan uninstalled onnxruntime and installed nothing."""
+    proc = run_ortfix("plan", "--python", str(cpu_venv), "--cuda", "10")
+    assert_one_line_error(proc, "has no CUDA 10 build", "--cuda 11 or 12 or 13 instead")
