@@ -56,3 +56,24 @@ def test_cuda_option_nothing_runs_is_refused_not_an_uninstall(cpu_venv: Path) ->
     """--cuda 10 (only withdrawn builds): before, the plan uninstalled onnxruntime and installed nothing."""
     proc = run_ortfix("plan", "--python", str(cpu_venv), "--cuda", "10")
     assert_one_line_error(proc, "has no CUDA 10 build", "--cuda 11 or 12 or 13 instead")
+
+
+def test_apply_history_and_given_machine_read_true(tmp_path: Path, wheelhouse: Path) -> None:
+    """apply shows the plan without 'Nothing has been changed'; history after the rollback has nothing to undo; the
+    header of a plan for another machine reads as one statement."""
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)  # only hook files to write
+    plan = run_ortfix("plan", "--python", str(python))
+    assert "Nothing has been changed" in plan.stdout  # the plan itself keeps its footer
+    applied = run_ortfix("apply", "--python", str(python), "--yes")
+    assert applied.returncode == 0, (applied.stdout[-2000:], applied.stderr[-2000:])
+    assert "1. write" in applied.stdout and "Nothing has been changed" not in applied.stdout + applied.stderr
+    assert "Undo the newest: ortfix rollback" in run_ortfix("history", "--python", str(python)).stdout
+    assert run_ortfix("rollback", "--python", str(python), "--yes").returncode == 0
+    history = run_ortfix("history", "--python", str(python)).stdout
+    assert "rolled-back" in history and "Undo the newest" not in history
+    assert "Nothing to undo" in history
+    check = run_ortfix("check", "--python", str(python), "--driver", "535.104.12", "--compute-capability", "8.0")
+    driver = next(line for line in check.stdout.splitlines() if line.startswith("driver"))
+    assert driver.split(None, 1)[1] == ("535.104.12, compute capability 8.0 (both given: planning for another "
+                                        "machine)")
