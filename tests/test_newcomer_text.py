@@ -4,13 +4,14 @@ cause. The real `ortfix` command on real venvs built from hermetic wheels."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from checktools import plan_json
 from clitools import assert_one_line_error, run_ortfix
-from support.fixtures import fake_ort_cpu_wheel, make_venv, pip_install
+from support.fixtures import base_python, fake_ort_cpu_wheel, make_venv, pip_install
 
 
 @pytest.fixture()
@@ -77,3 +78,15 @@ def test_apply_history_and_given_machine_read_true(tmp_path: Path, wheelhouse: P
     driver = next(line for line in check.stdout.splitlines() if line.startswith("driver"))
     assert driver.split(None, 1)[1] == ("535.104.12, compute capability 8.0 (both given: planning for another "
                                         "machine)")
+
+
+def test_externally_managed_system_python_plan_says_what_system_passes(tmp_path: Path) -> None:
+    python = base_python(tmp_path)
+    if python is None:
+        pytest.skip("the test interpreter's installation cannot be copied as a system Python")
+    stdlib = python.parent.parent / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (stdlib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use a venv\n")
+    proc = run_ortfix("plan", "--python", str(python))
+    assert proc.returncode == 1, proc.stderr
+    note = next(line for line in proc.stdout.splitlines() if "PEP 668" in line)
+    assert "--system" in note and "--break-system-packages" in note and "a venv is better" in note
