@@ -493,7 +493,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
                                          installer=installer, project=project))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
-        _echo(render_plan(prepared.plan, prepared.check.target), err=as_json)
+        _echo(render_plan(prepared.plan, prepared.check.target, applying=True), err=as_json)
         _echo("", err=as_json)
     if ask and not click.confirm(f"Apply these changes to {visible(prepared.plan.prefix)}?", default=False, err=True):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)

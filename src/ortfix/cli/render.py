@@ -15,6 +15,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json
 from ortfix.compat.matrix import Matrix
 from ortfix.safetext import join_lines
+from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
 if TYPE_CHECKING:
     from ortfix.commands.check import CheckResult
@@ -41,15 +42,25 @@ def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
     return asdict(result.matrix)
 
 
+def _driver_line(d: DriverFacts) -> str:
+    """The driver and the GPUs; what --driver / --compute-capability gave is said once, as planning for another
+    machine."""
+    given_driver, given_cc = d.source == "--driver", d.overridden and any(g.name == GIVEN_GPU for g in d.gpus)
+    gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus if g.name != GIVEN_GPU)
+    cuda = f", CUDA {d.cuda_version}" if d.cuda_version else ""
+    cc = f", compute capability {d.gpus[0].compute_capability}" if given_cc else f"; {gpus or 'GPUs not queried'}"
+    given = ("both given" if given_driver and given_cc else "given with --driver" if given_driver
+             else "compute capability given" if given_cc else "")
+    return f"{d.version}{cuda}{cc}" + (f" ({given}: planning for another machine)" if given else "")
+
+
 def _stack_lines(facts: Facts) -> list[str]:
     p = facts.probe
     d = facts.driver
     libc = "" if p.windows else f", glibc {p.glibc or 'unknown'}"
     lines = [f"system      {p.system} {p.machine}{libc}{', WSL' if p.wsl else ''}"]
     if d.present:
-        gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus) or "GPUs not queried"
-        lines.append(f"driver      {d.version}{' (given)' if d.overridden else ''}"
-                     f"{', CUDA ' + d.cuda_version if d.cuda_version else ''}; {gpus}")
+        lines.append(f"driver      {_driver_line(d)}")
     else:
         lines.append("driver      none found")
     ort = [f"{x.name} {x.version}" for x in facts.ort_distributions] or ["not installed"]
@@ -139,8 +150,9 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
     return join_lines(lines)
 
 
-def render_plan(plan: Plan, target: TargetDescription) -> str:
-    """The plan; its first line names the target environment and how it was chosen."""
+def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False) -> str:
+    """The plan; its first line names the target environment and how it was chosen. `applying`: shown by `apply`
+    before it changes things, so without the footer that says nothing has changed."""
     lines = [target.line()]
     machine = [f"NVIDIA driver {plan.options.driver_version}" if plan.options.driver_version else "",
                f"compute capability {plan.options.compute_capability}" if plan.options.compute_capability else ""]
@@ -185,7 +197,7 @@ def render_plan(plan: Plan, target: TargetDescription) -> str:
         for f in plan.unresolved:
             lines.append(f"  {f.code} {f.summary}")
             lines.append(f"      fix: {f.fix}")
-    if plan.actions:
+    if plan.actions and not applying:
         lines.append("")
         lines.append("Nothing has been changed. `ortfix apply` makes these changes as one transaction.")
     return join_lines(lines)

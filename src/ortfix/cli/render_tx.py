@@ -225,7 +225,9 @@ def render_history(result: HistoryResult) -> str:
         status = tx.status.value + (" (pruned)" if tx.pruned else "")
         lines.append(f"{tx.id:<26} {tx.created[:19].replace('T', ' '):<19} {status:<13} "
                      f"{size(e.stash_bytes):>9}  {_short(tx_changes(tx))}")
-    lines += ["", "Details: ortfix history show ID. Undo the newest: ortfix rollback."]
+    undoable = any(e.tx is not None and e.tx.status is not TxStatus.ROLLED_BACK for e in result.entries)
+    lines += ["", "Details: ortfix history show ID. "
+              + ("Undo the newest: ortfix rollback." if undoable else "Nothing to undo: every one is rolled back.")]
     return join_lines(lines)
 
 

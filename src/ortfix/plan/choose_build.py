@@ -13,6 +13,7 @@ from ortfix.check.torch_compat import torch_cudnn_major
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
+from ortfix.plan.build_rules import BuildRules
 from ortfix.plan.model import ChosenBuild, PlanOptions
 
 
@@ -59,40 +60,19 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
                  installed: OrtInstall | None) -> ChosenBuild | None:
     """The GPU build to end up with: the one asked for, else the installed version's, else the newest that this
     Python, platform, driver and GPU can run (preferring torch's CUDA/cuDNN majors, to share its libraries)."""
-    probe = facts.probe
-    platform_tag = "win_amd64" if probe.windows is not None else f"linux_{probe.machine}"
+    rules = BuildRules(facts, matrix, options)
     reasons: list[str] = []
     current = _current_version(facts, installed)
-
-    def runs_here(build: OrtBuild) -> bool:
-        if build.index == "withdrawn" or not build.installs_for(probe.python_tag, probe.python_version, platform_tag):
-            return False
-        if options.cuda_major and build.cuda_major != options.cuda_major:
-            return False
-        if facts.driver.version and matrix.driver_supports_major(facts.driver.version, build.cuda_major) is False:
-            return False
-        cuda = matrix.cuda_major(build.cuda_major)
-        for gpu in facts.driver.gpus:
-            if gpu.compute_capability and cuda:
-                cc = Version(gpu.compute_capability)
-                if cc < Version(cuda.cc_min):
-                    return False
-                if build.compute_capabilities and cc < min(Version(a) for a in build.compute_capabilities):
-                    return False
-        return True
-
     candidates = [(Version(v), b) for b in matrix.builds if b.package == GPU_PACKAGE for v in b.versions]
-    usable = [(v, b) for v, b in candidates if runs_here(b)]
+    usable = [(v, b) for v, b in candidates if rules.runs_here(b)]
+    instead = keep = ""  # why the version asked for (or installed) is not planned: named once the build is chosen
     if options.ort_version:
         wanted = Version(options.ort_version)
         exact = [(v, b) for v, b in usable if v == wanted]
         if not exact:
-            known = any(v == wanted for v, _ in candidates)
-            raise OrtfixError(
-                f"no {GPU_PACKAGE} {options.ort_version} build " +
-                ("runs on this machine (Python, platform, driver or GPU rule it out)" if known
-                 else "is known to ortfix's compatibility matrix"),
-                hint="`ortfix matrix show` lists the known builds")
+            why = rules.why_not(options.ort_version, [c for c in candidates if c[0] == wanted], candidates)
+            raise OrtfixError(f"--ort-version {options.ort_version}: {why.cause}",
+                              hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
         usable = exact
     elif current:
         cur = Version(current)
@@ -101,12 +81,19 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
         if same:
             usable = same
         elif same_minor:
-            reasons.append(f"{GPU_PACKAGE} {current} is not published for this setup; the nearest release of "
-                           f"{cur.major}.{cur.minor} is used")
+            why = rules.why_not(current, [c for c in candidates if c[0] == cur], candidates)
+            instead = f"{why.cause}: the nearest release of {cur.major}.{cur.minor}"
             usable = same_minor
         elif usable:
-            reasons.append(f"no {GPU_PACKAGE} {cur.major}.{cur.minor} build runs here "
-                           "(driver, GPU or Python); the newest one that does is used")
+            minor = f"{cur.major}.{cur.minor}"
+            why = rules.why_not(minor, [c for c in candidates if (c[0].major, c[0].minor) == (cur.major, cur.minor)],
+                                candidates)
+            instead = f"{why.cause}: the build this plan picks instead"
+            keep = f" ({why.keep})" if why.keep else ""
+    if not usable and options.cuda_major:  # the user's --cuda leaves nothing: planning on would only uninstall
+        why = rules.why_not("", candidates, candidates)
+        raise OrtfixError(f"--cuda {options.cuda_major}: {why.cause}",
+                          hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
     if not usable:
         return None
     torch = facts.probe.torch
@@ -126,6 +113,8 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
         return (int(b.index == "default"), shares_torch, broad, v)
 
     version, build = max(usable, key=rank)
+    if instead:
+        reasons.append(f"{instead}, {build.package} {version}, is used{keep}")
     if torch_cuda is not None and torch_cuda == build.cuda_major:
         reasons.append(f"CUDA {build.cuda_major} matches torch {torch.version if torch else ''}, so its "
                        "libraries can be shared")

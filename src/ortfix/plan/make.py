@@ -34,6 +34,7 @@ from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.system.windows import dll_name_for_soname
+from ortfix.target.locate import externally_managed
 
 
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
@@ -159,6 +160,11 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                          "first, or change the pip setting uv cannot follow")
         elif installer is None:
             notes.append("the target environment has no pip (and no uv was found): install pip into it first")
+        if facts.probe.env_kind == "system" and externally_managed(facts.probe.prefix, facts.probe.python_version):
+            notes.append("this system Python is externally managed (PEP 668): pip refuses to install into it, so "
+                         "`ortfix apply --system` passes --break-system-packages, and what it installs can break the "
+                         "distribution's own packages; a venv is better (python3 -m venv --system-site-packages DIR, "
+                         "then plan for DIR/bin/python)")
         fixes = tuple(sorted({*(c for c in codes if c in (*REMOVE_CODES, Code.NO_ORT, Code.LIB_MISSING,
                                                           Code.LIB_WRONG_MAJOR, Code.DRIVER_TOO_OLD,
                                                           Code.LIB_OTHER_CUDA)),

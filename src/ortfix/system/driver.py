@@ -25,6 +25,9 @@ _LIBCUDA_VERSIONED = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 
 
+GIVEN_GPU = "(given with --compute-capability)"  # the name of the GPU --compute-capability stands for
+
+
 @dataclass(frozen=True)
 class Gpu:
     index: int
@@ -146,7 +149,7 @@ def overridden_driver(version: str | None, compute_capability: str | None, base:
     """`--driver` / `--compute-capability`: plan for another machine (a CPU build host preparing a GPU deployment)."""
     gpus = base.gpus
     if compute_capability:
-        gpus = (Gpu(index=0, name="(given with --compute-capability)", compute_capability=compute_capability),)
+        gpus = (Gpu(index=0, name=GIVEN_GPU, compute_capability=compute_capability),)
     return DriverFacts(
         present=True if version else base.present,
         version=version or base.version,

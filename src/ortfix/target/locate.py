@@ -65,3 +65,10 @@ def _conda_version(meta: Path) -> str | None:
         return None
     return names[0].split("-")[1] if len(names) == 1 else None
 
+
+def externally_managed(prefix: str, python_version: str) -> bool:
+    """PEP 668: the interpreter's stdlib folder holds EXTERNALLY-MANAGED (pip then refuses without
+    --break-system-packages)."""
+    short = ".".join(python_version.split(".")[:2])
+    return any(os.path.isfile(os.path.join(prefix, lib, f"python{short}", "EXTERNALLY-MANAGED"))
+               for lib in ("lib", "lib64"))

@@ -3,10 +3,10 @@ unless `--system`, PEP 668's externally-managed mark) or from a journal (for rol
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
+from ortfix.target.locate import externally_managed
 from ortfix.transaction.actions.base import TargetEnv, open_env, scripts_folder
 from ortfix.transaction.journal import Transaction
 
@@ -24,14 +24,6 @@ def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
                           hint="make a venv (python3 -m venv) and use that, or pass --system to change it anyway")
     return open_env(p.executable, p.prefix, p.purelib, p.platlib, scripts_folder(p.prefix), p.env_kind,
                     uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
-
-
-def externally_managed(prefix: str, python_version: str) -> bool:
-    """PEP 668: the interpreter's stdlib folder holds EXTERNALLY-MANAGED (pip then refuses without
-    --break-system-packages)."""
-    short = ".".join(python_version.split(".")[:2])
-    return any(os.path.isfile(os.path.join(prefix, lib, f"python{short}", "EXTERNALLY-MANAGED"))
-               for lib in ("lib", "lib64"))
 
 
 def system_warning(env: TargetEnv) -> str:
