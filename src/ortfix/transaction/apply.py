@@ -30,6 +30,7 @@ from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
 from ortfix.transaction.runner import Runner, Terminated, Ui
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import said
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -174,7 +175,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
         interrupted = isinstance(exc, KeyboardInterrupt)
         message = runner.tx.message or str(exc)
         try:
-            warnings = runner.reverse_all(f"apply failed: {message}")
+            warnings = [n.text for n in said(runner.reverse_all(f"apply failed: {message}"))]
         except BaseException as rexc:
             why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
             raise OrtfixError(f"{message}; the automatic rollback failed too: {why}",
@@ -197,7 +198,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification)
     runner.save(replace(runner.tx, message=reason))
-    warnings = runner.reverse_all(reason)
+    warnings = [n.text for n in said(runner.reverse_all(reason))]
     free_discards(store, runner.tx, background=False)
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
 
