@@ -397,3 +397,108 @@ def test_rollback_on_a_full_disk_after_a_crash(small_disk: Path, tmp_path: Path,
     assert not [p for p in (venv / ".ortfix").rglob("*.tmp")]
     filler.unlink()
     assert_same_tree(before, tree_state(venv))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# D9: rollback after another installer touched the environment: one line per cause, the list on demand, a verdict;
+#     exit 1 only when something the transaction did could not be undone (issue 20, item 4)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _result_lines(stdout: str) -> list[str]:
+    """The rollback's result, from its "Rolled back transaction" line on (before it: the progress of each step)."""
+    lines = stdout.strip().splitlines()
+    return lines[next(i for i, ln in enumerate(lines) if ln.startswith("Rolled back transaction")):]
+
+
+def _record_files(dist_info: Path) -> list[Path]:
+    """Every file pip's RECORD of that distribution lists (what a reinstall writes again)."""
+    rows = [line.split(",")[0] for line in (dist_info / "RECORD").read_text().splitlines() if line]
+    return [(dist_info.parent / row).resolve() for row in rows]
+
+
+def _force_reinstall_one_nvidia_wheel(python: Path, sp: Path, wheelhouse: Path) -> tuple[str, list[Path]]:
+    """`pip install --force-reinstall` of the NVIDIA wheel the apply installed with the most files: pip writes every
+    one of its files again. Returns its name and those files."""
+    dist_info = max(sp.glob("nvidia_*.dist-info"), key=lambda d: len(_record_files(d)))
+    name, version = dist_info.name[:-len(".dist-info")].rsplit("-", 1)
+    pip_install(python, "--force-reinstall", f"{name}=={version}", find_links=wheelhouse, no_deps=True)
+    return name, _record_files(next(sp.glob(f"{name}-*.dist-info")))
+
+
+def _pip_uninstall(python: Path, *names: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "uninstall", "-y", *names],
+                   check=True, capture_output=True)
+
+
+def test_rollback_after_a_force_reinstall_says_one_line_per_cause(cpu_venv: Path, wheelhouse: Path,  # noqa: F811
+                                                                  env: dict[str, str]) -> None:  # noqa: F811
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    # 1. text: a few summary lines and the verdict, no line per file, exit 0 (the transaction's own part is undone)
+    _apply(cpu_venv, env)
+    name, rewritten = _force_reinstall_one_nvidia_wheel(python, sp, wheelhouse)
+    assert len(rewritten) >= 3
+    proc = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    lines = _result_lines(proc.stdout)
+    assert len(lines) <= 6 and not any(str(f) in proc.stdout for f in rewritten), proc.stdout
+    [changed] = [ln for ln in lines if "written again later" in ln]
+    assert changed.startswith(f"note: {len(rewritten)} file(s) the transaction wrote"), changed
+    assert sum("folder(s) the transaction created hold files it did not install" in ln for ln in lines) == 1
+    assert "warning:" not in proc.stdout
+    assert "not all as before the apply" in lines[-1] and "Everything the transaction did is undone" in lines[-1]
+    assert all(f.exists() for f in rewritten)  # the later installer's files stay
+    # 2. --verbose lists every one of them; 3. --json carries the list, the causes and the verdict
+    _pip_uninstall(python, name)  # what the later installer added goes: the environment is as before the apply
+    _apply(cpu_venv, env)
+    name, rewritten = _force_reinstall_one_nvidia_wheel(python, sp, wheelhouse)
+    verbose = ortfix("rollback", "--python", str(python), "--yes", "--verbose", env=env)
+    assert verbose.returncode == 0, verbose.stderr
+    listed = [ln for ln in verbose.stdout.splitlines() if ln.startswith("  changed-later: ")]
+    assert sorted(ln.split(": ", 1)[1].split(" was changed")[0] for ln in listed) == sorted(map(str, rewritten))
+    _pip_uninstall(python, name)
+    _apply(cpu_venv, env)
+    _name, rewritten = _force_reinstall_one_nvidia_wheel(python, sp, wheelhouse)
+    doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert sorted(n["path"] for n in doc["notes"] if n["cause"] == "changed-later") == sorted(map(str, rewritten))
+    assert doc["as_before"] is False and doc["everything_undone"] is True
+    assert any(line.startswith(f"{len(rewritten)} file(s)") for line in doc["summary"])
+
+
+def test_rollback_after_another_installer_restored_the_environment_exits_0(cpu_venv: Path,  # noqa: F811
+                                                                           wheelhouse: Path,
+                                                                           env: dict[str, str]) -> None:  # noqa: F811
+    """What `uv sync` or `pip install -r requirements.txt` does after an apply: the GPU build goes, the CPU build
+    comes back, byte for byte. The rollback then has nothing of its own left to undo: exit 0, and it says so."""
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    before = tree_state(cpu_venv)
+    _apply(cpu_venv, env)
+    gpu = [d.name[:-len(".dist-info")].rsplit("-", 1)[0] for d in sp.glob("*.dist-info")
+           if d.name.startswith(("nvidia_", "onnxruntime_gpu-"))]
+    _pip_uninstall(python, *gpu)
+    pip_install(python, "--force-reinstall", "onnxruntime==1.22.0", find_links=wheelhouse, no_deps=True)
+    proc = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    lines = _result_lines(proc.stdout)
+    assert len(lines) <= 8 and "warning:" not in proc.stdout, proc.stdout
+    assert lines[-1] == "The files the transaction touched are as they were before the apply.", lines
+    assert any("from before the apply had been written back already, with the same bytes" in ln for ln in lines)
+    after = {k: v for k, v in tree_state(cpu_venv).items() if "__pycache__" not in k}
+    assert_same_tree({k: v for k, v in before.items() if "__pycache__" not in k}, after)
+
+
+def test_rollback_exits_1_when_an_earlier_file_cannot_be_put_back(cpu_venv: Path,  # noqa: F811
+                                                                  env: dict[str, str]) -> None:  # noqa: F811
+    """A file the apply replaced (onnxruntime's own, from before) written over again later with other bytes: its
+    earlier content stays in the stash, the rollback says so with a warning line and exits 1."""
+    python = cpu_venv / "bin" / "python"
+    sp = site_packages(cpu_venv)
+    _apply(cpu_venv, env)
+    edited = sp / "onnxruntime" / "__init__.py"
+    edited.write_text(edited.read_text() + "# written later\n")
+    doc = ortfix_json("rollback", "--python", str(python), "--yes", env=env, expect=1)
+    [note] = [n for n in doc["notes"] if n["path"] == str(edited) and n["cause"] == "replaced-later"]
+    assert note["undone"] is False and doc["everything_undone"] is False and doc["as_before"] is False
+    assert "# written later" in edited.read_text()

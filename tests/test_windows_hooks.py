@@ -311,7 +311,7 @@ def apply(entries):
 def undo(entries, record):
     s = step(entries, record)
     assert handler.check_step(env, s) is None, handler.check_step(env, s)
-    return handler.reverse(env, s, ctx)
+    return [n.text for n in handler.reverse(env, s, ctx)]
 
 
 for action in args["do"]:

@@ -6,6 +6,7 @@ each, and spreading the click declarations over several modules would only hide 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -505,13 +506,20 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
 @_target_options
 @click.argument("tx_id", required=False, metavar="[ID]")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
-def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="List every path not put back exactly, not only one line per cause (--json always lists them).")
+def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool, verbose: bool) -> None:
     """Undo the last ortfix transaction (or transaction ID), byte for byte, offline.
 
     Also finishes an apply or a rollback that was cut off (Ctrl-C, kill -9, power loss). A journal that was edited
     by hand is refused.
 
-    Exit status: 0 rolled back, 1 rolled back with warnings (or cancelled), 2 could not run.
+    Files another installer (or an edit) wrote after the apply stay where they are: one line per cause says how
+    many (--verbose lists them), and a last line says whether the files the transaction touched are as they were
+    before the apply.
+
+    Exit status: 0 everything the transaction did is undone (also when later writes by others were left in place),
+    1 something it did could not be undone (or cancelled), 2 could not run.
 
     \b
     Examples:
@@ -532,7 +540,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool) ->
         return click.confirm("Roll back?", default=False, err=True)
 
     result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
-    _finish(Command.ROLLBACK, result, as_json, rollback_json, render_rollback)
+    _finish(Command.ROLLBACK, result, as_json, rollback_json, functools.partial(render_rollback, verbose=verbose))
 
 
 @main.group(invoke_without_command=True)

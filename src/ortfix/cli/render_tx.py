@@ -12,6 +12,7 @@ from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
 from ortfix.transaction.store import HistoryEntry
+from ortfix.transaction.undo_notes import FAILING, any_failed, as_before, said, summary, verdict
 
 if TYPE_CHECKING:
     from ortfix.commands.apply import ApplyResult
@@ -178,12 +179,18 @@ def render_rollback_preview(prefix: str, tx: Transaction) -> str:
     return join_lines(lines)
 
 
-def render_rollback(result: RollbackResult) -> str:
+def render_rollback(result: RollbackResult, *, verbose: bool = False) -> str:
+    """One line per cause of what was not put back exactly (every path with `verbose`), then the verdict."""
     o = result.outcome
     lines = [f"Rolled back transaction {o.tx.id}: {len(o.undone)} step(s) undone in {result.target.prefix}."]
     if o.freeing:
         lines.append("The files the install had added are being deleted in the background.")
-    lines += [f"warning: {w}" for w in o.warnings]
+    lines += [("warning: " if cause in FAILING else "note: ") + line for cause, line in summary(o.notes)]
+    if verbose:
+        lines += [f"  {n.cause.value}: {n.text}" for n in said(o.notes)]
+    elif said(o.notes):
+        lines.append(f"Every path: `ortfix history show {o.tx.id}` (or `rollback --verbose`, `--json`).")
+    lines.append(verdict(o.notes))
     return join_lines(lines)
 
 
@@ -193,7 +200,11 @@ def rollback_json(result: RollbackResult) -> dict[str, Any]:
             "interpreter": result.target.to_json(),
             "transaction": transaction_json(o.tx), "undone": [s.index for s in o.undone],
             "freeing_in_background": list(o.freeing),
-            "warnings": list(o.warnings)}
+            "as_before": as_before(o.notes), "everything_undone": not any_failed(o.notes),
+            "verdict": verdict(o.notes),
+            "summary": [line for _cause, line in summary(o.notes)],
+            "notes": [n.to_json() for n in said(o.notes)],
+            "warnings": [n.text for n in said(o.notes)]}
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from ortfix.target.choose import TargetDescription
 from ortfix.transaction.journal import Transaction
 from ortfix.transaction.rollback import RollbackOutcome, rollback
 from ortfix.transaction.runner import Ui
+from ortfix.transaction.undo_notes import any_failed
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,9 @@ class RollbackResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.PROBLEMS if self.outcome.warnings else ExitCode.OK
+        """1 only when something the transaction did is not undone; files written later by others and left in place
+        are reported, not a failure (undo_notes.py)."""
+        return ExitCode.PROBLEMS if any_failed(self.outcome.notes) else ExitCode.OK
 
 
 def run_rollback(target: TargetDescription, tx_id: str | None, *, ui: Ui | None = None,

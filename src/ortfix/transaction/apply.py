@@ -30,6 +30,7 @@ from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
 from ortfix.transaction.runner import Runner, Terminated, Ui, interrupting_signals
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import said
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -188,7 +189,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification)
     runner.save(replace(runner.tx, message=reason))
-    warnings = runner.reverse_all(reason)
+    warnings = [n.text for n in said(runner.reverse_all(reason))]
     free_discards(store, runner.tx, background=False)
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
 
@@ -201,7 +202,7 @@ def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> Ortf
     message = runner.tx.message or (what if interrupted else
                                     exc.one_line() if isinstance(exc, OrtfixError) else f"{type(exc).__name__}: {exc}")
     try:
-        warnings = runner.reverse_all(f"apply failed: {message}")
+        warnings = [n.text for n in said(runner.reverse_all(f"apply failed: {message}"))]
     except BaseException as rexc:
         why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
         return OrtfixError(f"{message}; the automatic rollback failed too: {why}",

@@ -20,6 +20,7 @@ from ortfix.transaction.env import env_from_journal
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus
 from ortfix.transaction.runner import Runner, Ui
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import UndoNote
 
 _FREE_CODE = """import sys
 from ortfix.transaction.confine import EnvRoot
@@ -51,7 +52,7 @@ def free_discards(store: TransactionStore, tx: Transaction, *, background: bool)
 class RollbackOutcome:
     tx: Transaction
     undone: tuple[Step, ...]
-    warnings: tuple[str, ...]
+    notes: tuple[UndoNote, ...]  # each path not put back exactly, with its cause (undo_notes.py)
     freeing: tuple[str, ...] = ()  # folders of discarded files being deleted in the background
 
 
@@ -102,11 +103,11 @@ def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
                 reason = "ortfix rollback" + (
                     " (resuming an interrupted rollback)" if tx.status is TxStatus.ROLLING_BACK
                     else " (after an interrupted apply)" if tx.status is TxStatus.RUNNING else "")
-                warnings = runner.reverse_all(reason)
+                notes = runner.reverse_all(reason)
             finally:
                 env.fs.close()
         freed = free_discards(store, runner.tx, background=True)  # after the lock is released
-    return RollbackOutcome(runner.tx, undone, tuple(warnings), tuple(str(f) for f in freed))
+    return RollbackOutcome(runner.tx, undone, tuple(notes), tuple(str(f) for f in freed))
 
 
 def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, runner: Runner) -> None:

@@ -21,6 +21,7 @@ from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import UndoNote
 
 CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
 CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
@@ -146,9 +147,10 @@ class Runner:
             if after == step.index:
                 test_crash()
 
-    def reverse_all(self, reason: str) -> list[str]:
-        """Undo every started or done step, newest first; the journal says how far it got at every moment."""
-        warnings: list[str] = []
+    def reverse_all(self, reason: str) -> list[UndoNote]:
+        """Undo every started or done step, newest first; the journal says how far it got at every moment (and
+        keeps the full sentence of each note)."""
+        warnings: list[UndoNote] = []
         with _no_interrupts():
             # The disk space held since the transaction began is what lets the undo proceed on a full disk.
             self.store.release_reserve(self.tx.id)
@@ -167,7 +169,8 @@ class Runner:
                                            "journal says how far it got") from exc
                 warnings += got
                 self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
-            rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": warnings}
+            said = [w.text for w in warnings if w.said]
+            rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": said}
             self.save(replace(self.tx, status=TxStatus.ROLLED_BACK, rollback=rollback))
         return warnings
 

@@ -10,7 +10,8 @@ Every kind has a handler with the same contract (after conda's PathAction):
 - `check_undo(env, step, ctx)`: before a rollback changes anything, every reason the step cannot be undone exactly
   (a stashed file missing or changed);
 - `reverse(env, step, ctx)`: undo, judged from what is on disk now, so it is idempotent and also undoes a step that
-  was cut off half-way (Ctrl-C, kill -9, power loss). Returns warnings for what could not be restored exactly.
+  was cut off half-way (Ctrl-C, kill -9, power loss). Returns a note (`undo_notes.UndoNote`) for each path it could
+  not put back exactly, with its cause.
 
 Every file operation goes through the environment's `EnvRoot` (confine.py): paths are relative to the prefix and are
 walked without following any link, at the moment of use. Commands are built here from typed values; nothing from a
@@ -36,6 +37,7 @@ from ortfix.system import hooks, winhooks
 from ortfix.transaction.confine import ConfinementError, EnvRoot
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import UndoNote
 
 ORIGIN_PLAN = "plan"
 ORIGIN_REPLACED = "replaced-by-pip"
@@ -230,7 +232,7 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
         return []
 
     @abstractmethod
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]: ...
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]: ...
 
     def changes(self, step: Step) -> list[str]:
         """What the step changed, one '+ x' / '- x' / '~ x' line each, for `history`."""

@@ -12,7 +12,10 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from ortfix.errors import OrtfixError
+from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.confine import EnvRoot
+from ortfix.transaction.envpaths import Kept
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 PYC_CACHE = "__pycache__"
 
@@ -39,6 +42,25 @@ def cached_bytecode(fs: EnvRoot, rels: Iterable[str]) -> list[str]:
             if stem in names and _PYC_TAIL.fullmatch(entry, len(stem)):
                 out.append(f"{cache}/{entry}")
     return out
+
+
+def written_again(env: TargetEnv, kept: Sequence[Kept], digests: dict[str, str]) -> list[UndoNote]:
+    """A note for each earlier file whose place another file took after the transaction (a restore with
+    `replace=False` kept its stash copy): the same bytes as before the apply, or other ones."""
+    now = env.fs.sha256_many(k.dst for k in kept)
+    notes = []
+    for k in kept:
+        if now[k.dst] is not None and now[k.dst] == digests.get(k.dst):
+            notes.append(UndoNote(Cause.BACK_ALREADY, env.abs(k.dst), f"{env.abs(k.dst)} was written again after "
+                                  "the apply with the bytes it had before; the stashed copy stays in "
+                                  f"{env.abs(k.src)}"))
+        elif f"/{PYC_CACHE}/" in f"/{k.dst}" and k.dst.endswith(".pyc"):
+            notes.append(UndoNote(Cause.BYTECODE, env.abs(k.dst), f"{env.abs(k.dst)} was compiled again after the "
+                                  f"apply; left in place, the earlier copy stays in {env.abs(k.src)}"))
+        else:
+            notes.append(UndoNote(Cause.REPLACED_LATER, env.abs(k.dst), f"{env.abs(k.dst)} was changed after the "
+                                  f"apply; its earlier content stays in {env.abs(k.src)}"))
+    return notes
 
 
 def fingerprint(st: os.stat_result) -> list[int]:

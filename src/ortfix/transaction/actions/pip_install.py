@@ -33,7 +33,7 @@ from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
-from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs
+from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs, written_again
 from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
@@ -50,6 +50,7 @@ from ortfix.transaction.confine import check_rel
 from ortfix.transaction.journal import Step
 from ortfix.transaction.ownfiles import DATA_FOLDERS
 from ortfix.transaction.store import TransactionStore
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 
 def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
@@ -312,7 +313,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                     problems.append(f"{env.abs(copy)} (the earlier {env.abs(rel)}) is missing from the stash")
         return problems
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
         sidecars = record.get("sidecars", {})
         if not sidecars.get("snapshot"):
@@ -323,7 +324,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                               hint=f"wait for it to end (or kill {pid}), then run `ortfix rollback` again")
         fs = env.fs
         discard = discard_rel(ctx.store, ctx.tx_id, ctx.index)
-        warnings: list[str] = []
+        warnings: list[UndoNote] = []
         diff: dict[str, list[str]] | None = None
         if sidecars.get("created"):
             files, dirs = self._created(step, ctx)
@@ -337,13 +338,15 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
 
             later = [p for p in cached_bytecode(fs, files) if p not in files]  # a later run cached it
             moves = ((rel, f"{discard}/{rel}") for rel in [*sorted(files), *later])
-            warnings += [k.why for k in fs.move_many(moves, veto=changed) if k.why]
+            warnings += [UndoNote(Cause.CHANGED_LATER, env.abs(k.src), k.why)
+                         for k in fs.move_many(moves, veto=changed) if k.why]
             for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
                 fs.rmdir(f"{d}/{PYC_CACHE}")  # emptied above (bytecode a later run cached for the install's files)
                 if fs.is_dir(d) and not fs.rmdir(d):
                     others = sorted(fs.listdir(d))
-                    warnings.append(f"{env.abs(d)} holds files this transaction did not install "
-                                    f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}); kept")
+                    warnings.append(UndoNote(Cause.FOLDER_IN_USE, env.abs(d), f"{env.abs(d)} holds files this "
+                                             "transaction did not install "
+                                             f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}); kept"))
         else:  # cut off while pip ran: judge by the snapshot taken before it started
             before = ctx.read_sidecar("snapshot", sidecars["snapshot"])
             if not isinstance(before, dict):
@@ -356,23 +359,25 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             fs.move_many((rel, f"{discard}/{rel}") for rel in sorted(set(created) - set(folders)))
             remove_empty_dirs(fs, folders)
             for rel in sorted(claimed)[:1]:
-                warnings.append(f"{env.abs(rel)} belongs to a distribution another installer wrote meanwhile; kept")
+                warnings.append(UndoNote(Cause.OTHER_INSTALL, env.abs(rel), f"{env.abs(rel)} belongs to a "
+                                         "distribution another installer wrote meanwhile; kept"))
         protect_rel = ctx.step_rel + "/protect"
         restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in record.get("protected", []))
-        for kept in fs.move_many(restore, replace=False):  # a copy gone was put back already
-            warnings.append(f"{env.abs(kept.dst)} was changed after the install; its earlier content stays in "
-                            f"{env.abs(kept.src)}")
+        kept = fs.move_many(restore, replace=False)  # a copy gone was put back already
+        warnings += written_again(env, kept, {p[0]: p[1] for p in record.get("protected", [])})
         overwritten = record.get("overwritten")
         if overwritten is None and diff is not None:
             saved = {p[0] for p in record.get("protected", [])}
             overwritten = [r for r in diff.get("changed", []) if r not in saved]
         for rel in overwritten or []:
-            warnings.append(f"{env.abs(rel)} was overwritten by the install and its earlier content was not saved")
+            warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), f"{env.abs(rel)} was overwritten by the "
+                                     "install and its earlier content was not saved"))
         if diff is not None:
             saved = {p[0] for p in record.get("protected", [])}
             for rel in diff.get("removed", []):
                 if not fs.exists(rel) and rel not in saved:
-                    warnings.append(f"{env.abs(rel)} was removed by the install and could not be restored")
+                    warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), f"{env.abs(rel)} was removed by "
+                                             "the install and could not be restored"))
         return warnings
 
     def changes(self, step: Step) -> list[str]:

@@ -12,9 +12,17 @@ from ortfix.fields import BadField, distribution_name, want_dict, want_int, want
 from ortfix.plan.kinds import ActionKind, PipUninstallDetails
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.dists import record_paths
-from ortfix.transaction.actions.files import dir_meta, fingerprint, make_dir, parent_dirs, remove_empty_dirs
+from ortfix.transaction.actions.files import (
+    dir_meta,
+    fingerprint,
+    make_dir,
+    parent_dirs,
+    remove_empty_dirs,
+    written_again,
+)
 from ortfix.transaction.confine import ConfinementError, check_rel
 from ortfix.transaction.journal import Step
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 
 class StashSidecars(TypedDict):
@@ -188,18 +196,18 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
                 problems.append(f"{env.abs(copy)} is missing from the stash")
         return problems
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         if not step.record.get("sidecars"):
             return []  # the journal has no record: nothing was moved
         fs = env.fs
         files, dirs = self._files(env, step, ctx)
-        warnings = []
         for rel in sorted(dirs, key=lambda r: (r.count("/"), r)):
             if not fs.is_dir(rel):
                 make_dir(fs, rel, dirs[rel])
         # never moved, or already moved back: no source, skipped; in the way: kept in the stash, said
-        for kept in fs.move_many(((f"{ctx.stash_rel}/{rel}", rel) for rel, _d, _f in files), replace=False):
-            warnings.append(f"{env.abs(kept.dst)} exists again; the stashed copy stays in {env.abs(kept.src)}")
+        kept = fs.move_many(((f"{ctx.stash_rel}/{rel}", rel) for rel, _d, _f in files), replace=False)
+        warnings = [UndoNote(Cause.PUT_BACK, env.abs(rel), "") for rel in dirs if fs.is_dir(rel)]
+        warnings += written_again(env, kept, {rel: digest for rel, digest, _f in files})
         remove_empty_dirs(fs, {d for rel, _d, _f in files for d in parent_dirs(f"{ctx.stash_rel}/{rel}", ctx.step_rel)})
         return warnings
 

@@ -27,6 +27,7 @@ from ortfix.system.project import LOCK_FILES, PYPROJECT, REQUIREMENT_FILE, SECTI
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.confine import EnvRoot
 from ortfix.transaction.journal import Step, sha256_bytes
+from ortfix.transaction.undo_notes import UndoNote
 
 SIDECAR = "project-files"
 FILE_LIMIT = 8 << 20
@@ -211,7 +212,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
                 want_sha(saved, name)
         want_sha(step.record, "sidecar_sha256")
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
         if "sidecar_sha256" not in record:
             return []

@@ -13,6 +13,7 @@ from ortfix.fields import BadField, want_str
 from ortfix.plan.kinds import ActionKind, SymlinkDetails
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 
 class SymlinkRecord(TypedDict):
@@ -73,7 +74,7 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
         env.fs.fsync_dir(os.path.dirname(rel))
         return record
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         if "path" not in step.record:
             return []
         rel, target = self._parts(env, step.details)
@@ -82,7 +83,8 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
             env.fs.unlink(rel)
             return []
         if st is not None:
-            return [f"{env.abs(rel)} is no longer the link ortfix created; left as it is"]
+            return [UndoNote(Cause.CHANGED_LATER, env.abs(rel),
+                             f"{env.abs(rel)} is no longer the link ortfix created; left as it is")]
         return []
 
     def changes(self, step: Step) -> list[str]:

@@ -22,6 +22,7 @@ from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.system import userpath, winhooks
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 MAX_ENTRIES = 64
 _WHERE = f"{userpath.REGISTRY_KEY}\\{userpath.VALUE_NAME}"
@@ -111,7 +112,7 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
             userpath.broadcast_environment_change()
         return record
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
         if "added" not in record or not record["added"]:
             return []
@@ -120,7 +121,8 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
         current = userpath.read_user_path()
         new, removed = userpath.removed_value(current.value, record["added"])
         # A step cut off before its write added nothing: no warning for entries it never put there.
-        warnings = [f"{e} is no longer in the user PATH; nothing to remove" for e in record["added"]
+        warnings = [UndoNote(Cause.ALREADY_UNDONE, e, f"{e} is no longer in the user PATH; nothing to remove")
+                    for e in record["added"]
                     if e not in removed and step.state is StepState.DONE]
         if not removed:
             return warnings

@@ -23,6 +23,7 @@ from ortfix.transaction.actions.files import (
 from ortfix.transaction.confine import check_rel
 from ortfix.transaction.envpaths import TEMP_NAME_START
 from ortfix.transaction.journal import Step, sha256_bytes
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 FILE_MODES = (0o644,)  # the only modes a write-file step may give (hooks are data and modules, never executables)
 
@@ -137,14 +138,14 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
             return []
         return [f"{env.abs(saved)} (the earlier {step.details['path']}) is missing from the stash or was changed"]
 
-    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
         if "existed" not in record:
             return []
         fs = env.fs
         rel = self._rel(env, step.details)
         path = env.abs(rel)
-        warnings = []
+        warnings: list[UndoNote] = []
         with contextlib.suppress(FileNotFoundError):
             fs.unlink(self._tmp(rel, ctx.tx_id))
         saved = f"{ctx.stash_rel}/file"
@@ -152,14 +153,16 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
             if fs.exists(saved):
                 fs.rename(saved, rel)
             elif not fs.exists(rel):
-                warnings.append(f"{path} cannot be restored: its saved copy is gone")
+                warnings.append(UndoNote(Cause.NOT_RESTORED, path,
+                                         f"{path} cannot be restored: its saved copy is gone"))
         elif fs.exists(rel):
             if fs.is_file(rel) and fs.sha256(rel) == self.typed_details(step.details)["sha256"]:
                 fs.unlink(rel)
             else:
                 aside = f"{ctx.stash_rel}/changed-after-apply"
                 fs.rename(rel, aside, make_parents=True)
-                warnings.append(f"{path} was changed after ortfix wrote it; removed, and kept as {env.abs(aside)}")
+                warnings.append(UndoNote(Cause.MOVED_ASIDE, path, f"{path} was changed after ortfix wrote it; removed, "
+                                         f"and kept as {env.abs(aside)}"))
         if rel.endswith(".py"):
             for pyc in cached_bytecode(fs, [rel]):
                 with contextlib.suppress(OSError):
