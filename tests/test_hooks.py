@@ -70,6 +70,27 @@ def test_stacked_conda_environments_each_restore_their_own(tmp_path: Path, befor
                    "unset" if before is None else f"set:{before}"]
 
 
+@pytest.mark.parametrize("before", [None, "/opt/old"])
+def test_conda_deactivate_keeps_what_was_set_after_activation(tmp_path: Path, before: str | None) -> None:
+    """The deactivate hook takes out what its activate hook put first, from LD_LIBRARY_PATH as it is then: a folder
+    the user (or another package's activate.d) added meanwhile stays. Putting back the value saved at activation
+    dropped it."""
+    prefix = tmp_path / NASTY
+    libdir = prefix / "lib" / "nvidia" / "cudnn" / "lib"
+    activate, deactivate = hooks.conda_hook_paths(str(prefix))
+    activate.parent.mkdir(parents=True)
+    deactivate.parent.mkdir(parents=True)
+    activate.write_text(hooks.render_conda_activate([str(libdir)], str(prefix)))
+    deactivate.write_text(hooks.render_conda_deactivate(str(prefix)))
+    env = {"PATH": "/usr/bin:/bin", "CONDA_PREFIX": str(prefix)}
+    if before is not None:
+        env["LD_LIBRARY_PATH"] = before
+    show = 'if [ -n "${LD_LIBRARY_PATH+x}" ]; then printf "set:%s\\n" "$LD_LIBRARY_PATH"; else echo unset; fi'
+    script = f'. "$1"; export LD_LIBRARY_PATH="/mine:$LD_LIBRARY_PATH"; . "$2"; {show}'
+    out = _sh(script, env, str(activate), str(deactivate)).splitlines()
+    assert out == ["set:/mine" + (f":{before}" if before else "")]
+
+
 def test_preload_hook_loads_only_when_onnxruntime_is_imported(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "onnxruntime").mkdir(parents=True)

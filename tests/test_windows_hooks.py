@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from ortfix.errors import OrtfixError
 from ortfix.plan.hook_actions import hook_actions
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import HOOK_CHOICES
-from ortfix.system import userpath, winhooks
+from ortfix.system import hooks, userpath, winhooks
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv, open_env
 from ortfix.transaction.journal import Step, StepState
@@ -87,20 +88,22 @@ def test_readers_recognise_only_what_ortfix_writes(tmp_path: Path) -> None:
     assert winhooks.read_conda_windows_hook(prefix) is None
 
 
-def test_powershell_scripts_quote_and_restore() -> None:
+def test_powershell_scripts_quote_and_take_back() -> None:
     """No PowerShell here: the text, checked for what PowerShell does with it (single quotes are literal, '' is
-    one quote), with the same folders and the same saved variable as the cmd script."""
+    one quote). The activate script remembers the block it put first; the deactivate script takes that block out of
+    PATH as it is then, and never sets PATH from a value saved at activation (conda exports its own new PATH before
+    it runs deactivate.d scripts)."""
     prefix = f"C:\\envs\\{HOSTILE}"
     inside = prefix + "\\Lib\\site-packages\\nvidia\\cublas\\bin"
     outside = "C:\\CUDA's (x86)\\bin"
     _, ps1, _ = winhooks.render_conda_windows_activate([inside, outside], prefix)
-    saved = winhooks.saved_path_name(prefix)
-    assert f"$Env:{saved} = $Env:PATH" in ps1
-    assert "($Env:CONDA_PREFIX + '\\Lib\\site-packages\\nvidia\\cublas\\bin')" in ps1
-    assert "'C:\\CUDA''s (x86)\\bin'" in ps1
+    added = hooks.hook_var("ADDED", "PATH", prefix)
+    assert f"$Env:{added} = (@(($Env:CONDA_PREFIX + '\\Lib\\site-packages\\nvidia\\cublas\\bin'), " \
+           "'C:\\CUDA''s (x86)\\bin') -join ';')" in ps1
     assert HOSTILE not in ps1  # the prefix comes from CONDA_PREFIX, never spelled out
-    _, ps1_off, _ = winhooks.render_conda_windows_deactivate(prefix)
-    assert f"$Env:PATH = $Env:{saved}" in ps1_off and f"Remove-Item Env:{saved}_UNSET" in ps1_off
+    _, ps1_off, _ = winhooks.render_conda_windows_deactivate([inside, outside], prefix)
+    assert f"IndexOf(';' + $Env:{added} + ';'" in ps1_off and f"Remove-Item Env:{added}" in ps1_off
+    assert not re.search(r"\$Env:PATH = \$Env:ORTFIX", ps1_off)
 
 
 @pytest.mark.parametrize("before", [None, "/usr/bin:/bin"])
@@ -252,6 +255,75 @@ def test_bat_scripts_prepend_and_restore_exactly_in_cmd(tmp_path: Path) -> None:
     assert "C:\\other & more" in before.split(";")
     assert active == ";".join([*folders, before])
     assert after == before
+
+
+_CONDA_ORDER_DRIVER = """@echo off
+set "PATH={p0}"
+set "CONDA_PREFIX={a}"
+set "PATH={a_lib};%PATH%"
+call "{a_on}"
+set PATH
+set "PATH={after_conda_deactivate}"
+call "{a_off}"
+set PATH
+set "PATH={a_lib};%PATH%"
+call "{a_on}"
+set "PATH={after_conda_switch}"
+call "{a_off}"
+set "CONDA_PREFIX={b}"
+call "{b_on}"
+set PATH
+"""
+
+
+def test_bat_scripts_under_condas_own_order_in_cmd(tmp_path: Path) -> None:
+    """conda's order (conda/activate.py, `_Activator._yield_commands`): it exports its new PATH first (its own
+    folders of the environment taken out, or replaced by the next environment's), then runs deactivate.d, then the
+    next environment's activate.d. A deactivate script that put back the PATH saved at activation brought A's own
+    folder back after `conda deactivate`, and replaced B's with A's on a switch."""
+    w = win_python()
+    scripts = {}
+    for name in ("A", f"B {HOSTILE}"):
+        prefix = tmp_path / name
+        folders = [to_windows(prefix / "Lib" / "site-packages" / "nvidia" / "cublas" / "bin"), "C:\\CUDA & co\\bin"]
+        paths = winhooks.conda_windows_hook_paths(str(prefix))
+        for path, text in zip(paths, winhooks.render_conda_windows_hooks(folders, to_windows(prefix))):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        scripts[name[0]] = (to_windows(prefix), folders, to_windows(paths[0]), to_windows(paths[3]))
+    (a, a_dirs, a_on, a_off), (b, b_dirs, b_on, _) = scripts["A"], scripts["B"]
+    p0 = "C:\\other & more;C:\\windows\\system32"
+    a_lib, b_lib = a + "\\Library\\bin", b + "\\Library\\bin"
+    block = ";".join(a_dirs)
+    driver = tmp_path / "driver.bat"
+    driver.write_text(_CONDA_ORDER_DRIVER.format(
+        p0=p0, a=a, b=b, a_lib=a_lib, a_on=a_on, a_off=a_off, b_on=b_on,
+        after_conda_deactivate=f"{block};{p0}", after_conda_switch=f"{block};{b_lib};{p0}"))
+    proc = subprocess.run(["wine", "cmd", "/c", to_windows(driver)], capture_output=True, text=True, env=w.env({}),
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    values = [line[len("PATH="):].rstrip("\r") for line in proc.stdout.splitlines() if line.startswith("PATH=")]
+    assert values == [f"{block};{a_lib};{p0}", p0, ";".join([*b_dirs, b_lib, p0])], proc.stdout
+
+
+@pytest.mark.parametrize("before", ["/usr/bin:/bin", "/opt/a b:/usr/bin"])
+def test_bash_scripts_under_condas_own_order(tmp_path: Path, before: str | None) -> None:
+    """The same order for conda's bash on Windows: after `conda deactivate` PATH is what it was before `conda
+    activate`."""
+    prefix = f"C:\\envs\\{HOSTILE}"
+    folders = [prefix + "\\Lib\\site-packages\\nvidia\\cublas\\bin", "D:\\CUDA\\bin"]
+    texts = winhooks.render_conda_windows_hooks(folders, prefix)
+    (tmp_path / "on.sh").write_text(texts[2], encoding="utf-8")
+    (tmp_path / "off.sh").write_text(texts[5], encoding="utf-8")
+    show = 'if [ -n "${PATH+x}" ]; then printf "set:%s\\n" "$PATH"; else echo unset; fi'
+    own = "/c/envs/own/Library/bin"  # the folder conda itself puts first and takes out again
+    script = (f'export PATH="{own}${{PATH:+:$PATH}}"; . "$1"; '
+              f'_p=":$PATH:"; _p="${{_p%%:{own}:*}}:${{_p#*:{own}:}}"; _p="${{_p#:}}"; export PATH="${{_p%:}}"; '
+              f'. "$2"; {show}')
+    bash = shutil.which("bash") or "/bin/bash"
+    out = subprocess.run([bash, "--norc", "-c", script, "bash", str(tmp_path / "on.sh"), str(tmp_path / "off.sh")],
+                         capture_output=True, text=True, env={"PATH": before}, check=True).stdout.splitlines()
+    assert out == [f"set:{before}"]
 
 
 # The handler runs in the Windows process, imported as ortfix imports it there.

@@ -2,7 +2,9 @@
 show them byte for byte and `apply` writes exactly that), and readers that recognise them again for `check`.
 
 - conda: `etc/conda/activate.d/ortfix-cuda-libs.sh` prepends the environment's library folders to LD_LIBRARY_PATH
-  ahead of any system copy; `deactivate.d/ortfix-cuda-libs.sh` restores the previous value exactly, "unset" included.
+  ahead of any system copy and remembers exactly what it put there; `deactivate.d/ortfix-cuda-libs.sh` takes that
+  back out of the value as it is then (conda runs deactivate.d scripts after it has exported its own new PATH, so a
+  value saved at activation would undo conda's change, and anything set since), "unset" included.
   Folders inside the prefix are written relative to "${CONDA_PREFIX}", so spaces, quotes and `$` in the prefix are
   never re-parsed by the shell.
 - venv (and processes that never run `activate`: Jupyter kernels, systemd units, cron, IDEs): a `.pth` file imports a
@@ -90,10 +92,54 @@ def active_conda_hook(prefix: str, env_kind: str) -> Path | None:
     return activate if activate.exists() else None
 
 
-def _saved_name(prefix: str) -> str:
-    """The variable an environment's hook keeps the previous LD_LIBRARY_PATH in: one per environment, so that stacked
-    activations (`conda activate --stack`) of two hooked environments each restore their own."""
-    return "ORTFIX_OLD_LD_LIBRARY_PATH_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+def hook_var(kind: str, variable: str, prefix: str) -> str:
+    """`ORTFIX_<KIND>_<VARIABLE>_<hash of the prefix>`: one per environment, so that stacked activations (`conda
+    activate --stack`) of two hooked environments each take back their own."""
+    return f"ORTFIX_{kind}_{variable}_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
+def sh_prepend(variable: str, assigns: str, parts: str, unsets: str, prefix: str) -> str:
+    """The sh lines that put `parts` (`${_ortfix_0}:...`, assigned by `assigns`) first on `variable` and remember
+    exactly what they put there, and whether the variable was unset."""
+    added, unset = hook_var("ADDED", variable, prefix), hook_var("UNSET", variable, prefix)
+    return f"""if [ -n "${{{variable}+x}}" ]; then
+    unset {unset}
+else
+    export {unset}=1
+fi
+{assigns}
+export {added}="{parts}"
+export {variable}="${{{added}}}${{{variable}:+:${{{variable}}}}}"
+unset {unsets}
+"""
+
+
+def sh_take_back(variable: str, prefix: str) -> str:
+    """The sh lines that remove what `sh_prepend` put on `variable` (the first place it occurs, as one block) from the
+    value as it is now, and unset the variable when it was unset before and nothing else is left. Not a saved value
+    put back: conda exports its own new PATH before it runs deactivate.d scripts (conda/activate.py,
+    `_Activator._yield_commands`: export_path, then deactivate_scripts), and a switch to another environment runs the
+    old one's deactivate.d before the new one's activate.d; putting back a saved value would undo conda's change and
+    anything set since."""
+    added, unset = hook_var("ADDED", variable, prefix), hook_var("UNSET", variable, prefix)
+    return f"""if [ -n "${{{added}+x}}" ]; then
+    case ":${{{variable}-}}:" in
+        *":${{{added}}}:"*)
+            _ortfix_v=":${{{variable}-}}:"
+            _ortfix_v="${{_ortfix_v%%:"${{{added}}}":*}}:${{_ortfix_v#*:"${{{added}}}":}}"
+            _ortfix_v="${{_ortfix_v#:}}"
+            _ortfix_v="${{_ortfix_v%:}}"
+            if [ -z "${{_ortfix_v}}" ] && [ -n "${{{unset}+x}}" ]; then
+                unset {variable}
+            else
+                export {variable}="${{_ortfix_v}}"
+            fi
+            unset _ortfix_v
+            ;;
+    esac
+    unset {added} {unset}
+fi
+"""
 
 
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
@@ -103,34 +149,17 @@ def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
     assigns = "\n".join(f"_ortfix_{i}={_sh_dir(d, prefix)}" for i, d in enumerate(dirs))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(dirs)))
     listing = "\n".join(f"# ortfix-dir: {d}" for d in dirs)
-    saved = _saved_name(prefix)
     return f"""{_MARKER} Puts this environment's CUDA/cuDNN libraries ahead of any system copy.
 # Undo: `ortfix rollback`, or delete this file and deactivate.d/{CONDA_HOOK_NAME}.
 {listing}
-if [ -n "${{LD_LIBRARY_PATH+x}}" ]; then
-    export {saved}="${{LD_LIBRARY_PATH}}"
-else
-    export {saved}_UNSET=1
-fi
-{assigns}
-export LD_LIBRARY_PATH="{parts}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"
-unset {unsets}
-"""
+{sh_prepend("LD_LIBRARY_PATH", assigns, parts, unsets, prefix)}"""
 
 
 def render_conda_deactivate(prefix: str) -> str:
     """The deactivate.d hook; an OrtfixError for a prefix that cannot be written into it safely."""
     _check_conda_paths((), prefix)
-    saved = _saved_name(prefix)
-    return f"""{_MARKER} Restores LD_LIBRARY_PATH exactly as it was before activate.d/{CONDA_HOOK_NAME} ran.
-if [ -n "${{{saved}_UNSET+x}}" ]; then
-    unset LD_LIBRARY_PATH
-    unset {saved}_UNSET
-elif [ -n "${{{saved}+x}}" ]; then
-    export LD_LIBRARY_PATH="${{{saved}}}"
-    unset {saved}
-fi
-"""
+    return f"""{_MARKER} Takes out of LD_LIBRARY_PATH what activate.d/{CONDA_HOOK_NAME} put there.
+{sh_take_back("LD_LIBRARY_PATH", prefix)}"""
 
 
 def read_conda_hook(prefix: str) -> list[str] | None:

@@ -29,14 +29,13 @@ user's own PATH when it holds a `"` (conda's own activation breaks on it the sam
 from __future__ import annotations
 
 import ast
-import hashlib
 import ntpath
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
-from ortfix.system.hooks import check_hook_path, on_onnxruntime_import
+from ortfix.system.hooks import check_hook_path, hook_var, on_onnxruntime_import, sh_prepend, sh_take_back
 
 PATH_HOOK_MODULE = "_ortfix_dllpath.py"
 PATH_HOOK_PTH = "_ortfix_dllpath.pth"
@@ -190,12 +189,6 @@ def conda_windows_hook_paths(prefix: str) -> tuple[Path, ...]:
                  for shell in CONDA_SHELLS)
 
 
-def saved_path_name(prefix: str) -> str:
-    """The variable an environment's scripts keep the previous PATH in: one per environment, so that stacked
-    activations of two hooked environments each restore their own."""
-    return "ORTFIX_OLD_PATH_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-
-
 def _in_prefix(folder: str, prefix: str) -> str | None:
     """The rest of a folder inside the prefix (starting with a backslash), or None for a folder outside it."""
     base = prefix.rstrip("\\/")
@@ -261,78 +254,85 @@ def _sh_quote(text: str) -> str:
 
 
 def render_conda_windows_activate(dirs: Sequence[str], prefix: str) -> tuple[str, str, str]:
-    """(.bat, .ps1, .sh) for activate.d; an OrtfixError for a folder that cannot be written into them safely."""
+    """(.bat, .ps1, .sh) for activate.d: the folders first on PATH, and what was put there remembered (the .sh and
+    .ps1 in a variable; the .bat needs none: its deactivate script compares entries); an OrtfixError for a folder that
+    cannot be written into them safely."""
     folders = _conda_folders(dirs, prefix)
-    saved = saved_path_name(prefix)
+    added, unset = hook_var("ADDED", "PATH", prefix), hook_var("UNSET", "PATH", prefix)
     joined = ";".join(_bat_folder(f, prefix) for f in folders)
     bat = f"""@REM {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 @REM Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
-@set "{saved}_UNSET="
-@if not defined PATH set "{saved}_UNSET=1"
-@set "{saved}=%PATH%"
 @set "PATH={joined};%PATH%"
 """
     ps_list = ", ".join(_ps_folder(f, prefix) for f in folders)
     ps1 = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
 if (Test-Path Env:PATH) {{
-    $Env:{saved} = $Env:PATH
+    Remove-Item Env:{unset} -ErrorAction SilentlyContinue
 }} else {{
-    $Env:{saved}_UNSET = '1'
+    $Env:{unset} = '1'
 }}
-$Env:PATH = ((@({ps_list}) + @($Env:PATH | Where-Object {{ $_ }})) -join ';')
+$Env:{added} = (@({ps_list}) -join ';')
+$Env:PATH = ((@($Env:{added}) + @($Env:PATH | Where-Object {{ $_ }})) -join ';')
 """
     assigns = "\n".join(f"_ortfix_{i}={_sh_quote(_posix(f))}" for i, f in enumerate(folders))
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(folders)))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(folders)))
     sh = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
-if [ -n "${{PATH+x}}" ]; then
-    export {saved}="${{PATH}}"
-else
-    export {saved}_UNSET=1
-fi
-{assigns}
-export PATH="{parts}${{PATH:+:${{PATH}}}}"
-unset {unsets}
-"""
+{sh_prepend("PATH", assigns, parts, unsets, prefix)}"""
     return bat, ps1, sh
 
 
-def render_conda_windows_deactivate(prefix: str) -> tuple[str, str, str]:
-    """(.bat, .ps1, .sh) for deactivate.d: PATH back exactly as the activate.d script found it."""
-    check_hook_path(prefix, "the environment's path", shell=True)
-    saved = saved_path_name(prefix)
-    bat = f"""@REM {_MARKER} Restores PATH exactly as it was before activate.d\\{CONDA_HOOK_STEM}.bat ran.
-@if defined {saved}_UNSET set "PATH="
-@if defined {saved} set "PATH=%{saved}%"
-@set "{saved}="
-@set "{saved}_UNSET="
-"""
-    ps1 = f"""# {_MARKER} Restores PATH exactly as it was before activate.d\\{CONDA_HOOK_STEM}.ps1 ran.
-if (Test-Path Env:{saved}_UNSET) {{
-    Remove-Item Env:PATH -ErrorAction SilentlyContinue
-    Remove-Item Env:{saved}_UNSET
-}} elseif (Test-Path Env:{saved}) {{
-    $Env:PATH = $Env:{saved}
-    Remove-Item Env:{saved}
+def _bat_take_back(folders: Sequence[str], prefix: str) -> str:
+    """cmd lines that remove the activate script's folders from the front of PATH as it is now, entry by entry
+    (`for /f` takes one `;`-separated entry at a time; `if /i` compares, as Windows compares paths), and only when
+    every one of them is there in that order. cmd has no safe substring search for a value that may hold `=`, `^` or
+    `&`, and the folders are always at the front: conda keeps them there when it exports its own new PATH before
+    running deactivate.d scripts (conda/activate.py, `_Activator._yield_commands`)."""
+    lines = ['@set "_ortfix_rest=%PATH%"', '@set "_ortfix_ok=1"']
+    for folder in folders:
+        lines += ['@set "_ortfix_head="',
+                  '@for /f "tokens=1,* delims=; eol=|" %%a in ("%_ortfix_rest%") do (set "_ortfix_head=%%a"'
+                  ' & set "_ortfix_rest=%%b")',
+                  f'@if /i not "%_ortfix_head%"=="{_bat_folder(folder, prefix)}" set "_ortfix_ok="']
+    lines += ['@if defined _ortfix_ok set "PATH=%_ortfix_rest%"',
+              '@set "_ortfix_rest="', '@set "_ortfix_head="', '@set "_ortfix_ok="']
+    return "\n".join(lines) + "\n"
+
+
+def render_conda_windows_deactivate(dirs: Sequence[str], prefix: str) -> tuple[str, str, str]:
+    """(.bat, .ps1, .sh) for deactivate.d: what the activate.d scripts put first on PATH taken out of PATH as it is
+    then, never a saved value put back (see hooks.sh_take_back for conda's order)."""
+    folders = _conda_folders(dirs, prefix)
+    added, unset = hook_var("ADDED", "PATH", prefix), hook_var("UNSET", "PATH", prefix)
+    bat = f"""@REM {_MARKER} Takes out of PATH the folders activate.d\\{CONDA_HOOK_STEM}.bat put first on it.
+{_bat_take_back(folders, prefix)}"""
+    ps1 = f"""# {_MARKER} Takes out of PATH what activate.d\\{CONDA_HOOK_STEM}.ps1 put there.
+if (Test-Path Env:{added}) {{
+    $ortfixPath = ';' + [string]$Env:PATH + ';'
+    $ortfixAt = $ortfixPath.IndexOf(';' + $Env:{added} + ';', [StringComparison]::OrdinalIgnoreCase)
+    if ($ortfixAt -ge 0) {{
+        $ortfixPath = $ortfixPath.Substring(0, $ortfixAt) + $ortfixPath.Substring($ortfixAt + $Env:{added}.Length + 1)
+        $ortfixPath = if ($ortfixPath.Length -gt 2) {{ $ortfixPath.Substring(1, $ortfixPath.Length - 2) }} else {{ '' }}
+        if ($ortfixPath -eq '' -and (Test-Path Env:{unset})) {{
+            Remove-Item Env:PATH -ErrorAction SilentlyContinue
+        }} else {{
+            $Env:PATH = $ortfixPath
+        }}
+    }}
+    Remove-Item Env:{added}
+    Remove-Item Env:{unset} -ErrorAction SilentlyContinue
 }}
 """
-    sh = f"""# {_MARKER} Restores PATH exactly as it was before activate.d/{CONDA_HOOK_STEM}.sh ran.
-if [ -n "${{{saved}_UNSET+x}}" ]; then
-    unset PATH
-    unset {saved}_UNSET
-elif [ -n "${{{saved}+x}}" ]; then
-    export PATH="${{{saved}}}"
-    unset {saved}
-fi
-"""
+    sh = f"""# {_MARKER} Takes out of PATH what activate.d/{CONDA_HOOK_STEM}.sh put there.
+{sh_take_back("PATH", prefix)}"""
     return bat, ps1, sh
 
 
 def render_conda_windows_hooks(dirs: Sequence[str], prefix: str) -> tuple[str, ...]:
     """The six scripts, in the order of `conda_windows_hook_paths`."""
-    return (*render_conda_windows_activate(dirs, prefix), *render_conda_windows_deactivate(prefix))
+    return (*render_conda_windows_activate(dirs, prefix), *render_conda_windows_deactivate(dirs, prefix))
 
 
 def read_conda_windows_hook(prefix: str) -> list[str] | None:
