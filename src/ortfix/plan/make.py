@@ -195,7 +195,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                                                           Code.LIB_WRONG_MAJOR, Code.DRIVER_TOO_OLD,
                                                           Code.LIB_OTHER_CUDA)),
                               *repairs.installed_by(swap and target is not None, codes),
-                              *((Code.GPU_ARCH,) if swap and arch_error else ())}))
+                              *((Code.GPU_ARCH,) if swap and arch_error else ()),
+                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ())}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             (*(f"+ {r}" for r in requirements),
