@@ -446,7 +446,8 @@ def fake_ort_gpu_wheel(out_dir: Path, *, version: str = "1.22.0", cuda_version: 
                        provider_runpath: Sequence[str] | None = None, tensorrt: bool = False,
                        tensorrt_needed: Sequence[str] = TENSORRT_PROVIDER_NEEDED,
                        extras: Mapping[str, Sequence[str]] | None = ORT_122_EXTRAS,
-                       requires_python: str | None = ">=3.10", tag: str | None = None) -> Path:
+                       requires_python: str | None = ">=3.10", tag: str | None = None,
+                       requires: Sequence[str] = ()) -> Path:
     """A wheel laid out like onnxruntime-gpu: onnxruntime/capi with build_and_package_info.py, the shared and CUDA
     provider libraries (CUDA NEEDED = `provider_needed`), optionally the TensorRT provider (the real 1.22.0 wheel
     ships it), and a stub pybind extension. No Requires-Dist besides `extras`: numpy & co. would need an index."""
@@ -457,7 +458,7 @@ def fake_ort_gpu_wheel(out_dir: Path, *, version: str = "1.22.0", cuda_version: 
         files = _ort_files(Path(tmp), package=package, version=version, cuda_version=cuda_version,
                            providers=providers, provider_runpath=provider_runpath)
         return build_wheel(out_dir, package, version, files, extras=extras, tag=tag or _native_tag(),
-                           requires_python=requires_python)
+                           requires_python=requires_python, requires=requires)
 
 
 def fake_ort_cpu_wheel(out_dir: Path, *, version: str = "1.22.0", package: str = "onnxruntime",

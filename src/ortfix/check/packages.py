@@ -94,9 +94,8 @@ def package_findings(facts: Facts) -> list[Finding]:
             tuple(f"{o.dir.capi}: {', '.join(o.dir.files) or 'no libraries'}" for o in facts.ort),
             f"reinstall {GPU_PACKAGE} {gpu.version}",
             {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
-    marker_env = _marker_environment(facts)
     pulls = [(d, reqs) for d in facts.probe.dependents
-             if (reqs := [r for r in d.requires if _names_cpu_package(r, marker_env)])]
+             if (reqs := [r for r in d.requires if _names_cpu_package(r, facts)])]
     if pulls and (gpu or cpu):
         out.append(Finding(
             FindingCode.DEPENDENT_PULLS_CPU, Severity.WARNING,
@@ -110,21 +109,15 @@ def package_findings(facts: Facts) -> list[Finding]:
 
 
 
-def _marker_environment(facts: Facts) -> dict[str, str]:
-    """PEP 508 marker values of the target interpreter (from its probe), for the markers of its dependents."""
-    version = facts.probe.python_version
-    return {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version,
-            "implementation_version": version,
-            "sys_platform": facts.probe.system.lower(), "platform_system": facts.probe.system,
-            "platform_machine": facts.probe.machine, "os_name": "posix" if facts.probe.system != "Windows" else "nt",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
-
-
-def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
+def _names_cpu_package(requirement: str, facts: Facts) -> bool:
     """Whether the requirement asks for the CPU package on this interpreter (its marker, if any, applies here; a
     requirement of an extra applies only when that extra is asked for, which nothing here says)."""
-    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
-    from packaging.requirements import InvalidRequirement, Requirement  # costs 15 ms: only when needed
+    if not requirement.lstrip().lower().startswith(CPU_PACKAGE):
+        return False
+    # Deferred: packaging.requirements costs 15 ms of `ortfix check`, paid only when a dependent names onnxruntime.
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from ortfix.check.requires import applies, marker_environment
 
     try:
         req = Requirement(requirement)
@@ -132,7 +125,4 @@ def _names_cpu_package(requirement: str, environment: dict[str, str]) -> bool:
         return False
     if req.name.lower().replace("_", "-") != CPU_PACKAGE:
         return False
-    try:
-        return req.marker is None or req.marker.evaluate(environment)
-    except (UndefinedComparison, UndefinedEnvironmentName):
-        return True  # a marker ortfix cannot judge: say it, rather than hide it
+    return applies(req, marker_environment(facts))  # a marker ortfix cannot judge counts: said, not hidden

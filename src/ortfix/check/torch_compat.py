@@ -30,8 +30,9 @@ def torch_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:
         "torch and ONNX Runtime need different CUDA/cuDNN majors: each needs its own copy, and whichever is "
         "imported first decides what the process has loaded",
         (*problems, f"torch at {torch.dir}"),
-        "use an ONNX Runtime build for the same CUDA/cuDNN majors as torch, or keep both sets of libraries "
-        "installed and findable",
+        f"use the ONNX Runtime build for torch's CUDA {torch_cuda}"
+        + (f"/cuDNN {torch_cudnn}" if torch_cudnn else "") + ", which shares its libraries: `ortfix plan` "
+        "chooses it by default (two cuDNN wheels cannot both stay installed: they own the same nvidia/cudnn/lib)",
         {"torch_cuda": torch_cuda, "torch_cudnn": torch_cudnn})]
 
 

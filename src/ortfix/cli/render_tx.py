@@ -121,6 +121,8 @@ def render_apply(result: ApplyResult) -> str:
             lines.append("ortfix check: no blocking findings left")
         if ver.gpu_not_verified:
             lines.append(ver.gpu_not_verified)
+    lines += [f"  ✗ the apply broke a requirement ({'uv pip' if plan.installer == 'uv' else 'pip'} check): {b}"
+              for b in out.broken]
     if out.warnings:
         lines += [f"warning: {w}" for w in out.warnings]
     if plan.unresolved:
@@ -160,6 +162,7 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
     doc["transaction"] = None if out.tx is None else transaction_json(out.tx)
     doc["verification"] = None if out.verification is None else out.verification.to_json()
     doc["warnings"] = list(out.warnings)
+    doc["broken_requirements"] = list(out.broken)  # new broken requirements found by the installer's check
     return doc
 
 

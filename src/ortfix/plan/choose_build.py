@@ -4,12 +4,14 @@ for it (`needs_swap`), and the installed build as a choice when it stays (`insta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from packaging.version import InvalidVersion, Version
 
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.packages import CPU_PACKAGE, GPU_PACKAGE, first_version
-from ortfix.check.torch_compat import torch_cudnn_major
+from ortfix.check.requires import Consumer
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
@@ -57,14 +59,30 @@ def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
 
 
 def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
-                 installed: OrtInstall | None) -> ChosenBuild | None:
-    """The GPU build to end up with: the one asked for, else the installed version's, else the newest that this
-    Python, platform, driver and GPU can run (preferring torch's CUDA/cuDNN majors, to share its libraries)."""
+                 installed: OrtInstall | None, consumers: Sequence[Consumer] = ()) -> ChosenBuild | None:
+    """The GPU build to end up with (the first of `ranked_builds`)."""
+    ranked = ranked_builds(facts, matrix, options, installed, consumers)
+    return ranked[0] if ranked else None
+
+
+def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed: OrtInstall | None,
+                  consumers: Sequence[Consumer] = ()) -> list[ChosenBuild]:
+    """The GPU builds this Python, platform, driver and GPU can run, best first: the one asked for; else, next to an
+    installed consumer of NVIDIA wheels (torch...), the release whose CUDA/cuDNN majors are its own, so its libraries
+    are shared (the installed version's, if it has such a build); else the installed version's build; else the
+    newest. The planner takes the first that breaks no installed distribution. Where nothing the user asked for
+    runs, the one rule that ruled it out is named (build_rules.py)."""
     rules = BuildRules(facts, matrix, options)
-    reasons: list[str] = []
     current = _current_version(facts, installed)
+    consumer = consumers[0] if consumers else None
+
+    def shares(build: OrtBuild) -> bool:
+        return consumer is not None and consumer.cuda_major == build.cuda_major and (
+            consumer.cudnn_major in (None, build.cudnn_major))
+
     candidates = [(Version(v), b) for b in matrix.builds if b.package == GPU_PACKAGE for v in b.versions]
     usable = [(v, b) for v, b in candidates if rules.runs_here(b)]
+    share = not options.ort_version and any(shares(b) for _, b in usable)
     instead = keep = ""  # why the version asked for (or installed) is not planned: named once the build is chosen
     if options.ort_version:
         wanted = Version(options.ort_version)
@@ -74,16 +92,16 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
             raise OrtfixError(f"--ort-version {options.ort_version}: {why.cause}",
                               hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
         usable = exact
-    elif current:
+    elif current and not share:
         cur = Version(current)
         same = [(v, b) for v, b in usable if v == cur]
         same_minor = [(v, b) for v, b in usable if (v.major, v.minor) == (cur.major, cur.minor)]
         if same:
-            usable = same
+            usable = same + [item for item in usable if item not in same]
         elif same_minor:
             why = rules.why_not(current, [c for c in candidates if c[0] == cur], candidates)
             instead = f"{why.cause}: the nearest release of {cur.major}.{cur.minor}"
-            usable = same_minor
+            usable = same_minor + [item for item in usable if item not in same_minor]
         elif usable:
             minor = f"{cur.major}.{cur.minor}"
             why = rules.why_not(minor, [c for c in candidates if (c[0].major, c[0].minor) == (cur.major, cur.minor)],
@@ -95,33 +113,37 @@ def choose_build(facts: Facts, matrix: Matrix, options: PlanOptions,
         raise OrtfixError(f"--cuda {options.cuda_major}: {why.cause}",
                           hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
     if not usable:
-        return None
-    torch = facts.probe.torch
-    torch_cuda = int(torch.cuda.split(".")[0]) if torch and torch.cuda else None
-    torch_cudnn = torch_cudnn_major(facts)
-
+        return []
     driver_known = bool(facts.driver.version)
+    cur_version = Version(current) if current and share else None
+    first = usable[0] if current and not share and not options.ort_version else None
 
-    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, Version]:
+    def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, int, int, Version]:
         v, b = item
-        shares_torch = int(torch_cuda == b.cuda_major and (torch_cudnn in (None, b.cudnn_major)))
         # No driver to go by: prefer a build that also runs on the long-term driver branch still widely deployed
         # (cuda.yaml's widely_deployed_driver: R535, so a CUDA 12 build over a CUDA 13 one, which needs R580).
         widely = matrix.widely_deployed_driver
         broad = int(not driver_known and widely is not None
                     and matrix.driver_supports_major(widely, b.cuda_major) is True)
-        return (int(b.index == "default"), shares_torch, broad, v)
+        kept = int(first is not None and v == first[0])  # the installed version's release comes first
+        return (int(shares(b)), kept, int(v == cur_version), int(b.index == "default"), broad, v)
 
-    version, build = max(usable, key=rank)
-    if instead:
-        reasons.append(f"{instead}, {build.package} {version}, is used{keep}")
-    if torch_cuda is not None and torch_cuda == build.cuda_major:
-        reasons.append(f"CUDA {build.cuda_major} matches torch {torch.version if torch else ''}, so its "
-                       "libraries can be shared")
+    ordered = sorted(usable, key=rank, reverse=True)
+    return [_chosen(v, b, matrix, consumer if shares(b) else None, f"{instead}, {b.package} {v}, is used{keep}"
+                    if instead else "", driver_known) for v, b in ordered]
+
+
+def _chosen(version: Version, build: OrtBuild, matrix: Matrix, consumer: Consumer | None, instead: str,
+            driver_known: bool) -> ChosenBuild:
+    why = [instead] if instead else []
+    if consumer is not None:
+        why.append(f"{consumer.name} {consumer.version} uses {consumer.majors()}: {build.package} {version} is built "
+                   f"for them, so {consumer.name}'s libraries are shared (--ort-version/--cuda choose another "
+                   "build)")
     cuda_row = matrix.cuda_major(build.cuda_major)
     if not driver_known and cuda_row is not None:
-        reasons.append(f"{build.package} {version} is built for CUDA {build.cuda_major}: the machine it runs on needs "
-                       f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
-                       "another machine, plan with --driver VERSION)")
+        why.append(f"{build.package} {version} is built for CUDA {build.cuda_major}: the machine it runs on needs "
+                   f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
+                   "another machine, plan with --driver VERSION)")
     return ChosenBuild(package=build.package, version=str(version), cuda_major=build.cuda_major,
-                       cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(reasons))
+                       cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(why))

@@ -19,17 +19,19 @@ from ortfix import __version__
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.codes import Severity
 from ortfix.check.diagnose import gpu_install
-from ortfix.check.facts import Facts
+from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadowing, soname_link
+from ortfix.check.requires import Consumer, Need, installed_needs, nvidia_consumers
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.errors import OrtfixError
-from ortfix.plan.choose_build import choose_build, installed_build, needs_swap
+from ortfix.errors import ExitCode, OrtfixError
+from ortfix.plan.choose_build import installed_build, needs_swap, ranked_builds
 from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
-from ortfix.plan.model import Action, Plan, PlanOptions, plan_fingerprint
+from ortfix.plan.model import Action, ChosenBuild, Plan, PlanOptions, plan_fingerprint
 from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
+from ortfix.plan.neighbours import Replacement, refusal, replacements
 from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
@@ -39,6 +41,35 @@ from ortfix.target.locate import externally_managed
 
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
               *, now: datetime | None = None) -> Plan:
+    """The plan for the best build that breaks no installed distribution (plan/neighbours.py); with --ort-version or
+    --cuda, the build asked for or a one-line refusal naming the distribution it would break."""
+    installed = gpu_install(facts)
+    required = installed_needs(facts)
+    consumers = nvidia_consumers(facts, matrix, required)
+    ranked = ranked_builds(facts, matrix, options, installed, consumers)
+    first: tuple[Plan, list[Replacement]] | None = None
+    for i, target in enumerate(ranked or [None]):
+        plan, broken = _draft(facts, findings, matrix, options, installed, target, required, consumers,
+                              alternative=i > 0, now=now)
+        if not broken:
+            return plan
+        first = first or (plan, broken)
+        if options.ort_version or options.cuda_major:
+            break  # the build asked for, or nothing
+    assert first is not None
+    consumer = consumers[0] if consumers else None
+    options_text = ("pass --ort-version/--cuda for a build of its CUDA/cuDNN majors "
+                    f"({consumer.majors()})" if consumer else "pass --ort-version/--cuda for another build")
+    raise OrtfixError(refusal(first[1], options, f"nothing was changed; {options_text}, or change "
+                                                 f"{first[1][0].broken[0].dependant} first"),
+                      hint="`ortfix matrix show` lists the builds", exit_code=ExitCode.PROBLEMS)
+
+
+def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
+           installed: OrtInstall | None, target: ChosenBuild | None, required: Sequence[Need],
+           consumers: Sequence[Consumer], *, alternative: bool, now: datetime | None) -> tuple[Plan, list[Replacement]]:
+    """The plan for `target` (an `alternative` to the first choice is always installed in place of the installed
+    build), and the replacements in it that break another installed distribution."""
     codes = {f.code for f in findings}
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
@@ -47,15 +78,18 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     actions: list[Action] = []
     choice = choose_installer(facts, options.installer)
     installer = choice.installer
-    installed = gpu_install(facts)
-    target = choose_build(facts, matrix, options, installed)
     asked: list[str] = []  # what the package findings ask to uninstall
     for code in REMOVE_CODES:
         for f in by_code.get(code, []):
             asked += [r for r in removal(f)["remove"] if r not in asked]
     repairs = find_repairs(facts, by_code, target, asked)
     arch_error = any(f.severity is Severity.ERROR for f in by_code.get(Code.GPU_ARCH, []))
-    swap = needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort, arch_error=arch_error)
+    share = bool(consumers) and target is not None and installed is not None and any(
+        target.cuda_major == c.cuda_major and c.cudnn_major in (None, target.cudnn_major)
+        and (installed.cuda_major, installed.cudnn_major) != (target.cuda_major, target.cudnn_major)
+        for c in consumers[:1])
+    swap = alternative or share or needs_swap(codes, installed, target, options, reinstall_ort=repairs.reinstall_ort,
+                                              arch_error=arch_error)
     if not swap and installed is not None:
         # The plan keeps the installed build: that is the target, and every action serves it.
         target = installed_build(installed) or target
@@ -117,6 +151,18 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             if occupant.name not in remove:
                 remove.append(occupant.name)
                 replaced[occupant.name] = wheel
+    requirements: list[str] = []
+    if swap and target is not None:
+        requirements.append(f"{target.package}=={target.version}")
+    for wheel in to_install.values():
+        if canonicalize_name(wheel.distribution) not in repairs.requirements:  # reinstalled at its own version instead
+            wanted = matrix.wheel_requirement(wheel, facts.driver.version, "linux", facts.probe.machine)
+            requirements.append(wanted.requirement)
+            if wanted.note:
+                notes.append(wanted.note)
+    requirements += [r for r in repairs.requirements.values() if r not in requirements]
+    changed = replacements(facts, remove, requirements, required)
+    by_name = {r.dist.normalized: r for r in changed}
     inside = os.path.realpath(facts.probe.prefix) + os.sep
     for name in remove:
         dist = next((d for d in facts.probe.distributions if d.name == name), None)
@@ -129,24 +175,16 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             continue
         why = (f" ({replaced[name].distribution} installs into the same folder, {replaced[name].dir})"
                if name in replaced else "")
+        taken = by_name.get(dist.normalized)
         actions.append(Action(
             ActionKind.PIP_UNINSTALL, f"uninstall {dist.name} {dist.version}{why}",
-            (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})",),
+            (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})"
+             + (f": {taken.line()}" if taken and (taken.needs or taken.new) else ""),),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
             tuple(sorted({*(c for c in codes if c in REMOVE_CODES), *repairs.remove.get(name, ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
-    requirements: list[str] = []
-    if swap and target is not None:
-        requirements.append(f"{target.package}=={target.version}")
-    for wheel in to_install.values():
-        if canonicalize_name(wheel.distribution) not in repairs.requirements:  # reinstalled at its own version instead
-            wanted = matrix.wheel_requirement(wheel, facts.driver.version, "linux", facts.probe.machine)
-            requirements.append(wanted.requirement)
-            if wanted.note:
-                notes.append(wanted.note)
-    requirements += [r for r in repairs.requirements.values() if r not in requirements]
     if requirements:
         if choice.refused is not None:
             raise OrtfixError(f"--installer uv: {choice.refused}",
@@ -169,10 +207,12 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
                                                           Code.LIB_WRONG_MAJOR, Code.DRIVER_TOO_OLD,
                                                           Code.LIB_OTHER_CUDA)),
                               *repairs.installed_by(swap and target is not None, codes),
-                              *((Code.GPU_ARCH,) if swap and arch_error else ())}))
+                              *((Code.GPU_ARCH,) if swap and arch_error else ()),
+                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ())}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
-            tuple(f"+ {r}" for r in requirements),
+            (*(f"+ {r}" for r in requirements),
+             *(f"~ {r.line()}" for r in changed if r.new is not None and r.dist.name not in remove)),
             "the installed distributions are uninstalled by moving their files aside, then discarded",
             fixes,
             {"requirements": requirements, "installer": installer,
@@ -217,6 +257,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     if swap and target is not None:
         notes += list(target.reasons)
     facts_fingerprint = facts.fingerprint()
+    broken = [r for r in changed if r.broken]
     return Plan(
         schema=PLAN_SCHEMA,
         created=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
@@ -234,7 +275,7 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
         unresolved=tuple(unresolved),
         notes=tuple(notes),
         installer_options=choice.options if requirements else (),
-    )
+    ), broken
 
 
 def _installed_path(site: str, wheel: WheelSpec, soname: str, *, windows: bool) -> str:

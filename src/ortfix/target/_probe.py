@@ -193,6 +193,49 @@ def requires_onnxruntime(requirement):
     return requirement.lstrip()[:11].translate(FOLD) == "onnxruntime"
 
 
+def requires_interesting(requirement):
+    # type: (str) -> bool
+    # A Requires-Dist value naming a distribution a plan may change (ORT, NVIDIA wheels, TensorRT): what a plan must
+    # not take from the distribution that requires it.
+    return requires_onnxruntime(requirement) or requirement.lstrip()[:12].translate(FOLD).startswith(
+        INTERESTING_PREFIXES)
+
+
+def marker_environment(system, release, machine):
+    # type: (str, str, str) -> Dict[str, str]
+    # The PEP 508 marker values of this interpreter, as packaging.markers.default_environment() computes them
+    # (without importing platform: 1.7 ms; the values are the ones platform reports).
+    impl = sys.implementation
+    info = impl.version
+    impl_version = "%d.%d.%d" % (info.major, info.minor, info.micro)
+    if info.releaselevel != "final":
+        impl_version += info.releaselevel[0] + str(info.serial)
+    names = {"cpython": "CPython", "pypy": "PyPy", "ironpython": "IronPython", "jython": "Jython"}
+    version = uname_version()
+    return {
+        "implementation_name": impl.name,
+        "implementation_version": impl_version,
+        "os_name": os.name,
+        "platform_machine": machine,
+        "platform_release": release,
+        "platform_system": system,
+        "platform_version": version,
+        "python_full_version": sys.version.split()[0],
+        "platform_python_implementation": names.get(impl.name, impl.name),
+        "python_version": "%d.%d" % sys.version_info[:2],
+        "sys_platform": sys.platform,
+    }
+
+
+def uname_version():
+    # type: () -> str
+    if not hasattr(os, "uname"):  # Windows
+        import platform
+
+        return platform.version()
+    return os.uname().version
+
+
 def is_torch_cuda_lib(name):
     # type: (str) -> bool
     return name.startswith(TORCH_LIB_PREFIXES)
@@ -372,13 +415,18 @@ def scan_distributions():
                         checked.append((dist, rows))
                 interesting.append(dist)
                 continue
-            # Everyone else matters only if it depends on onnxruntime: read just the headers, and only parse them
-            # when the bytes mention onnxruntime at all (keeps 1,000 unrelated distributions cheap).
+            # Everyone else matters only if it depends on what a plan may change (onnxruntime, NVIDIA wheels,
+            # TensorRT): read just the headers, and only parse them when the bytes mention one at all (keeps 1,000
+            # unrelated distributions cheap).
             head = read_head(meta_path, 65536)
-            if not head or b"onnxruntime" not in head:
+            if not head:
+                continue
+            folded = head.lower()
+            if not (b"onnxruntime" in folded or b"nvidia" in folded or b"tensorrt" in folded
+                    or b"ort-nightly" in folded or b"ort_nightly" in folded):
                 continue
             headers = metadata_headers(head.decode("utf-8", "replace"))
-            reqs = [r for r in headers.get("requires-dist", []) if requires_onnxruntime(r)]
+            reqs = [r for r in headers.get("requires-dist", []) if requires_interesting(r)]
             if reqs:
                 dependents.append({
                     "name": (headers.get("name") or [name_guess])[0],
@@ -696,6 +744,7 @@ def main():
         "distributions": dists["interesting"],
         "dependents": dists["dependents"],
         "distribution_count": dists["total"],
+        "markers": marker_environment(system, release, machine),
         "onnxruntime_dirs": scan_onnxruntime_dirs(),
         "torch": scan_torch(),
     }

@@ -183,6 +183,8 @@ class ProbeFacts:
     ort_dirs: tuple[OrtDir, ...]
     torch: TorchInfo | None
     windows: WindowsInfo | None = None  # a Windows target only
+    # PEP 508 marker values of the target interpreter (empty from a probe of an older ortfix: check/requires.py)
+    markers: Mapping[str, str] = field(default_factory=dict)
     report: str = field(default="", repr=False, compare=False)  # the probe's output as it came (speed/replay.py)
 
     def dist(self, normalized: str) -> Distribution | None:
@@ -444,5 +446,6 @@ def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path 
                         cuda=r.opt_label(torch, "cuda", "torch"), lib_dir=r.text(torch, "lib_dir", "torch"),
                         libs=r.texts(torch, "libs", "torch")) if torch else None,
         windows=_windows_info(r, windows) if windows is not None else None,
+        markers=r.label_map(doc, "markers"),
         report=report,
     )

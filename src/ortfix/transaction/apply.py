@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import shutil  # noqa: F401 (tests/test_apply.py patches shutil.disk_usage through this module)
 import tempfile
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from ortfix import __version__
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions.base import TargetEnv
+from ortfix.transaction.consistency import check_argv, installer_check, new_problems, swapped_builds
 from ortfix.transaction.env import system_warning, target_env
 from ortfix.transaction.journal import OPEN_STATUSES, Transaction, TxStatus, new_id, now_iso, sha256_bytes
 from ortfix.transaction.preflight import Preflight, preflight
@@ -62,6 +64,8 @@ class ApplyOutcome(Generic[ResultT]):
     tx: Transaction | None  # None for a dry run
     verification: ResultT | None
     warnings: tuple[str, ...] = field(default=())
+    # requirements of installed distributions the installer's check reports broken now and not before the apply
+    broken: tuple[str, ...] = field(default=())
 
     @property
     def status(self) -> str:
@@ -178,20 +182,35 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
             runner.run_steps()
             ui.echo("verifying in a fresh process of the target interpreter")
             verification = verify(env, plan.options.driver_version)
-            runner.save(replace(runner.tx, verification=verification.to_json()))
-            if verification.ok:
+            broken = _broken_requirements(env, plan, pf, ui)
+            runner.save(replace(runner.tx, verification={**verification.to_json(),
+                                                         "broken_requirements": list(broken)}))
+            if verification.ok and not broken:
                 runner.save(replace(runner.tx, status=TxStatus.APPLIED))
                 return ApplyOutcome(pf, runner.tx, verification)
     except BaseException as exc:
         raise _undone(runner, store, exc) from exc
-    reason = "verification failed: " + "; ".join(verification.problems)
+    reason = "verification failed: " + "; ".join(
+        (*verification.problems, *(f"a requirement the apply broke: {b}" for b in broken)))
     if keep_on_failure:
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
-        return ApplyOutcome(pf, runner.tx, verification)
+        return ApplyOutcome(pf, runner.tx, verification, broken=broken)
     runner.save(replace(runner.tx, message=reason))
     warnings = [n.text for n in said(runner.reverse_all(reason))]
     free_discards(store, runner.tx, background=False)
-    return ApplyOutcome(pf, runner.tx, verification, tuple(warnings))
+    return ApplyOutcome(pf, runner.tx, verification, tuple(warnings), broken)
+
+
+def _broken_requirements(env: TargetEnv, plan: Plan, pf: Preflight, ui: Ui) -> tuple[str, ...]:
+    """What the installer's own consistency check (`pip check`, `uv pip check`) finds broken now and did not find in
+    preflight; () when it could not run either time."""
+    if pf.consistency is None:
+        return ()
+    after = installer_check(env, plan.installer)
+    if after is None:
+        return ()
+    ui.echo(f"checking installed requirements ({shlex.join(check_argv(env, plan.installer) or [])})")
+    return tuple(new_problems(pf.consistency, after, swapped_builds(plan)))
 
 
 def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> OrtfixError:

@@ -20,6 +20,7 @@ from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import ORIGIN_PLAN, ORIGIN_REPLACED, TargetEnv, verified
 from ortfix.transaction.actions.resolve import InstallerResolution, no_installer, resolve
+from ortfix.transaction.consistency import installer_check
 from ortfix.transaction.journal import Step, StepState
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class Preflight:
     problems: tuple[str, ...]
     commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
     descriptions: tuple[tuple[str, ...], ...] = ()  # per step: the exact commands and file changes
+    # What the installer's own check (`pip check`) reports before the first change; None: not run (a dry run, no
+    # package step, or no installer to run it)
+    consistency: tuple[str, ...] | None = None
 
     def describe(self) -> list[tuple[Step, list[str]]]:
         return [(s, list(d)) for s, d in zip(self.steps, self.descriptions)]
@@ -161,7 +165,10 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
             descriptions.append(tuple(handler_for(step.kind).describe(env, step.details)))
         except OrtfixError as exc:
             descriptions.append((exc.one_line(),))
-    return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands), tuple(descriptions))
+    packages = any(s.kind in (ActionKind.PIP_INSTALL, ActionKind.PIP_UNINSTALL) for s in steps)
+    consistency = installer_check(env, plan.installer) if packages and not dry_run else None
+    return Preflight(env, tuple(steps), resolution, disk, tuple(problems), tuple(commands), tuple(descriptions),
+                     consistency)
 
 
 def _mib(n: int) -> str:
