@@ -353,7 +353,8 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
     editable install, with its version; else from the index), as wheels, with your pip configuration; a manifest
     (ortfix-wheelhouse.json) says what each file is, why, and its sha256, and `apply` and the installer take
-    from DIR only the files it lists. Prints the commands that use it.
+    from DIR only the files it lists. Prints the commands that use it. While it downloads, pip's progress bars
+    show on standard error when it is a terminal; elsewhere one line per file says the files and bytes so far.
 
     Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not empty or
     not writable).
@@ -366,11 +367,19 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     from ortfix.cli.output import Command
     from ortfix.cli.render_export import render_wheelhouse, wheelhouse_json
     from ortfix.commands.wheelhouse import run_wheelhouse
+    from ortfix.export.pipprogress import DownloadProgress
     from ortfix.export.wheelhouse import validate_target
 
     target = validate_target(platform_tag, python_version)
     options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
-    result = run_wheelhouse(python, plan_file, options, folder, target)
+
+    def terminal(text: str) -> None:  # pip's own output with its progress bars, escaped (pipprogress.terminal_text)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    progress = DownloadProgress(line=lambda line: _echo(visible(f"ortfix: wheelhouse: {line}"), err=True),
+                                terminal=terminal if sys.stderr.isatty() else None)
+    result = run_wheelhouse(python, plan_file, options, folder, target, progress)
     _finish(Command.WHEELHOUSE, result, as_json, wheelhouse_json, render_wheelhouse)
 
 
