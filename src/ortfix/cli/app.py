@@ -20,6 +20,7 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
+    from ortfix.export.model import ExportFormat
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -296,20 +297,40 @@ def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major:
                        compute_capability=compute_capability)
 
 
+def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
+    """--prefix-in-image: validated, dockerfile only; without it a dockerfile's paths stay the exporting env's."""
+    from ortfix.export.dockerfile import validate_image_prefix
+    from ortfix.export.model import ExportFormat
+
+    if given is None:
+        if fmt is ExportFormat.DOCKERFILE:
+            _echo("ortfix: warning: the paths are the exporting environment's; if the image's environment is "
+                  "elsewhere, name it with --prefix-in-image PATH", err=True)
+        return None
+    if fmt is not ExportFormat.DOCKERFILE:
+        raise OrtfixError(f"--prefix-in-image is for dockerfile, not {fmt}",
+                          hint="the other formats run in the environment they were made for")
+    return validate_image_prefix(given)
+
+
 @main.command()
 @_target_options
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["requirements", "dockerfile", "sh", "ps1"]))
 @click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write FILE (sh/ps1: also its undo script, FILE.undo.sh / FILE.undo.ps1).")
+@click.option("--prefix-in-image", metavar="PATH",
+              help="dockerfile: the environment's path in the image (absolute, no ':'); its library folders are "
+                   "mapped there. Default: the exporting environment's path (with a warning).")
 @_plan_options
 def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
-           ort_version: str | None, cuda_major: int | None, driver_version: str | None,
-           compute_capability: str | None, hook: str) -> None:
+           prefix_in_image: str | None, ort_version: str | None, cuda_major: int | None,
+           driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
 
     FORMAT: requirements (exact pins, hashes where pip knows every one, a comment per reason), dockerfile (a
-    fragment: RUN pip uninstall/install and the ENV that makes the libraries findable), sh or ps1 (a script with the
+    fragment: one RUN layer `pip uninstall -y … && pip install …` and the ENV that makes the libraries findable,
+    its paths mapped to --prefix-in-image), sh or ps1 (a script with the
     plan's exact commands, and its undo script). The plan is made now, or PLAN.json is accepted only while it is
     what ortfix plans now (as `apply PLAN.json`). For an image or another host, plan with --driver and
     --compute-capability of that machine.
@@ -319,7 +340,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     \b
     Examples:
       ortfix export requirements --python ~/venvs/infer -o requirements.txt
-      ortfix export dockerfile --driver 535.104.12 --compute-capability 8.0
+      ortfix export dockerfile --driver 535.104.12 --compute-capability 8.0 --prefix-in-image /opt/venv
       ortfix export sh plan.json --python /opt/venv -o fix.sh
     """
     from ortfix.cli.output import Command
@@ -328,7 +349,8 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     from ortfix.export.model import ExportFormat
 
     options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
-    result = run_export(ExportFormat(fmt), python, plan_file, options, output)
+    image_prefix = _image_prefix(ExportFormat(fmt), prefix_in_image)
+    result = run_export(ExportFormat(fmt), python, plan_file, options, output, image_prefix)
     if result.undo is not None and output is None and not as_json:
         name = undo_path(Path(f"fix.{fmt}"), ExportFormat(fmt))
         _echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
