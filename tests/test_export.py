@@ -109,10 +109,17 @@ def test_requirements_pin_everything_with_hashes_and_install_into_a_fresh_venv(
 
 def test_dockerfile_run_lines_and_env_fix_a_cpu_venv(base: dict[str, Path], env: dict[str, str],
                                                      tmp_path: Path) -> None:
+    """Exported from one environment for an image whose environment is elsewhere (--prefix-in-image): one RUN layer
+    (the CPU wheel is not kept in a lower layer), each reason said once, and the ENV names the image's folders."""
+    exporting = copy_venv(base["cpu"], tmp_path / "export env")
     image = copy_venv(base["cpu"], tmp_path / "image env")
-    fragment = ortfix_json("export", "dockerfile", "--python", str(image), env=env)["text"]
+    fragment = ortfix_json("export", "dockerfile", "--python", str(exporting), "--prefix-in-image", str(image),
+                           env=env)["text"]
     runs = [ln[len("RUN "):] for ln in fragment.splitlines() if ln.startswith("RUN ")]
-    assert runs[0] == "RUN pip uninstall -y 'onnxruntime'"[4:] and runs[1].startswith("pip install --no-cache-dir ")
+    assert len(runs) == 1 and runs[0].startswith("pip uninstall -y 'onnxruntime' && pip install --no-cache-dir "), runs
+    comments = [ln for ln in fragment.splitlines() if ln.startswith("# ")]
+    assert len(comments) == len(set(comments)), fragment
+    assert not any(str(exporting) in ln for ln in fragment.splitlines()[2:]), fragment  # only the header names it
     # The image's pip is the environment's (a copied venv's bin/pip would start the original's python).
     shell_env = {**env, "PATH": "/usr/bin:/bin", "PY": str(image / "bin" / "python")}
     for line in runs:
@@ -129,6 +136,41 @@ def test_dockerfile_run_lines_and_env_fix_a_cpu_venv(base: dict[str, Path], env:
     assert not docker_env_value(fragment, None).endswith(":")  # no empty entry (the current folder) when unset
     run = fresh_process(python, load_code(provider(image)), env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": value})
     assert "all loaded" in run.stdout, run.stderr
+
+
+def test_dockerfile_pins_a_kept_build_and_says_where_its_paths_are_from(base: dict[str, Path], env: dict[str, str],
+                                                                       tmp_path: Path, wheelhouse: Path) -> None:
+    """Seed 000: onnxruntime-gpu installed, only its libraries missing. The image gets that very build
+    (onnxruntime-gpu==1.22.0 with the libraries); without --prefix-in-image one line warns that the paths are the
+    exporting environment's."""
+    kept = copy_venv(base["empty"], tmp_path / "kept")
+    pip_install(kept / "bin" / "python", "onnxruntime-gpu==1.22.0", find_links=wheelhouse, no_deps=True)
+    proc = ortfix("export", "dockerfile", "--python", str(kept), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [run] = [ln for ln in proc.stdout.splitlines() if ln.startswith("RUN ")]
+    assert run.startswith("RUN pip install --no-cache-dir ") and "'onnxruntime-gpu==1.22.0'" in run.split(), run
+    assert "'nvidia-cudnn-cu12==9.1.0.70'" in run.split(), run
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("ortfix: warning:")]
+    assert len(warnings) == 1 and "--prefix-in-image" in warnings[0], proc.stderr
+
+
+@pytest.mark.parametrize(("given", "said"), [("opt/venv", "not an absolute path"), ("/opt/a:b", "has a ':'"),
+                                              ("/opt/v\nRUN evil", "control character")])
+def test_a_bad_prefix_in_image_is_one_line(base: dict[str, Path], env: dict[str, str], given: str,
+                                           said: str) -> None:
+    one_line_error(ortfix("export", "dockerfile", "--python", str(base["cpu"]), "--prefix-in-image", given,
+                          env=env), "--prefix-in-image", said)
+
+
+def test_a_folder_outside_the_environment_cannot_be_mapped_into_the_image() -> None:
+    from ortfix.errors import OrtfixError
+    from ortfix.export.dockerfile import in_image
+
+    assert in_image("/e/venv/lib/python3.11/site-packages/nvidia/cudnn/lib", "/e/venv", "/opt/venv") == \
+        "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib"
+    for outside in ("/usr/local/cuda/lib64", "/e/venv-other/lib", "/e/venv/../x/lib", "relative/lib"):
+        with pytest.raises(OrtfixError, match="lies outside the environment"):
+            in_image(outside, "/e/venv", "/opt/venv")
 
 
 def test_sh_script_fixes_and_its_undo_restores_byte_for_byte(base: dict[str, Path], env: dict[str, str],

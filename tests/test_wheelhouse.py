@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -334,3 +336,87 @@ def test_uv_is_not_chosen_for_a_wheelhouse(house: Path, tmp_path: Path) -> None:
     for link in (str(house), house.as_uri()):
         refused = translate(PipConfig(no_index=True, find_links=(str(plain), link)))
         assert isinstance(refused, str) and "is an ortfix wheelhouse" in refused, refused
+
+
+@pytest.fixture()
+def http_index(setup: dict[str, Path], wheelhouse: Path, ortfix_deps: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The stub wheels and ortfix's dependencies served over HTTP (pip logs "Downloading NAME (SIZE)" and draws its
+    bars only for what it downloads), uncached."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "served"
+    root.mkdir()
+    for wheel in [*wheelhouse.glob("*.whl"), *ortfix_deps.glob("*.whl")]:
+        shutil.copy(wheel, root)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    conf = tmp_path / "http.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = http://127.0.0.1:{server.server_address[1]}/\n"
+                    "trusted-host = 127.0.0.1\nno-cache-dir = true\n")
+    yield ortfix_env(conf, setup["root"])
+    server.shutdown()
+    server.server_close()
+
+
+def _size(n: int) -> str:
+    return next((f"{n / s:.1f} {u}" for u, s in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)) if n >= s), f"{n} bytes")
+
+
+def test_wheelhouse_says_files_and_bytes_as_it_downloads(setup: dict[str, Path], http_index: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    """Off a terminal (a log): a line per file as pip starts it, with the files and bytes so far, and the total."""
+    folder = tmp_path / "wheels"
+    proc = ortfix("wheelhouse", "--python", str(setup["cpu"]), "-d", str(folder), "--json", env=http_index)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ortfix: wheelhouse: downloaded ")]
+    started = [ln for ln in lines if "; now " in ln]
+    assert any("; now onnxruntime_gpu-1.22.0" in ln for ln in started), proc.stderr
+    assert started[0].startswith("ortfix: wheelhouse: downloaded 0 files, 0 bytes; now "), started
+    assert started[1].startswith("ortfix: wheelhouse: downloaded 1 file, "), started
+    for k, line in enumerate(started[2:], 2):  # counted over both downloads (the plan's, ortfix's)
+        assert line.startswith(f"ortfix: wheelhouse: downloaded {k} files, "), started
+    assert not any("127.0.0.1" in ln for ln in lines), lines  # a find-links URL shows as its file name
+    total = sum((folder / f["file"]).stat().st_size for f in doc["files"])
+    assert lines[-1] == f"ortfix: wheelhouse: downloaded {len(doc['files'])} files, {_size(total)}", lines
+
+
+def test_wheelhouse_shows_pips_progress_bars_on_a_terminal(setup: dict[str, Path], http_index: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    """Standard error a terminal: pip's own bars (for the files over pip's 40 kB threshold), with nothing but cursor
+    and colour sequences left unescaped; standard output keeps the result alone."""
+    import os
+    import pty
+
+    from txtools import REPO
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ortfix", "wheelhouse", "--python", str(setup["cpu"]), "-d",
+                             str(tmp_path / "wheels"), "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=follower, env=http_index, cwd=REPO)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side is closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out, _ = proc.communicate(timeout=300)
+    os.close(leader)
+    assert proc.returncode == 0, shown[-3000:]
+    assert json.loads(out)["command"] == "wheelhouse"
+    text = shown.decode("utf-8", "replace")
+    assert "━" in text and "Downloading" in text, text[-3000:]
+    assert "PyYAML" in text or "pyyaml" in text.lower()
+    stripped = re.sub(r"\x1b\[[0-9;?]*[ABCDGKJhlm]", "", text)
+    assert "\x1b" not in stripped, stripped[-2000:]

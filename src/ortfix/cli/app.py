@@ -21,6 +21,7 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
+    from ortfix.export.model import ExportFormat
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -301,20 +302,40 @@ def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major:
                        compute_capability=compute_capability)
 
 
+def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
+    """--prefix-in-image: validated, dockerfile only; without it a dockerfile's paths stay the exporting env's."""
+    from ortfix.export.dockerfile import validate_image_prefix
+    from ortfix.export.model import ExportFormat
+
+    if given is None:
+        if fmt is ExportFormat.DOCKERFILE:
+            _echo("ortfix: warning: the paths are the exporting environment's; if the image's environment is "
+                  "elsewhere, name it with --prefix-in-image PATH", err=True)
+        return None
+    if fmt is not ExportFormat.DOCKERFILE:
+        raise OrtfixError(f"--prefix-in-image is for dockerfile, not {fmt}",
+                          hint="the other formats run in the environment they were made for")
+    return validate_image_prefix(given)
+
+
 @main.command()
 @_target_options
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["requirements", "dockerfile", "sh", "ps1"]))
 @click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write FILE (sh/ps1: also its undo script, FILE.undo.sh / FILE.undo.ps1).")
+@click.option("--prefix-in-image", metavar="PATH",
+              help="dockerfile: the environment's path in the image (absolute, no ':'); its library folders are "
+                   "mapped there. Default: the exporting environment's path (with a warning).")
 @_plan_options
 def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
-           ort_version: str | None, cuda_major: int | None, driver_version: str | None,
-           compute_capability: str | None, hook: str) -> None:
+           prefix_in_image: str | None, ort_version: str | None, cuda_major: int | None,
+           driver_version: str | None, compute_capability: str | None, hook: str) -> None:
     """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
 
     FORMAT: requirements (exact pins, hashes where pip knows every one, a comment per reason), dockerfile (a
-    fragment: RUN pip uninstall/install and the ENV that makes the libraries findable), sh or ps1 (a script with the
+    fragment: one RUN layer `pip uninstall -y … && pip install …` and the ENV that makes the libraries findable,
+    its paths mapped to --prefix-in-image), sh or ps1 (a script with the
     plan's exact commands, and its undo script). The plan is made now, or PLAN.json is accepted only while it is
     what ortfix plans now (as `apply PLAN.json`). For an image or another host, plan with --driver and
     --compute-capability of that machine.
@@ -324,7 +345,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     \b
     Examples:
       ortfix export requirements --python ~/venvs/infer -o requirements.txt
-      ortfix export dockerfile --driver 535.104.12 --compute-capability 8.0
+      ortfix export dockerfile --driver 535.104.12 --compute-capability 8.0 --prefix-in-image /opt/venv
       ortfix export sh plan.json --python /opt/venv -o fix.sh
     """
     from ortfix.cli.output import Command
@@ -333,7 +354,8 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     from ortfix.export.model import ExportFormat
 
     options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
-    result = run_export(ExportFormat(fmt), python, plan_file, options, output)
+    image_prefix = _image_prefix(ExportFormat(fmt), prefix_in_image)
+    result = run_export(ExportFormat(fmt), python, plan_file, options, output, image_prefix)
     if result.undo is not None and output is None and not as_json:
         name = undo_path(Path(f"fix.{fmt}"), ExportFormat(fmt))
         _echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
@@ -358,7 +380,8 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
     editable install, with its version; else from the index), as wheels, with your pip configuration; a manifest
     (ortfix-wheelhouse.json) says what each file is, why, and its sha256, and `apply` and the installer take
-    from DIR only the files it lists. Prints the commands that use it.
+    from DIR only the files it lists. Prints the commands that use it. While it downloads, pip's progress bars
+    show on standard error when it is a terminal; elsewhere one line per file says the files and bytes so far.
 
     Exit status: 0 downloaded, 2 could not run (index unreachable, no wheel for the platform, DIR not empty or
     not writable).
@@ -371,11 +394,19 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     from ortfix.cli.output import Command
     from ortfix.cli.render_export import render_wheelhouse, wheelhouse_json
     from ortfix.commands.wheelhouse import run_wheelhouse
+    from ortfix.export.pipprogress import DownloadProgress
     from ortfix.export.wheelhouse import validate_target
 
     target = validate_target(platform_tag, python_version)
     options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
-    result = run_wheelhouse(python, plan_file, options, folder, target)
+
+    def terminal(text: str) -> None:  # pip's own output with its progress bars, escaped (pipprogress.terminal_text)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    progress = DownloadProgress(line=lambda line: _echo(visible(f"ortfix: wheelhouse: {line}"), err=True),
+                                terminal=terminal if sys.stderr.isatty() else None)
+    result = run_wheelhouse(python, plan_file, options, folder, target, progress)
     _finish(Command.WHEELHOUSE, result, as_json, wheelhouse_json, render_wheelhouse)
 
 

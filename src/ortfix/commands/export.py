@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from ortfix.commands.apply import PreparedApply, prepare_apply
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.export.dockerfile import render_dockerfile
@@ -62,6 +65,18 @@ def require_plain_paths(prepared: PreparedApply) -> None:
                               hint="move the environment to a plain path")
 
 
+def kept_build(prepared: PreparedApply) -> list[str]:
+    """`onnxruntime-gpu==X` of the GPU build the plan keeps (it installs only libraries): a fresh image or
+    environment gets that build too, not whichever the index has newest. [] when the plan installs or removes it."""
+    plan = prepared.plan
+    touched = {canonicalize_name(Requirement(str(r)).name) for a in plan.actions if a.kind == ActionKind.PIP_INSTALL
+               for r in a.details["requirements"]}
+    touched |= {canonicalize_name(str(a.details["distribution"])) for a in plan.actions
+                if a.kind == ActionKind.PIP_UNINSTALL}
+    return [f"{d.normalized}=={d.installed_version}" for d in prepared.check.facts.ort_distributions
+            if "gpu" in d.normalized and d.installed_version and d.normalized not in touched]
+
+
 def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     require_plain_paths(prepared)
     plan = prepared.plan
@@ -71,20 +86,23 @@ def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
                     for r in a.details["requirements"]]
     # A requirements file or an image starts fresh: every distribution; a script runs in the target as it is.
     fresh = fmt in (ExportFormat.REQUIREMENTS, ExportFormat.DOCKERFILE)
+    if fresh and requirements:
+        requirements += kept_build(prepared)
     pins = resolve_pins(plan.python, requirements, fresh=fresh)
     reasons = {str(f.code): f.summary for f in prepared.check.findings}
     return ExportInput(plan=plan, python=plan.python, prefix=plan.prefix, pins=tuple(pins), reasons=reasons)
 
 
 def run_export(fmt: ExportFormat, python: str | None, plan_file: Path | None, options: PlanOptions,
-               output: Path | None) -> ExportResult:
+               output: Path | None, image_prefix: str | None = None) -> ExportResult:
+    """`image_prefix`: the environment's path in the image (dockerfile only; validated by the caller)."""
     prepared = prepare_apply(python, plan_file, options)
     inp = export_input(prepared, fmt)
     undo: str | None = None
     if fmt is ExportFormat.REQUIREMENTS:
         text = render_requirements(inp)
     elif fmt is ExportFormat.DOCKERFILE:
-        text = render_dockerfile(inp)
+        text = render_dockerfile(inp, image_prefix)
     elif fmt is ExportFormat.SH:
         text, undo = render_sh(inp)
     else:

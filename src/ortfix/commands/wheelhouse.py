@@ -11,6 +11,7 @@ from pathlib import Path
 from ortfix.commands.apply import prepare_apply
 from ortfix.commands.export import require_pip
 from ortfix.errors import ExitCode
+from ortfix.export.pipprogress import DownloadProgress
 from ortfix.export.wheelhouse import Wheelhouse, WheelhouseTarget, build_wheelhouse, new_wheelhouse_folder
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
@@ -40,7 +41,7 @@ class WheelhouseResult:
 
 
 def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOptions, folder: Path,
-                   target: WheelhouseTarget) -> WheelhouseResult:
+                   target: WheelhouseTarget, progress: DownloadProgress | None = None) -> WheelhouseResult:
     new_wheelhouse_folder(folder)  # before anything else: planning takes a while
     prepared = prepare_apply(python, plan_file, options)
     require_pip(prepared)  # the downloads are the target's pip's (its platform, its Python)
@@ -49,5 +50,5 @@ def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOpti
     requirements = [str(r) for a in installs for r in a.details["requirements"]]
     reasons = {str(f.code): f.summary for f in prepared.check.findings}
     why = [f"{c}: {reasons.get(c, a.summary)}" for a in installs for c in a.fixes] or [a.summary for a in installs]
-    house = build_wheelhouse(plan.python, requirements, list(dict.fromkeys(why)), folder, target)
+    house = build_wheelhouse(plan.python, requirements, list(dict.fromkeys(why)), folder, target, progress)
     return WheelhouseResult(house, plan.prefix, prepared.source)

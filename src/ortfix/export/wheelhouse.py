@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 
 from ortfix import __version__, subproc
 from ortfix.errors import OrtfixError
+from ortfix.export.pipprogress import DownloadProgress, folder_tally, run_download, tally_line
 from ortfix.fields import requirement
 from ortfix.outfile import write_output
 from ortfix.system.wheelmanifest import (
@@ -107,10 +108,11 @@ def _pip_failure(what: str, proc_text: str, target: WheelhouseTarget) -> OrtfixE
                        hint="is the index reachable? check `pip config list` and your network")
 
 
-def _download(python: str, requirements: Sequence[str], folder: Path, target: WheelhouseTarget, what: str) -> None:
+def _download(python: str, requirements: Sequence[str], folder: Path, target: WheelhouseTarget, what: str,
+              progress: DownloadProgress | None) -> None:
     argv = [python, "-m", "pip", "download", *requirements, "--dest", str(folder), *target.pip_options(),
-            "--disable-pip-version-check", "--quiet"]
-    proc = subproc.run(argv, target_python=python, timeout=1800)
+            "--disable-pip-version-check"]
+    proc = run_download(argv, python, progress)
     if proc.returncode != 0:
         raise _pip_failure(what, proc.stderr or proc.stdout, target)
 
@@ -166,14 +168,14 @@ def _pip_line(text: str) -> str:
     return errors[-1] if errors else "no output"
 
 
-def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[str, str | None]:
+def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget,
+                progress: DownloadProgress | None) -> tuple[str, str | None]:
     """(how ortfix got into the folder, why it did not or None). Run from a checkout, the wheel is built from it and
     must have the running version; never taken from the index then (another project's `ortfix` may be there)."""
     source = ortfix_source()
     if source is None:
-        proc = subproc.run([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
-                            *target.pip_options(), "--disable-pip-version-check", "--quiet"], target_python=python,
-                           timeout=1800)
+        proc = run_download([python, "-m", "pip", "download", f"ortfix=={__version__}", "--dest", str(folder),
+                             *target.pip_options(), "--disable-pip-version-check"], python, progress)
         if proc.returncode == 0:
             return "index", None
         return "", (f"ortfix {__version__} runs from an installed copy, not from its checkout, and the index has no "
@@ -191,7 +193,7 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget) -> tuple[st
             wheel.unlink()
         return "", (f"{source} now builds ortfix {', '.join(sorted(versions)) or '(no wheel)'}, not the running "
                     f"{__version__}: reinstall it (pip install -e {source}) and run this again")
-    _download(python, _own_requirements(), folder, target, "ortfix's dependencies")
+    _download(python, _own_requirements(), folder, target, "ortfix's dependencies", progress)
     return f"built from {source}", None
 
 
@@ -236,9 +238,9 @@ def own_requirements_text(files: Sequence[ManifestFile]) -> str:
 
 
 def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence[str], folder: Path,
-                     target: WheelhouseTarget) -> Wheelhouse:
+                     target: WheelhouseTarget, progress: DownloadProgress | None = None) -> Wheelhouse:
     """Download the plan's `requirements` (the reasons they are there) and ortfix into the empty `folder`; write the
-    manifest (and the pinned requirements of ortfix itself)."""
+    manifest (and the pinned requirements of ortfix itself). `progress`: where the download's progress is shown."""
     new_wheelhouse_folder(folder)
     reqs = [requirement(r) for r in requirements]
     staging = Path(tempfile.mkdtemp(prefix=".ortfix-download-", dir=folder))  # private (0700) until moved in
@@ -246,8 +248,11 @@ def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence
         (staging / "plan").mkdir()
         (staging / "own").mkdir()
         if reqs:
-            _download(python, reqs, staging / "plan", target, " ".join(reqs))
-        source, missing = _add_ortfix(python, staging / "own", target)
+            _download(python, reqs, staging / "plan", target, " ".join(reqs), progress)
+        source, missing = _add_ortfix(python, staging / "own", target, progress)
+        if progress is not None:
+            tallies = [folder_tally(staging / "plan"), folder_tally(staging / "own")]
+            progress.line(tally_line(sum(n for n, _ in tallies), sum(b for _, b in tallies)))
         planned = {canonicalize_name(Requirement(r).name) for r in reqs}
         why_plan = f"the plan: {'; '.join(reasons) or 'the plan installs it'}"
         plan = _entries(staging / "plan", lambda n: why_plan if n in planned else "a dependency of the plan's "
