@@ -184,6 +184,15 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      f"{bad[0]} cannot be loaded{more}: the {whose} provider cannot start",
                      tuple(_lib_error(n, errors[n]) for n in (*cuda_bad, *trt_bad)),
                      fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
+    if check.cudnn is not None and not check.cudnn.ok:
+        return Level(1, "loader", Status.FAIL,
+                     "cuDNN's own version check fails in a fresh process: its copy is not whole or mixes versions",
+                     tuple(check.cudnn.failures) + tuple(f"mapped: {p}" for p in check.cudnn.mapped),
+                     fix="`ortfix plan` shows the change that loads the environment's whole cuDNN", data=data,
+                     load_check=check)
+    if check.cudnn is not None:
+        notes.append(f"cuDNN {check.cudnn.version_text}: its version checks pass "
+                     f"({', '.join(c.function for c in check.cudnn.calls)})")
     return Level(1, "loader", Status.PASS,
                  f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
                  f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),
