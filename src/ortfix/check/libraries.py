@@ -117,8 +117,8 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
                os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]
         if not own or not (parse_dll_name(res.name) if windows else parse_lib_name(res.name)):
             continue
-        loaded_version = _file_version(res.path) or next(
-            (c.version for c in facts.libraries if os.path.normcase(c.path) == os.path.normcase(res.path)), None)
+        loaded_version = next((c.version for c in facts.libraries if os.path.normcase(c.path) ==
+                               os.path.normcase(res.path)), None) or _file_version(res.path)
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
             f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
