@@ -86,7 +86,7 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
     """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
     fixes = tuple(sorted(c for c in codes if c in (Code.LIB_NOT_ON_PATH, Code.LIB_SHADOWED, Code.LIB_MISSING,
                                                    Code.LIB_WRONG_MAJOR, Code.SONAME_LINK_MISSING,
-                                                   Code.LIB_OTHER_CUDA)))
+                                                   Code.LIB_OTHER_CUDA, Code.LIB_PARTIAL_COPY)))
     if windows is None:
         windows = targets_windows(facts)
     if kind == "user-path" and not windows:
