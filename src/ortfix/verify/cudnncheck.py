@@ -49,8 +49,12 @@ for name in [%(soname)r] + [os.path.join(d, %(soname)r) for d in json.loads(%(fo
 if lib is None:
     say({"load": "; ".join(errors)})
     sys.exit(0)
-lib.cudnnGetVersion.restype = ctypes.c_size_t
-lib.cudnnGetErrorString.restype = ctypes.c_char_p
+try:
+    lib.cudnnGetVersion.restype = ctypes.c_size_t
+    lib.cudnnGetErrorString.restype = ctypes.c_char_p
+except AttributeError:
+    say({"load": None, "version": None, "not_cudnn": True})
+    sys.exit(0)
 say({"load": None, "version": int(lib.cudnnGetVersion())})
 for fn in json.loads(%(functions)r):
     try:
@@ -89,6 +93,7 @@ class CudnnCheck:
     calls: tuple[VersionCall, ...]
     mapped: tuple[str, ...]  # the libcudnn* files the process mapped at the end
     process_error: str | None  # the process ended early: killed by cuDNN's abort(), its message
+    not_cudnn: bool = False  # the library loaded but exports no cudnnGetVersion: no checks to run
 
     @property
     def version_text(self) -> str | None:
@@ -113,7 +118,7 @@ class CudnnCheck:
         return {"soname": self.soname, "ok": self.ok, "load_error": self.load_error, "version": self.version,
                 "version_text": self.version_text,
                 "calls": [{"function": c.function, "status": c.status, "text": c.text} for c in self.calls],
-                "mapped": list(self.mapped), "process_error": self.process_error}
+                "mapped": list(self.mapped), "process_error": self.process_error, "not_cudnn": self.not_cudnn}
 
 
 def version_text(version: int) -> str:
@@ -157,12 +162,14 @@ def check_cudnn(python: str, soname: str, *, prefix: str, conda_hook: Path | Non
 
 def _read(soname: str, docs: list[dict[str, object]], returncode: int, stderr: str) -> CudnnCheck:
     load_error: str | None = "not reached"
+    not_cudnn = False
     version: int | None = None
     calls: dict[str, VersionCall] = {}
     mapped: tuple[str, ...] = ()
     for doc in docs:
         if "load" in doc:
             load_error = str(doc["load"]) if doc["load"] is not None else None
+            not_cudnn = doc.get("not_cudnn") is True
             number = doc.get("version")
             version = number if isinstance(number, int) else None
         elif isinstance(doc.get("call"), str) and not doc.get("absent"):
@@ -174,10 +181,10 @@ def _read(soname: str, docs: list[dict[str, object]], returncode: int, stderr: s
             listed = doc["mapped"]
             mapped = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
     process_error = None
-    if returncode != 0 or (not mapped and load_error is None):
+    if returncode != 0 or (not mapped and load_error is None and not not_cudnn):
         why = f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}"
         said = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
         process_error = (f"cuDNN's version check process ended early ({why})"
                          + (f": {visible(said[0])}" if said else ""))
-    return CudnnCheck(soname, load_error, version, tuple(calls.values()), mapped, process_error)
+    return CudnnCheck(soname, load_error, version, tuple(calls.values()), mapped, process_error, not_cudnn)
 

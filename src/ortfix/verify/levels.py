@@ -190,7 +190,9 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      tuple(check.cudnn.failures) + tuple(f"mapped: {p}" for p in check.cudnn.mapped),
                      fix="`ortfix plan` shows the change that loads the environment's whole cuDNN", data=data,
                      load_check=check)
-    if check.cudnn is not None:
+    if check.cudnn is not None and check.cudnn.not_cudnn:
+        notes.append(f"{check.cudnn.soname}: exports no cudnnGetVersion, so cuDNN's version checks were not run")
+    elif check.cudnn is not None:
         notes.append(f"cuDNN {check.cudnn.version_text}: its version checks pass "
                      f"({', '.join(c.function for c in check.cudnn.calls)})")
     return Level(1, "loader", Status.PASS,
