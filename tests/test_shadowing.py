@@ -200,8 +200,9 @@ def test_real_partial_cudnn_91_beside_cudnn_928_venv(tmp_path_factory: pytest.Te
     shutil.copytree(_half_of_old_cudnn(), shadow)
     env = _env(shadow)
     own = site_packages(venv) / "nvidia" / "cudnn" / "lib"
-    wheel_version = next(p.name for p in site_packages(venv).glob("nvidia_cudnn_cu12-*.dist-info")).split("-")[1][
-        :-len(".dist-info")]
+    metadata = next(site_packages(venv).glob("nvidia_cudnn_cu12-*.dist-info")) / "METADATA"
+    wheel_version = next(ln.split(":", 1)[1].strip() for ln in metadata.read_text().splitlines()
+                         if ln.startswith("Version:"))
 
     check = _json("check", "--python", str(python), env=env)
     shadowed = {f["data"]["soname"]: f for f in _finding(check, "LIB004")}  # type: ignore[index]

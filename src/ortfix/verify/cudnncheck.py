@@ -20,6 +20,9 @@ from ortfix.system.inventory import parse_lib_name
 from ortfix.target.launch import launch
 
 _MARK = "ORTFIX-CUDNN:"
+# verify level 1's verdict and fix when the checks fail
+CUDNN_VERDICT = "cuDNN's own version check fails in a fresh process: its copy is not whole or mixes versions"
+CUDNN_FIX = "`ortfix plan` shows the change that loads the environment's whole cuDNN"
 # cuDNN major → its version checks, in the order cuDNN's own sub-libraries depend on each other.
 VERSION_CHECKS = {
     9: ("cudnnGraphVersionCheck", "cudnnOpsVersionCheck", "cudnnCnnVersionCheck", "cudnnAdvVersionCheck"),
@@ -113,6 +116,17 @@ class CudnnCheck:
         if self.process_error:
             out.append(self.process_error)
         return out
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return (*self.failures, *(f"mapped: {p}" for p in self.mapped))
+
+    @property
+    def note(self) -> str:
+        """What verify says when the checks pass (or could not run)."""
+        if self.not_cudnn:
+            return f"{self.soname}: exports no cudnnGetVersion, so cuDNN's version checks were not run"
+        return f"cuDNN {self.version_text}: its version checks pass ({', '.join(c.function for c in self.calls)})"
 
     def to_json(self) -> dict[str, object]:
         return {"soname": self.soname, "ok": self.ok, "load_error": self.load_error, "version": self.version,

@@ -40,6 +40,7 @@ from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
 from ortfix.system.winhooks import read_conda_windows_hook
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
+from ortfix.verify.cudnncheck import CUDNN_FIX, CUDNN_VERDICT
 from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
 
@@ -185,16 +186,9 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      tuple(_lib_error(n, errors[n]) for n in (*cuda_bad, *trt_bad)),
                      fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
     if check.cudnn is not None and not check.cudnn.ok:
-        return Level(1, "loader", Status.FAIL,
-                     "cuDNN's own version check fails in a fresh process: its copy is not whole or mixes versions",
-                     tuple(check.cudnn.failures) + tuple(f"mapped: {p}" for p in check.cudnn.mapped),
-                     fix="`ortfix plan` shows the change that loads the environment's whole cuDNN", data=data,
+        return Level(1, "loader", Status.FAIL, CUDNN_VERDICT, check.cudnn.evidence, fix=CUDNN_FIX, data=data,
                      load_check=check)
-    if check.cudnn is not None and check.cudnn.not_cudnn:
-        notes.append(f"{check.cudnn.soname}: exports no cudnnGetVersion, so cuDNN's version checks were not run")
-    elif check.cudnn is not None:
-        notes.append(f"cuDNN {check.cudnn.version_text}: its version checks pass "
-                     f"({', '.join(c.function for c in check.cudnn.calls)})")
+    notes += [check.cudnn.note] if check.cudnn else []
     return Level(1, "loader", Status.PASS,
                  f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
                  f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),
