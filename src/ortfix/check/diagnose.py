@@ -12,6 +12,7 @@ from ortfix.check.findings import Finding
 from ortfix.check.libraries import (
     library_findings,
     matrix_agreement_findings,
+    partial_cudnn_findings,
     soname_link_findings,
     unreadable_dir_findings,
 )
@@ -36,6 +37,9 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
                 findings += library_findings(facts, gpu, provider)
         findings += torch_findings(facts, gpu)
     findings += soname_link_findings(facts)
+    if not is_windows(facts):
+        cuda = next((p for p in gpu.providers if p.provider == "cuda"), None) if gpu is not None else None
+        findings += partial_cudnn_findings(facts, matrix, cuda)
     findings += unreadable_dir_findings(facts)
     findings += interrupted_findings(facts)
     findings += windows_findings(facts, gpu)

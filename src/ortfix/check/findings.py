@@ -113,6 +113,16 @@ class OtherCudaData(TypedDict):
     cuda_major: int
 
 
+class PartialCopyData(TypedDict):
+    """LIB009: a cuDNN copy's folder, its libcudnn, its version, and the sub-libraries missing beside it."""
+
+    directory: str
+    soname: str
+    version: str | None
+    missing: list[str]
+    inside_env: bool
+
+
 class SonameLinkData(TypedDict):
     """LIB005: the folder, the missing link (the SONAME), the file it would point at, and whether it is inside
     the environment."""
@@ -162,7 +172,8 @@ class LoginPathData(TypedDict):
 
 FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
                     GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
-                    SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData, LoginPathData]
+                    PartialCopyData, SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData,
+                    LoginPathData]
 
 
 def _no_data() -> NoData:

@@ -11,6 +11,7 @@ from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding
 from ortfix.check.windows import is_windows, search_summary, shadow_vias
+from ortfix.compat.matrix import Matrix
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
 
@@ -117,8 +118,8 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
                os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]
         if not own or not (parse_dll_name(res.name) if windows else parse_lib_name(res.name)):
             continue
-        loaded_version = _file_version(res.path) or next(
-            (c.version for c in facts.libraries if os.path.normcase(c.path) == os.path.normcase(res.path)), None)
+        loaded_version = next((c.version for c in facts.libraries if os.path.normcase(c.path) ==
+                               os.path.normcase(res.path)), None) or _file_version(res.path)
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
             f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
@@ -193,6 +194,41 @@ def soname_link_findings(facts: Facts) -> list[Finding]:
              "inside_env": copy.inside_env}))
     return out
 
+
+
+def partial_cudnn_findings(facts: Facts, matrix: Matrix, provider: ProviderLoad | None) -> list[Finding]:
+    """LIB009: a libcudnn.so.N without the sub-libraries every cuDNN N wheel ships beside it (the matrix's SONAMEs).
+    cuDNN loads them itself, by SONAME, the first time an operation needs one; a process that got this libcudnn
+    (or its libcudnn_graph) aborts: "Unable to load any of {libcudnn_ops.so.9.1.0, ...}". An error when the provider
+    would load cuDNN from this copy, else a warning: every other program that finds it first is at risk."""
+    expected: dict[int, set[str]] = {}
+    for row in matrix.cudnn:
+        expected.setdefault(row.major, set()).update(row.wheel.sonames)
+    present: dict[str, set[str]] = {}
+    for c in facts.libraries:
+        present.setdefault(c.directory, set()).add(c.name)
+    resolved = {os.path.realpath(r.path) for r in (provider.resolutions if provider else ()) if r.path}
+    out = []
+    for copy in facts.libraries:
+        if copy.family != "cudnn" or copy.name != copy.soname or copy.major not in expected:
+            continue
+        missing = sorted(expected[copy.major] - present.get(copy.directory, set()))
+        if not missing:
+            continue
+        used = os.path.realpath(copy.path) in resolved
+        out.append(Finding(
+            FindingCode.LIB_PARTIAL_COPY, Severity.ERROR if used else Severity.WARNING,
+            f"{copy.path} (cuDNN {copy.version or copy.major}, {copy.origin}) is a partial copy: {len(missing)} of its "
+            "sub-libraries are missing beside it",
+            (f"{copy.directory}: has {', '.join(sorted(n for n in present[copy.directory] if 'cudnn' in n))}",
+             f"missing: {', '.join(missing)}",
+             *(("the CUDA provider would load cuDNN from this copy",) if used else ())),
+            "remove the partial copy (or its folder from LD_LIBRARY_PATH), or complete it; `ortfix plan` makes this "
+            "environment load its own whole cuDNN first" if not copy.inside_env else
+            "reinstall the environment's cuDNN wheel: `ortfix plan` shows how",
+            {"directory": copy.directory, "soname": copy.name, "version": copy.version, "missing": missing,
+             "inside_env": copy.inside_env}))
+    return out
 
 
 def unreadable_dir_findings(facts: Facts) -> list[Finding]:

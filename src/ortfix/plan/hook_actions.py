@@ -27,6 +27,8 @@ from ortfix.system.inventory import parse_lib_name
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",
                "cusparse", "cusolver", "cudnn", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+# cuDNN's sub-libraries by the word after "cudnn_", in load order (see _cudnn_sub_rank).
+_CUDNN_SUB_ORDER = ("graph", "ops", "cnn", "adv", "engines", "ext", "heuristic")
 # A Windows DLL name: family, then "64" (most of them), then "_" and the version (cublasLt64_12.dll, cudnn_ops64_9.dll,
 # nvJitLink_120_0.dll, cudart64_110.dll).
 _DLL_NAME = re.compile(r"^([A-Za-z_]+?)(?:64)?_[0-9][0-9_]*\.dll$", re.I)
@@ -51,13 +53,25 @@ def _family(name: str) -> str:
     return m.group(1) if m else ""
 
 
+def _cudnn_sub_rank(family: str) -> int:
+    """Where a cuDNN sub-library loads among its siblings: graph, ops, cnn, adv, the engines, the rest, heuristic
+    (each NEEDs only the ones before it: cuDNN 9's ops, cnn, adv, engines and heuristic NEED libcudnn_graph, cnn and
+    adv NEED libcudnn_ops; cuDNN 8's cnn and adv NEED its ops); 0 for libcudnn itself."""
+    if family == "cudnn":
+        return 0
+    part = family.split("_")[1] if "_" in family else ""
+    return 1 + (_CUDNN_SUB_ORDER.index(part) if part in _CUDNN_SUB_ORDER else _CUDNN_SUB_ORDER.index("ext"))
+
+
 def _order(hook_libs: Mapping[str, str]) -> list[str]:
-    def key(soname: str) -> tuple[int, str]:
+    def key(soname: str) -> tuple[int, int, str]:
         family = _family(soname)
         base = family.split("_")[0] if family.startswith("cudnn") else family
         rank = _LOAD_ORDER.index(base) if base in _LOAD_ORDER else len(_LOAD_ORDER)
-        # libcudnn.so.N before its sub-libraries; sub-libraries in name order.
-        return (rank * 2 + (1 if family != base else 0), soname)
+        # libcudnn.so.N, then its sub-libraries in dependency order (a sub-library preloaded before one it NEEDs
+        # would have the loader search for that one, LD_LIBRARY_PATH first, and map a shadowing copy); cuDNN 8's
+        # *_infer before its *_train (name order).
+        return (rank, _cudnn_sub_rank(family) if base == "cudnn" else 0, soname)
 
     return [hook_libs[s] for s in sorted(hook_libs, key=key)]
 
@@ -72,7 +86,7 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
     """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
     fixes = tuple(sorted(c for c in codes if c in (Code.LIB_NOT_ON_PATH, Code.LIB_SHADOWED, Code.LIB_MISSING,
                                                    Code.LIB_WRONG_MAJOR, Code.SONAME_LINK_MISSING,
-                                                   Code.LIB_OTHER_CUDA)))
+                                                   Code.LIB_OTHER_CUDA, Code.LIB_PARTIAL_COPY)))
     if windows is None:
         windows = targets_windows(facts)
     if kind == "user-path" and not windows:

@@ -30,7 +30,7 @@ from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targe
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, ChosenBuild, Plan, PlanOptions, plan_fingerprint
-from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying
+from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying, whole_cudnn
 from ortfix.plan.neighbours import Replacement, refusal, replacements
 from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
@@ -142,6 +142,10 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             continue
         to_install[wheel.distribution] = wheel
         hook_libs[soname] = _installed_path(site, wheel, soname, windows=windows)
+
+    if not windows:  # Windows: the PATH hook puts folders first, and cuDNN's folder holds all of it
+        cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
+        hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
 
     # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
     # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.

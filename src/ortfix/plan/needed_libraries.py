@@ -1,17 +1,17 @@
 """Which CUDA libraries a plan must provide: those the chosen build needs (or, keeping the installed build, those
 the loader misses or finds elsewhere), the installed copies by soname, and the NVIDIA wheels that occupy the folder
-a wheel to install writes into."""
+a wheel to install writes into, and the whole cuDNN copy that a cuDNN library to make findable belongs to."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
-from ortfix.system.inventory import LibCopy
+from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.target.probe import Distribution
 
 
@@ -63,4 +63,26 @@ def copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:
     for c in copies:
         if c.soname:
             out.setdefault(c.soname, []).append(c)
+    return out
+
+
+def whole_cudnn(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], wheel: WheelSpec | None) -> dict[str, str]:
+    """`hook_libs` (SONAME → path) with every library of each cuDNN copy it names: the libcudnn*.so.N of the same
+    major in that folder (what the installed wheel holds, not only what the matrix lists: 9.28 has
+    libcudnn_engines_tensor_ir and libcudnn_ext), or, for a folder the plan's wheel fills (`wheel`, nothing installed
+    there yet), the SONAMEs that wheel ships. cuDNN loads its sub-libraries itself, by SONAME; a process that maps the
+    environment's libcudnn but none of its sub-libraries gets them from LD_LIBRARY_PATH first, where a shadowing copy
+    of another version may sit (cuDNN 9.1's libcudnn_graph beside 9.28's libcudnn: it aborts)."""
+    out = dict(hook_libs)
+    for soname, path in hook_libs.items():
+        parsed = parse_lib_name(soname)
+        if not parsed or not parsed[0].startswith("cudnn") or not parsed[1]:
+            continue
+        major, folder = parsed[1][0], os.path.dirname(path)
+        there = [c for c in copies if c.directory == folder and c.family.startswith("cudnn") and c.major == major
+                 and c.soname == c.name]
+        names = [c.name for c in there] if there else list(wheel.sonames if wheel and soname in wheel.sonames
+                                                                else ())
+        for name in names:
+            out.setdefault(name, os.path.join(folder, name))
     return out

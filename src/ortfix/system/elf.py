@@ -1,8 +1,11 @@
-"""Read what the dynamic loader reads from an ELF file: class, machine, SONAME, NEEDED, RPATH, RUNPATH, flags."""
+"""Read what the dynamic loader reads from an ELF file: class, machine, SONAME, NEEDED, RPATH, RUNPATH, flags; and the
+version a cuDNN library records in its read-only data."""
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -115,3 +118,39 @@ def elf_header(path: str | os.PathLike[str]) -> tuple[int, str] | None:
 
 
 _MACHINES = {3: "EM_386", 62: "EM_X86_64", 183: "EM_AARCH64", 40: "EM_ARM", 21: "EM_PPC64", 22: "EM_S390"}
+
+
+_CUDNN_MARK = re.compile(rb"cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_")
+
+
+def cudnn_version_mark(path: str | os.PathLike[str]) -> str | None:
+    """The cuDNN version a cuDNN library file records in its read-only data ("cudnn_version_9_1_0_70_..." in
+    libcudnn_graph.so.9: 9.1.0.70), read from the file without loading it; None when it has none (libcudnn.so.9 itself
+    is a small shim without one) or it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _cudnn_mark_cached(os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _cudnn_mark_cached(path: str, _ino: int, _size: int, _mtime: int) -> str | None:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(4) != _ELF_MAGIC:
+                return None
+            stream.seek(0)
+            rodata = ELFFile(stream).get_section_by_name(".rodata")
+            if rodata is None:
+                return None
+            # only the section: 21 MB of cuDNN 9.28's 115 MB libcudnn_graph.so.9
+            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                start = rodata["sh_offset"]
+                m = _CUDNN_MARK.search(view, start, start + rodata["sh_size"])
+                return ".".join(str(int(p)) for p in m.groups()) if m else None
+    except (ELFError, ValueError, KeyError, AssertionError, OSError):
+        return None

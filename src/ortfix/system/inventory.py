@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ortfix.compat.matrix import Matrix
-from ortfix.system.elf import NotElf
+from ortfix.system.elf import NotElf, cudnn_version_mark
 from ortfix.system.elfcache import ElfReader
 from ortfix.system.ldcache import LdCache
 from ortfix.target.probe import ProbeFacts
@@ -36,7 +36,10 @@ class LibCopy:
     family: str  # 'cudnn', 'cublasLt', 'cudnn_cnn_train'...
     soname: str | None  # DT_SONAME of the file (None: not an ELF file, or none recorded)
     major: int | None  # from the SONAME (libcudnn.so.9 → 9; libcudart.so.11.0 → 11)
-    version: str | None  # the full version from the real file's name (libcudnn.so.8.9.2 → 8.9.2)
+    # The full version: from the real file's name (libcudnn.so.8.9.2 → 8.9.2), else, for a file named by its SONAME
+    # only, the version of the NVIDIA wheel installed in its folder (nvidia-cudnn-cu12 9.28.0.42), else, for cuDNN,
+    # the version it records (elf.cudnn_version_mark: 9.1.0.70); else what the name has (libcudnn.so.9 → 9).
+    version: str | None
     origin: str
     inside_env: bool  # under the target environment's prefix
     # The CUDA major the copy was built for (see cuda_major_of); None when nothing tells.
@@ -160,7 +163,36 @@ def scan(probe: ProbeFacts, cache: LdCache, reader: ElfReader, matrix: Matrix) -
     for directory, origin in candidate_dirs(probe, cache):
         copies.extend(_scan_dir(directory, origin, prefix, reader))
     wheel_majors = _wheel_majors(probe, matrix)
-    return [replace(c, cuda_major=cuda_major_of(c, reader, wheel_majors)) for c in copies]
+    wheel_versions = _wheel_versions(probe, matrix)
+    return [replace(c, cuda_major=cuda_major_of(c, reader, wheel_majors), version=full_version(c, wheel_versions))
+            for c in copies]
+
+
+def _wheel_versions(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[str]]:
+    """Folder of an installed NVIDIA wheel → the versions of the wheels installed there."""
+    out: dict[str, set[str]] = {}
+    for dist in probe.distributions:
+        for _major, wheel in matrix.nvidia_wheels:
+            if dist.normalized == wheel.distribution and dist.installed_version:
+                out.setdefault(os.path.realpath(os.path.join(dist.location, wheel.dir)), set()).add(
+                    dist.installed_version)
+    return out
+
+
+def full_version(copy: LibCopy, wheel_versions: dict[str, set[str]]) -> str | None:
+    """The copy's full version (see LibCopy.version); what its name says when nothing says more."""
+    if copy.version and copy.version.count(".") >= 2:
+        return copy.version
+    versions = wheel_versions.get(os.path.realpath(copy.directory), set())
+    if len(versions) == 1:
+        return next(iter(versions))
+    if copy.family.startswith("cudnn") and copy.major is not None:
+        # cuDNN 9's libcudnn.so.9 is a shim that records no version; its libcudnn_graph beside it does
+        for name in dict.fromkeys((copy.name, f"libcudnn_graph.so.{copy.major}")):
+            mark = cudnn_version_mark(os.path.join(copy.directory, name))
+            if mark and mark.split(".")[0] == str(copy.major):
+                return mark
+    return copy.version
 
 
 def _scan_dir(directory: str, origin: str, prefix: str, reader: ElfReader) -> Iterable[LibCopy]:

@@ -40,6 +40,7 @@ from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
 from ortfix.system.winhooks import read_conda_windows_hook
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
+from ortfix.verify.cudnncheck import CUDNN_FIX, CUDNN_VERDICT
 from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs
 from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
 
@@ -184,6 +185,10 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      f"{bad[0]} cannot be loaded{more}: the {whose} provider cannot start",
                      tuple(_lib_error(n, errors[n]) for n in (*cuda_bad, *trt_bad)),
                      fix="`ortfix plan` shows the change that makes them load", data=data, load_check=check)
+    if check.cudnn is not None and not check.cudnn.ok:
+        return Level(1, "loader", Status.FAIL, CUDNN_VERDICT, check.cudnn.evidence, fix=CUDNN_FIX, data=data,
+                     load_check=check)
+    notes += [check.cudnn.note] if check.cudnn else []
     return Level(1, "loader", Status.PASS,
                  f"the {len(cuda_names) - len(data.get('need_driver', ()))} libraries the CUDA provider needs load in "
                  f"a fresh process" + (f" (and the {len(trt_names)} of the TensorRT provider)" if trt_names else ""),

@@ -19,6 +19,7 @@ from ortfix import subproc
 from ortfix.system.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
 from ortfix.system.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 from ortfix.target.launch import launch
+from ortfix.verify.cudnncheck import CudnnCheck, check_cudnn, cudnn_soname
 
 LOADCHECK_SCHEMA = "ortfix.loadcheck/1"  # the library-load check inside apply's and verify's JSON
 PROVIDER_PREFIX = "libonnxruntime_providers_cuda"
@@ -103,6 +104,7 @@ class LoadCheck:
     # Windows, set by verify's level 1 on a machine without the NVIDIA driver: a DLL that failed only for want of the
     # driver's own DLLs (every other import loaded) is not a failure of the environment
     driver_absent: bool = False
+    cudnn: CudnnCheck | None = None  # cuDNN's own version checks, in a process of their own (cudnncheck.py)
 
     @property
     def majors(self) -> dict[int, list[str]]:
@@ -134,7 +136,8 @@ class LoadCheck:
     @property
     def ok(self) -> bool:
         return (self.imported and self.process_error is None
-                and all(x.error is None or self.excused(x) for x in self.libraries) and self.mixed_majors is None)
+                and all(x.error is None or self.excused(x) for x in self.libraries) and self.mixed_majors is None
+                and (self.cudnn is None or self.cudnn.ok))
 
     @property
     def failures(self) -> list[str]:
@@ -146,7 +149,7 @@ class LoadCheck:
         if not self.imported:
             out.append(f"import onnxruntime failed: {self.import_error}")
         out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error and not self.excused(x)]
-        return out
+        return out + (self.cudnn.failures if self.cudnn else [])
 
     def to_json(self) -> dict[str, object]:
         return {"schema": LOADCHECK_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
@@ -155,7 +158,7 @@ class LoadCheck:
                 "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
                 "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors,
                 "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
-                "driver_absent": self.driver_absent,
+                "driver_absent": self.driver_absent, "cudnn": self.cudnn.to_json() if self.cudnn else None,
                 "msvcp140": self.msvcp140,
                 "msvcp140_version": list(self.msvcp140_version) if self.msvcp140_version else None,
                 "missing": {x.soname: list(x.missing) for x in self.libraries if x.missing},
@@ -192,8 +195,11 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
     via = doc.get("via_requester") or {}
     libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported"), via.get(n)) for n in names)
     mapped = tuple(p for p in doc.get("mapped") or () if isinstance(p, str))
-    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major)
-
+    cudnn = cudnn_soname(names)
+    versions = (check_cudnn(python, cudnn, prefix=prefix, conda_hook=conda_hook, timeout=timeout,
+                            folders=(requester_dirs or {}).get(cudnn, ())) if cudnn else None)
+    return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major,
+                     cudnn=versions)
 
 
 def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:
