@@ -62,19 +62,24 @@ def cu13_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return house
 
 
-def test_cudnn8_pin_of_torch_is_kept(tmp_path: Path, wheelhouse: Path) -> None:
-    """Seed 003: torch 2.3.0+cu121 pins nvidia-cudnn-cu12==8.9.2.26; a cuDNN-9 ORT must not take it away."""
+def _torch_pinning_cudnn8(tmp_path: Path, wheelhouse: Path) -> Path:
+    """Seed 003's stack: onnxruntime-gpu 1.22.0 (cuDNN 9) and torch 2.3.0+cu121 pinning nvidia-cudnn-cu12==8.9.2.26
+    (fake wheels with those requirements); the venv's python."""
     extra = tmp_path / "extra"
     fake_nvidia_wheel(extra, "nvidia-cudnn-cu12", "8.9.2.26", {"libcudnn.so.8": "libcudnn.so.8"}, "nvidia/cudnn/lib")
     _torch_wheel(extra, "2.3.0+cu121", "12.1", [f"nvidia-cudnn-cu12==8.9.2.26; {LINUX}"])
     python = make_venv(tmp_path / "venv")
     pip_install(python, "onnxruntime-gpu==1.22.0", find_links=wheelhouse)
     pip_install(python, "torch", find_links=extra)
+    return python
+
+
+def test_cudnn8_pin_of_torch_is_kept(tmp_path: Path, wheelhouse: Path) -> None:
+    """Seed 003: torch 2.3.0+cu121 pins nvidia-cudnn-cu12==8.9.2.26; a cuDNN-9 ORT must not take it away: the plan
+    moves to the CUDA 12 / cuDNN 8 build instead."""
+    python = _torch_pinning_cudnn8(tmp_path, wheelhouse)
     proc = run_ortfix("plan", "--python", str(python), "--json")
-    if proc.returncode == 1 and not proc.stdout.strip():  # a refusal: one line naming torch and the options
-        [line] = [x for x in proc.stderr.splitlines() if x.strip() and not x.startswith("hint")]
-        assert "torch 2.3.0+cu121" in line and "nvidia-cudnn-cu12==8.9.2.26" in line, proc.stderr
-        return
+    assert proc.returncode == 1 and proc.stdout.strip(), proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["target"]["cudnn_major"] == 8 and plan["target"]["cuda_major"] == 12, plan["target"]
     for action in plan["actions"]:
@@ -85,12 +90,7 @@ def test_cudnn8_pin_of_torch_is_kept(tmp_path: Path, wheelhouse: Path) -> None:
 
 
 def test_forced_cudnn9_build_next_to_the_pin_is_refused_in_one_line(tmp_path: Path, wheelhouse: Path) -> None:
-    extra = tmp_path / "extra"
-    fake_nvidia_wheel(extra, "nvidia-cudnn-cu12", "8.9.2.26", {"libcudnn.so.8": "libcudnn.so.8"}, "nvidia/cudnn/lib")
-    _torch_wheel(extra, "2.3.0+cu121", "12.1", [f"nvidia-cudnn-cu12==8.9.2.26; {LINUX}"])
-    python = make_venv(tmp_path / "venv")
-    pip_install(python, "onnxruntime-gpu==1.22.0", find_links=wheelhouse)
-    pip_install(python, "torch", find_links=extra)
+    python = _torch_pinning_cudnn8(tmp_path, wheelhouse)
     before = tree_state(python.parent.parent)
     proc = run_ortfix("plan", "--python", str(python), "--ort-version", "1.22.0", "--cuda", "12")
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
