@@ -1,8 +1,8 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (`first_screen_order`:
-the errors a plan fixes first). The rules
-live by what they look at: packages.py (the ORT packages), damaged.py (half-done installs), driver_gpu.py (driver
-and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch), windows.py (what only Windows has),
-project.py (the project around the environment); findings.py holds `Finding`."""
+the errors a plan fixes first). The rules live by what they look at: packages.py (the ORT packages), damaged.py
+(half-done installs), driver_gpu.py (driver and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py
+(torch), windows.py (what only Windows has), project.py (the project around the environment); findings.py holds
+`Finding`."""
 
 from __future__ import annotations
 
