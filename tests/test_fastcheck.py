@@ -26,14 +26,15 @@ def gpu_venv(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path
 
 def test_plain_forms_are_taken_and_the_rest_left_to_click() -> None:
     assert parse_check(["check"]) == {"python": None, "as_json": False, "driver_version": None,
-                                      "compute_capability": None, "fresh": False}
+                                      "compute_capability": None, "fresh": False, "verbose": False}
     assert parse_check(["check", "--python", "/x y", "--json", "--driver=550.54.14",
-                        "--compute-capability", "8.6", "--fresh"]) == {
+                        "--compute-capability", "8.6", "--fresh", "--verbose"]) == {
         "python": "/x y", "as_json": True, "driver_version": "550.54.14", "compute_capability": "8.6",
-        "fresh": True}
+        "fresh": True, "verbose": True}
+    assert (parse_check(["check", "-v"]) or {}).get("verbose") is True
     for argv in (["plan"], ["check", "--help"], ["check", "-h"], ["check", "--python"], ["check", "--jsn"],
                  ["check", "--json", "--json"], ["check", "--fresh", "--fresh"], ["check", "--python=", "x"],
-                 ["check", "--python", "--json"],
+                 ["check", "--python", "--json"], ["check", "-v", "--verbose"], ["check", "-vv"],
                  ["check", "extra"], []):
         assert parse_check(argv) is None, argv
 
@@ -45,7 +46,7 @@ def _both(*args: str) -> tuple[subprocess.CompletedProcess[str], subprocess.Comp
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--driver", "550.54.14", "--compute-capability=8.6", "--json"],
-                                   ["--compute-capability", "eight"]])
+                                   ["--compute-capability", "eight"], ["--verbose"], ["-v", "--json"]])
 def test_fast_and_click_paths_agree(gpu_venv: Path, extra: list[str]) -> None:
     fast, slow = _both("check", "--python", str(gpu_venv), *extra)
     assert (fast.returncode, fast.stderr) == (slow.returncode, slow.stderr)

@@ -36,7 +36,10 @@ class Env:
         self.extra_dir.mkdir()
         # ortfix's own state, as after an apply: its presence must not stop check results from being kept
         (root / "venv" / ".ortfix" / "transactions").mkdir(parents=True)
+        # made now: check reads the folder that holds the environment (a project's files there), so a cache folder
+        # created there by the first check would change what the first check read
         self.cache = root / "cache"
+        self.cache.mkdir()
         self.env = {"ORTFIX_CACHE_DIR": str(self.cache), "LD_LIBRARY_PATH": str(self.extra_dir)}
 
     def check(self, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -47,3 +47,22 @@ class FindingCode(StrEnum):
     TORCH_LIB_ONLY = "WIN003"
     LOGIN_PATH_DIFFERS = "WIN004"
     PROJECT_UNDOES = "PRJ001"
+
+
+# What ortfix's plan can fix, by the kind of action that fixes it: plan/make.py and plan/hook_actions.py take an
+# action's `fixes` from these (and plan/make.py checks that every action's are in PLAN_FIXES), and `check` lists the
+# findings a plan fixes first (check/diagnose.py). Whether a given plan fixes one depends on the machine (a library
+# no NVIDIA wheel ships stays unresolved); these are the codes it can.
+UNINSTALL_FIXES = (FindingCode.CPU_ONLY, FindingCode.CPU_AND_GPU, FindingCode.VARIANT_CONFLICT,
+                   FindingCode.PROVIDER_MISSING)  # uninstalling the packages the finding names (in this order)
+INSTALL_FIXES = frozenset({FindingCode.NO_ORT, FindingCode.LIB_MISSING, FindingCode.LIB_WRONG_MAJOR,
+                           FindingCode.DRIVER_TOO_OLD, FindingCode.LIB_OTHER_CUDA})  # installing the build and wheels
+REINSTALL_FIXES = frozenset({FindingCode.ORT_DAMAGED, FindingCode.LIB_DAMAGED,  # plan/repairs.py
+                             FindingCode.ORT_ORPHANED,
+                             FindingCode.GPU_ARCH, FindingCode.TORCH_MISMATCH})  # another build in place of this one
+HOOK_FIXES = frozenset({FindingCode.LIB_NOT_ON_PATH, FindingCode.LIB_SHADOWED, FindingCode.LIB_MISSING,
+                        FindingCode.LIB_WRONG_MAJOR, FindingCode.SONAME_LINK_MISSING,
+                        FindingCode.LIB_OTHER_CUDA, FindingCode.LIB_PARTIAL_COPY})  # the environment's libraries first
+PLAN_FIXES = frozenset({*UNINSTALL_FIXES, *INSTALL_FIXES, *REINSTALL_FIXES, *HOOK_FIXES,
+                        FindingCode.SONAME_LINK_MISSING,  # a symlink action
+                        FindingCode.PROJECT_UNDOES})  # a project-update action

@@ -1,10 +1,12 @@
-"""Facts → findings: the entry point that runs the rules in order and sorts what they find (errors first). The rules
-live by what they look at: packages.py (the ORT packages), damaged.py (half-done installs), driver_gpu.py (driver
-and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py (torch), windows.py (what only Windows has),
-project.py (the project around the environment); findings.py holds `Finding`."""
+"""Facts → findings: the entry point that runs the rules in order and sorts what they find (`first_screen_order`:
+the errors a plan fixes first). The rules live by what they look at: packages.py (the ORT packages), damaged.py
+(half-done installs), driver_gpu.py (driver and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py
+(torch), windows.py (what only Windows has), project.py (the project around the environment); findings.py holds
+`Finding`."""
 
 from __future__ import annotations
 
+from ortfix.check.codes import PLAN_FIXES
 from ortfix.check.damaged import damaged_findings, interrupted_findings, orphaned_findings
 from ortfix.check.driver_gpu import driver_findings
 from ortfix.check.facts import Facts, OrtInstall
@@ -44,8 +46,15 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings += interrupted_findings(facts)
     findings += windows_findings(facts, gpu)
     findings += project_findings(facts)
-    findings.sort(key=lambda f: (f.severity.rank, f.code))
+    findings.sort(key=first_screen_order)
     return findings
+
+
+def first_screen_order(finding: Finding) -> tuple[int, bool, str]:
+    """Errors first, and of those first the ones `ortfix plan` can fix (codes.py's PLAN_FIXES): the actual cause,
+    which a plan changes, is read before what a plan cannot change (no driver on a build host); then the other
+    errors, the warnings, the information. Text and JSON list the findings in this order."""
+    return (finding.severity.rank, finding.code not in PLAN_FIXES, finding.code)
 
 
 def gpu_install(facts: Facts) -> OrtInstall | None:

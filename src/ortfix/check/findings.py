@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict, Union, cast
 
-from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.codes import UNINSTALL_FIXES, FindingCode, Severity
 
 
 class NoData(TypedDict):
@@ -209,8 +209,7 @@ def problems(findings: Sequence[Finding]) -> list[Finding]:
 
 
 # The payload shape of the codes the planner reads, and an accessor for each: the code decides the shape.
-REMOVE_CODES = (FindingCode.CPU_ONLY, FindingCode.CPU_AND_GPU, FindingCode.VARIANT_CONFLICT,
-                FindingCode.PROVIDER_MISSING)
+REMOVE_CODES = UNINSTALL_FIXES  # their payload names what to uninstall (codes.py: what a plan fixes)
 DAMAGED_CODES = (FindingCode.ORT_DAMAGED, FindingCode.LIB_DAMAGED)
 
 
@@ -237,3 +236,8 @@ def shadowing(finding: Finding) -> ShadowedData:
 def soname_link(finding: Finding) -> SonameLinkData:
     _expect(finding, (FindingCode.SONAME_LINK_MISSING,))
     return cast(SonameLinkData, finding.data)
+
+
+def other_cuda(finding: Finding) -> OtherCudaData:
+    _expect(finding, (FindingCode.LIB_OTHER_CUDA,))
+    return cast(OtherCudaData, finding.data)

@@ -139,11 +139,16 @@ def main(debug: bool) -> None:
 @click.option("--compute-capability", metavar="X.Y", help="Assume a GPU of this compute capability.")
 @click.option("--fresh", is_flag=True,
               help="Look at everything again, even when nothing changed since an identical earlier check.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="List every library the provider needs, not only those that are a problem.")
 def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-          fresh: bool) -> None:
+          fresh: bool, verbose: bool) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
 
     Exit status: 0 healthy, 1 problems found, 2 could not run.
+
+    Findings come errors first, those `ortfix plan` can fix before the others. The library tables show only the
+    libraries that are a problem (not found, shadowed, another CUDA major) and count the rest; --verbose lists all.
 
     An identical earlier check is replayed while nothing it looked at has changed (its probe of the environment
     still runs); --fresh looks at everything again.
@@ -152,10 +157,11 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     Examples:
       ortfix check
       ortfix check --python ~/venvs/infer/bin/python --json
+      ortfix check --verbose
     """
     from ortfix.cli.fastcheck import check_command
 
-    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose))
 
 
 @main.command()

@@ -2,9 +2,10 @@
 
 `check` is the command people run most and the one whose speed is measured (scripts/bench_check.py); click alone
 costs about a quarter of its run time. The entry point hands the plain forms of `check` here (`--python P`, `--json`,
-`--driver V`, `--compute-capability X.Y`, `--fresh`, each at most once); anything else (help, a typo, a repeated option,
-another command) goes to the click CLI, which owns every message about the command line. Both paths call
-`check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares them).
+`--driver V`, `--compute-capability X.Y`, `--fresh`, `--verbose`/`-v`, each at most once); anything else (help, a
+typo, a repeated option, another command) goes to the click CLI, which owns every message about the command line.
+Both paths call `check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares
+them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on
 if TYPE_CHECKING:
     from typing import Any
 
-_FLAGS = {"--json": "as_json", "--fresh": "fresh"}
+_FLAGS = {"--json": "as_json", "--fresh": "fresh", "--verbose": "verbose", "-v": "verbose"}
 _VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability"}
 
 
@@ -25,7 +26,7 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     if not argv or argv[0] != "check":
         return None
     opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None,
-                            "fresh": False}
+                            "fresh": False, "verbose": False}
     seen: set[str] = set()
     i = 1
     while i < len(argv):
@@ -50,31 +51,31 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-                  echo: Callable[[str], None], fresh: bool = False) -> int:
+                  echo: Callable[[str], None], fresh: bool = False, verbose: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
     An identical earlier check is replayed while nothing it depended on has changed (speed/replay.py); `fresh` skips
-    that."""
+    that. `verbose`: every library row of the report, not only those that are a problem."""
     from ortfix.speed.replay import saved_check
     from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
 
-    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability))
+    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability, verbose))
     if saved is None:
-        output, code, _report = _check(python, as_json, driver_version, compute_capability)
+        output, code, _report = _check(python, as_json, driver_version, compute_capability, verbose)
     else:
         replayed = saved.replay()
         if replayed is not None:
             echo(replayed[0])
             return replayed[1]
-        output, code = saved.record(lambda: _check(python, as_json, driver_version, compute_capability))
+        output, code = saved.record(lambda: _check(python, as_json, driver_version, compute_capability, verbose))
     echo(output)
     return code
 
 
-def _check(python: str | None, as_json: bool, driver_version: str | None,
-           compute_capability: str | None) -> tuple[str, int, str]:
+def _check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
+           verbose: bool) -> tuple[str, int, str]:
     """(what `check` prints, its exit code, the probe's report it was made from)."""
     from ortfix.cli.output import Command, dump_json, envelope
     from ortfix.cli.render import check_json, render_check
@@ -85,7 +86,8 @@ def _check(python: str | None, as_json: bool, driver_version: str | None,
     if as_json:
         output = dump_json(envelope(Command.CHECK, code, check_json(result)))
     else:
-        output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target))
+        output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target),
+                              verbose=verbose)
     return output, code, result.facts.probe.report
 
 

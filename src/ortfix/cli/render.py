@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ortfix.check.codes import Severity
+from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, facts_summary
-from ortfix.check.findings import Finding, finding_json
+from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.compat.matrix import Matrix
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
@@ -91,7 +91,9 @@ def _stack_lines(facts: Facts) -> list[str]:
     return lines
 
 
-def _library_lines(facts: Facts) -> list[str]:
+def _library_lines(facts: Facts, problems: set[str], verbose: bool) -> list[str]:
+    """Each provider library's table of what it needs and where the loader finds it. Unless `verbose`, only the rows
+    that are a problem (not found, or in `problems`), and one line counting the rest: the summary fits one screen."""
     out = []
     for o in facts.ort:
         for prov in o.providers:
@@ -101,15 +103,34 @@ def _library_lines(facts: Facts) -> list[str]:
                 out.append(f"  cannot read: {prov.error}")
                 continue
             seen: set[str] = set()
+            hidden = 0
             for r in prov.resolutions:
                 if r.name in seen or (r.path and not _interesting(r.name)):
                     continue
                 seen.add(r.name)
+                if not verbose and r.path and r.name not in problems:
+                    hidden += 1
+                    continue
                 where = r.path or "NOT FOUND"
                 lazy = " (loaded lazily)" if r.lazy else ""
                 via = f"  [{r.via}]" if r.via else ""
                 driver = " (needs the NVIDIA driver's libcuda.so.1)" if r.name in prov.needs_driver else ""
                 out.append(f"  {r.name:<36} {where}{via}{lazy}{driver}")
+            if hidden:
+                counted = f"all {hidden}" if hidden == len(seen) else f"{hidden} more"
+                out.append(f"  {counted} found by the loader; --verbose lists every library")
+    return out
+
+
+def _problem_libraries(findings: Sequence[Finding]) -> set[str]:
+    """The libraries the loader finds that are a problem all the same: shadowed by a copy outside the environment
+    (LIB004), or built for another CUDA major (LIB008)."""
+    out: set[str] = set()
+    for f in findings:
+        if f.code == FindingCode.LIB_SHADOWED:
+            out.add(shadowing(f)["soname"])
+        elif f.code == FindingCode.LIB_OTHER_CUDA:
+            out.update(other_cuda(f)["sonames"])
     return out
 
 
@@ -129,10 +150,11 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
 
 
 def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
-                 own_note: str | None = None) -> str:
-    """The check's report; its first line names the target and how it was chosen."""
+                 own_note: str | None = None, *, verbose: bool = False) -> str:
+    """The check's report; its first line names the target and how it was chosen. `verbose`: every library row, not
+    only those that are a problem."""
     lines = [target.line(), *_stack_lines(facts)]
-    libs = _library_lines(facts)
+    libs = _library_lines(facts, _problem_libraries(findings), verbose)
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):

@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from ortfix.check.codes import HOOK_FIXES
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
 from ortfix.errors import OrtfixError
@@ -84,9 +85,7 @@ def dll_folders(hook_libs: Mapping[str, str]) -> list[str]:
 def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code], *,
                  windows: bool | None = None) -> list[Action]:
     """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
-    fixes = tuple(sorted(c for c in codes if c in (Code.LIB_NOT_ON_PATH, Code.LIB_SHADOWED, Code.LIB_MISSING,
-                                                   Code.LIB_WRONG_MAJOR, Code.SONAME_LINK_MISSING,
-                                                   Code.LIB_OTHER_CUDA, Code.LIB_PARTIAL_COPY)))
+    fixes = tuple(sorted(c for c in codes if c in HOOK_FIXES))
     if windows is None:
         windows = targets_windows(facts)
     if kind == "user-path" and not windows:

@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 from packaging.utils import canonicalize_name
 
 from ortfix import __version__
+from ortfix.check.codes import INSTALL_FIXES, PLAN_FIXES, UNINSTALL_FIXES, Severity
 from ortfix.check.codes import FindingCode as Code
-from ortfix.check.codes import Severity
 from ortfix.check.diagnose import gpu_install
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadowing, soname_link
@@ -185,7 +185,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})"
              + (f": {taken.line()}" if taken and (taken.needs or taken.new) else ""),),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted({*(c for c in codes if c in REMOVE_CODES), *repairs.remove.get(name, ())})),
+            tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES), *repairs.remove.get(name, ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
@@ -207,9 +207,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                          "`ortfix apply --system` passes --break-system-packages, and what it installs can break the "
                          "distribution's own packages; a venv is better (python3 -m venv --system-site-packages DIR, "
                          "then plan for DIR/bin/python)")
-        fixes = tuple(sorted({*(c for c in codes if c in (*REMOVE_CODES, Code.NO_ORT, Code.LIB_MISSING,
-                                                          Code.LIB_WRONG_MAJOR, Code.DRIVER_TOO_OLD,
-                                                          Code.LIB_OTHER_CUDA)),
+        fixes = tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES or c in INSTALL_FIXES),
                               *repairs.installed_by(swap and target is not None, codes),
                               *((Code.GPU_ARCH,) if swap and arch_error else ()),
                               *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ())}))
@@ -262,6 +260,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         notes += list(target.reasons)
     facts_fingerprint = facts.fingerprint()
     broken = [r for r in changed if r.broken]
+    assert all(c in PLAN_FIXES for a in actions for c in a.fixes), "check/codes.py's PLAN_FIXES lists what a plan fixes"
     return Plan(
         schema=PLAN_SCHEMA,
         created=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
