@@ -226,6 +226,23 @@ def test_poetry_and_pdm_projects_are_detected(cpu_template: Path, wheelhouse: Pa
     assert_same_tree(before, tree_state(tmp_path / "app"))
 
 
+def test_poetry_extra_is_left_to_the_user(cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    """`poetry remove` has no option naming an extra: removing from the main group would leave the extra's CPU pin,
+    so --project refuses (one line, exit 2) before any change instead of running it."""
+    project = tmp_path / "app"
+    project.mkdir()
+    python = pip_venv(cpu_template, project / ".venv")
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0.1.0"\n\n'
+                                            '[project.optional-dependencies]\ninfer = ["onnxruntime==1.22.0"]\n\n'
+                                            '[tool.poetry]\npackage-mode = false\n')
+    (project / "poetry.lock").write_text(LOCK)
+    env = _user_env(tmp_path, wheelhouse, None)
+    before = tree_state(project)
+    one_line_error(run_in(project, "apply", "--python", str(python), "--project", "--yes", env=env),
+                   "--project", "extra 'infer'", "poetry remove` cannot name")
+    assert_same_tree(before, tree_state(project))
+
+
 def _tool_bin(tmp_path_factory: pytest.TempPathFactory, program: str, requirement: str) -> Path:
     """A folder holding only `program` (to put on PATH): pip-installed once into a cached tools venv."""
     tools = cache_root() / f"{program}-tools"
