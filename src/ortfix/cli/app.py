@@ -181,8 +181,9 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
               help="Who installs packages: uv when it is found and your pip configuration translates to it, else "
                    "the environment's pip (auto); the environment's pip; or uv.")
 @click.option("--project", "project", is_flag=True,
-              help="Also change the project around the environment (uv: uv remove/add; requirements files: the "
-                   "onnxruntime line) so that its next sync keeps the fix; journaled and rolled back with the rest.")
+              help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
+                   "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
+                   "rolled back with the rest.")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
          driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
          project: bool) -> None:
@@ -480,8 +481,9 @@ def _tx_ui(as_json: bool) -> Any:
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
 @click.option("--project", "project", is_flag=True,
-              help="Also change the project around the environment (uv: uv remove/add; requirements files: the "
-                   "onnxruntime line) so that its next sync keeps the fix; journaled and rolled back with the rest.")
+              help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
+                   "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
+                   "rolled back with the rest.")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
           keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, installer: str,
           driver_version: str | None, compute_capability: str | None, system: bool, project: bool) -> None:

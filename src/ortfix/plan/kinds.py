@@ -63,9 +63,9 @@ class RequirementEdit(TypedDict):
 
 class ProjectUpdateDetails(TypedDict):
     project: str  # the project folder (absolute): the environment's parent folder
-    manager: Literal["uv", "requirements"]
+    manager: str  # uv | poetry | pdm (system/project.TOOLS: the tool runs) | requirements (lines edited)
     files: dict[str, str]  # name in the project folder → sha256 when planned ("" when absent): journaled, restored
-    section: str  # where the dependency is declared: dependencies | optional:NAME | group:NAME
-    remove: list[str]  # distributions the tool removes (uv remove)
-    add: list[str]  # requirements the tool adds (uv add)
+    section: str  # where the dependency is declared: dependencies | optional:NAME | group:NAME | poetry:GROUP
+    remove: list[str]  # distributions the tool removes (uv/poetry/pdm remove)
+    add: list[str]  # requirements the tool adds (uv/poetry/pdm add)
     edits: list[RequirementEdit]  # requirements-file lines replaced (manager "requirements")

@@ -1,7 +1,7 @@
 """The project around the environment (PRJ001): what makes the fix hold there. With `--project` a project-update
-action (uv remove/add for a uv project, the line edit for requirements files), run first in the transaction; without
-it, a note with the exact commands or edit. poetry and pdm projects get the note (`--project` is refused for them
-with the commands to run by hand); a lock file is never edited by ortfix: the tool rewrites it."""
+action (the project's own uv, poetry or pdm removes onnxruntime and adds the GPU build in the same section; the line
+edit for requirements files), run first in the transaction; without it, a note with the exact commands or edit. A
+lock file is never edited by ortfix: the tool rewrites it."""
 
 from __future__ import annotations
 
@@ -18,15 +18,16 @@ from ortfix.plan.model import Action, ChosenBuild
 from ortfix.safetext import visible
 from ortfix.system.project import (
     PYPROJECT,
+    TOOLS,
     Project,
     cpu_mentions,
+    lock_file,
     replaced_line,
     requirement_name,
     sync_command,
     tool_commands,
+    tool_refusal,
 )
-
-TOOLS = ("uv", "poetry", "pdm")
 
 
 def project_changes(facts: Facts, target: ChosenBuild | None, requirements: Sequence[str], project_option: bool
@@ -51,9 +52,6 @@ def project_changes(facts: Facts, target: ChosenBuild | None, requirements: Sequ
     if not project_option:
         return [], [f"a fix made only in the environment is undone by `{sync_command(project)}`; to make it hold in "
                     f"the project: {shown} (or apply with --project)"]
-    if details is None:
-        raise OrtfixError(f"--project: ortfix does not run {project.manager} itself yet: run {shown}",
-                          hint="then apply without --project; nothing was changed")
     return [Action(ActionKind.PROJECT_UPDATE, f"update the {project.manager} project at {visible(project.folder)}",
                    tuple(f"~ {visible(project.folder)}/{visible(name)}" for name in details["files"]),
                    "the project's files are saved first and put back byte for byte",
@@ -79,9 +77,8 @@ def _files(project: Project, names: Sequence[str]) -> dict[str, str]:
     return {name: project.sha256(name) for name in names}
 
 
-def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails | None, str] | str:
-    """(the details of a uv project's change, None for poetry and pdm; the commands as shown), or why there is
-    none."""
+def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails, str] | str:
+    """(the details of a uv, poetry or pdm project's change; the commands as shown), or why there is none."""
     declared = [m for m in cpu_mentions(project) if m.file == PYPROJECT]
     if not declared:
         locked = cpu_mentions(project)[0]
@@ -91,19 +88,19 @@ def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails
     if len(sections) > 1:
         return f"onnxruntime is declared in several places of {PYPROJECT} ({', '.join(sections)}): change them by hand"
     section = sections[0]
-    lock = {"uv": "uv.lock", "poetry": "poetry.lock", "pdm": "pdm.lock"}[project.manager]
+    refused = tool_refusal(project.manager, section)
+    if refused is not None:
+        return refused
     commands = tool_commands(project.manager, section, ["onnxruntime"], add)
     shown = " && ".join([f"cd {shlex.quote(visible(project.folder))}",
                          *(" ".join(shlex.quote(visible(a)) for a in argv) for argv in commands)])
-    if project.manager != "uv":
-        return None, shown
     details: ProjectUpdateDetails = {
-        "project": project.folder, "manager": "uv", "files": _files(project, [PYPROJECT, lock]), "section": section,
-        "remove": ["onnxruntime"], "add": add, "edits": []}
+        "project": project.folder, "manager": project.manager, "section": section, "remove": ["onnxruntime"],
+        "add": add, "files": _files(project, [PYPROJECT, lock_file(project.manager)]), "edits": []}
     return details, shown
 
 
-def _requirement_edits(project: Project, requirement: str) -> tuple[ProjectUpdateDetails | None, str] | str:
+def _requirement_edits(project: Project, requirement: str) -> tuple[ProjectUpdateDetails, str] | str:
     edits: list[RequirementEdit] = []
     for m in cpu_mentions(project):
         if m.section != "requirements" or not m.file.startswith("requirements"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ else:  # pragma: no cover - the Python ortfix's CI runs is 3.11
 
 READ_LIMIT = 8 << 20
 LOCK_FILES = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm"}
+TOOLS = tuple(LOCK_FILES.values())  # the project managers ortfix runs for apply --project
 PYPROJECT = "pyproject.toml"
 REQUIREMENT_FILE = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
 # The distributions that are ONNX Runtime builds (the CPU package first).
@@ -293,7 +295,7 @@ def section_options(manager: str, section: str) -> list[str]:
     if manager == "uv":
         return {"optional": ["--optional", name], "group": ["--group", name]}.get(kind, [])
     if manager == "poetry":
-        return ["--group", name] if kind == "poetry" and name != "main" else []
+        return ["--group", name] if kind == "group" or (kind == "poetry" and name != "main") else []
     if manager == "pdm":
         return {"optional": ["--group", name], "group": ["--dev", "--group", name]}.get(kind, [])
     return []
@@ -310,6 +312,30 @@ def tool_commands(manager: str, section: str, remove: list[str], add: list[str])
     if manager == "pdm":
         return [["pdm", "remove", "--no-sync", *where, *remove], ["pdm", "add", "--no-sync", *where, *add]]
     raise ValueError(f"no commands for {manager}")
+
+
+def lock_file(manager: str) -> str:
+    """The lock file the tool `manager` writes."""
+    return next(lock for lock, tool in LOCK_FILES.items() if tool == manager)
+
+
+def tool_refusal(manager: str, section: str) -> str | None:
+    """Why `manager`'s add/remove cannot act on `section` (None when they can): poetry's remove has no option for an
+    extra."""
+    if manager == "poetry" and section.startswith("optional:"):
+        return (f"onnxruntime is in the extra {section.partition(':')[2]!r}, which `poetry remove` cannot name: "
+                "change it by hand")
+    return None
+
+
+def find_tool(name: str) -> str | None:
+    """The program `name` (uv, poetry, pdm) on PATH, else the one next to ortfix's own interpreter (a pipx or venv
+    install of ortfix that has it); never one named in a file."""
+    found = shutil.which(name)
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), f"{name}.exe" if os.name == "nt" else name)
+    return beside if os.path.isfile(beside) and os.access(beside, os.X_OK) else None
 
 
 def replaced_line(old: str, requirement: str) -> str | None:

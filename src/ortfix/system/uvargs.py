@@ -29,14 +29,12 @@ find-links URL with credentials (uv would only take it on its command line).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ortfix.system.pipconfig import PipConfig
+from ortfix.system.project import find_tool
 from ortfix.system.wheelmanifest import is_wheelhouse, link_folder
 
 # Keys that change nothing about what is installed from where: pip's output, its cache, its own checks.
@@ -139,8 +137,4 @@ def uv_environ(base: Mapping[str, str], options: UvOptions) -> dict[str, str]:
 
 def find_uv() -> str | None:
     """uv on PATH, else the one next to ortfix's own interpreter (a pipx or venv install of ortfix that has uv)."""
-    found = shutil.which("uv")
-    if found:
-        return found
-    beside = os.path.join(os.path.dirname(sys.executable), "uv.exe" if os.name == "nt" else "uv")
-    return beside if os.path.isfile(beside) and os.access(beside, os.X_OK) else None
+    return find_tool("uv")

@@ -1,7 +1,9 @@
 """The project-update handler (`apply --project`): the project's files changed through its own tool, so that its next
-sync keeps the fix. uv: `uv remove --no-sync onnxruntime` then `uv add --no-sync onnxruntime-gpu==X …` (the tool
-rewrites pyproject.toml and uv.lock; the environment is changed by the transaction's own steps); requirements
-files: the onnxruntime line replaced, every other byte kept. Never a hand edit of a lock file.
+sync keeps the fix. uv, poetry, pdm: `uv remove --no-sync onnxruntime` then `uv add --no-sync onnxruntime-gpu==X …`
+(`poetry remove/add --lock`, `pdm remove/add --no-sync`), in the section that declared onnxruntime, run with the
+user's own configuration of the tool found on PATH (or beside ortfix's interpreter) now: the tool rewrites
+pyproject.toml and its lock file; the environment is changed by the transaction's own steps. Requirements files: the
+onnxruntime line replaced, every other byte kept. Never a hand edit of a lock file.
 
 Before any change the files (pyproject.toml and the lock, or the requirements files) are saved into a sidecar of the
 journal; undone by writing each back byte for byte (and removing one the tool created). The project folder is the
@@ -23,7 +25,16 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_dict, want_int, want_list, want_sha, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, ProjectUpdateDetails, RequirementEdit
 from ortfix.safetext import first_control, visible
-from ortfix.system.project import LOCK_FILES, PYPROJECT, REQUIREMENT_FILE, SECTION, tool_commands
+from ortfix.system.project import (
+    PYPROJECT,
+    REQUIREMENT_FILE,
+    SECTION,
+    TOOLS,
+    find_tool,
+    lock_file,
+    tool_commands,
+    tool_refusal,
+)
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.confine import EnvRoot
 from ortfix.transaction.journal import Step, sha256_bytes
@@ -54,14 +65,15 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         if os.path.realpath(project) != os.path.dirname(env.prefix):
             raise BadField(f"project {project!r} is not the folder that holds the environment {env.prefix}")
         manager = want_str(details, "manager", limit=16)
-        if manager not in ("uv", "requirements"):
-            raise BadField(f"manager {manager!r} is not uv or requirements")
+        if manager not in (*TOOLS, "requirements"):
+            raise BadField(f"manager {manager!r} is not uv, poetry, pdm or requirements")
         files = want_dict(details, "files")
         if not files or len(files) > 16:
             raise BadField("files names no project file (or too many)")
         for name, sha in files.items():
-            if not (name == PYPROJECT or name in LOCK_FILES or REQUIREMENT_FILE.match(name)):
-                raise BadField(f"{name!r} is not a project file ortfix changes")
+            ours = name in (PYPROJECT, lock_file(manager)) if manager in TOOLS else bool(REQUIREMENT_FILE.match(name))
+            if not ours:
+                raise BadField(f"{name!r} is not a project file ortfix changes for {manager}")
             if sha != "":
                 want_sha(files, name)
         if not SECTION.match(want_str(details, "section", limit=120)):
@@ -72,8 +84,10 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         for req in want_str_list(details, "add", items=32, limit=300):
             _requirement(req)
         edits = [self._edit(e, files) for e in want_list(details, "edits", limit=64)]
-        if manager == "uv" and (edits or not details["remove"] or not details["add"]):
-            raise BadField("a uv update removes and adds distributions and edits no line")
+        if manager in TOOLS and (edits or not details["remove"] or not details["add"]):
+            raise BadField(f"a {manager} update removes and adds distributions and edits no line")
+        if manager in TOOLS and tool_refusal(manager, details["section"]):
+            raise BadField(f"{manager} cannot change the section {details['section']!r}")
         if manager == "requirements" and (not edits or details["remove"] or details["add"]):
             raise BadField("a requirements update edits lines and runs no tool")
 
@@ -96,8 +110,10 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
     def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
         planned = self.typed_details(details)
         problems = []
-        if planned["manager"] == "uv" and not env.uv:
-            problems.append("the plan updates the project with uv, but no uv is on PATH now")
+        if planned["manager"] in TOOLS and not self._tool(env, planned["manager"]):
+            problems.append(f"the plan updates the project with {planned['manager']}, which is not installed: no "
+                            f"{planned['manager']} on PATH or beside ortfix's interpreter (install it, or apply "
+                            "without --project)")
         with EnvRoot(planned["project"]) as root:
             for name, sha in planned["files"].items():
                 if (root.sha256(name) or "") != sha:
@@ -118,11 +134,16 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         return lines
 
     @staticmethod
-    def _argv(env: TargetEnv, planned: ProjectUpdateDetails) -> list[list[str]]:
-        if planned["manager"] != "uv":
+    def _tool(env: TargetEnv, manager: str) -> str | None:
+        """The tool's program now: uv as the environment found it, poetry and pdm looked up the same way."""
+        return env.uv if manager == "uv" else find_tool(manager)
+
+    def _argv(self, env: TargetEnv, planned: ProjectUpdateDetails) -> list[list[str]]:
+        manager = planned["manager"]
+        if manager not in TOOLS:
             return []
-        commands = tool_commands("uv", planned["section"], list(planned["remove"]), list(planned["add"]))
-        return [[env.uv or "uv", *argv[1:]] for argv in commands]
+        commands = tool_commands(manager, planned["section"], list(planned["remove"]), list(planned["add"]))
+        return [[self._tool(env, manager) or manager, *argv[1:]] for argv in commands]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> ProjectUpdateRecord:
         planned = self.typed_details(step.details)
@@ -141,7 +162,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
             ctx.commit(record)
             if ctx.crash_midway:
                 test_crash()
-            if planned["manager"] == "uv":
+            if planned["manager"] in TOOLS:
                 record["argv"] = self._run_tool(env, planned, ctx)
             else:
                 for name in sorted({e["file"] for e in planned["edits"]}):
@@ -152,7 +173,8 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         ran = []
         for argv in self._argv(env, planned):
             ctx.echo(f"updating the project: {' '.join(visible(a) for a in argv)}")
-            # The user's own environment: the project's tool runs with the user's configuration (uv.toml, UV_*).
+            # The user's own environment: the project's tool runs with the user's configuration (uv.toml, UV_*,
+            # poetry's config.toml and POETRY_*, pdm's config and PDM_*), and its sources in pyproject.toml.
             proc = subproc.run(argv, target_python=env.python, env=dict(os.environ), timeout=TOOL_TIMEOUT,
                                cwd=Path(planned["project"]))
             for line in (proc.stdout + proc.stderr).splitlines()[-20:]:
