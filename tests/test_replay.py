@@ -194,7 +194,7 @@ def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], t
     for key, value in env.env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
-    _check(str(env.python), False, None, None)  # imports everything first: imports are not the check's doing
+    _check(str(env.python), False, None, None, False)  # imports everything first: imports are not the check's doing
     loader._listdir_cached.cache_clear()
     elf._read_elf_cached.cache_clear()
 
@@ -212,7 +212,7 @@ def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], t
     with fsrecord.recording(ignored=[str(tmp_path / "cache")]) as recorder:
         listening[0] = True
         try:
-            output, code, report = _check(str(env.python), False, None, None)
+            output, code, report = _check(str(env.python), False, None, None, False)
         finally:
             listening[0] = False
     assert code == 1 and report and "LIB002" in output
