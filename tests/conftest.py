@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from support.fixtures import fake_ort_cpu_wheel, fake_ort_gpu_wheel, nvidia_cu12_set
+from support.fixtures import fake_ort_cpu_wheel, fake_ort_gpu_wheel, nvidia_cu12_set, pip_install
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +22,12 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fake_ort_cpu_wheel(house, version="1.22.0")
     nvidia_cu12_set(house)
     return house
+
+
+@pytest.fixture(scope="session")
+def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """A venv with its own pip and the CPU package onnxruntime 1.22.0 from `wheelhouse`, made once; tests copy it."""
+    root = tmp_path_factory.mktemp("cpu-template")
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
+    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    return root / "venv"

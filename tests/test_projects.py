@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from support.fixtures import pip_install
 from support.testcache import cache_root, locked
 from test_apply import ortfix_env, pip_config, pip_venv
 from test_uv_installer import uv_bin  # noqa: F401  (the fixture)
@@ -38,14 +37,6 @@ def run_in(folder: Path, *args: str, env: Mapping[str, str]) -> subprocess.Compl
 
 def site_dists(venv: Path) -> set[str]:
     return {p.name.split("-")[0].lower() for p in venv.glob("lib/python3*/site-packages/*.dist-info")}
-
-
-@pytest.fixture(scope="module")
-def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
-    root = tmp_path_factory.mktemp("prj-template")
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
-    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
-    return root / "venv"
 
 
 def _user_env(tmp: Path, wheelhouse: Path, uv: Path | None) -> dict[str, str]:

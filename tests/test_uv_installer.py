@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from support.fixtures import pip_install
 from support.testcache import cache_root
 from test_apply import ortfix_env, pip_config, pip_venv
 from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
@@ -37,15 +36,6 @@ def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("uv-bin")
     (folder / "uv").symlink_to(uv)
     return folder
-
-
-@pytest.fixture(scope="module")
-def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
-    """A venv with pip and the CPU package, made once; each test copies it."""
-    root = tmp_path_factory.mktemp("uv-template")
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
-    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
-    return root / "venv"
 
 
 def _venv(template: Path, tmp: Path) -> Path:

@@ -106,19 +106,27 @@ def test_powershell_scripts_quote_and_take_back() -> None:
     assert not re.search(r"\$Env:PATH = \$Env:ORTFIX", ps1_off)
 
 
-@pytest.mark.parametrize("before", [None, "/usr/bin:/bin"])
-def test_bash_scripts_prepend_and_restore_exactly(tmp_path: Path, before: str | None) -> None:
+_SHOW_PATH = 'if [ -n "${PATH+x}" ]; then printf "set:%s\\n" "$PATH"; else echo unset; fi'
+
+
+def _bash_with_hooks(tmp_path: Path, script: str, env: dict[str, str]) -> list[str]:
+    """Run `script` in bash with the conda .sh scripts for a hostile prefix as "$1" (activate.d) and "$2"
+    (deactivate.d); the lines it printed."""
     prefix = f"C:\\envs\\{HOSTILE}"
     folders = [prefix + "\\Lib\\site-packages\\nvidia\\cublas\\bin", "D:\\CUDA\\bin"]
     texts = winhooks.render_conda_windows_hooks(folders, prefix)
     (tmp_path / "on.sh").write_text(texts[2], encoding="utf-8")
     (tmp_path / "off.sh").write_text(texts[5], encoding="utf-8")
-    show = 'if [ -n "${PATH+x}" ]; then printf "set:%s\\n" "$PATH"; else echo unset; fi'
-    script = f'{"unset PATH; " if before is None else ""}{show}; . "$1"; {show}; . "$2"; {show}'
-    env = {"PATH": before} if before is not None else {}
     bash = shutil.which("bash") or "/bin/bash"
-    out = subprocess.run([bash, "--norc", "-c", script, "bash", str(tmp_path / "on.sh"), str(tmp_path / "off.sh")],
-                         capture_output=True, text=True, env=env, check=True).stdout.splitlines()
+    return subprocess.run([bash, "--norc", "-c", script, "bash", str(tmp_path / "on.sh"), str(tmp_path / "off.sh")],
+                          capture_output=True, text=True, env=env, check=True).stdout.splitlines()
+
+
+@pytest.mark.parametrize("before", [None, "/usr/bin:/bin"])
+def test_bash_scripts_prepend_and_restore_exactly(tmp_path: Path, before: str | None) -> None:
+    show = _SHOW_PATH
+    script = f'{"unset PATH; " if before is None else ""}{show}; . "$1"; {show}; . "$2"; {show}'
+    out = _bash_with_hooks(tmp_path, script, {"PATH": before} if before is not None else {})
     first = f"/c/envs/{HOSTILE}/Lib/site-packages/nvidia/cublas/bin:/d/CUDA/bin"
     assert out == [("unset" if before is None else f"set:{before}"),
                    f"set:{first}" + (f":{before}" if before else ""),
@@ -310,20 +318,11 @@ def test_bat_scripts_under_condas_own_order_in_cmd(tmp_path: Path) -> None:
 def test_bash_scripts_under_condas_own_order(tmp_path: Path, before: str | None) -> None:
     """The same order for conda's bash on Windows: after `conda deactivate` PATH is what it was before `conda
     activate`."""
-    prefix = f"C:\\envs\\{HOSTILE}"
-    folders = [prefix + "\\Lib\\site-packages\\nvidia\\cublas\\bin", "D:\\CUDA\\bin"]
-    texts = winhooks.render_conda_windows_hooks(folders, prefix)
-    (tmp_path / "on.sh").write_text(texts[2], encoding="utf-8")
-    (tmp_path / "off.sh").write_text(texts[5], encoding="utf-8")
-    show = 'if [ -n "${PATH+x}" ]; then printf "set:%s\\n" "$PATH"; else echo unset; fi'
     own = "/c/envs/own/Library/bin"  # the folder conda itself puts first and takes out again
     script = (f'export PATH="{own}${{PATH:+:$PATH}}"; . "$1"; '
               f'_p=":$PATH:"; _p="${{_p%%:{own}:*}}:${{_p#*:{own}:}}"; _p="${{_p#:}}"; export PATH="${{_p%:}}"; '
-              f'. "$2"; {show}')
-    bash = shutil.which("bash") or "/bin/bash"
-    out = subprocess.run([bash, "--norc", "-c", script, "bash", str(tmp_path / "on.sh"), str(tmp_path / "off.sh")],
-                         capture_output=True, text=True, env={"PATH": before}, check=True).stdout.splitlines()
-    assert out == [f"set:{before}"]
+              f'. "$2"; {_SHOW_PATH}')
+    assert _bash_with_hooks(tmp_path, script, {"PATH": before}) == [f"set:{before}"]
 
 
 # The handler runs in the Windows process, imported as ortfix imports it there.
