@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Where ortfix runs from in the tests: never the checkout, whose `.venv` beside pyproject.toml (CI makes one) is the
+# default target there (a project's .venv, as uv finds it) and ortfix's own environment.
+NEUTRAL = Path(tempfile.gettempdir())
 
 
 def run_ortfix(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
@@ -19,7 +23,7 @@ def run_ortfix(*args: str, env: Mapping[str, str] | None = None, cwd: Path | Non
     if env:
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "ortfix", *args], capture_output=True, text=True, env=full_env,
-                          cwd=cwd, timeout=timeout, check=False)
+                          cwd=cwd or NEUTRAL, timeout=timeout, check=False)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:

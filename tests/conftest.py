@@ -31,3 +31,17 @@ def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> 
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
     pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
     return root / "venv"
+
+
+# Modules that run wine. They share one wine prefix (tests/support/testcache.py), and some end its wineserver
+# (`wineserver -k`) when they finish: beside them in another pytest-xdist worker, a Windows process was killed or
+# left waiting. `--dist loadgroup` (CI's) runs every test of the group in one worker, one after another.
+WINE_MODULES = frozenset({"test_installers", "test_pipconfig", "test_windows_apply", "test_windows_check",
+                          "test_windows_e2e", "test_windows_hooks", "test_windows_runtime", "test_windows_verify",
+                          "test_winloader"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__ in WINE_MODULES:
+            item.add_marker(pytest.mark.xdist_group("wine"))

@@ -221,7 +221,9 @@ def test_index_credentials_reach_uv_in_its_environment_never_its_command_line(
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     assert "installing with uv:" in proc.stdout and index.authorized.is_set()
     lines = argv_log.read_text().splitlines()
-    assert len(lines) >= 2 and all(ln.startswith("pip install --python") for ln in lines), lines  # dry run, install
+    installs = [ln for ln in lines if ln.startswith("pip install --python")]  # the dry run and the install
+    assert len(installs) >= 2 and all(ln.startswith(("pip install --python", "pip check --python")) for ln in lines), \
+        lines  # and uv's own consistency check, before and after
     assert "hunter2" not in argv_log.read_text()
     assert "hunter2" not in proc.stdout + proc.stderr
     journals = "".join(p.read_text() for p in (venv / ".ortfix").rglob("*.json"))

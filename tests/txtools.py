@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clitools import REPO
+from clitools import NEUTRAL
 
 
 def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -42,7 +42,7 @@ def assert_same_tree(before: Mapping[str, tuple[Any, ...]], after: Mapping[str, 
 
 def ortfix(*args: str, env: Mapping[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ortfix", *args], capture_output=True, text=True, env=dict(env),
-                          stdin=subprocess.DEVNULL, cwd=REPO, timeout=timeout, check=False)
+                          stdin=subprocess.DEVNULL, cwd=NEUTRAL, timeout=timeout, check=False)
 
 
 def ortfix_json(*args: str, env: Mapping[str, str], expect: int = 0) -> dict[str, Any]:

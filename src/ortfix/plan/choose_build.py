@@ -84,6 +84,7 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     usable = [(v, b) for v, b in candidates if rules.runs_here(b)]
     share = not options.ort_version and any(shares(b) for _, b in usable)
     instead = keep = ""  # why the version asked for (or installed) is not planned: named once the build is chosen
+    kept: set[Version] = set()  # the installed version's release (else its minor's), ranked first unless shared
     if options.ort_version:
         wanted = Version(options.ort_version)
         exact = [(v, b) for v, b in usable if v == wanted]
@@ -97,11 +98,11 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
         same = [(v, b) for v, b in usable if v == cur]
         same_minor = [(v, b) for v, b in usable if (v.major, v.minor) == (cur.major, cur.minor)]
         if same:
-            usable = same + [item for item in usable if item not in same]
+            kept = {v for v, _ in same}
         elif same_minor:
             why = rules.why_not(current, [c for c in candidates if c[0] == cur], candidates)
             instead = f"{why.cause}: the nearest release of {cur.major}.{cur.minor}"
-            usable = same_minor + [item for item in usable if item not in same_minor]
+            kept = {v for v, _ in same_minor}
         elif usable:
             minor = f"{cur.major}.{cur.minor}"
             why = rules.why_not(minor, [c for c in candidates if (c[0].major, c[0].minor) == (cur.major, cur.minor)],
@@ -116,7 +117,6 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
         return []
     driver_known = bool(facts.driver.version)
     cur_version = Version(current) if current and share else None
-    first = usable[0] if current and not share and not options.ort_version else None
 
     def rank(item: tuple[Version, OrtBuild]) -> tuple[int, int, int, int, int, Version]:
         v, b = item
@@ -125,8 +125,7 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
         widely = matrix.widely_deployed_driver
         broad = int(not driver_known and widely is not None
                     and matrix.driver_supports_major(widely, b.cuda_major) is True)
-        kept = int(first is not None and v == first[0])  # the installed version's release comes first
-        return (int(shares(b)), kept, int(v == cur_version), int(b.index == "default"), broad, v)
+        return (int(shares(b)), int(v in kept), int(v == cur_version), int(b.index == "default"), broad, v)
 
     ordered = sorted(usable, key=rank, reverse=True)
     return [_chosen(v, b, matrix, consumer if shares(b) else None, f"{instead}, {b.package} {v}, is used{keep}"

@@ -70,7 +70,7 @@ notes:
   - The user's pip configuration on the managed host is what ortfix installs with; set C(PIP_CONFIG_FILE)
     with the task's C(environment) keyword to use another one (an offline wheelhouse).
   - Run as root (C(become)) against an environment that another user owns, ortfix refuses to start that
-    environment's code (its interpreter, pip, onnxruntime), which would run as root: run the task as the owner
+    environment's code (its interpreter, pip, onnxruntime), which would run as root. Run the task as the owner
     (C(become_user)), or list the environment in C(ORTFIX_SAFE_ENVS) with the task's C(environment) keyword.
 """
 
