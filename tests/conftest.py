@@ -33,15 +33,8 @@ def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> 
     return root / "venv"
 
 
-# Modules that run wine. They share one wine prefix (tests/support/testcache.py), and some end its wineserver
-# (`wineserver -k`) when they finish: beside them in another pytest-xdist worker, a Windows process was killed or
-# left waiting. `--dist loadgroup` (CI's) runs every test of the group in one worker, one after another.
-WINE_MODULES = frozenset({"test_installers", "test_pipconfig", "test_windows_apply", "test_windows_check",
-                          "test_windows_e2e", "test_windows_hooks", "test_windows_runtime", "test_windows_verify",
-                          "test_winloader"})
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.module is not None and item.module.__name__ in WINE_MODULES:
-            item.add_marker(pytest.mark.xdist_group("wine"))
+# The modules that run wine carry `pytestmark = pytest.mark.xdist_group("wine")`: they share one wine prefix
+# (tests/support/testcache.py), and some end its wineserver (`wineserver -k`) when they finish. Beside them in
+# another pytest-xdist worker, a Windows process was killed or left waiting (seen twice: an `ortfix apply` under wine
+# waiting for 8 minutes). `--dist loadgroup` should run every test of the group in one worker; with pytest-xdist 3.8
+# here it did not (the group suffix never reached the node ids), so CI runs pytest in one process for now.
