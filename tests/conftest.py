@@ -33,8 +33,5 @@ def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> 
     return root / "venv"
 
 
-# The modules that run wine carry `pytestmark = pytest.mark.xdist_group("wine")`: they share one wine prefix
-# (tests/support/testcache.py), and some end its wineserver (`wineserver -k`) when they finish. Beside them in
-# another pytest-xdist worker, a Windows process was killed or left waiting (seen twice: an `ortfix apply` under wine
-# waiting for 8 minutes). `--dist loadgroup` should run every test of the group in one worker; with pytest-xdist 3.8
-# here it did not (the group suffix never reached the node ids), so CI runs pytest in one process for now.
+# Each pytest-xdist worker runs wine in a prefix of its own (tests/wintools.wine_slot): with one shared prefix, a test
+# ending its wineserver in one worker left an `ortfix apply` under wine waiting in the other for 8 minutes.

@@ -32,8 +32,6 @@ from support.testcache import cache_root, locked
 from txtools import assert_same_tree, fresh_process, load_code, tree_state
 from wintools import ORTFIX_WIN_DEPS, PY_VERSION, to_windows, win_python
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
-
 INSTALL_SH = REPO / "scripts" / "install.sh"
 INSTALL_PS1 = REPO / "scripts" / "install.ps1"
 BOOTSTRAP = REPO / "scripts" / "bootstrap.py"

@@ -119,7 +119,6 @@ import os, sys
 from pip._internal.configuration import OVERRIDE_ORDER, Configuration
 from ortfix.system.pipconfig import config_files, read_pip_config
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
 c = read_pip_config(sys.prefix, os.environ, windows=True)
 by_kind = dict(Configuration(False).iter_config_files())  # pip loads these, then merges them kind by kind:
 print(json.dumps({"pip_files": [p for kind in OVERRIDE_ORDER for p in by_kind.get(kind, [])],

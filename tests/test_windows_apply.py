@@ -27,7 +27,7 @@ from support.winstubs import mingw_missing
 from txtools import assert_same_tree, tree_state
 from wintools import WinPython, to_windows, win_python
 
-pytestmark = [pytest.mark.realwheels, pytest.mark.xdist_group("wine")]  # one worker: conftest.py
+pytestmark = pytest.mark.realwheels
 Stage = tuple[Path, list[winwheels.StubWheel]]  # the target's python.exe, the NVIDIA wheels installed
 DRIVER = "552.44"  # a Windows driver of the CUDA 12.4 era: runs the CUDA 12 build
 

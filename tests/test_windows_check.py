@@ -43,8 +43,6 @@ from ortfix.target.probe import OrtDir, ProbeFacts, parse_probe
 from support.winstubs import build_stub_dll, mingw_missing
 from wintools import WinPython, pip_install_windows, to_windows, win_python
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
-
 # windows.md: what onnxruntime_providers_cuda.dll of 1.19 - 1.26 imports besides the system's and the C runtime's.
 ORT_123_CUDA_IMPORTS = ("cublasLt64_12.dll", "cublas64_12.dll", "cudnn64_9.dll", "cufft64_11.dll", "cudart64_12.dll")
 CUDNN9_SUBLIBS = ("cudnn_graph64_9.dll", "cudnn_ops64_9.dll", "cudnn_cnn64_9.dll", "cudnn_adv64_9.dll",

@@ -18,7 +18,7 @@ import pytest
 from support import winwheels
 from wintools import WinPython, from_windows, to_windows, win_python
 
-pytestmark = [pytest.mark.realwheels, pytest.mark.xdist_group("wine")]  # one worker: conftest.py
+pytestmark = pytest.mark.realwheels
 T = TypeVar("T")
 Stage = tuple[Path, list[winwheels.StubWheel]]  # the target's python.exe, the NVIDIA wheels installed
 

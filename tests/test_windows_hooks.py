@@ -333,7 +333,6 @@ from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv
 from ortfix.transaction.journal import Step, StepState
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
 
 with open(sys.argv[1], encoding="utf-8") as handle:  # a file: a long Path does not fit on a command line
     args = json.load(handle)

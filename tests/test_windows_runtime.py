@@ -301,7 +301,6 @@ _STILL_RUNNING = r'''
 import json, subprocess, sys, time
 from ortfix.subproc import installer_alive
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
 
 out = {}
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)

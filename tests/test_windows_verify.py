@@ -383,7 +383,6 @@ from ortfix.system.driver import DriverFacts
 from ortfix.system.winhooks import conda_windows_hook_paths, render_conda_windows_hooks
 from ortfix.verify.levels import level_loader
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
 provider, dirs, hooked, plain = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 # ortfix's own conda scripts, written by the hook code, in one environment; none in the other
 for path, text in zip(conda_windows_hook_paths(hooked), render_conda_windows_hooks(dirs, hooked)):

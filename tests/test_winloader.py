@@ -259,7 +259,6 @@ WINE_SCRIPT = r"""
 import ctypes, json, os, sys
 from ctypes import wintypes
 
-pytestmark = pytest.mark.xdist_group("wine")  # every wine test in one worker: conftest.py says why
 k32 = ctypes.WinDLL("kernel32", use_last_error=True)
 k32.GetModuleHandleW.restype = wintypes.HMODULE
 k32.GetModuleHandleW.argtypes = [wintypes.LPCWSTR]

@@ -135,12 +135,21 @@ def _wine_missing() -> str | None:
     return None
 
 
+def wine_slot() -> str:
+    """Which wine prefix this test process uses: one per pytest-xdist worker (or per `ORTFIX_TEST_WINE_SLOT`, for test
+    runs of several checkouts at once). One prefix means one wineserver: a test that ends it (`wineserver -k`), or a
+    registry change, in one process must not reach a Windows process another worker is running (an `ortfix apply`
+    under wine was left waiting for 8 minutes when two workers shared a prefix)."""
+    slot = os.environ.get("ORTFIX_TEST_WINE_SLOT") or os.environ.get("PYTEST_XDIST_WORKER") or "main"
+    return "".join(c for c in slot if c.isalnum() or c in "-_")[:32] or "main"
+
+
 @cache
 def _build() -> WinPython:
     key = hashlib.sha256(f"{CACHE_VERSION}|{ORTFIX_WIN_DEPS}|{WINTEST.stat().st_size}".encode()).hexdigest()[:16]
-    root = cache_root() / f"wine-{key}"
+    root = cache_root() / f"wine-{key}-{wine_slot()}"
     done = root / "done"
-    with locked(cache_root() / "wine.lock"):
+    with locked(cache_root() / f"wine-{wine_slot()}.lock"):
         if not done.is_file():
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir(parents=True)
