@@ -162,6 +162,26 @@ def test_requirements_project_line_edit_survives_pip_install_r(
     assert_same_tree(before, tree_state(python.parent.parent))
 
 
+
+def test_rollback_leaves_a_requirements_file_edited_after_the_apply(
+        cpu_template: Path, wheelhouse: Path, tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    python = pip_venv(cpu_template, project / ".venv")
+    original = b"onnxruntime==1.22.0\nnumpy\n"
+    (project / "requirements.txt").write_bytes(original)
+    env = _user_env(tmp_path, wheelhouse, None)
+    applied = run_in(project, "apply", "--python", str(python), "--project", "--yes", env=env)
+    assert applied.returncode == 0, (applied.stdout[-3000:], applied.stderr[-3000:])
+    edited = (project / "requirements.txt").read_bytes() + b"requests\n"  # the user's own edit, after the apply
+    (project / "requirements.txt").write_bytes(edited)
+
+    back = run_in(project, "rollback", "--python", str(python), "--yes", "--verbose", env=env)
+    assert back.returncode == 0, (back.stdout[-2000:], back.stderr[-2000:])
+    assert (project / "requirements.txt").read_bytes() == edited
+    assert (project / "requirements.txt.before-ortfix").read_bytes() == original
+    assert "requirements.txt was edited after the apply" in back.stdout, back.stdout
+
 # ---------------------------------------------------------------------------------------------------------------------
 # poetry and pdm: detected, the exact commands shown; `--project` runs them (a real poetry and pdm, installed into
 # cached tools venvs), resolving against the stub wheels served as a simple index on the loopback

@@ -6,8 +6,10 @@ pyproject.toml and its lock file; the environment is changed by the transaction'
 onnxruntime line replaced, every other byte kept. Never a hand edit of a lock file.
 
 Before any change the files (pyproject.toml and the lock, or the requirements files) are saved into a sidecar of the
-journal; undone by writing each back byte for byte (and removing one the tool created). The project folder is the
-environment's parent folder, checked at every use; only project files directly in it are touched."""
+journal; undone by writing each back byte for byte (and removing one the tool created). A file edited again after the
+apply (its sha256 is neither the one after the apply nor the one before) is the user's: a rollback leaves it and writes
+the version from before the apply beside it, as `NAME.before-ortfix` (created new, never over a file). The project
+folder is the environment's parent folder, checked at every use; only project files directly in it are touched."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from ortfix.system.project import (
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.confine import EnvRoot
 from ortfix.transaction.journal import Step, sha256_bytes
-from ortfix.transaction.undo_notes import UndoNote
+from ortfix.transaction.undo_notes import Cause, UndoNote
 
 SIDECAR = "project-files"
 FILE_LIMIT = 8 << 20
@@ -50,12 +52,13 @@ class ProjectUpdateRecord(TypedDict, total=False):
     saved: dict[str, str]  # name → sha256 before ("" when it was absent)
     sidecar_sha256: str  # of the sidecar holding their bytes
     argv: list[list[str]]  # the tool's commands as run
+    after: dict[str, str]  # name → sha256 after the update ("" when absent): a later edit is not overwritten
 
 
 class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
     kind = ActionKind.PROJECT_UPDATE
     details_keys = frozenset({"project", "manager", "files", "section", "remove", "add", "edits"})
-    record_keys = frozenset({"saved", "sidecar_sha256", "argv"})
+    record_keys = frozenset({"saved", "sidecar_sha256", "argv", "after"})
     started_keys = frozenset({"saved", "sidecar_sha256"})
 
     # -- checking untrusted details --------------------------------------------------------------------------------
@@ -167,6 +170,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
             else:
                 for name in sorted({e["file"] for e in planned["edits"]}):
                     self._edit_file(root, name, [e for e in planned["edits"] if e["file"] == name])
+            record["after"] = {name: root.sha256(name) or "" for name in planned["files"]}
         return record
 
     def _run_tool(self, env: TargetEnv, planned: ProjectUpdateDetails, ctx: StepContext) -> list[list[str]]:
@@ -233,6 +237,13 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
             if sha != "":
                 want_sha(saved, name)
         want_sha(step.record, "sidecar_sha256")
+        if "after" in step.record:
+            after = want_dict(step.record, "after")
+            if set(after) != set(files):
+                raise BadField("the files after the update are not the planned ones")
+            for name, sha in after.items():
+                if sha != "":
+                    want_sha(after, name)
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
@@ -240,15 +251,36 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
             return []
         planned = self.typed_details(step.details)
         saved = self._saved(step, ctx)
+        after = record.get("after")  # absent while the apply itself is undone: every file goes back
+        notes = []
         with EnvRoot(planned["project"]) as root:
             for name, sha in record["saved"].items():
-                if sha == "":
-                    if root.exists(name):
-                        root.unlink(name)
-                elif root.sha256(name) != sha:
+                now = root.sha256(name) or ""
+                if now == sha:
+                    continue
+                if after is not None and now != after.get(name, ""):
+                    notes.append(self._edited_later(root, planned["project"], name, saved.get(name)))
+                elif sha == "":
+                    root.unlink(name)
+                else:
                     st = root.lstat(name)
                     root.atomic_write(name, saved[name], (st.st_mode & 0o7777) if st is not None else 0o644)
-        return []
+        return notes
+
+    @staticmethod
+    def _edited_later(root: EnvRoot, project: str, name: str, before: bytes | None) -> UndoNote:
+        """A project file edited after the apply stays as the user left it; the version from before the apply is
+        written beside it (when there was one, and nothing holds that name)."""
+        path = f"{visible(project)}/{visible(name)}"
+        keep = f"{name}.before-ortfix"
+        if before is None:
+            said = "it did not exist before the apply"
+        elif root.exists(keep):
+            said = f"{keep} exists already, so the version from before the apply stays in the journal only"
+        else:
+            root.write_new(keep, before, 0o644)
+            said = f"the version from before the apply is in {visible(keep)}"
+        return UndoNote(Cause.CHANGED_LATER, path, f"{path} was edited after the apply: left as it is; {said}")
 
     def changes(self, step: Step) -> list[str]:
         planned = self.typed_details(step.details)
