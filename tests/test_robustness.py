@@ -421,6 +421,23 @@ def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: s
     assert _alive_with(marker) == []
 
 
+def test_a_child_that_ended_is_not_waited_for_while_what_it_left_holds_its_output(
+        marker: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child exits; a process it started keeps its stdout and stderr open (under wine: the desktop process the
+    first user32 call of a prefix starts, which left `ortfix apply` waiting for ever in its load check). The run ends
+    a grace period after the child, with the child's own stage line and exit status; what it left is ended."""
+    from ortfix.target import ortrun
+
+    monkeypatch.setenv("ORTFIX_CHILD_TIMEOUT", "1")  # the grace period, at most this
+    mark = ortrun.MARK + '{"stage": "import"}'
+    script = f"echo '{mark}'; (sleep {marker}) & exit 3"
+    started = time.monotonic()
+    outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=20)
+    assert time.monotonic() - started < 15
+    assert not outcome.timed_out and outcome.returncode == 3
+    assert [dict(s) for s in outcome.stages] == [{"stage": "import"}]
+    assert _alive_with(marker) == []
+
 def test_terminate_group_can_leave_the_pipes_to_their_reader(marker: str) -> None:
     """What makes the timeout above safe, deterministically: ended with close_pipes=False, the child's pipes stay
     open for the thread reading them, which then reads to end-of-file."""

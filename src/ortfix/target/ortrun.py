@@ -8,15 +8,18 @@ SIGSEGV without a driver), an exit without the final stage, a timeout. Nothing t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -140,55 +143,89 @@ def run_in_target(python: str, args: Mapping[str, Any], *, prefix: str, conda_ho
 def stream(argv: Sequence[str], env: Mapping[str, str], *, target_python: str | None, timeout: float,
            on_stage: Callable[[Mapping[str, Any]], None] | None = None,
            shown: Sequence[str] | None = None) -> RunOutcome:
+    """Run argv, handing each stage line to `on_stage` as it arrives. Both pipes are read by threads and this thread
+    waits for the child itself: once it has ended, its output is taken as it is after `PIPE_GRACE` seconds. A
+    process the child started can hold the pipes open for ever (under wine, the desktop process that the first
+    user32 call of a prefix starts inherits them), and a read or close that waits for it would hang ortfix."""
     proc = subproc.start(argv, target_python=target_python, env=env)
-    timed_out = threading.Event()
-
-    def kill() -> None:
-        timed_out.set()
-        # from the timer's thread, while the main thread reads stdout: its reads end once the whole group is gone
-        subproc.terminate_group(proc, timeout=0, close_pipes=False)
-
-    err_lines: list[str] = []
-
-    def drain_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            err_lines.append(line)
-
-    timer = threading.Timer(timeout, kill)
-    timer.daemon = True
-    reader = threading.Thread(target=drain_stderr, daemon=True)
     stages: list[Mapping[str, Any]] = []
     out_lines: list[str] = []
-    try:
-        timer.start()
+    err_lines: list[str] = []
+
+    def take(line: str) -> None:
+        doc = _stage(line)
+        if doc is None:
+            out_lines.append(line)
+            return
+        stages.append(doc)
+        if on_stage is not None:
+            on_stage(doc)
+
+    readers = [threading.Thread(target=_drain, args=(proc.stdout, take), daemon=True),
+               threading.Thread(target=_drain, args=(proc.stderr, err_lines.append), daemon=True)]
+    for reader in readers:
         reader.start()
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith(MARK):
-                try:
-                    doc = json.loads(line[len(MARK):])
-                except ValueError:
-                    out_lines.append(line)
-                    continue
-                if isinstance(doc, dict):
-                    stages.append(doc)
-                    if on_stage is not None:
-                        on_stage(doc)
-            else:
-                out_lines.append(line)
-        proc.wait()
-        reader.join(timeout=10)
+    try:
+        timed_out = not _wait(proc, timeout)
+        if timed_out:
+            subproc.terminate_group(proc, timeout=5, close_pipes=False)
     except BaseException:  # Ctrl-C: the child and everything it started go too
-        subproc.terminate_group(proc, timeout=5, close_pipes=False)  # the stderr reader thread is still reading
+        subproc.terminate_group(proc, timeout=5, close_pipes=False)
         raise
     finally:
-        timer.cancel()
-        reader.join(timeout=10)  # then nobody reads the pipes any more: close them
-        subproc.close_child_pipes(proc)
-    log = tuple(_ANSI.sub("", line).rstrip("\n") for line in (*out_lines, *err_lines))
-    return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out.is_set() else proc.returncode,
-                      timed_out.is_set(), log, timeout)
+        held = _join(readers, subproc.child_timeout(PIPE_GRACE))
+        if held:  # what the child left running holds its output: it goes, as on a timeout
+            subproc.terminate_group(proc, timeout=2, close_pipes=False)
+            held = _join(readers, 2.0)
+        if not held:  # nobody reads them any more; one still being read stays open (closing it would wait)
+            subproc.close_child_pipes(proc)
+    log = tuple(_ANSI.sub("", line).rstrip("\n") for line in (*list(out_lines), *list(err_lines)))
+    return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out else proc.returncode,
+                      timed_out, log, timeout)
+
+
+PIPE_GRACE = 10.0  # seconds to finish reading a child's output after it ended
+
+
+def _stage(line: str) -> Mapping[str, Any] | None:
+    """The marker line's document, None for any other line (or a marker that does not parse as an object)."""
+    if not line.startswith(MARK):
+        return None
+    try:
+        doc = json.loads(line[len(MARK):])
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _drain(pipe: IO[str] | None, sink: Callable[[str], None]) -> None:
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # the pipe closed under us: its output ends there
+        for line in pipe:
+            sink(line)
+
+
+def _wait(proc: subprocess.Popen[str], timeout: float) -> bool:
+    """Wait for the child, at most `timeout` seconds, in short steps so that Ctrl-C is seen on Windows too."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return proc.poll() is not None
+        try:
+            proc.wait(timeout=min(left, 0.25))
+            return True
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _join(threads: Sequence[threading.Thread], grace: float) -> bool:
+    """Join every thread within `grace` seconds in all; True when one is still running."""
+    deadline = time.monotonic() + grace
+    for thread in threads:
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+    return any(t.is_alive() for t in threads)
 
 
 def model_file(model: Path, label: str) -> Path:
