@@ -10,9 +10,9 @@ import re
 from dataclasses import replace
 
 import pytest
+
 from explain_score import Entry, load_corpus, misses, said
 from factsdata import load_facts
-
 from ortfix.explain.message_os import message_os
 from ortfix.explain.patterns import Explanation, Pattern, explain_text, load_default_patterns
 
@@ -95,14 +95,15 @@ def test_a_missing_tensorrt_dll_is_not_blamed_on_the_cuda_provider(patterns: lis
 
 
 def test_a_missing_genai_dll_is_not_blamed_on_the_cuda_provider(patterns: list[Pattern]) -> None:
-    text = 'Cuda interface not available: Failed to load library: Error loading "onnxruntime-genai-cuda.dll" which is missing.'
+    text = ('Cuda interface not available: Failed to load library: Error loading "onnxruntime-genai-cuda.dll" which '
+            'is missing.')
     found = explain_text(text, patterns)
     assert [e.pattern_id for e in found] == ["genai-cuda-library-not-loaded"]
     assert "onnxruntime-genai-cuda" in found[0].fix
 
 
 def test_cudnn8_failing_on_the_unversioned_libcuda_is_the_driver(patterns: list[Pattern]) -> None:
-    text = "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file"
+    text = "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file"
     found = explain_text(text, patterns)
     assert [e.pattern_id for e in found] == ["wsl-cudnn8-needs-unversioned-libcuda"]
     assert "/usr/lib/wsl/lib" in found[0].fix
@@ -128,7 +129,7 @@ def test_the_wsl_ldconfig_warning_is_harmless(patterns: list[Pattern]) -> None:
 def test_a_cudnn9_sublibrary_gets_the_cudnn9_answer(patterns: list[Pattern], text: str) -> None:
     found = explain_text(text, patterns)
     assert [e.pattern_id for e in found] == ["cudnn9-windows-dll-not-located"]
-    assert "cuDNN 9" in found[0].cause and "cuDNN 8" not in said(found[0]).replace("cudnn 8", "cuDNN 8")
+    assert "cuDNN 9" in found[0].cause and "cudnn 8" not in said(found[0])
 
 
 def test_cudnn9_24_sublibrary_says_which_release_added_it(patterns: list[Pattern]) -> None:
