@@ -29,6 +29,10 @@ class Analysis(StrEnum):
     GPU_COUNT = "gpu-count"
     DRIVER = "driver"
     WINDOWS_DLL = "windows-dll"
+    LIBRARY_MAJOR = "library-major"
+    GLIBCXX = "glibcxx"
+    WHEEL_PLATFORM = "wheel-platform"
+    WSL = "wsl"
 
 
 _STR_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
@@ -273,6 +277,8 @@ ERROR_PATTERNS_SCHEMA: JsonSchema = {
                     "analysis": {"enum": [str(a) for a in Analysis]},
                     "unless": {"type": "array", "minItems": 1, "uniqueItems": True,
                                "items": {"type": "string", "pattern": _ID_PATTERN}},
+                    # the row applies only to a message recognisably from this OS (explain/message_os.py)
+                    "os": {"enum": ["linux", "windows"]},
                 },
             },
         },

@@ -5,7 +5,9 @@ names; analysis_function gives each its function, and mypy checks that no name i
 pip-version: the version pip was asked for against the versions it offered and the wheels each release has (and this
 environment's Python, platform and glibc); numpy-abi / numpy-dtype: which way NumPy and a module disagree; gpu-count:
 the device ids that exist here; driver: the driver here against the CUDA the installed build was made with;
-windows-dll: what a Windows DLL a message names is and which wheel installs it (explain/windows_dlls.py).
+windows-dll: what a Windows DLL a message names is and which wheel installs it (explain/windows_dlls.py);
+library-major: the library family and major a SONAME or DLL means (explain/majors.py); glibcxx, wheel-platform, wsl:
+the compiler, glibc, architecture or WSL a message points at (explain/hints.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ortfix.compat.schemas import Analysis
 from ortfix.explain.context import AnalysisContext, version_or_none, version_or_zero
+from ortfix.explain.hints import glibcxx, wheel_platform, wsl
+from ortfix.explain.majors import library_major
 from ortfix.explain.pip_version import pip_version
 from ortfix.explain.windows_dlls import windows_dll
 
@@ -157,6 +161,14 @@ def analysis_function(name: Analysis) -> AnalysisFunction:
         return _driver
     if name is Analysis.WINDOWS_DLL:
         return windows_dll
+    if name is Analysis.LIBRARY_MAJOR:
+        return library_major
+    if name is Analysis.GLIBCXX:
+        return glibcxx
+    if name is Analysis.WHEEL_PLATFORM:
+        return wheel_platform
+    if name is Analysis.WSL:
+        return wsl
     return _unreachable(name)
 
 

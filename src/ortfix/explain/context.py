@@ -11,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
+from ortfix.explain.message_os import MessageOs
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -42,6 +43,7 @@ class AnalysisContext:
     groups: Mapping[str, str]  # the named groups of this pattern's match
     matrix: MatrixOnDemand
     facts: Facts | None  # the target environment's, when `check` ran
+    os: MessageOs | None = None  # the OS the message came from, when the text shows it
 
 
 def version_or_none(text: str | None) -> Version | None:

@@ -4,8 +4,10 @@ compat.validate against compat.schemas.ERROR_PATTERNS_SCHEMA), matching a log ag
 Every pattern is a case-insensitive regex that is searched in the whole text, so a message a log wrapped over several
 lines is still recognised; named groups (`soname`, `dll`, ...) capture the library the message is about. Each pattern
 is reported once, at its first match, in file order. A row may name rows that make it redundant (`unless`: a
-generic line is not explained again when the specific message around it was), and an analysis (explain.analyses)
-that adds what this message, the compatibility matrix and, when given, this machine's facts say.
+generic line is not explained again when the specific message around it was), an OS (`os`: the row applies only to
+a message recognisably from that OS, explain.message_os, so that wording follows the OS the message came from), and an
+analysis (explain.analyses) that adds what this message, the compatibility matrix and, when given, this machine's
+facts say.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ortfix.compat.schemas import ERROR_PATTERNS_KIND, Analysis
 from ortfix.errors import OrtfixError
 from ortfix.explain.analyses import ANALYSES, analysis_function
 from ortfix.explain.context import AnalysisContext, MatrixOnDemand
+from ortfix.explain.message_os import MessageOs, message_os
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -49,6 +52,7 @@ class Pattern:
     source: str
     analysis: Analysis | None = None  # what the message, the matrix and this machine add
     unless: tuple[str, ...] = ()  # ids of rows that, when they match too, make this one redundant
+    os: MessageOs | None = None  # the row applies only to a message from this OS
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
                 examples=tuple(str(e) for e in row["examples"]),
                 source=str(row["source"]),
                 unless=tuple(str(u) for u in row.get("unless") or ()),
+                os=_row_os(pid, row.get("os")),
             )
             analysis = None if row.get("analysis") is None else str(row["analysis"])  # checked below, after the id
         except KeyError as exc:
@@ -107,6 +112,16 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
             if other not in seen or other == pattern.id:
                 raise OrtfixError(f"error pattern '{pattern.id}': `unless` names '{other}', which is no other row")
     return patterns
+
+
+def _row_os(pid: str, value: object) -> MessageOs | None:
+    if value is None:
+        return None
+    if value == "linux":
+        return "linux"
+    if value == "windows":
+        return "windows"
+    raise OrtfixError(f"error pattern '{pid}': os must be linux or windows, not {value!r}")
 
 
 def _compile(pid: str, text: str) -> re.Pattern[str]:
@@ -130,11 +145,12 @@ Hit = tuple[Pattern, "re.Match[str]"]
 
 def match_patterns(text: str, patterns: Sequence[Pattern]) -> list[Hit]:
     """Every pattern that matches somewhere in `text`, once each (its first match), in the patterns' order; a pattern
-    is left out when a row its `unless` names matched too."""
+    is left out when a row its `unless` names matched too, or when it is for another OS than the text shows."""
     hits: list[Hit] = []
     seen: set[str] = set()
+    text_os = message_os(text)
     for pattern in patterns:
-        if pattern.id in seen:
+        if pattern.id in seen or (pattern.os is not None and pattern.os != text_os):
             continue
         m = pattern.regex.search(text)
         if m is None:
@@ -155,7 +171,8 @@ def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         details: tuple[str, ...] = ()
         if pattern.analysis is not None:
-            details = tuple(analysis_function(pattern.analysis)(AnalysisContext(text, groups, lazy, facts)))
+            context = AnalysisContext(text, groups, lazy, facts, message_os(text))
+            details = tuple(analysis_function(pattern.analysis)(context))
         found.append(Explanation(
             pattern_id=pattern.id,
             finding=pattern.finding,

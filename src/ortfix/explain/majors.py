@@ -1,0 +1,103 @@
+"""The `library-major` analysis of `ortfix explain`: which library family and major a SONAME or DLL in a message
+means, in the wording of the OS the message came from. The number in a name is not always the major it belongs to:
+libcufft.so.11 is CUDA 12's cuFFT, libcudart.so.11.0 the CUDA 11 runtime, libnvrtc.so.11.2 CUDA 11's NVRTC,
+nvinfer_10.dll TensorRT 10, cudnn_engines_tensor_ir64_9.dll a cuDNN 9 sub-library that only 9.24 and later have
+(JuliaPackaging/Yggdrasil#14741). With this machine's facts it adds which onnxruntime build is installed here."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ortfix.explain.context import AnalysisContext
+from ortfix.explain.windows_dlls import dll_soname
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import Facts
+    from ortfix.explain.message_os import MessageOs
+
+_TENSORRT = re.compile(r"^(?:lib)?nv(?P<part>infer(?:_plugin|_lean|_dispatch|_vc_plugin)?|onnxparser)"
+                       r"(?:_(?P<dll>\d+)\.dll|\.so\.(?P<so>\d+))", re.IGNORECASE)
+_CUDNN = re.compile(r"^(?:lib)?cudnn(?:_(?P<sub>\w+?))?(?:64_(?P<dll>\d+)\.dll|\.so\.(?P<so>\d+))", re.IGNORECASE)
+_CUDA_SO = re.compile(r"^lib(?P<lib>cudart|cublasLt|cublas|cufft|curand|nvrtc|nvJitLink)\.so\.(?P<num>\d+)",
+                      re.IGNORECASE)
+_DRIVER = re.compile(r"^(?:libcuda\.so(?:\.1)?|libnvidia-ml\.so\.1|nvcuda\.dll|nvml\.dll)$", re.IGNORECASE)
+# cuFFT's SONAME number is one below the CUDA major it ships with; cuRAND 10 ships with CUDA 11 and 12.
+_CUFFT_CUDA = {10: "11", 11: "12", 12: "13"}
+_LABELS = {"cudart": "the CUDA runtime", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "cufft": "cuFFT",
+           "curand": "cuRAND", "nvrtc": "NVRTC", "nvjitlink": "nvJitLink"}
+# cuDNN 9 sub-libraries that later 9.x releases added (the rest exist from 9.0)
+_CUDNN9_ADDED = {"engines_tensor_ir": "9.24", "ext": "9.24"}
+
+
+def _tensorrt(name: str, os: MessageOs | None) -> list[str]:
+    m = _TENSORRT.match(name)
+    if m is None:
+        return []
+    major = m.group("dll") or m.group("so")
+    where = ("its lib folder must be on PATH (pip's tensorrt wheels put the DLLs in site-packages\\tensorrt_libs)"
+             if os == "windows" or m.group("dll") else
+             "its lib folder (pip's `tensorrt_libs`, or NVIDIA's tarball) must be on the loader path (LD_LIBRARY_PATH)")
+    return [f"{name} is part of TensorRT {major}: the TensorRT provider was built against TensorRT {major} and loads "
+            f"only that major (onnxruntime-gpu up to 1.17 uses TensorRT 8, 1.18 and later TensorRT 10); {where}. "
+            "It is the TensorRT provider's dependency, not the CUDA provider's: without it only TensorRT is skipped."]
+
+
+def _cudnn(name: str) -> list[str]:
+    m = _CUDNN.match(name)
+    if m is None:
+        return []
+    major = m.group("dll") or m.group("so")
+    sub = (m.group("sub") or "").lower()
+    out = [f"{name} is part of cuDNN {major}" + (f" (its {sub} sub-library)" if sub else "") + "."]
+    if major == "9" and sub in _CUDNN9_ADDED:
+        since = _CUDNN9_ADDED[sub]
+        out.append(f"cuDNN added this sub-library in {since}: the cuDNN that asks for it is {since} or newer, so the "
+                   f"folder it loads from must hold the complete, same cuDNN {since}+ set (an older cuDNN 9 copy or a "
+                   "program that ships only part of cuDNN has no such file).")
+    return out
+
+
+def _cuda(name: str) -> list[str]:
+    m = _CUDA_SO.match(name)
+    if m is not None:
+        lib, num = m.group("lib").lower(), int(m.group("num"))
+        cuda = (_CUFFT_CUDA.get(num) if lib == "cufft" else "11 and 12" if lib == "curand" and num == 10
+                else str(num))
+    else:
+        parsed = dll_soname(name)
+        if parsed is None or parsed[1] is None:
+            return []
+        lib = re.sub(r"(?:64)?_\d+.*$", "", name).lower()
+        cuda = str(parsed[1])
+    if cuda is None:
+        return []
+    label = _LABELS.get(lib, lib)
+    return [f"{name} is {label} of CUDA {cuda}: whatever asks for it (here the onnxruntime build) was compiled "
+            f"against CUDA {cuda} and needs that major's library; one of another CUDA major does not replace it."]
+
+
+def about_library(name: str, os: MessageOs | None) -> list[str]:
+    """Sentences on what a SONAME or DLL is: its family and the major its number means."""
+    base = re.split(r"[\\/]", name)[-1]
+    if _DRIVER.match(base):
+        return [f"{base} belongs to the NVIDIA driver, not to CUDA, cuDNN or any pip wheel."]
+    return _tensorrt(base, os) or _cudnn(base) or _cuda(base)
+
+
+def installed_build(facts: Facts | None) -> list[str]:
+    """With facts: the onnxruntime build this environment imports, its CUDA and cuDNN majors."""
+    if facts is None or facts.active_ort is None:
+        return []
+    install = facts.active_ort
+    if not install.version or install.cuda_major is None:
+        return []
+    return [f"Here: {install.package or 'onnxruntime'} {install.version}, a CUDA {install.cuda_major} build"
+            + (f" for cuDNN {install.cudnn_major}" if install.cudnn_major else "") + "."]
+
+
+def library_major(ctx: AnalysisContext) -> list[str]:
+    """The analysis: the library a message names (group `soname`, `dll` or `plugin`), and the build here."""
+    g = ctx.groups
+    name = g.get("dll") or g.get("plugin") or g.get("soname")
+    return (about_library(name, ctx.os) if name else []) + installed_build(ctx.facts)
