@@ -663,15 +663,16 @@ def process_image():
     # The .exe this process runs. A venv's python.exe on Windows is a launcher that starts the base interpreter
     # (sys._base_executable) as a child: this code runs in that child, whose folder is the application folder of a
     # bare-name LoadLibrary, not venv\Scripts.
-    try:
-        import ctypes
+    if sys.platform == "win32":
+        try:
+            import ctypes
 
-        buf = ctypes.create_unicode_buffer(32768)
-        size = ctypes.windll.kernel32.GetModuleFileNameW(None, buf, 32768)
-        if 0 < size < 32768:
-            return buf.value
-    except (ImportError, AttributeError, OSError):
-        pass
+            buf = ctypes.create_unicode_buffer(32768)
+            size = ctypes.windll.kernel32.GetModuleFileNameW(None, buf, 32768)
+            if 0 < size < 32768:
+                return buf.value
+        except (ImportError, AttributeError, OSError):
+            pass
     return getattr(sys, "_base_executable", "") or sys.executable
 
 
