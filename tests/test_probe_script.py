@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import ortfix
-from ortfix.target.choose import probe_argv
+from ortfix.target.choose import PROBE_SOURCE, probe_argv
 from support.fixtures import make_venv
 
 PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
@@ -536,3 +536,13 @@ def test_locate_asks_the_interpreter_without_site(tmp_path: Path) -> None:
     found = locate_environment(str(scripts / "python"))
     assert (found.prefix, found.environment) == (str(tmp_path / "venv"), "venv")
     assert not marker.exists()
+
+
+def test_the_probe_fits_a_windows_command_line_and_is_the_same_code() -> None:
+    """CreateProcessW takes at most 32,767 characters of command line, quotes escaped: the probe, started as
+    `python -S -c SOURCE`, must fit with a long python.exe path (a Store Python's is over 100 characters), and the
+    source passed must be the file's code exactly (its comment lines left out, nothing else)."""
+    exe = "C:\\Users\\" + "u" * 40 + "\\AppData\\Local\\Microsoft\\WindowsApps\\" + "p" * 180 + "\\python.exe"
+    argv = probe_argv(exe)
+    assert len(subprocess.list2cmdline(argv)) < 32767 - 4000  # room for the probe to grow
+    assert ast.dump(ast.parse(argv[-1])) == ast.dump(ast.parse(PROBE_SOURCE.read_text(encoding="utf-8")))

@@ -436,3 +436,42 @@ def test_process_start_and_preloaded_modules(tmp_path: Path) -> None:
     assert process.locate("e_pre.").rejected == () and process.locate("e_pre.").path is None  # "." : no extension
     ours = [p for p in process.loaded_paths() if Path(p).parent in (t.app, t.provider)]
     assert ours == [str(exe), str(t.app / "e_dep.dll"), str(t.provider / "e_pre.dll")]
+
+
+def test_a_venvs_bare_name_loads_search_its_base_interpreters_folder(wine_tree: tuple[Tree, object, str]) -> None:
+    """A venv's python.exe is a launcher that starts the base python.exe: the process is the base's, and its folder,
+    not venv\\Scripts, is the application folder of a bare-name load (cuDNN's sub-libraries, zlibwapi, ORT 1.28+'s
+    cuDNN/cuFFT). The probe run in the venv says so, and the simulation set up from it agrees with wine."""
+    from ortfix.target.choose import PROBE_SOURCE
+    from ortfix.target.probe import parse_probe
+    from wintools import WinPython, to_windows
+
+    t, w, tag = wine_tree
+    assert isinstance(w, WinPython)
+    v = f"_{tag}"
+    venv = t.root / "venv"
+    made = w.run("-m", "venv", "--without-pip", to_windows(venv), exe=t.app / "python.exe")
+    assert made.returncode == 0, made.stderr[-2000:]
+    scripts = venv / "Scripts"
+    stub(t.app, f"vb_dep{v}.dll"), stub(scripts, f"vb_dep{v}.dll")  # the base's folder and the venv's Scripts
+    stub(t.path1, f"vb_top{v}.dll", f"vb_dep{v}.dll")
+    names = [f"vb_top{v}.dll", f"vb_dep{v}.dll"]
+    env = {"WINEPATH": ";".join(to_windows(p) for p in (t.path1, t.path2))}
+    proc = w.run("-c", WINE_SCRIPT, json.dumps([("name", f"vb_top{v}.dll", names)]), cwd=t.cwd,
+                 exe=scripts / "python.exe", env=env)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, proc.stdout + proc.stderr
+    (real,) = json.loads(line[len("RESULT "):])
+    assert real["error"] is None, real
+    assert _linux(real["files"][f"vb_dep{v}.dll"], w.prefix) == str(t.app / f"vb_dep{v}.dll")  # wine: the base's
+
+    probed = w.run("-S", to_windows(PROBE_SOURCE), exe=scripts / "python.exe", cwd=t.cwd)  # the probe, in the venv
+    assert probed.returncode == 0, probed.stderr[-2000:]
+    win = parse_probe(json.loads(probed.stdout)).windows
+    assert win is not None and win.process_exe is not None, probed.stdout[-2000:]
+    assert _linux(win.process_exe, w.prefix).lower() == str(t.app / "python.exe").lower()
+    process = WindowsLoader(t.config(exe_dir=_linux(win.exe_dir, w.prefix)), PeReader(use_disk=False))
+    process.start_process(_linux(win.process_exe, w.prefix))
+    report = process.dlopen(f"vb_top{v}.dll")
+    assert report.missing == []
+    assert where(report)[f"vb_dep{v}.dll"] == (str(t.app / f"vb_dep{v}.dll"), VIA_APPLICATION_FOLDER)

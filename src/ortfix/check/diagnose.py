@@ -1,8 +1,8 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (`first_screen_order`:
 the errors a plan fixes first). The rules live by what they look at: packages.py (the ORT packages), damaged.py
 (half-done installs), driver_gpu.py (driver and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py
-(torch), windows.py (what only Windows has), project.py (the project around the environment); findings.py holds
-`Finding`."""
+(torch), windows.py (what only Windows has), winstore.py (the Store Python), project.py (the project around the
+environment); findings.py holds `Finding`."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ortfix.check.packages import CPU_PACKAGE, package_findings
 from ortfix.check.project import project_findings
 from ortfix.check.torch_compat import torch_findings
 from ortfix.check.windows import is_windows, windows_findings
+from ortfix.check.winstore import store_python_findings
 from ortfix.compat.matrix import Matrix
 
 
@@ -45,6 +46,7 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
     findings += unreadable_dir_findings(facts)
     findings += interrupted_findings(facts)
     findings += windows_findings(facts, gpu)
+    findings += store_python_findings(facts, findings)
     findings += project_findings(facts)
     findings.sort(key=first_screen_order)
     return findings

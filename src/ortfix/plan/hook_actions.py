@@ -14,11 +14,13 @@ import hashlib
 import ntpath
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ortfix.check.codes import HOOK_FIXES
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
+from ortfix.check.findings import Finding, shadowing
+from ortfix.check.winstore import refuse_store_hook
 from ortfix.errors import OrtfixError
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
@@ -82,6 +84,32 @@ def dll_folders(hook_libs: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(ntpath.dirname(p) for p in _order(hook_libs)))
 
 
+def machine_path_shadows(facts: Facts, findings: Sequence[Finding]) -> dict[str, str]:
+    """The LIB004 copies (DLL name → the copy that loads) that lie in a folder of the machine Path: every process
+    gets the machine Path before the user Path, so `--hook user-path` cannot put the environment's folders before
+    them; ortfix's PATH hook (prepended in the process) can."""
+    win = facts.probe.windows
+    if win is None or win.machine_path is None:
+        return {}
+    machine = {ntpath.normcase(ntpath.normpath(e.strip().strip('"'))) for e in win.machine_path.expanded.split(";")
+               if e.strip().strip('"')}
+    out: dict[str, str] = {}
+    for f in findings:
+        if f.code == Code.LIB_SHADOWED:
+            data = shadowing(f)
+            if ntpath.normcase(ntpath.dirname(data["loaded"])) in machine:
+                out[data["soname"]] = data["loaded"]
+    return out
+
+
+def user_path_note(beaten: Mapping[str, str]) -> str:
+    """What the plan says when `--hook user-path` leaves LIB004 as it is (machine_path_shadows)."""
+    copies = ", ".join(f"{name} ({path})" for name, path in sorted(beaten.items()))
+    return (f"--hook user-path does not fix LIB004: {copies} lie on the machine Path, which every new process "
+            "searches before the user Path; ortfix's PATH hook (--hook auto or preload) puts the environment's "
+            "folders first in the process itself")
+
+
 def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code], *,
                  windows: bool | None = None) -> list[Action]:
     """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
@@ -116,6 +144,7 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
 
 
 def _windows_actions(facts: Facts, kind: str, dirs: list[str], fixes: tuple[str, ...]) -> list[Action]:
+    refuse_store_hook(facts, kind)  # a packaged process searches no PATH: every Windows hook would fail its verify
     present = facts.hook_files_present
     if kind == "user-path":
         details: UserPathDetails = {"entries": dirs}

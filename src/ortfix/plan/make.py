@@ -22,11 +22,19 @@ from ortfix.check.diagnose import gpu_install
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import REMOVE_CODES, Finding, damage, removal, shadowing, soname_link
 from ortfix.check.requires import Consumer, Need, installed_needs, nvidia_consumers
+from ortfix.check.winstore import STORE_REASON, STORE_REMEDY, is_store_python
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.choose_build import installed_build, needs_swap, ranked_builds
-from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
+from ortfix.plan.hook_actions import (
+    dll_folders,
+    hook_actions,
+    hook_kind,
+    machine_path_shadows,
+    targets_windows,
+    user_path_note,
+)
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, ChosenBuild, Plan, PlanOptions, plan_fingerprint
@@ -238,8 +246,12 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
 
     # 4. make the libraries findable
     kind = hook_kind(facts, options)
+    beaten = machine_path_shadows(facts, findings) if kind == "user-path" else {}
     if hook_libs and kind != "none":
-        actions += hook_actions(facts, kind, hook_libs, codes)
+        actions += hook_actions(facts, kind, hook_libs, codes - {Code.LIB_SHADOWED} if beaten else codes)
+        notes += [user_path_note(beaten)] if beaten else []
+    elif hook_libs and is_store_python(facts):
+        notes.append(f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}")
     elif hook_libs and targets_windows(facts):
         notes.append("libraries need to be made findable but --hook none was given: put these folders first on PATH: "
                      + ";".join(dll_folders(hook_libs)))

@@ -203,7 +203,8 @@ class WindowsPlatform:
     def start_interpreter(self, process: SimulatedProcess, probe: ProbeFacts) -> str | None:
         # An interpreter we cannot read: the DLLs it maps do not change where ORT's are found.
         with contextlib.suppress(PeError, OSError):
-            process.start_process(probe.real_executable)
+            process.start_process(probe.windows.process_exe if probe.windows and probe.windows.process_exe
+                                  else probe.real_executable)
         return None
 
     def load_extension(self, process: SimulatedProcess, path: str, caller: str | None) -> LoadReport:

@@ -658,16 +658,36 @@ def windows_dirs():
     return out
 
 
+def process_image():
+    # type: () -> str
+    # The .exe this process runs. A venv's python.exe on Windows is a launcher that starts the base interpreter
+    # (sys._base_executable) as a child: this code runs in that child, whose folder is the application folder of a
+    # bare-name LoadLibrary, not venv\Scripts.
+    if sys.platform == "win32":
+        try:
+            import ctypes
+
+            buf = ctypes.create_unicode_buffer(32768)
+            size = ctypes.windll.kernel32.GetModuleFileNameW(None, buf, 32768)
+            if 0 < size < 32768:
+                return buf.value
+        except (ImportError, AttributeError, OSError):
+            pass
+    return getattr(sys, "_base_executable", "") or sys.executable
+
+
 def windows_facts():
     # type: () -> Dict[str, Any]
     # What the host needs to simulate Windows' DLL search for a process of this interpreter.
     system_dir, windows_dir = windows_dirs()
     machine = "SYSTEM\\CurrentControlSet\\Control\\Session Manager\\Environment"
-    executables = [sys.executable, getattr(sys, "_base_executable", "") or ""]
+    image = process_image()
+    executables = [sys.executable, getattr(sys, "_base_executable", "") or "", image]
     return {
         "system_dir": system_dir,
         "windows_dir": windows_dir,
-        "exe_dir": os.path.dirname(sys.executable),
+        "exe_dir": os.path.dirname(image),
+        "process_exe": image,
         "machine_path": registry_path("HKEY_LOCAL_MACHINE", machine),
         "user_path": registry_path("HKEY_CURRENT_USER", "Environment"),
         "conda_dll_search_modification": os.environ.get("CONDA_DLL_SEARCH_MODIFICATION_ENABLE"),

@@ -201,11 +201,20 @@ def canonical(python: Path) -> Path:
     return python
 
 
+def probe_source() -> str:
+    """The probe's source without its comment lines: Windows gives a new process a command line of at most 32,767
+    characters (CreateProcessW), the source's quotes escaped, and the whole file came within 200 characters of that
+    (a longer python.exe path, or a few more lines of probe, and the probe would start truncated). The probe has no
+    string with a line that starts with `#` (tests/test_probe_script.py checks that the code is the same)."""
+    lines = PROBE_SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(line for line in lines if not line.lstrip().startswith("#"))
+
+
 def probe_argv(python: Path | str) -> list[str]:
     """How the probe is started: `python -S -c SOURCE`. Without `site`, none of the environment's code runs (its
     `.pth` import lines, sitecustomize): the probe works out the sys.path that `site` would make by reading the
     `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user."""
-    return [str(python), "-S", "-c", PROBE_SOURCE.read_text(encoding="utf-8")]
+    return [str(python), "-S", "-c", probe_source()]
 
 
 def start_probe(python: Path) -> subprocess.Popen[str]:

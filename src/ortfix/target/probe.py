@@ -141,11 +141,12 @@ class WindowsInfo:
 
     system_dir: str  # System32
     windows_dir: str
-    exe_dir: str  # the folder of python.exe (the first place a bare LoadLibrary searches)
+    exe_dir: str  # the folder of the process's .exe (the first place a bare LoadLibrary searches): a venv's base's
     machine_path: RegistryPath | None  # HKLM\...\Session Manager\Environment
     user_path: RegistryPath | None  # HKCU\Environment
     conda_dll_search_modification: str | None  # CONDA_DLL_SEARCH_MODIFICATION_ENABLE as set in the process
     packaged: bool  # a Microsoft Store (packaged) Python
+    process_exe: str | None = None  # the .exe the process runs (a venv's python.exe starts its base's: this one)
 
     @property
     def login_path(self) -> tuple[str, ...]:
@@ -366,6 +367,7 @@ def _windows_info(r: _Report, w: Mapping[str, Any]) -> WindowsInfo:
         user_path=_registry_path(r, w, "user_path"),
         conda_dll_search_modification=r.opt_text(w, "conda_dll_search_modification", "windows"),
         packaged=r.flag(w, "packaged", "windows"),
+        process_exe=r.opt_text(w, "process_exe", "windows"),
     )
 
 
