@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ortfix.cli.cmdline import quote, windows_target
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
@@ -128,8 +129,9 @@ def render_apply(result: ApplyResult) -> str:
     if plan.unresolved:
         lines.append("Still needs you: " + "; ".join(f"{f.code} {f.summary}" for f in plan.unresolved))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
-        # a line to paste: the path is quoted for the shell (a prefix may hold spaces, quotes, `$(...)`, backticks)
-        lines.append(f"Undo: ortfix rollback --python {shlex.quote(plan.python)}")
+        # a line to paste: the path is quoted for the target's shell (a prefix may hold spaces, quotes, `$(...)`,
+        # backticks; cmd and PowerShell read double quotes only)
+        lines.append(f"Undo: ortfix rollback --python {quote(plan.python, windows_target(plan.python))}")
     return join_lines(lines)
 
 
