@@ -162,3 +162,16 @@ def test_a_target_path_over_max_path_under_wine(tmp_path: Path) -> None:
     assert "MAX_PATH" in proc.stderr and "LongPathsEnabled" in proc.stderr, proc.stderr[-2000:]
     assert "is it a Python interpreter" not in proc.stderr, proc.stderr[-2000:]
     assert re.search(r"its path is \d+ characters", proc.stderr), proc.stderr[-2000:]
+
+
+def test_apply_s_verify_count_says_what_it_counted() -> None:
+    from ortfix.cli.render_tx import counted
+    from ortfix.verify.loadcheck import LibLoad, LoadCheck
+
+    provider = "C:\\env\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll"
+    libs = (LibLoad(provider, None), LibLoad("cudnn_graph64_9.dll", None), LibLoad("cudnn_ops64_9.dll", None))
+    text = counted(LoadCheck(("python.exe", "-"), True, None, libs, None, platform="windows"))
+    assert "the CUDA provider" in text and "2 DLLs loaded later by bare name" in text, text
+    alone = counted(LoadCheck(("python.exe", "-"), True, None, libs[:1], None, platform="windows"))
+    assert "0 DLLs loaded later by bare name" in alone, alone
+    assert counted(LoadCheck(("python3", "-"), True, None, (LibLoad("libcudart.so.12", None),), None)) == ""
