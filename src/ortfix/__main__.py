@@ -4,22 +4,12 @@ import os
 import sys
 
 
-def _streams_that_cannot_fail() -> None:
-    """Under a strict C locale (`LC_ALL=C PYTHONUTF8=0`) standard output is ASCII with strict errors: a report's
-    marks (\u2717, \u2713) would end the command with a UnicodeEncodeError. What the stream cannot encode is written
-    as its escape instead."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            "\u2713\u2717\u2026".encode(getattr(stream, "encoding", None) or "ascii")
-        except (UnicodeEncodeError, LookupError):
-            reconfigure = getattr(stream, "reconfigure", None)
-            if reconfigure is not None:
-                reconfigure(errors="backslashreplace")
-
-
 def entry() -> None:
     argv = sys.argv[1:]
-    _streams_that_cannot_fail()
+    from ortfix.cli import streams
+
+    streams.prepare(sys.stdout)  # nothing ortfix prints ends it with a UnicodeEncodeError (cli/streams.py)
+    streams.prepare(sys.stderr)
     try:
         from ortfix.speed import prefetch
 

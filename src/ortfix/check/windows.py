@@ -11,11 +11,11 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
+from ortfix.check.windows_remedies import MSVC_REMEDY
 from ortfix.system.inventory import ORIGIN_TORCH
 
 MSVC_MIN = (14, 40)  # ORT >= 1.22 imports _Mtx_lock without _Mtx_init_in_situ (microsoft/STL 4730)
 MSVC_FROM_ORT = Version("1.22")
-REDIST = "the latest Microsoft Visual C++ 2015-2022 Redistributable (x64), 14.40 or newer"
 
 
 def search_summary(facts: Facts) -> str:
@@ -49,7 +49,7 @@ def _msvc_runtime(facts: Facts) -> list[Finding]:
     version = ".".join(map(str, msvc.version)) if msvc.version else None
     conda = facts.probe.env_kind == "conda"
     fix = ("update the environment's runtime: conda install -c conda-forge \"vc14_runtime>=14.40\"" if conda
-           else f"install {REDIST} (vc_redist.x64.exe), then start a new terminal")
+           else MSVC_REMEDY)
     severity = Severity.ERROR
     if msvc.path is None:
         summary = f"no {msvc.name} would load: {ort.package or 'onnxruntime'} {ort.version} needs the MSVC runtime"

@@ -36,9 +36,15 @@ MSVC_MIN_VERSION: tuple[int, int] = (14, 40)
 MSVC_DLL = "msvcp140.dll"
 MSVC_REDIST = "Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64)"
 
+# Microsoft's permanent address of the latest x64 redistributable ("Latest supported Visual C++ Redistributable
+# downloads", learn.microsoft.com: "Permalink for latest supported x64 version"), and its winget package id.
+MSVC_REDIST_URL = "https://aka.ms/vs/17/release/vc_redist.x64.exe"
+MSVC_WINGET_ID = "Microsoft.VCRedist.2015+.x64"
+# The one remedy: check's WIN001 (outside conda), verify's verdict, explain's answers (compat/errors.yaml's
+# `{msvc_remedy}`, filled in by explain/patterns.py) and README say this.
 MSVC_REMEDY = (
-    f"install the latest {MSVC_REDIST}, version {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer (Microsoft's "
-    "vc_redist.x64.exe, or `winget install Microsoft.VCRedist.2015+.x64`), then start the program again: it updates "
+    f"install the latest {MSVC_REDIST}, version {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer "
+    f"({MSVC_REDIST_URL}, or `winget install {MSVC_WINGET_ID}`), then start the program again: it updates "
     "msvcp140.dll in System32, which every Python finds"
 )
 MSVC_WHY = (

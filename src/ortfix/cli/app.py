@@ -17,6 +17,7 @@ import click
 
 from ortfix import __version__
 from ortfix.cli.output import Command, dump_json, ended, envelope, json_command, print_error
+from ortfix.cli.streams import fit
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.safetext import visible, visible_lines
 
@@ -33,8 +34,9 @@ _CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abo
 
 def _echo(text: str, err: bool = False) -> None:
     """Everything a command prints goes through here: what the environment said (versions, paths, pip's output) is
-    data, so its controls are shown escaped (safetext.visible_lines); the lines ortfix laid out stay lines."""
-    click.echo(visible_lines(text), err=err)
+    data, so its controls are shown escaped (safetext.visible_lines); the lines ortfix laid out stay lines. The
+    symbols the stream's encoding cannot carry are written as ASCII (cli/streams.py)."""
+    click.echo(fit(visible_lines(text), sys.stderr if err else sys.stdout), err=err)
 
 
 def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

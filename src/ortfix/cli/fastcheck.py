@@ -94,10 +94,11 @@ def _check(python: str | None, as_json: bool, driver_version: str | None, comput
 def run(opts: dict[str, Any]) -> int:
     """The exit code of a plain `check`; what goes wrong is rendered by the entry point (output.ended)."""
 
+    from ortfix.cli.streams import fit
     from ortfix.safetext import visible_lines
 
-    def echo(text: str) -> None:  # as cli/app.py's: what the environment said is shown escaped
-        sys.stdout.write(visible_lines(text) + "\n")
+    def echo(text: str) -> None:  # as cli/app.py's: what the environment said is shown escaped, symbols as fit
+        sys.stdout.write(fit(visible_lines(text), sys.stdout) + "\n")
 
     code = check_command(**opts, echo=echo)
     sys.stdout.flush()

@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
+from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
@@ -40,6 +41,22 @@ def plan_document(result: PlanResult) -> dict[str, Any]:
 
 def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
     return asdict(result.matrix)
+
+
+def _via(plan: Plan, details: Mapping[str, Any]) -> str:
+    """The installer's command line of a pip-install action, quoted for the target's shell (cli/cmdline.py)."""
+    windows = windows_target(plan.python)
+    reqs = join([str(r) for r in details["requirements"]], windows)
+    # an index URL with credentials is passed in uv's environment (shown redacted, as NAME=value)
+    assigned = [o.split("=", 1) for o in plan.installer_options if re.match(r"UV_[A-Z_]+=", o)]
+    uv_options = join([o for o in plan.installer_options if not re.match(r"UV_[A-Z_]+=", o)], windows)
+    if details["installer"] != "uv":
+        return f"{quote(plan.python, windows)} -m pip install {reqs}"
+    if windows:  # cmd's own way to set a variable for one command
+        uv_env = "".join(f"set {quote(f'{name}={value}', True)} && " for name, value in assigned)
+    else:
+        uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
+    return f"{uv_env}uv pip install --python {quote(plan.python, windows)} {uv_options} {reqs}"
 
 
 def _driver_line(d: DriverFacts) -> str:
@@ -195,14 +212,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
             removes += c.startswith("-")
             changes += c.startswith("~")
         if a.kind == "pip-install":
-            reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
-            # an index URL with credentials is passed in uv's environment (shown redacted, as NAME=value)
-            assigned = [o.split("=", 1) for o in plan.installer_options if re.match(r"UV_[A-Z_]+=", o)]
-            uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
-            uv_options = " ".join(shlex.quote(o) for o in plan.installer_options if not re.match(r"UV_[A-Z_]+=", o))
-            via = (f"{uv_env}uv pip install --python {shlex.quote(plan.python)} {uv_options} {reqs}"
-                   if a.details["installer"] == "uv" else f"{shlex.quote(plan.python)} -m pip install {reqs}")
-            lines.append(f"     via: {via}   (installer {a.details['installer']}, with your pip configuration)")
+            lines.append(f"     via: {_via(plan, a.details)}   (installer {a.details['installer']}, with your pip "
+                         "configuration)")
         if a.kind == "write-file":
             lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]

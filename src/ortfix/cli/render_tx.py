@@ -8,16 +8,19 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ortfix.cli.cmdline import quote, windows_target
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
 from ortfix.transaction.store import HistoryEntry
 from ortfix.transaction.undo_notes import FAILING, any_failed, as_before, said, summary, verdict
+from ortfix.verify.winloadcheck import PROVIDER_DLL
 
 if TYPE_CHECKING:
     from ortfix.commands.apply import ApplyResult
     from ortfix.commands.history import HistoryResult, PruneResult, ShowResult
     from ortfix.commands.rollback import RollbackResult
+    from ortfix.verify.loadcheck import LoadCheck
 
 
 
@@ -114,7 +117,7 @@ def render_apply(result: ApplyResult) -> str:
             loaded = [x.soname for x in ver.loader.libraries if x.error is None]
             lines.append(f"verify: {shlex.join(ver.loader.argv[:-1])} <script>: import onnxruntime "
                          f"{'ok' if ver.loader.imported else 'FAILED'}; {len(loaded)}/{len(ver.loader.libraries)} "
-                         "libraries load")
+                         f"libraries load{counted(ver.loader)}")
         lines += [f"  {note}" for note in ver.notes]
         lines += [f"  ✗ {p}" for p in ver.problems]
         if ver.ok:
@@ -128,9 +131,21 @@ def render_apply(result: ApplyResult) -> str:
     if plan.unresolved:
         lines.append("Still needs you: " + "; ".join(f"{f.code} {f.summary}" for f in plan.unresolved))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
-        # a line to paste: the path is quoted for the shell (a prefix may hold spaces, quotes, `$(...)`, backticks)
-        lines.append(f"Undo: ortfix rollback --python {shlex.quote(plan.python)}")
+        # a line to paste: the path is quoted for the target's shell (a prefix may hold spaces, quotes, `$(...)`,
+        # backticks; cmd and PowerShell read double quotes only)
+        lines.append(f"Undo: ortfix rollback --python {quote(plan.python, windows_target(plan.python))}")
     return join_lines(lines)
+
+
+def counted(check: LoadCheck) -> str:
+    """What a Windows load check counted, for the count to be read right: the CUDA provider (its imports load with
+    it, uncounted) and the DLLs loaded later by bare name that check saw resolve (cuDNN's sub-libraries...): the
+    more folders a hook makes searchable, the more of those there are to count."""
+    if check.platform != "windows":
+        return ""
+    later = sum(1 for lib in check.libraries if not lib.soname.lower().endswith(PROVIDER_DLL))
+    return (f" (counted: the CUDA provider, whose imported DLLs load with it, and {later} "
+            f"DLL{'' if later == 1 else 's'} loaded later by bare name)")
 
 
 def apply_json(result: ApplyResult) -> dict[str, Any]:

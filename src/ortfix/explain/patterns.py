@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortfix.check.codes import FindingCode
+from ortfix.check.windows_remedies import MSVC_REMEDY
 from ortfix.compat.load import default_compat_dir
 from ortfix.compat.schemas import ERROR_PATTERNS_KIND, Analysis
 from ortfix.errors import OrtfixError
@@ -92,7 +93,7 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
                 regex=_compile(pid, regex_text),
                 title=str(row["title"]),
                 cause=str(row["cause"]),
-                fix=str(row["fix"]),
+                fix=str(row["fix"]).replace("{msvc_remedy}", MSVC_REMEDY),
                 examples=tuple(str(e) for e in row["examples"]),
                 source=str(row["source"]),
                 unless=tuple(str(u) for u in row.get("unless") or ()),

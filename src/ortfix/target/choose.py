@@ -157,7 +157,8 @@ def _given(python: str) -> Path:
             raise OrtfixError(f"--python {python}: a folder with no bin/python in it",
                               hint="give the interpreter's path or an environment folder")
         if not path.exists():
-            raise OrtfixError(f"--python {python}: no such file")
+            too_long = max_path_error(str(path.absolute()), "cannot be read")
+            raise too_long or OrtfixError(f"--python {python}: no such file")
     except OSError as exc:  # a name too long, a folder on the way that cannot be searched
         raise OrtfixError(f"--python {python}: {exc.strerror or exc}") from exc
     return canonical(path.absolute())
@@ -228,5 +229,23 @@ def start_probe(python: Path) -> subprocess.Popen[str]:
     except OrtfixError as exc:
         if not exc.message.startswith("cannot run "):  # not a start that failed: target/owner.py's refusal
             raise
+        too_long = max_path_error(str(python), "cannot be started")
+        if too_long is not None:
+            raise too_long from exc
         raise OrtfixError(f"{python} cannot be started ({exc.message.split(': ', 1)[-1]})",
                           hint="is it a Python interpreter? --python names the one to work on") from exc
+
+
+# Windows' MAX_PATH: a path of this many characters or more (its terminating NUL counted) is refused by the Win32
+# calls that start a program or open a file, unless long paths are enabled (and even then by some).
+MAX_PATH = 260
+
+
+def max_path_error(path: str, what: str) -> OrtfixError | None:
+    """On Windows, the error for a path too long for MAX_PATH (None when it is not, or not on Windows)."""
+    if os.name != "nt" or len(path) < MAX_PATH or path.startswith("\\\\?\\"):
+        return None
+    return OrtfixError(f"{path} {what}: its path is {len(path)} characters, over Windows' MAX_PATH limit of "
+                       f"{MAX_PATH - 1}",
+                       hint="use an environment at a shorter path, or enable long paths (LongPathsEnabled=1 under "
+                            "HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, as Python's installer offers)")

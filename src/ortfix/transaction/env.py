@@ -21,9 +21,15 @@ def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
     if p.env_kind == "system" and not system:
         raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "
                           "that uses it, and ortfix changes only venvs and conda environments by default",
-                          hint="make a venv (python3 -m venv) and use that, or pass --system to change it anyway")
+                          hint=f"make a venv ({venv_command(p.windows is not None)}) and use that, or pass --system "
+                               "to change it anyway")
     return open_env(p.executable, p.prefix, p.purelib, p.platlib, scripts_folder(p.prefix), p.env_kind,
                     uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
+
+
+def venv_command(windows: bool) -> str:
+    """How a user makes a venv: on Windows with the launcher (`python3` there may be the Store's stub)."""
+    return "py -m venv DIR" if windows else "python3 -m venv DIR"
 
 
 def system_warning(env: TargetEnv) -> str:
