@@ -220,3 +220,14 @@ def test_check_and_explain_give_one_zlibwapi_remedy(tmp_path: Path) -> None:
     assert "move to cuDNN 9" in win002.fix and "put an x64" not in win002.fix.split("Staying")[0]
     assert explained[0].fix.rstrip(".").lower() == win002.fix.lower()
     assert win002.fix in " ".join(about_dll("zlibwapi.dll", load_matrix()))
+
+
+def test_seed_002_with_its_own_driver_says_what_the_cudnn_9_move_needs(tmp_path: Path) -> None:
+    """Seed 002's driver (522, CUDA 11.8) runs no CUDA 12 build, so no cuDNN 9 build: the plan says which driver the
+    move needs (528.33, CUDA 12's Windows minimum) instead of leaving WIN002 unexplained."""
+    facts = _gather(*_seed_002(tmp_path), "522.06")
+    plan, codes = _plan(facts, "522.06")
+    assert FindingCode.ZLIBWAPI_MISSING in codes
+    assert plan.target is None or plan.target.cudnn_major == 8, plan.target
+    said = [n for n in plan.notes if "cuDNN 9" in n]
+    assert len(said) == 1 and ">= 528.33" in said[0], plan.notes

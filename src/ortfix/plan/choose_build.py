@@ -63,6 +63,23 @@ def cudnn9_first(codes: set[Code], ranked: Sequence[ChosenBuild], options: PlanO
             *(b for b in ranked if b not in newer)]
 
 
+def cudnn9_out_of_reach(codes: set[Code], target: ChosenBuild | None, options: PlanOptions,
+                        matrix: Matrix) -> str | None:
+    """The note for WIN002 when the plan stays on cuDNN 8 without the user's choice: no build for cuDNN 9 runs here,
+    and the driver that the oldest CUDA major of such a Windows build needs."""
+    if (Code.ZLIBWAPI_MISSING not in codes or options.ort_version or options.cuda_major
+            or (target is not None and (target.cudnn_major or 0) >= 9)):
+        return None
+    majors = sorted({b.cuda_major for b in matrix.builds if b.package == GPU_PACKAGE and (b.cudnn_major or 0) >= 9
+                     and b.index == "default" and "win_amd64" in b.platforms})
+    row = matrix.cuda_major(majors[0]) if majors else None
+    driver = row.driver_min.get("windows") if row else None
+    if row is None or driver is None:
+        return None
+    return (f"WIN002 stays: no onnxruntime-gpu build for cuDNN 9 runs here; the oldest (CUDA {row.major}) needs an "
+            f"NVIDIA driver >= {driver}: update the driver, then `ortfix plan` again (or find a zlibwapi.dll)")
+
+
 def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
     """The ORT version installed now, as far as a damaged install still tells it: the GPU build's
     build_and_package_info.py, then the METADATA (or .dist-info name) of onnxruntime-gpu, then of onnxruntime, then

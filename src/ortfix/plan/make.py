@@ -25,7 +25,7 @@ from ortfix.check.requires import Consumer, Need, installed_needs, nvidia_consum
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.plan.choose_build import cudnn9_first, installed_build, needs_swap, ranked_builds
+from ortfix.plan.choose_build import cudnn9_first, cudnn9_out_of_reach, installed_build, needs_swap, ranked_builds
 from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
@@ -270,6 +270,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                      "toolkit or your distribution")
     if swap and target is not None:
         notes += list(target.reasons)
+    notes += [n for n in (cudnn9_out_of_reach(codes, target, options, matrix),) if n]
     facts_fingerprint = facts.fingerprint()
     broken = [r for r in changed if r.broken]
     assert all(c in PLAN_FIXES for a in actions for c in a.fixes), "check/codes.py's PLAN_FIXES lists what a plan fixes"
