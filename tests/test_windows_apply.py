@@ -13,6 +13,7 @@ and is read back with wine's reg.exe."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -117,6 +118,10 @@ def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, gpu
                       expect=0)
     steps = applied["transaction"]["steps"]
     assert [s["kind"] for s in steps] == ["write-file", "write-file"], steps  # the hook's module and .pth: no install
+    hook = (exe.parent / "Lib" / "site-packages" / "_ortfix_dllpath.py").read_text(encoding="utf-8")
+    folders = ast.literal_eval(next(ln for ln in hook.splitlines() if ln.startswith("FOLDERS = "))[10:])
+    # cuDNN 9 loads nvrtc64_120_0.dll by a name it builds, never imported: its folder is on the hook too (issue 21)
+    assert any(PureWindowsPath(f).parts[-3:] == ("nvidia", "cuda_nvrtc", "bin") for f in folders), folders
     fixed = winwheels.fresh_cuda_session(w, exe, model)  # PATH is not set by the test: the hook does it
     assert winwheels.reached_driver(fixed), fixed
 

@@ -28,6 +28,7 @@ from support.testcache import cache_root
 _SCHEMA = 1
 MINGW_GCC = "x86_64-w64-mingw32-gcc"
 MINGW_DLLTOOL = "x86_64-w64-mingw32-dlltool"
+MINGW_WINDRES = "x86_64-w64-mingw32-windres"
 _SOURCE = """\
 /* ortfix test stub DLL: every export is an alias of this one function. */
 int ortfix_stub(void) { return 0; }
@@ -37,7 +38,7 @@ const char ortfix_stub_marker[] = "%s";
 
 def mingw_missing() -> str | None:
     """Why stub DLLs cannot be built here (one line), or None."""
-    if shutil.which(MINGW_GCC) is None or shutil.which(MINGW_DLLTOOL) is None:
+    if any(shutil.which(tool) is None for tool in (MINGW_GCC, MINGW_DLLTOOL, MINGW_WINDRES)):
         return "mingw-w64 is not installed (apt-get install gcc-mingw-w64-x86-64)"
     return None
 
@@ -54,9 +55,26 @@ def _def_name(name: str) -> str:
     return name
 
 
-def _build(exports: tuple[str, ...], needed: tuple[str, ...], marker: str) -> Path:
-    key = json.dumps({"schema": _SCHEMA, "gcc": _gcc_version(), "exports": exports, "needed": needed,
-                      "marker": marker}, sort_keys=True)
+def _version_resource(tmp: Path, version: tuple[int, int, int, int]) -> str:
+    """A compiled VERSIONINFO resource (FileVersion in VS_FIXEDFILEINFO and as a string, as NVIDIA's DLLs carry it)."""
+    dotted, commas = ".".join(map(str, version)), ",".join(map(str, version))
+    (tmp / "version.rc").write_text(
+        f"1 VERSIONINFO\nFILEVERSION {commas}\nPRODUCTVERSION {commas}\nBEGIN\n"
+        f'  BLOCK "StringFileInfo"\n  BEGIN\n    BLOCK "040904b0"\n    BEGIN\n'
+        f'      VALUE "FileVersion", "{dotted}"\n    END\n  END\n'
+        '  BLOCK "VarFileInfo"\n  BEGIN\n    VALUE "Translation", 0x409, 1200\n  END\nEND\n')
+    subprocess.run([MINGW_WINDRES, str(tmp / "version.rc"), "-O", "coff", "-o", str(tmp / "version.o")],
+                   check=True, capture_output=True)
+    return str(tmp / "version.o")
+
+
+def _build(exports: tuple[str, ...], needed: tuple[str, ...], marker: str,
+           file_version: tuple[int, int, int, int] | None = None) -> Path:
+    fields: dict[str, object] = {"schema": _SCHEMA, "gcc": _gcc_version(), "exports": exports, "needed": needed,
+                                 "marker": marker}
+    if file_version is not None:  # only then: the stubs built before keep their cache keys
+        fields["file_version"] = file_version
+    key = json.dumps(fields, sort_keys=True)
     cache = cache_root() / "winstubs"
     cached = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.dll"
     if cached.is_file():
@@ -76,6 +94,8 @@ def _build(exports: tuple[str, ...], needed: tuple[str, ...], marker: str) -> Pa
                            check=True, capture_output=True)
             (tmp / f"use{i}.c").write_text(f"extern int {symbol}(void);\nint (*ortfix_use_{i})(void) = {symbol};\n")
             inputs += [str(tmp / f"use{i}.c"), str(tmp / f"libimp{i}.a")]
+        if file_version is not None:
+            inputs.append(_version_resource(tmp, file_version))
         out = tmp / "stub.dll"
         argv = [MINGW_GCC, "-shared", "-O0", "-o", str(out), str(tmp / "stub.c"), str(tmp / "stub.def"), *inputs,
                 "-Wl,--enable-auto-image-base"]
@@ -87,13 +107,14 @@ def _build(exports: tuple[str, ...], needed: tuple[str, ...], marker: str) -> Pa
 
 
 def build_stub_dll(path: Path, *, exports: Sequence[str] = (), needed: Sequence[str] = (),
-                   marker: str | None = None) -> Path:
+                   marker: str | None = None, file_version: tuple[int, int, int, int] | None = None) -> Path:
     """Write a real x86-64 DLL at `path` (its file name is the DLL's name) and return `path`. `needed` are the DLLs it
     imports (besides the C runtime mingw links: KERNEL32 and msvcrt), in order; `exports` its exported functions.
-    `marker` (default: the file name) is embedded so two stubs can differ on disk."""
+    `marker` (default: the file name) is embedded so two stubs can differ on disk; `file_version` (8, 9, 5, 29) gives
+    it a version resource with that FileVersion, as NVIDIA's DLLs have."""
     if isinstance(exports, str) or isinstance(needed, str):
         raise TypeError("exports and needed take sequences of names, not a string")
-    cached = _build(tuple(exports), tuple(needed), marker if marker is not None else path.name)
+    cached = _build(tuple(exports), tuple(needed), marker if marker is not None else path.name, file_version)
     _install_file(cached, path, 0o755)
     return path
 

@@ -1,6 +1,7 @@
 """The CUDA libraries the build's CUDA provider needs, as the loader would find them (LIB001-LIB006, LIB008), and
 whether the binary's needs agree with the matrix (MTX001, MTX002): missing, installed but not findable, only another
-major present, shadowed by a copy outside the environment, resolved to another CUDA major's copy, a missing SONAME
+major present, shadowed by a copy outside the environment (on Windows not when the two carry the same FileVersion:
+the same DLL twice), resolved to another CUDA major's copy, a missing SONAME
 link, and LD_LIBRARY_PATH folders that cannot be read."""
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             continue
         loaded_version = next((c.version for c in facts.libraries if os.path.normcase(c.path) ==
                                os.path.normcase(res.path)), None) or _file_version(res.path)
+        if windows and loaded_version and all(c.version == loaded_version for c in own):
+            continue  # the same FileVersion (torch\\lib's copy of the toolkit's DLL): identical, nothing to fix
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
             f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",

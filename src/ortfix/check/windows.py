@@ -11,11 +11,12 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
-from ortfix.check.windows_remedies import MSVC_REMEDY
+from ortfix.check.windows_remedies import MSVC_REMEDY, ZLIBWAPI_REMEDY, ZLIBWAPI_WHY
 from ortfix.system.inventory import ORIGIN_TORCH
 
 MSVC_MIN = (14, 40)  # ORT >= 1.22 imports _Mtx_lock without _Mtx_init_in_situ (microsoft/STL 4730)
 MSVC_FROM_ORT = Version("1.22")
+CUDNN8_DLL = "cudnn64_8.dll"
 
 
 def search_summary(facts: Facts) -> str:
@@ -69,23 +70,36 @@ def _msvc_runtime(facts: Facts) -> list[Finding]:
                     {"path": msvc.path, "version": version, "needs": needs})]
 
 
-def _cudnn_version(facts: Facts) -> Version | None:
+def _cudnn_version(facts: Facts, gpu: OrtInstall) -> Version | None:
+    """cuDNN 8's version: the installed nvidia-cudnn wheel's, else the FileVersion of the cudnn64_8.dll the provider
+    would load (8.9.5.29), else of the one copy (or the copies that agree) found elsewhere (torch\\lib, the toolkit)."""
     for dist in facts.probe.distributions:
         if dist.normalized.startswith("nvidia-cudnn-"):
-            try:
-                version = Version(dist.version)
-            except InvalidVersion:
-                continue
-            if version.major == 8:
+            version = _version8(dist.version)
+            if version is not None:
                 return version
-    return None
+    key = facts.loader.key
+    resolved = {key(r.path) for p in gpu.providers for r in p.resolutions
+                if r.path and key(r.name) == key(CUDNN8_DLL)}
+    copies = [c for c in facts.libraries if c.soname and key(c.soname) == key(CUDNN8_DLL) and c.version]
+    used = [c for c in copies if key(c.path) in resolved]
+    versions = {c.version for c in (used or copies)}
+    return _version8(versions.pop()) if len(versions) == 1 else None
+
+
+def _version8(text: str | None) -> Version | None:
+    try:
+        version = Version(text or "")
+    except InvalidVersion:
+        return None
+    return version if version.major == 8 else None
 
 
 def _zlibwapi(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
     win = facts.windows
     if gpu is None or gpu.cudnn_major != 8 or win is None or win.zlibwapi.path is not None:
         return []
-    version = _cudnn_version(facts)
+    version = _cudnn_version(facts, gpu)
     if version is not None and not (Version("8.3") <= version < Version("8.10")):
         return []
     copies = [c.path for c in facts.libraries if c.family == "zlibwapi"]
@@ -94,9 +108,8 @@ def _zlibwapi(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
         FindingCode.ZLIBWAPI_MISSING, Severity.ERROR if version else Severity.WARNING,
         f"{told} loads zlibwapi.dll, and no zlibwapi.dll would be found: \"Could not locate zlibwapi.dll\"",
         (f"zlibwapi.dll: not found; searched {', '.join(win.zlibwapi.searched) or '(nothing)'}",
-         *(f"a copy the search does not reach: {p}" for p in copies)),
-        "NVIDIA no longer ships zlibwapi.dll with any wheel: put an x64 zlibwapi.dll (zlib built with ZLIB_WINAPI) "
-        "in a folder on PATH, or use an ONNX Runtime build for cuDNN 9 (1.19 or newer)",
+         *(f"a copy the search does not reach: {p}" for p in copies), ZLIBWAPI_WHY),
+        ZLIBWAPI_REMEDY,
         {"dlls": {"zlibwapi.dll": copies}})]
 
 

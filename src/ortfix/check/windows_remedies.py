@@ -61,10 +61,11 @@ ZLIBWAPI_DLL = "zlibwapi.dll"
 ZLIBWAPI_WHY = (
     "cuDNN 8.3 to 8.9 for Windows load zlibwapi.dll, which no pip wheel ships and NVIDIA no longer distributes"
 )
-ZLIBWAPI_REMEDY = (
-    "move to cuDNN 9 rather than hunting for a zlibwapi.dll: onnxruntime-gpu 1.19 or newer is built for cuDNN 9 "
-    "(`ortfix plan` picks the release and the nvidia-cudnn-cu12 wheel; `ortfix plan --ort-version 1.19.2` or newer to "
-    "choose one), and cuDNN 9 does not use zlibwapi.dll"
+ZLIBWAPI_REMEDY = (  # compat/errors.yaml's cudnn8-zlibwapi-missing says the same (tests/test_windows_plan.py)
+    "move to cuDNN 9 rather than hunting for a zlibwapi.dll: onnxruntime-gpu 1.19 or newer is built for cuDNN 9, and "
+    "`ortfix plan` moves to such a release with its nvidia-cudnn wheel (`ortfix plan --ort-version 1.19.2` or newer "
+    "to choose one); cuDNN 9 does not use zlibwapi.dll. Staying on cuDNN 8 (onnxruntime-gpu 1.18 or older) means "
+    "putting an x64 zlibwapi.dll (zlib built with ZLIB_WINAPI) in a folder on PATH yourself"
 )
 
 

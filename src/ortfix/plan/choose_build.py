@@ -4,6 +4,7 @@ for it (`needs_swap`), and the installed build as a choice when it stays (`insta
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -36,6 +37,8 @@ def needs_swap(codes: set[Code], installed: OrtInstall | None, target: ChosenBui
         return True
     if installed is None:
         return bool(codes & {Code.VARIANT_CONFLICT})
+    if Code.ZLIBWAPI_MISSING in codes and installed.cudnn_major == 8 and (target.cudnn_major or 0) >= 9:
+        return True  # WIN002's remedy: a build for cuDNN 9, which does not load zlibwapi.dll (cudnn9_first)
     if arch_error and (installed.version != target.version or installed.cuda_major != target.cuda_major):
         return True  # the GPU is older than anything the installed build runs on: another build is the fix
     if options.ort_version and installed.version:
@@ -45,6 +48,36 @@ def needs_swap(codes: set[Code], installed: OrtInstall | None, target: ChosenBui
         except InvalidVersion:
             return True  # the installed version cannot be read (a damaged install): install the one asked for
     return bool(options.cuda_major and installed.cuda_major != options.cuda_major)
+
+
+def cudnn9_first(codes: set[Code], ranked: Sequence[ChosenBuild], options: PlanOptions) -> list[ChosenBuild]:
+    """WIN002 (cuDNN 8.3-8.9 for Windows without the zlibwapi.dll no wheel ships): the builds for cuDNN 9, which does
+    not load it, ranked before the cuDNN 8 ones (the remedy WIN002, explain and verify give), unless the user chose
+    the build (--ort-version, --cuda). Without a cuDNN 9 build this machine runs, the ranking stays."""
+    if Code.ZLIBWAPI_MISSING not in codes or options.ort_version or options.cuda_major:
+        return list(ranked)
+    newer = [b for b in ranked if (b.cudnn_major or 0) >= 9]
+    why = ("cuDNN 8.3-8.9 for Windows load zlibwapi.dll, which no pip wheel ships (WIN002); "
+           "this build is for cuDNN 9, which does not")
+    return [*(dataclasses.replace(b, reasons=(*b.reasons, f"{b.package} {b.version}: {why}")) for b in newer),
+            *(b for b in ranked if b not in newer)]
+
+
+def cudnn9_out_of_reach(codes: set[Code], target: ChosenBuild | None, options: PlanOptions,
+                        matrix: Matrix) -> str | None:
+    """The note for WIN002 when the plan stays on cuDNN 8 without the user's choice: no build for cuDNN 9 runs here,
+    and the driver that the oldest CUDA major of such a Windows build needs."""
+    if (Code.ZLIBWAPI_MISSING not in codes or options.ort_version or options.cuda_major
+            or (target is not None and (target.cudnn_major or 0) >= 9)):
+        return None
+    majors = sorted({b.cuda_major for b in matrix.builds if b.package == GPU_PACKAGE and (b.cudnn_major or 0) >= 9
+                     and b.index == "default" and "win_amd64" in b.platforms})
+    row = matrix.cuda_major(majors[0]) if majors else None
+    driver = row.driver_min.get("windows") if row else None
+    if row is None or driver is None:
+        return None
+    return (f"WIN002 stays: no onnxruntime-gpu build for cuDNN 9 runs here; the oldest (CUDA {row.major}) needs an "
+            f"NVIDIA driver >= {driver}: update the driver, then `ortfix plan` again (or find a zlibwapi.dll)")
 
 
 def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:

@@ -26,7 +26,7 @@ from ortfix.check.winstore import STORE_REASON, STORE_REMEDY, is_store_python
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.plan.choose_build import installed_build, needs_swap, ranked_builds
+from ortfix.plan.choose_build import cudnn9_first, cudnn9_out_of_reach, installed_build, needs_swap, ranked_builds
 from ortfix.plan.hook_actions import (
     dll_folders,
     hook_actions,
@@ -38,7 +38,14 @@ from ortfix.plan.hook_actions import (
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action, ChosenBuild, Plan, PlanOptions, plan_fingerprint
-from ortfix.plan.needed_libraries import copies_by_soname, needed_sonames, occupying, whole_cudnn
+from ortfix.plan.needed_libraries import (
+    copies_by_soname,
+    needed_sonames,
+    occupying,
+    wheel_for_library,
+    whole_cudnn,
+    with_nvrtc,
+)
 from ortfix.plan.neighbours import Replacement, refusal, replacements
 from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
@@ -54,7 +61,8 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
     installed = gpu_install(facts)
     required = installed_needs(facts)
     consumers = nvidia_consumers(facts, matrix, required)
-    ranked = ranked_builds(facts, matrix, options, installed, consumers)
+    ranked = cudnn9_first({f.code for f in findings}, ranked_builds(facts, matrix, options, installed, consumers),
+                          options)
     first: tuple[Plan, list[Replacement]] | None = None
     for i, target in enumerate(ranked or [None]):
         plan, broken = _draft(facts, findings, matrix, options, installed, target, required, consumers,
@@ -144,14 +152,16 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             continue
         if found:  # shadowed but no own copy
             continue
-        wheel = matrix.wheel_for_soname(soname, cuda_major, cudnn_major) if cuda_major else None
+        wheel = wheel_for_library(matrix, soname, cuda_major, cudnn_major, windows=windows) if cuda_major else None
         if wheel is None:
             missing_no_wheel.append(soname)
             continue
         to_install[wheel.distribution] = wheel
         hook_libs[soname] = _installed_path(site, wheel, soname, windows=windows)
 
-    if not windows:  # Windows: the PATH hook puts folders first, and cuDNN's folder holds all of it
+    if windows:  # the PATH hook puts folders first: cuDNN's holds all of it; NVRTC's is loaded by a built name
+        hook_libs = with_nvrtc(hook_libs, facts.libraries, cuda_major)
+    else:
         cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
         hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
 
@@ -218,7 +228,9 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         fixes = tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES or c in INSTALL_FIXES),
                               *repairs.installed_by(swap and target is not None, codes),
                               *((Code.GPU_ARCH,) if swap and arch_error else ()),
-                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ())}))
+                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ()),
+                              *((Code.ZLIBWAPI_MISSING,) if swap and Code.ZLIBWAPI_MISSING in codes and target
+                                and (target.cudnn_major or 0) >= 9 else ())}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             (*(f"+ {r}" for r in requirements),
@@ -270,6 +282,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                      "toolkit or your distribution")
     if swap and target is not None:
         notes += list(target.reasons)
+    notes += [n for n in (cudnn9_out_of_reach(codes, target, options, matrix),) if n]
     facts_fingerprint = facts.fingerprint()
     broken = [r for r in changed if r.broken]
     assert all(c in PLAN_FIXES for a in actions for c in a.fixes), "check/codes.py's PLAN_FIXES lists what a plan fixes"

@@ -12,6 +12,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
 from ortfix.system.inventory import LibCopy, parse_lib_name
+from ortfix.system.windows import wheel_dlls
 from ortfix.target.probe import Distribution
 
 
@@ -47,6 +48,38 @@ def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> b
     own = [c for c in facts.libraries if c.soname == name and c.inside_env]
     found = facts.findable.get(name)
     return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
+
+
+def wheel_for_library(matrix: Matrix, name: str, cuda_major: int, cudnn_major: int | None, *,
+                      windows: bool) -> WheelSpec | None:
+    """The NVIDIA pip wheel that ships the library `name` for this CUDA (and cuDNN) major: a SONAME, or on Windows
+    also a DLL name, compared case-insensitively with the DLLs the win_amd64 wheel installs (cublasLt64_13.dll is
+    nvidia-cublas 13's, in nvidia/cu13/bin/x86_64), which a kept build's missing imports are named by."""
+    wheel = matrix.wheel_for_soname(name, cuda_major, cudnn_major)
+    if wheel is not None or not windows:
+        return wheel
+    cudnn = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major is not None else None
+    cuda = matrix.cuda_major(cuda_major)
+    candidates: tuple[WheelSpec, ...] = (*((cudnn.wheel,) if cudnn else ()), *(cuda.wheels if cuda else ()))
+    for candidate in candidates:
+        if name.lower() in {d.lower() for d in wheel_dlls(candidate)}:
+            return candidate
+    return None
+
+
+def with_nvrtc(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None) -> dict[str, str]:
+    """Windows: `hook_libs` (DLL name → path) with the environment's own NVRTC DLLs of `cuda_major` when it makes a
+    cuDNN DLL findable. cuDNN 9's runtime-compiled engines load NVRTC by a name they build (nvrtc64_%d%d_0.dll), by
+    bare name through PATH, so nvidia\\cuda_nvrtc\\bin (CUDA 12; CUDA 13's nvidia\\cu13\\bin\\x86_64) must be on it
+    too, although no import names it."""
+    out = dict(hook_libs)
+    if not any(name.lower().startswith("cudnn") for name in hook_libs):
+        return out
+    for c in copies:
+        if (c.family == "nvrtc" and c.soname and c.inside_env
+                and (cuda_major is None or c.cuda_major in (None, cuda_major))):
+            out.setdefault(c.soname, c.path)
+    return out
 
 
 def occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
