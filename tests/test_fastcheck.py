@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clitools import REPO, run_ortfix
-from ortfix.cli.fastcheck import parse_check
+from ortfix.cli.invocation import parse_check
 from support.fixtures import make_venv, pip_install
 
 

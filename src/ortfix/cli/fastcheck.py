@@ -1,9 +1,9 @@
 """`ortfix check` without importing click.
 
-`check` is the command people run most and the one whose speed is measured (scripts/bench_check.py); click alone
-costs about a quarter of its run time. The entry point hands the plain forms of `check` here (`--python P`, `--json`,
-`--driver V`, `--compute-capability X.Y`, `--fresh`, `--verbose`/`-v`, each at most once); anything else (help, a
-typo, a repeated option, another command) goes to the click CLI, which owns every message about the command line.
+`check` is the command people run most and the one whose speed is measured (scripts/bench_check.py). The entry point
+hands the plain forms of `check` here (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`,
+`--compute-capability X.Y`, `--fresh`, `--verbose`/`-v`, each at most once); anything else (help, a typo, a repeated
+option, another command) goes to the click CLI, which owns every message about the command line.
 Both paths call `check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares
 them).
 """
@@ -11,43 +11,11 @@ them).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
     from typing import Any
-
-_FLAGS = {"--json": "as_json", "--fresh": "fresh", "--verbose": "verbose", "-v": "verbose"}
-_VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability"}
-
-
-def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The keyword arguments of `check_command` for a plain `check` command line, or None to leave it to click."""
-    if not argv or argv[0] != "check":
-        return None
-    opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None,
-                            "fresh": False, "verbose": False}
-    seen: set[str] = set()
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        value: str | None = None
-        if arg in _FLAGS:
-            key = _FLAGS[arg]
-        elif name in _VALUED and eq:
-            key, value = _VALUED[name], inline
-        elif arg in _VALUED and i + 1 < len(argv):
-            key, value = _VALUED[arg], argv[i + 1]
-            i += 1
-        else:
-            return None
-        if key in seen or (value is not None and (not value or value.startswith("-"))):
-            return None
-        seen.add(key)
-        opts[key] = True if value is None else value
-        i += 1
-    return opts
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,

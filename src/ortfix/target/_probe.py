@@ -24,7 +24,7 @@ if False:  # typing is only for the type checker: importing it costs the probe 4
 try:  # json.dumps' own C escaper for strings, without json's imports (a third of the probe's run time otherwise)
     from _json import encode_basestring_ascii as c_encode_string
 except ImportError:  # an interpreter built without it: encode_char() below
-    c_encode_string = None
+    c_encode_string = None  # type: ignore[assignment]
 
 PROBE_SCHEMA = 1
 INTERESTING_PREFIXES = ("onnxruntime", "ort-nightly", "ort_nightly", "nvidia-", "nvidia_", "tensorrt")

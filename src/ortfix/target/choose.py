@@ -257,9 +257,9 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
             return None  # code the target runs is taken only from a folder nobody else can write to
         path = folder / f"{name}.py"
-        if not path.is_file() or path.read_text(encoding="utf-8") != source:
-            if not write_text(path, source):
-                return None
+        stale = not path.is_file() or path.read_text(encoding="utf-8") != source
+        if stale and not write_text(path, source):
+            return None
     except (OSError, UnicodeDecodeError):
         return None
     return str(folder), name
