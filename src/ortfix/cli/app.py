@@ -22,6 +22,7 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
+    from ortfix.check.facts import ProbeRun
     from ortfix.cli.invocation import Invocation
     from ortfix.export.model import ExportFormat
     from ortfix.target.choose import TargetDescription
@@ -435,11 +436,12 @@ def _located(python: str | None, as_json: bool) -> TargetDescription:
     return _named(locate_environment(python), as_json)
 
 
-def _described(python: str | None, as_json: bool) -> TargetDescription:
-    """The target of verify and tune (the probe it runs is the one they use)."""
+def _described(python: str | None, as_json: bool) -> tuple[TargetDescription, ProbeRun]:
+    """The target of verify and tune, and the probe's run they pass on (it runs once)."""
     from ortfix.commands.check import describe_target
 
-    return _named(describe_target(python), as_json)
+    target, probe_run = describe_target(python)
+    return _named(target, as_json), probe_run
 
 
 def _tx_ui(as_json: bool) -> Any:
@@ -673,8 +675,8 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
         spec = sets[0]
     if model is not None:  # the command line's own mistakes first, before the target is looked at
         model = model_file(model, f"--model {model}")
-    target = _described(python, as_json)
-    result = run_verify(python, model=model, shapes=spec, timeout=timeout)
+    target, probe_run = _described(python, as_json)
+    result = run_verify(python, model=model, shapes=spec, timeout=timeout, probe_run=probe_run)
     _finish(Command.VERIFY, result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()},
             render_verify)
 
@@ -717,7 +719,7 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
         progress = sys.stderr.isatty()
     specs = parse_shapes(shapes)  # the command line's own mistakes first, before the target is looked at
     model = model_file(model, str(model))
-    target = _described(python, as_json)
-    result = run_tune(python, model, specs, runs=runs, timeout=timeout,
+    target, probe_run = _described(python, as_json)
+    result = run_tune(python, model, specs, runs=runs, timeout=timeout, probe_run=probe_run,
                       progress=(lambda line: _echo(visible(f"ortfix: tune: {line}"), err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

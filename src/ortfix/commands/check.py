@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ortfix.check.diagnose import diagnose
-from ortfix.check.facts import Facts, gather
+from ortfix.check.facts import Facts, ProbeRun, gather
 from ortfix.check.findings import Finding, problems
 from ortfix.compat.load import load_matrix
 from ortfix.compat.matrix import Matrix
@@ -41,21 +41,25 @@ def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
                              is_own_prefix(probe.prefix))
 
 
-def describe_target(python: str | None) -> TargetDescription:
-    """The target's first line for a command that runs its own probe later (verify, tune): the probe runs now and
-    is kept for the command's own look (prefetch.finished), so it runs once."""
+def describe_target(python: str | None) -> tuple[TargetDescription, ProbeRun]:
+    """The target's first line for a command that looks at the target after it (verify, tune), and the probe's run
+    it was described from, for the command to pass on (`probe_run` of run_check, run_verify, run_tune): the probe
+    runs once."""
     from ortfix.target.probe import finish_probe
 
     chosen = choose_target(python)
-    return describe(finish_probe(prefetch.finished(chosen.python), chosen.python), chosen.chosen_by)
+    run = prefetch.wait(chosen.python)
+    return describe(finish_probe(run, chosen.python), chosen.chosen_by), run
 
 
-def run_check(python: str | None, *, driver_version: str | None = None,
-              compute_capability: str | None = None) -> CheckResult:
+def run_check(python: str | None, *, driver_version: str | None = None, compute_capability: str | None = None,
+              probe_run: ProbeRun | None = None) -> CheckResult:
+    """`probe_run`: the probe already run for this target (describe_target), else the one started early, if any."""
     matrix = load_matrix()
     chosen = choose_target(python)
-    facts = gather(chosen.python, matrix, probe_run=prefetch.take(chosen.python), unfinished=unfinished_transactions,
-                   driver_version=driver_version, compute_capability=compute_capability)
+    facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.python),
+                   unfinished=unfinished_transactions, driver_version=driver_version,
+                   compute_capability=compute_capability)
     return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
                        target=describe(facts.probe, chosen.chosen_by))
 

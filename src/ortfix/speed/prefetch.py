@@ -59,15 +59,21 @@ def take_any() -> ProbeRun | None:
 
 def finished(target: Path) -> subprocess.CompletedProcess[str]:
     """The probe's result for `target`, waiting for the one started early (or starting one now); it stays here for
-    the `take` that follows, so the probe runs once however many look at its report."""
+    the `take` that follows, so the probe runs once however many look at its report (a replayed check that turns
+    out to need the full check)."""
     global _started
+    done = wait(target)
+    _started = (target, done)
+    return done
+
+
+def wait(target: Path) -> subprocess.CompletedProcess[str]:
+    """The probe's result for `target`: the one started early, else one started now, waited for."""
     from ortfix import subproc
     from ortfix.target.choose import PROBE_TIMEOUT, start_probe
 
     run = take(target) or start_probe(target)
-    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
-    _started = (target, done)
-    return done
+    return run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
 
 
 def take(target: Path) -> ProbeRun | None:
