@@ -6,8 +6,6 @@ import os
 import sys
 from enum import IntEnum
 
-from ortfix.safetext import visible
-
 
 class ExitCode(IntEnum):
     """Exit codes shared by every command (documented in README.md)."""
@@ -33,6 +31,8 @@ class OrtfixError(Exception):
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
+        from ortfix.safetext import visible  # not at import: errors is imported before the probe starts
+
         return visible(f"ortfix: error: {self.one_line()}")
 
 
@@ -72,6 +72,8 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
     line = f"ortfix: error: {unexpected_message(exc)}"
     if not debug:
         line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    from ortfix.safetext import visible
+
     sys.stderr.write(visible(line) + "\n")
     sys.stderr.flush()
     return int(ExitCode.USAGE)

@@ -246,11 +246,11 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
     base = cache_dir()
     if base is None or os.name != "posix":
         return None
-    import hashlib
     import stat
+    import zlib  # not hashlib, whose OpenSSL costs 3 ms before the probe can start: the file's text is compared too
 
     folder = base / "probe"
-    name = "ortfix_probe_" + hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    name = f"ortfix_probe_{zlib.crc32(source.encode('utf-8')):08x}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.lstat(folder)
