@@ -25,22 +25,14 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
                   echo: Callable[[str], None], fresh: bool = False, verbose: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
-    An identical earlier check is replayed while nothing it depended on has changed (speed/replay.py); `fresh` skips
-    that. `verbose`: every library row of the report, not only those that are a problem."""
-    from ortfix.speed.replay import saved_check
+    An identical earlier check is replayed while nothing it depended on has changed (commands/check.check_output);
+    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem."""
+    from ortfix.commands.check import check_output
     from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
-
-    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability, verbose))
-    if saved is None:
-        output, code, _report = _check(python, as_json, driver_version, compute_capability, verbose)
-    else:
-        replayed = saved.replay()
-        if replayed is not None:
-            echo(replayed[0])
-            return replayed[1]
-        output, code = saved.record(lambda: _check(python, as_json, driver_version, compute_capability, verbose))
+    output, code = check_output(python, (as_json, driver_version, compute_capability, verbose), fresh=fresh,
+                                full=lambda: _check(python, as_json, driver_version, compute_capability, verbose))
     echo(output)
     return code
 
