@@ -1,9 +1,11 @@
 """`ortfix check` without importing click.
 
 `check` is the command people run most and the one whose speed is measured (scripts/bench_check.py). This path
-still pays: a replayed `check` took 168 ms through it and 242 ms through click (ORTFIX_NO_FASTPATH=1), medians of 15
-interleaved runs of scripts/bench_check.py on onnxruntime-gpu 1.22.0 with its NVIDIA wheels (2-core machine, shared;
-`import onnxruntime` took 407 ms there). The entry point hands the plain forms of `check` here
+still pays: a replayed `check` took 67, 100 and 127 ms through it and 98, 127 and 178 ms through click
+(ORTFIX_NO_FASTPATH=1) in three runs of scripts/bench_check.py (medians of 15-21 interleaved runs, onnxruntime-gpu
+1.22.0 with its NVIDIA wheels, `import onnxruntime` 200-310 ms, a shared 2-core machine); a fourth, under heavier
+load, measured both at 158 ms.
+The entry point hands the plain forms of `check` here
 (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,
 `--verbose`/`-v`, each at most once); anything else (help, a typo, a repeated option, another command) goes to the
 click CLI, which owns every message about the command line.
