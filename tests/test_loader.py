@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,3 +147,25 @@ def test_soname_already_loaded_is_reused(tmp_path: Path) -> None:
     top = build_stub_lib(tmp_path / "t" / "libtop.so", soname="libtop.so", needed=["libdup.so.1", "libuser.so.1"],
                          runpath=[str(tmp_path / "a"), str(tmp_path / "b")])
     assert agree(top)["libdup.so.1"] == str(tmp_path / "a" / "libdup.so.1")
+
+
+def test_the_elf_cache_keeps_one_file_per_folder(tmp_path: Path) -> None:
+    """A check reads the cache entries of the folders its libraries are in, not of every file ever parsed: one file
+    per folder, read back by a new reader; a folder's file never answers for another folder."""
+    a = build_stub_lib(tmp_path / "a" / "liba.so.1", soname="liba.so.1")
+    b = build_stub_lib(tmp_path / "b" / "libb.so.2", soname="libb.so.2", needed=["liba.so.1"])
+    cache = tmp_path / "cache"
+    reader = ElfReader(cache)
+    assert (reader.read(str(a)).soname, reader.read(str(b)).soname) == ("liba.so.1", "libb.so.2")
+    reader.save()
+    shards = sorted(cache.glob("*.json"))
+    assert len(shards) == 2
+    assert sorted(len(json.loads(s.read_text())["entries"]) for s in shards) == [1, 1]
+
+    class Unparsed(ElfReader):
+        def parse(self, path: str) -> Any:
+            raise AssertionError(f"{path} was parsed again")
+
+    again = Unparsed(cache)
+    assert list(again.read(str(b)).needed) == ["liba.so.1"]
+    assert list(again._shards) == [str(tmp_path / "b")]  # only b's folder was read

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import ortfix
-from ortfix.target.choose import PROBE_SOURCE, probe_argv
+from ortfix.target.choose import PROBE_SOURCE, probe_argv, probe_source
 from support.fixtures import make_venv
 
 PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
@@ -160,8 +160,14 @@ TRICKY_STRINGS = [
 ]
 
 
+@pytest.mark.parametrize("c_escaper", [True, False], ids=["_json", "pure-python"])
 @pytest.mark.parametrize("text", TRICKY_STRINGS + [chr(i) for i in range(0x80)], ids=ascii)
-def test_encode_strings_as_json_dumps_does(probe: dict[str, Any], text: str) -> None:
+def test_encode_strings_as_json_dumps_does(probe: dict[str, Any], text: str, c_escaper: bool,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With _json's C escaper (the probe's own import of it), and without it (an interpreter built without _json)."""
+    assert probe["c_encode_string"] is not None
+    if not c_escaper:
+        monkeypatch.setitem(probe, "c_encode_string", None)
     encoded = probe["encode"](text)
     assert encoded.isascii()
     assert encoded == json.dumps(text)
@@ -543,6 +549,60 @@ def test_the_probe_fits_a_windows_command_line_and_is_the_same_code() -> None:
     `python -S -c SOURCE`, must fit with a long python.exe path (a Store Python's is over 100 characters), and the
     source passed must be the file's code exactly (its comment lines left out, nothing else)."""
     exe = "C:\\Users\\" + "u" * 40 + "\\AppData\\Local\\Microsoft\\WindowsApps\\" + "p" * 180 + "\\python.exe"
-    argv = probe_argv(exe)
+    argv = [exe, "-S", "-c", probe_source()]  # as probe_argv starts it where no cache folder is used (Windows)
     assert len(subprocess.list2cmdline(argv)) < 32767 - 4000  # room for the probe to grow
     assert ast.dump(ast.parse(argv[-1])) == ast.dump(ast.parse(PROBE_SOURCE.read_text(encoding="utf-8")))
+
+
+def test_probe_runs_from_its_cached_bytecode_and_reports_the_same(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """probe_argv imports the probe from ortfix's cache folder (its bytecode kept there, even under
+    PYTHONDONTWRITEBYTECODE=1, and nowhere else); the report is the one `python -S -c SOURCE` prints. A cache folder
+    others can write to is not used."""
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
+    plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
+                           env=env, cwd=tmp_path, check=True).stdout
+    argv = probe_argv(sys.executable)
+    assert len(argv[-1]) > len(PROBE.read_text(encoding="utf-8"))  # the bootstrap, carrying the source as fallback
+    for _ in range(2):  # compiled and written, then read back
+        assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
+    cached = sorted(p.name for p in (tmp_path / "cache" / "probe" / "__pycache__").iterdir())
+    assert len(cached) == 1 and cached[0].startswith("ortfix_probe_"), cached
+
+    (tmp_path / "cache" / "probe").chmod(0o777)
+    assert probe_argv(sys.executable)[-1] == probe_source()
+
+
+def test_probe_falls_back_to_its_source_where_the_cache_cannot_be_imported(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target that cannot import from the cache folder (a Windows interpreter under wine cannot read a Linux
+    path) runs the source the bootstrap carries, with the current folder first on sys.path as `-c` has it."""
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    argv = probe_argv(sys.executable)
+    for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
+        module.unlink()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
+                           env=env, cwd=tmp_path, check=True).stdout
+    assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
+
+
+@pytest.mark.parametrize("cache", ["cached", "no cache"])
+def test_modules_in_the_current_folder_do_not_hijack_the_probe(tmp_path: Path, cache: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -c` puts the current folder first on sys.path: a site.py or sysconfig.py there is never imported,
+    whether the probe comes from the cache folder or from its source."""
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    if cache == "no cache":
+        monkeypatch.setenv("ORTFIX_NO_CACHE", "1")
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("site", "sysconfig", "_json", "ortfix_probe"):
+        (work / f"{name}.py").write_text("raise SystemExit('hijacked')\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run(probe_argv(sys.executable), capture_output=True, text=True, env=env, cwd=work, check=False)
+    assert proc.returncode == 0 and "hijacked" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["cwd"] == str(work)

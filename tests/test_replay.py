@@ -61,7 +61,8 @@ CHANGES = ["library-appears", "library-removed", "library-rewritten", "hook-writ
 
 @pytest.fixture(scope="module")
 def envs(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[dict[str, Env]]:
-    built = {name: Env(tmp_path_factory.mktemp(name), wheelhouse) for name in [*CHANGES, "replay", "corrupt", "racy"]}
+    built = {name: Env(tmp_path_factory.mktemp(name), wheelhouse)
+             for name in [*CHANGES, "replay", "corrupt", "racy", "busy"]}
     time.sleep(SETTLE_S)  # once for all of them
     yield built
 
@@ -99,6 +100,23 @@ def test_a_corrupt_entry_is_ignored_and_replaced(envs: dict[str, Env]) -> None:
     entry_file.write_text("{ not json")
     assert env.check().stdout == first.stdout
     assert json.loads(entry_file.read_text())["output"] + "\n" == first.stdout
+
+
+def test_a_busy_folder_around_the_environment_does_not_stop_a_replay(envs: dict[str, Env]) -> None:
+    """A venv in /tmp or the home folder: files come and go beside it all the time. Only a project file appearing
+    there changes what check reports (PRJ001), so only that stops a replay (system/listing.py)."""
+    env = envs["busy"]
+    first = _saved(env)
+    entry_file = env.entries()[0]
+    entry = json.loads(entry_file.read_text())
+    entry["output"] = "doctored by the test"
+    entry_file.write_text(json.dumps(entry))
+    (env.root / "download.part").write_text("another program's file\n")
+    (env.root / "requirements-old").mkdir()  # not a project file either: a folder, and no .txt/.in
+    assert env.check().stdout == "doctored by the test\n"
+    (env.root / "requirements.txt").write_text("onnxruntime==1.22.0\n")
+    after = env.check()
+    assert after.stdout != "doctored by the test\n" and after.stdout != first.stdout and "PRJ001" in after.stdout
 
 
 def _link_nvidia_libs(env: Env) -> None:
@@ -222,7 +240,9 @@ def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], t
     listed = {p for e, p in events if e in ("os.listdir", "os.scandir")}
     assert opened and listed
     assert {p for p in opened if ("read", p) not in recorded} == set()
-    assert {p for p in listed if ("list", p) not in recorded} == set()
+    # a folder listed for the names that match a pattern is recorded by those names (system/listing.py)
+    matched = {path for op, path in recorded if op.startswith("match:")}
+    assert {p for p in listed if ("list", p) not in recorded and p not in matched} == set()
     started = {Path(p).name for e, p in events if e == "subprocess.Popen"}
     assert started <= {"python", Path(sys.executable).name, "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
     assert recorder.unrepeatable is None

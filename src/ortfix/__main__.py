@@ -5,28 +5,29 @@ import sys
 
 
 def entry() -> None:
-    argv = sys.argv[1:]
+    """Every command ends here: its exit code, or what stopped it rendered once (cli/output.ended)."""
     from ortfix.cli import streams
 
     streams.prepare(sys.stdout)  # nothing ortfix prints ends it with a UnicodeEncodeError (cli/streams.py)
     streams.prepare(sys.stderr)
+    from ortfix.cli.invocation import Invocation
+
+    invocation = Invocation(sys.argv[1:])
     try:
         from ortfix.speed import prefetch
 
-        prefetch.start(argv)
-        if not os.environ.get("ORTFIX_NO_FASTPATH"):
+        prefetch.start(invocation.prefetch)
+        if invocation.check is not None and not os.environ.get("ORTFIX_NO_FASTPATH"):
             from ortfix.cli import fastcheck
 
-            opts = fastcheck.parse_check(argv)
-            if opts is not None:
-                sys.exit(fastcheck.run(opts))
+            sys.exit(fastcheck.run(invocation.check))
         from ortfix.cli.app import run
 
-        sys.exit(run(argv))
-    except (KeyboardInterrupt, Exception) as exc:  # the fast path's, and anything outside a click command
+        sys.exit(run(invocation))
+    except (KeyboardInterrupt, Exception) as exc:  # from the fast path, click's commands, or outside them
         from ortfix.cli.output import ended
 
-        sys.exit(ended(exc, argv))
+        sys.exit(ended(exc, invocation))
 
 
 if __name__ == "__main__":

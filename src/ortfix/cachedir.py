@@ -32,6 +32,12 @@ def write_json(path: Path, doc: object) -> bool:
     """Write a cache file atomically (temp file in the same folder, then os.replace), so a reader never sees half of
     one; False, and nothing left behind, when it cannot be written."""
     import json
+
+    return write_text(path, json.dumps(doc))  # json.dump streams through the pure-Python encoder: several times slower
+
+
+def write_text(path: Path, text: str) -> bool:
+    """write_json's way of writing, for text."""
     import tempfile
 
     try:
@@ -41,7 +47,7 @@ def write_json(path: Path, doc: object) -> bool:
         return False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(doc))  # json.dump streams through the pure-Python encoder: several times slower
+            f.write(text)
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -6,8 +6,6 @@ import os
 import sys
 from enum import IntEnum
 
-from ortfix.safetext import visible
-
 
 class ExitCode(IntEnum):
     """Exit codes shared by every command (documented in README.md)."""
@@ -33,6 +31,8 @@ class OrtfixError(Exception):
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
+        from ortfix.safetext import visible  # not at import: errors is imported before the probe starts
+
         return visible(f"ortfix: error: {self.one_line()}")
 
 
@@ -69,15 +69,23 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    message = " ".join(str(exc).split())
-    if len(message) > 500:
-        message = message[:500] + "…"
-    line = f"ortfix: error: unexpected {type(exc).__name__}" + (f": {message}" if message else "")
+    line = f"ortfix: error: {unexpected_message(exc)}"
     if not debug:
         line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    from ortfix.safetext import visible
+
     sys.stderr.write(visible(line) + "\n")
     sys.stderr.flush()
     return int(ExitCode.USAGE)
+
+
+def unexpected_message(exc: BaseException) -> str:
+    """What an unexpected exception is called, on standard error and in --json's error envelope: its type and its
+    text on one line, at most 500 characters of it."""
+    message = " ".join(str(exc).split())
+    if len(message) > 500:
+        message = message[:500] + "…"
+    return f"unexpected {type(exc).__name__}" + (f": {message}" if message else "")
 
 
 def broken_pipe() -> int:

@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Union
+from typing import TYPE_CHECKING, Protocol, Union
 
 from ortfix import subproc
-from ortfix.check.winfacts import WindowsFacts, windows_facts
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
@@ -34,6 +33,9 @@ from ortfix.system.platforms import platform_for
 from ortfix.system.project import Project, project_of
 from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
+
+if TYPE_CHECKING:
+    from ortfix.check.winfacts import WindowsFacts
 
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
 
@@ -233,8 +235,12 @@ def gather(
 
     ort = tuple(_analyze_ort(d, probe, matrix, plat, fresh_process, reader, preloaded) for d in probe.ort_dirs)
     findable = _findable(fresh_process(), preloaded, matrix, ort, plat)
-    windows = windows_facts(probe, plat, lambda path: plat.new_process(probe, path, reader), ld_path, prepend,
-                            reader, (r for o in ort for p in o.providers for r in p.resolutions))
+    windows = None
+    if probe.windows is not None:  # only a Windows target: check/winfacts.py is not imported for another
+        from ortfix.check.winfacts import windows_facts
+
+        windows = windows_facts(probe, plat, lambda path: plat.new_process(probe, path, reader), ld_path, prepend,
+                                reader, (r for o in ort for p in o.providers for r in p.resolutions))
     reader.save()
     return Facts(
         target=str(python),

@@ -16,20 +16,20 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 import click
 
 from ortfix import __version__
-from ortfix.cli.output import Command, dump_json, ended, envelope, json_command, print_error
+from ortfix.cli import options
+from ortfix.cli.output import Carried, Command, dump_json, envelope, print_error
 from ortfix.cli.streams import fit
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
+    from ortfix.check.facts import ProbeRun
+    from ortfix.cli.invocation import Invocation
     from ortfix.export.model import ExportFormat
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# click's own signals: usage errors it renders itself, --help/--version exits, an aborted prompt; and a standard
-# output closed by its reader (`ortfix check | head -1`), which click ends quietly with exit code 1.
-_CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -58,25 +58,26 @@ def _target_options(func: F) -> F:
 
 class _Group(click.Group):
     """The top-level group: whatever goes wrong in a command (its body, an option's validation, a subcommand group)
-    ends it the way every command ends (output.ended); `ortfix --debug` adds the traceback of a bug."""
+    goes on to the entry point, which ends it the way every command ends (output.ended); `ortfix --debug` adds the
+    traceback of a bug. Only Ctrl-C needs carrying: click would make it its own "Aborted!"."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except _CLICK_FLOW:
-            raise
-        except (KeyboardInterrupt, Exception) as exc:  # RecursionError and MemoryError included
-            sys.exit(ended(exc, ctx.obj["argv"]))
+        except KeyboardInterrupt as exc:
+            raise Carried(exc) from exc
 
 
-def run(argv: list[str]) -> int:
-    """Run the command line `argv` (without the program name) through click; its exit code. A usage error is click's
-    own message on standard error (and, under --json, the error envelope on standard output)."""
+def run(invocation: Invocation) -> int:
+    """Run the command line through click; its exit code. A usage error is click's own message on standard error
+    (and, under --json, the error envelope on standard output); anything else that ends a command is raised to the
+    entry point (ortfix/__main__.py), the one place that renders it."""
+    argv = list(invocation.argv)
     try:
-        code = main.main(args=argv, prog_name="ortfix", standalone_mode=False, obj={"argv": argv})
+        code = main.main(args=argv, prog_name="ortfix", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
-        command = json_command(argv)
+        command = invocation.json_command()
         if command is not None:
             print_error(command, exc.exit_code, exc.format_message())
         return exc.exit_code
@@ -137,8 +138,8 @@ def main(debug: bool) -> None:
 
 @main.command()
 @_target_options
-@click.option("--driver", "driver_version", metavar="VERSION", help="Assume this NVIDIA driver version.")
-@click.option("--compute-capability", metavar="X.Y", help="Assume a GPU of this compute capability.")
+@options.driver("Assume this NVIDIA driver version.")
+@options.compute_capability("Assume a GPU of this compute capability.")
 @click.option("--fresh", is_flag=True,
               help="Look at everything again, even when nothing changed since an identical earlier check.")
 @click.option("--verbose", "-v", is_flag=True,
@@ -170,18 +171,14 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
 @_target_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Save the plan as JSON for a later `ortfix apply FILE` (a new file, renamed into place).")
-@click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version.")
-@click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR", help="Plan for this CUDA major.")
-@click.option("--driver", "driver_version", metavar="VERSION",
-              help="Plan for a machine with this NVIDIA driver (e.g. a GPU host, planned from a CPU build host).")
-@click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability.")
-@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]), default="auto",
-              show_default=True,
-              help="How to make libraries findable: conda activate.d hooks, a preload hook (Windows: a PATH hook), "
-                   "the Windows user PATH in the registry (user-path), or not at all.")
-@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
-              help="Who installs packages: uv when it is found and your pip configuration translates to it, else "
-                   "the environment's pip (auto); the environment's pip; or uv.")
+@options.ort_version("Plan for this onnxruntime-gpu version.")
+@options.cuda("Plan for this CUDA major.")
+@options.driver("Plan for a machine with this NVIDIA driver (e.g. a GPU host, planned from a CPU build host).")
+@options.compute_capability("Plan for a GPU of this compute capability.")
+@options.hook("How to make libraries findable: conda activate.d hooks, a preload hook (Windows: a PATH hook), the "
+              "Windows user PATH in the registry (user-path), or not at all.")
+@options.installer("Who installs packages: uv when it is found and your pip configuration translates to it, else the "
+                   "environment's pip (auto); the environment's pip; or uv.")
 @click.option("--project", "project", is_flag=True,
               help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
@@ -285,14 +282,11 @@ def matrix_validate(files: tuple[Path, ...]) -> None:
 def _plan_options(func: F) -> F:
     """The options a plan is made with (export and wheelhouse take them as `plan` does)."""
     for option in reversed((
-            click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version."),
-            click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
-                         help="Plan for this CUDA major."),
-            click.option("--driver", "driver_version", metavar="VERSION",
-                         help="Plan for a machine with this NVIDIA driver (the image's or the host's)."),
-            click.option("--compute-capability", metavar="X.Y", help="Plan for a GPU of this compute capability."),
-            click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]),
-                         default="auto", show_default=True, help="How to make libraries findable."))):
+            options.ort_version("Plan for this onnxruntime-gpu version."),
+            options.cuda("Plan for this CUDA major."),
+            options.driver("Plan for a machine with this NVIDIA driver (the image's or the host's)."),
+            options.compute_capability("Plan for a GPU of this compute capability."),
+            options.hook("How to make libraries findable."))):
         func = option(func)
     return func
 
@@ -444,11 +438,12 @@ def _located(python: str | None, as_json: bool) -> TargetDescription:
     return _named(locate_environment(python), as_json)
 
 
-def _described(python: str | None, as_json: bool) -> TargetDescription:
-    """The target of verify and tune (the probe it runs is the one they use)."""
+def _described(python: str | None, as_json: bool) -> tuple[TargetDescription, ProbeRun]:
+    """The target of verify and tune, and the probe's run they pass on (it runs once)."""
     from ortfix.commands.check import describe_target
 
-    return _named(describe_target(python), as_json)
+    target, probe_run = describe_target(python)
+    return _named(target, as_json), probe_run
 
 
 def _tx_ui(as_json: bool) -> Any:
@@ -465,20 +460,15 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--dry-run", is_flag=True, help="Print every command and file change it would make; change nothing.")
 @click.option("--keep-on-failure", is_flag=True,
               help="If the final verification fails, keep the changes for inspection instead of rolling back.")
-@click.option("--ort-version", metavar="V", help="Plan for this onnxruntime-gpu version (when planning now).")
-@click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR",
-              help="Plan for this CUDA major (when planning now).")
-@click.option("--hook", type=click.Choice(["auto", "conda", "preload", "user-path", "none"]), default="auto",
-              show_default=True,
-              help="How to make libraries findable (when planning now).")
-@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
-              help="Who installs packages (when planning now): uv if found and your pip configuration translates, "
+@options.ort_version("Plan for this onnxruntime-gpu version (when planning now).")
+@options.cuda("Plan for this CUDA major (when planning now).")
+@options.hook("How to make libraries findable (when planning now).")
+@options.installer("Who installs packages (when planning now): uv if found and your pip configuration translates, "
                    "else the environment's pip (auto); pip; or uv.")
-@click.option("--driver", "driver_version", metavar="VERSION",
-              help="Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "
-                   "PLAN.json, only the driver it was planned for.")
-@click.option("--compute-capability", metavar="X.Y",
-              help="Apply for a GPU of this compute capability; with PLAN.json, only the one it was planned for.")
+@options.driver("Apply for a machine with this NVIDIA driver (a CPU build host preparing a GPU deployment); with "
+                "PLAN.json, only the driver it was planned for.")
+@options.compute_capability("Apply for a GPU of this compute capability; with PLAN.json, only the one it was "
+                            "planned for.")
 @click.option("--system", is_flag=True,
               help="Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it.")
@@ -687,8 +677,8 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
         spec = sets[0]
     if model is not None:  # the command line's own mistakes first, before the target is looked at
         model = model_file(model, f"--model {model}")
-    target = _described(python, as_json)
-    result = run_verify(python, model=model, shapes=spec, timeout=timeout)
+    target, probe_run = _described(python, as_json)
+    result = run_verify(python, model=model, shapes=spec, timeout=timeout, probe_run=probe_run)
     _finish(Command.VERIFY, result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()},
             render_verify)
 
@@ -731,7 +721,7 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
         progress = sys.stderr.isatty()
     specs = parse_shapes(shapes)  # the command line's own mistakes first, before the target is looked at
     model = model_file(model, str(model))
-    target = _described(python, as_json)
-    result = run_tune(python, model, specs, runs=runs, timeout=timeout,
+    target, probe_run = _described(python, as_json)
+    result = run_tune(python, model, specs, runs=runs, timeout=timeout, probe_run=probe_run,
                       progress=(lambda line: _echo(visible(f"ortfix: tune: {line}"), err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

@@ -1,9 +1,14 @@
 """`ortfix check` without importing click.
 
-`check` is the command people run most and the one whose speed is measured (scripts/bench_check.py); click alone
-costs about a quarter of its run time. The entry point hands the plain forms of `check` here (`--python P`, `--json`,
-`--driver V`, `--compute-capability X.Y`, `--fresh`, `--verbose`/`-v`, each at most once); anything else (help, a
-typo, a repeated option, another command) goes to the click CLI, which owns every message about the command line.
+`check` is the command people run most and the one whose speed is measured (scripts/bench_check.py). This path
+still pays: a replayed `check` took 67, 100 and 127 ms through it and 98, 127 and 178 ms through click
+(ORTFIX_NO_FASTPATH=1) in three runs of scripts/bench_check.py (medians of 15-21 interleaved runs, onnxruntime-gpu
+1.22.0 with its NVIDIA wheels, `import onnxruntime` 200-310 ms, a shared 2-core machine); a fourth, under heavier
+load, measured both at 158 ms.
+The entry point hands the plain forms of `check` here
+(cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,
+`--verbose`/`-v`, each at most once); anything else (help, a typo, a repeated option, another command) goes to the
+click CLI, which owns every message about the command line.
 Both paths call `check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares
 them).
 """
@@ -11,65 +16,25 @@ them).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
     from typing import Any
-
-_FLAGS = {"--json": "as_json", "--fresh": "fresh", "--verbose": "verbose", "-v": "verbose"}
-_VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability"}
-
-
-def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The keyword arguments of `check_command` for a plain `check` command line, or None to leave it to click."""
-    if not argv or argv[0] != "check":
-        return None
-    opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None,
-                            "fresh": False, "verbose": False}
-    seen: set[str] = set()
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        value: str | None = None
-        if arg in _FLAGS:
-            key = _FLAGS[arg]
-        elif name in _VALUED and eq:
-            key, value = _VALUED[name], inline
-        elif arg in _VALUED and i + 1 < len(argv):
-            key, value = _VALUED[arg], argv[i + 1]
-            i += 1
-        else:
-            return None
-        if key in seen or (value is not None and (not value or value.startswith("-"))):
-            return None
-        seen.add(key)
-        opts[key] = True if value is None else value
-        i += 1
-    return opts
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False, verbose: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
-    An identical earlier check is replayed while nothing it depended on has changed (speed/replay.py); `fresh` skips
-    that. `verbose`: every library row of the report, not only those that are a problem."""
-    from ortfix.speed.replay import saved_check
+    An identical earlier check is replayed while nothing it depended on has changed (commands/check.check_output);
+    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem."""
+    from ortfix.commands.check import check_output
     from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
-
-    saved = None if fresh else saved_check(python, (as_json, driver_version, compute_capability, verbose))
-    if saved is None:
-        output, code, _report = _check(python, as_json, driver_version, compute_capability, verbose)
-    else:
-        replayed = saved.replay()
-        if replayed is not None:
-            echo(replayed[0])
-            return replayed[1]
-        output, code = saved.record(lambda: _check(python, as_json, driver_version, compute_capability, verbose))
+    output, code = check_output(python, (as_json, driver_version, compute_capability, verbose), fresh=fresh,
+                                full=lambda: _check(python, as_json, driver_version, compute_capability, verbose))
     echo(output)
     return code
 

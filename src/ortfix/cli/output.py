@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from ortfix.errors import OrtfixError, exit_for
+from ortfix.errors import OrtfixError, exit_for, unexpected_message
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.strenum import StrEnum
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, on the path of a replayed `check`
 if TYPE_CHECKING:
     from typing import Any
+
+    from ortfix.cli.invocation import Invocation
 
 
 class Command(StrEnum):
@@ -56,7 +58,6 @@ SCHEMAS: dict[Command, str] = {
     Command.WHEELHOUSE: "ortfix.wheelhouse/1",
 }
 ERROR_SCHEMA = "ortfix.error/1"
-_SUBCOMMANDS = {"history": ("show", "prune"), "matrix": ("show", "validate")}
 
 
 def dump_json(doc: object) -> str:
@@ -74,19 +75,13 @@ def error_envelope(command: Command, exit_code: int, message: str, hint: str | N
             "error": {"message": message, "hint": hint}}
 
 
-def json_command(argv: Sequence[str]) -> Command | None:
-    """The command a command line runs when it asks for --json (None when it does not, or names no such command)."""
-    words = [a for a in argv if not a.startswith("-")]
-    if "--json" not in argv or not words:
-        return None
-    name = words[0]
-    if name in _SUBCOMMANDS:
-        sub = next((w for w in words[1:] if w in _SUBCOMMANDS[name]), None)  # after options' values too
-        name = f"{name} {sub}" if sub else name
-    try:
-        return Command(name)
-    except ValueError:
-        return None
+class Carried(Exception):
+    """An exception carried out of click to the entry point unchanged: click would turn Ctrl-C into its own
+    "Aborted!" (exit 1) instead of ending the command as interrupted (130)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
 
 
 def _message(exc: BaseException) -> tuple[str, str | None]:
@@ -94,15 +89,17 @@ def _message(exc: BaseException) -> tuple[str, str | None]:
         return exc.message, exc.hint
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", None
-    text = " ".join(str(exc).split())[:500]
-    return f"unexpected {type(exc).__name__}" + (f": {text}" if text else ""), None
+    return unexpected_message(exc), None
 
 
-def ended(exc: BaseException, argv: Sequence[str]) -> int:
+def ended(exc: BaseException, invocation: Invocation) -> int:
     """How a command ends when `exc` stops it: its one line on standard error (errors.exit_for), and under --json
-    the error envelope on standard output. Returns the exit code."""
-    code = exit_for(exc, debug=list(argv[:1]) == ["--debug"])
-    command = json_command(argv)
+    the error envelope on standard output. Returns the exit code. The entry point is the one caller: the click
+    group hands what ends a command there (cli/app.py)."""
+    if isinstance(exc, Carried):
+        exc = exc.exc
+    code = exit_for(exc, debug=invocation.debug)
+    command = invocation.json_command()
     if command is not None and not isinstance(exc, BrokenPipeError):
         print_error(command, code, *_message(exc))
     return code
@@ -116,4 +113,4 @@ def print_error(command: Command, exit_code: int, message: str, hint: str | None
         pass  # standard output closed: the line on standard error is all there is
 
 
-__all__ = ["SCHEMAS", "Command", "dump_json", "ended", "envelope", "error_envelope", "json_command"]
+__all__ = ["SCHEMAS", "Carried", "Command", "dump_json", "ended", "envelope", "error_envelope"]

@@ -1,31 +1,35 @@
-"""`ortfix check`: gather the facts of the target, diagnose them; the result carries its exit code.
+"""`ortfix check`: gather the facts of the target, diagnose them; the result carries its exit code. What `check`
+prints is replayed from an identical earlier check while nothing it depended on has changed (`check_output`,
+speed/replay.py).
 
 Also the target's description (the first line every command prints) and the rule that plan and apply leave
-ortfix's own environment alone unless it is named."""
+ortfix's own environment alone unless it is named.
+
+Its imports are light (the facts, the diagnosis and the matrix are imported where they are used): a replayed
+`check` imports this module, and its probe is still running while it does."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from ortfix.check.diagnose import diagnose
-from ortfix.check.facts import Facts, gather
-from ortfix.check.findings import Finding, problems
-from ortfix.compat.load import load_matrix
-from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.speed import prefetch
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ortfix.check.facts import Facts, ProbeRun
+    from ortfix.check.findings import Finding
+    from ortfix.compat.matrix import Matrix
     from ortfix.target.probe import ProbeFacts
     from ortfix.transaction.store import InterruptedTransaction
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NamedTuple):
+    """A NamedTuple, not a frozen dataclass: importing dataclasses (inspect, ast, dis) cost a replayed check 10 ms."""
+
     facts: Facts
     findings: list[Finding]
     matrix: Matrix
@@ -33,7 +37,27 @@ class CheckResult:
 
     @property
     def exit_code(self) -> ExitCode:
+        from ortfix.check.findings import problems
+
         return ExitCode.PROBLEMS if problems(self.findings) else ExitCode.OK
+
+
+def check_output(python: str | None, options: Sequence[str | bool | None], *, fresh: bool,
+                 full: Callable[[], tuple[str, int, str]]) -> tuple[str, int]:
+    """What `check` prints and its exit code: an identical earlier check's, replayed while nothing it depended on
+    has changed (speed/replay.py), else `full()`'s (what it prints, its exit code, the probe's report it was made
+    from), kept for the next time when it can be validated by looking again. `options`: everything on the command
+    line that changes what check prints; `fresh`: never replay, keep nothing."""
+    from ortfix.speed.replay import saved_check
+
+    saved = None if fresh else saved_check(python, options)
+    if saved is None:
+        output, code, _report = full()
+        return output, code
+    replayed = saved.replay()
+    if replayed is not None:
+        return replayed
+    return saved.record(full)
 
 
 def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
@@ -41,21 +65,29 @@ def describe(probe: ProbeFacts, chosen_by: str) -> TargetDescription:
                              is_own_prefix(probe.prefix))
 
 
-def describe_target(python: str | None) -> TargetDescription:
-    """The target's first line for a command that runs its own probe later (verify, tune): the probe runs now and
-    is kept for the command's own look (prefetch.finished), so it runs once."""
+def describe_target(python: str | None) -> tuple[TargetDescription, ProbeRun]:
+    """The target's first line for a command that looks at the target after it (verify, tune), and the probe's run
+    it was described from, for the command to pass on (`probe_run` of run_check, run_verify, run_tune): the probe
+    runs once."""
     from ortfix.target.probe import finish_probe
 
     chosen = choose_target(python)
-    return describe(finish_probe(prefetch.finished(chosen.python), chosen.python), chosen.chosen_by)
+    run = prefetch.wait(chosen.python)
+    return describe(finish_probe(run, chosen.python), chosen.chosen_by), run
 
 
-def run_check(python: str | None, *, driver_version: str | None = None,
-              compute_capability: str | None = None) -> CheckResult:
+def run_check(python: str | None, *, driver_version: str | None = None, compute_capability: str | None = None,
+              probe_run: ProbeRun | None = None) -> CheckResult:
+    """`probe_run`: the probe already run for this target (describe_target), else the one started early, if any."""
+    from ortfix.check.diagnose import diagnose
+    from ortfix.check.facts import gather
+    from ortfix.compat.load import load_matrix
+
     matrix = load_matrix()
     chosen = choose_target(python)
-    facts = gather(chosen.python, matrix, probe_run=prefetch.take(chosen.python), unfinished=unfinished_transactions,
-                   driver_version=driver_version, compute_capability=compute_capability)
+    facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.python),
+                   unfinished=unfinished_transactions, driver_version=driver_version,
+                   compute_capability=compute_capability)
     return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
                        target=describe(facts.probe, chosen.chosen_by))
 

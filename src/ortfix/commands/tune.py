@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.system import hooks
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target
 from ortfix.tune import DEFAULT_DIMS, Config, ConfigResult, Recommendation, ShapeSpec, configs, recommend, results_of
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import ProbeRun
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,9 @@ class TuneResult:
 
 
 def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], *, runs: int = 5,
-             timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> TuneResult:
-    from ortfix.speed import prefetch
+             timeout: float = 600.0, progress: Callable[[str], None] | None = None,
+             probe_run: ProbeRun | None = None) -> TuneResult:
+    """`probe_run`: the probe already run for this target (commands/check.describe_target), if any."""
     from ortfix.system.driver import detect_driver
     from ortfix.system.ldcache import load_ld_cache
     from ortfix.target.probe import finish_probe, resolve_target, start_probe
@@ -42,7 +46,7 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
 
     model = model_file(model, str(model))
     target = resolve_target(python)
-    probe = finish_probe(prefetch.take(target) or start_probe(target), target)  # the probe the first line started
+    probe = finish_probe(probe_run or start_probe(target), target)
     conda_hook = hooks.active_conda_hook(probe.prefix, probe.env_kind)
     if shape_specs:
         sets: list[dict[str, Any]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ortfix.commands.check import run_check
 from ortfix.errors import ExitCode
@@ -19,6 +20,9 @@ from ortfix.verify.levels import (
     level_loader,
     session_levels,
 )
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import ProbeRun
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,11 @@ class VerifyResult:
 
 
 def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping[str, Sequence[int]] | None = None,
-               timeout: float = 300.0) -> VerifyResult:
+               timeout: float = 300.0, probe_run: ProbeRun | None = None) -> VerifyResult:
+    """`probe_run`: the probe already run for this target (commands/check.describe_target), if any."""
     if model is not None:
         model = model_file(model, f"--model {model}")
-    result = run_check(python)
+    result = run_check(python, probe_run=probe_run)
     facts = result.facts
     interpreter = facts.probe.executable or facts.target
     conda_hook = hooks.active_conda_hook(facts.probe.prefix, facts.probe.env_kind)

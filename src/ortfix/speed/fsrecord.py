@@ -13,7 +13,9 @@ An observation is `[op, path, answer]`, JSON-ready. Answers are chosen to change
 - a file: type, permissions, inode, device, size, mtime and ctime (ctime cannot be set back by a user);
 - a folder: type, permissions, inode, device; listing it adds its mtime (every entry added, removed or renamed
   changes it) — a folder's times are not part of a plain stat, or /tmp would invalidate everything;
-- /proc and /sys: timestamps mean nothing there, so the content (or the names listed) is compared.
+- /proc and /sys: timestamps mean nothing there, so the content (or the names listed) is compared;
+- the names of a folder that match a pattern (system/listing.py, wrapped too): those names, so that a busy folder
+  holding an environment (/tmp) invalidates nothing unless a matching entry comes or goes.
 What was looked at under `ignored` (ortfix's own cache folder) is not recorded. Domain modules know nothing of
 this: an in-process cache that answers without a wrapped call is emptied by the caller before recording
 (replay.SavedCheck.record), and what a child process looked at is noted there too. The entries a scandir yields are
@@ -26,9 +28,12 @@ import builtins
 import contextlib
 import io
 import os
+import re
 import stat as statmod
 import sys
 from collections.abc import Iterator, Sequence
+
+from ortfix.system import listing
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the path of a cached `check`
 if TYPE_CHECKING:
@@ -82,6 +87,9 @@ def answer(op: str, path: str) -> list[Any]:
                 return ["names", sorted(_real_listdir(path))]
             st = _real_stat(path)
             return ["l", st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns]
+        if op.startswith("match:"):  # system/listing.py: only the names that match are an answer
+            pattern = re.compile(op.split(":", 1)[1])
+            return ["names", sorted(n for n in _real_listdir(path) if pattern.match(n))]
         if op == "read":
             if _volatile(path):
                 with _real_open(path, "rb") as f:
@@ -179,6 +187,18 @@ def _scandir(path: Any = ".") -> Any:
     return _real_scandir(path)
 
 
+def _names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
+    try:
+        names = sorted(n for n in _real_listdir(folder) if pattern.match(n))
+    except OSError as exc:
+        if _active is not None:
+            _active.note(f"match:{pattern.pattern}", folder, _error(exc))
+        raise
+    if _active is not None:
+        _active.note(f"match:{pattern.pattern}", folder, ["names", names])
+    return names
+
+
 def _access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
     if _active is not None:
         if args or kwargs:
@@ -224,6 +244,7 @@ _PATCHES = (
     (os, "open", _os_open),
     (builtins, "open", _open),
     (io, "open", _open),
+    (listing, "names_matching", _names_matching),
 )
 
 

@@ -1,16 +1,16 @@
 """Start the probe before the command line is even parsed.
 
 The probe is a separate interpreter that needs ~20 ms of its own; importing the CLI takes about as long. For `check`
-and `plan`, the entry point starts the probe first so both happen at once, and `facts.gather` takes the running
-process if it was started for the same interpreter. Anything unusual (a parse this sketch cannot follow, an error
-resolving --python) simply leaves the work to the normal path, which reports errors properly.
+and `plan` (cli/invocation.PREFETCHED), the entry point starts the probe first so both happen at once, and
+`facts.gather` takes the running process if it was started for the same interpreter. Anything unusual (a command
+line cli/invocation.py cannot follow, an error resolving --python) simply leaves the work to the normal path, which
+reports errors properly.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of `check`
@@ -18,36 +18,20 @@ if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
 
 _started: tuple[Path, ProbeRun] | None = None
-_COMMANDS = ("check", "plan")
 
 
-def _python_arg(argv: Sequence[str]) -> tuple[bool, str | None]:
-    """(understood, --python value) from argv after the command name."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == "--python":
-            if i + 1 >= len(argv):
-                return False, None
-            value = argv[i + 1]
-        elif arg.startswith("--python="):
-            value = arg.split("=", 1)[1]
-        elif arg in ("-h", "--help"):
-            return False, None
-    return True, value
-
-
-def start(argv: Sequence[str]) -> None:
+def start(given: tuple[str | None] | None) -> None:
+    """Start the probe of the target the command line names, `given` as cli/invocation.py reads it: (the --python
+    value or None,); None (a command whose probe is not started early, a command line that reading cannot
+    follow): nothing."""
     global _started
-    if not argv or argv[0] not in _COMMANDS or os.environ.get("ORTFIX_NO_PREFETCH"):
-        return
-    understood, python = _python_arg(argv[1:])
-    if not understood:
+    if given is None or os.environ.get("ORTFIX_NO_PREFETCH"):
         return
     from ortfix.errors import OrtfixError
     from ortfix.target.choose import resolve_target, start_probe
 
     try:
-        target = resolve_target(python)
+        target = resolve_target(given[0])
         _started = (target, start_probe(target))
     except OrtfixError:
         _started = None
@@ -75,15 +59,21 @@ def take_any() -> ProbeRun | None:
 
 def finished(target: Path) -> subprocess.CompletedProcess[str]:
     """The probe's result for `target`, waiting for the one started early (or starting one now); it stays here for
-    the `take` that follows, so the probe runs once however many look at its report."""
+    the `take` that follows, so the probe runs once however many look at its report (a replayed check that turns
+    out to need the full check)."""
     global _started
+    done = wait(target)
+    _started = (target, done)
+    return done
+
+
+def wait(target: Path) -> subprocess.CompletedProcess[str]:
+    """The probe's result for `target`: the one started early, else one started now, waited for."""
     from ortfix import subproc
     from ortfix.target.choose import PROBE_TIMEOUT, start_probe
 
     run = take(target) or start_probe(target)
-    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
-    _started = (target, done)
-    return done
+    return run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
 
 
 def take(target: Path) -> ProbeRun | None:

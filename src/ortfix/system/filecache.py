@@ -1,6 +1,10 @@
 """What the library readers share: a persistent cache of what was parsed from files (ELF headers, PE imports), keyed
 by path, inode, size and mtime, so repeated checks do not re-read (or even import the parser for) files that have not
-changed. `elfcache.ElfReader` and `pe.PeReader` say how to parse, encode and decode; a cache is never an error."""
+changed. `elfcache.ElfReader` and `pe.PeReader` say how to parse, encode and decode; a cache is never an error.
+
+One cache file per folder of parsed files (`<cache>/elf-cache/<hash of the folder>.json`): a check reads the few
+folders its libraries are in, not every file ever parsed on the machine (one file of 20,000 entries was 6 MB, and
+reading it was the largest single cost of a fresh `check`)."""
 
 from __future__ import annotations
 
@@ -15,26 +19,42 @@ from typing import Any, Generic, TypeVar
 from ortfix.cachedir import cache_dir, write_json
 
 InfoT = TypeVar("InfoT")
-_MAX_ENTRIES = 20000
+_MAX_ENTRIES = 2000  # per folder
 
 
 class ParsedFileCache(ABC, Generic[InfoT]):
     """`read(path)` parses once per file version and remembers; `save()` writes new entries back (best effort)."""
 
-    file_name: str  # the cache file's name in ortfix's cache folder
+    file_name: str  # the cache's name in ortfix's cache folder (its folder of shards drops the ".json")
     version: int  # bumped when the stored form changes: an older file is ignored
 
     def __init__(self, cache_file: Path | None = None, *, use_disk: bool = True) -> None:
         base = cache_dir()
-        default = base / self.file_name if base else None
-        self._file = (cache_file or default) if use_disk else None
-        self._entries: dict[str, dict[str, object]] = {}
-        self._dirty = False
-        if self._file is not None:
-            with contextlib.suppress(OSError, ValueError):
-                doc = json.loads(self._file.read_text(encoding="utf-8"))
-                if doc.get("version") == self.version and isinstance(doc.get("entries"), dict):
-                    self._entries = doc["entries"]
+        default = base / self.file_name.removesuffix(".json") if base else None
+        self._folder = (cache_file or default) if use_disk else None
+        self._shards: dict[str, dict[str, dict[str, object]]] = {}  # folder parsed → its entries
+        self._dirty: set[str] = set()
+
+    def _shard_file(self, folder: str) -> Path | None:
+        if self._folder is None:
+            return None
+        import hashlib
+
+        return self._folder / (hashlib.sha256(os.fsencode(folder)).hexdigest()[:24] + ".json")
+
+    def _shard(self, folder: str) -> dict[str, dict[str, object]]:
+        entries = self._shards.get(folder)
+        if entries is None:
+            entries = {}
+            shard_file = self._shard_file(folder)
+            if shard_file is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    doc = json.loads(shard_file.read_text(encoding="utf-8"))
+                    if (doc.get("version") == self.version and doc.get("folder") == folder
+                            and isinstance(doc.get("entries"), dict)):
+                        entries = doc["entries"]
+            self._shards[folder] = entries
+        return entries
 
     @abstractmethod
     def parse(self, path: str) -> InfoT:
@@ -49,21 +69,25 @@ class ParsedFileCache(ABC, Generic[InfoT]):
 
     def read(self, path: str) -> InfoT:
         key = self.key(path, os.stat(path))
-        hit = self._entries.get(key)
+        folder = os.path.dirname(os.path.normcase(path))
+        entries = self._shard(folder)
+        hit = entries.get(key)
         if hit is not None:
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 return self.decode(hit)
         info = self.parse(path)
         encoded: dict[str, Any] = asdict(info)  # type: ignore[call-overload]  # InfoT is a dataclass
-        self._entries[key] = encoded
-        self._dirty = True
+        entries[key] = encoded
+        self._dirty.add(folder)
         return info
 
     def save(self) -> None:
-        if self._file is None or not self._dirty:
-            return
-        entries = self._entries
-        if len(entries) > _MAX_ENTRIES:
-            entries = dict(list(entries.items())[-_MAX_ENTRIES:])
-        if write_json(self._file, {"version": self.version, "entries": entries}):
-            self._dirty = False
+        for folder in sorted(self._dirty):
+            shard_file = self._shard_file(folder)
+            if shard_file is None:
+                break
+            entries = self._shards[folder]
+            if len(entries) > _MAX_ENTRIES:
+                entries = dict(list(entries.items())[-_MAX_ENTRIES:])
+            if write_json(shard_file, {"version": self.version, "folder": folder, "entries": entries}):
+                self._dirty.discard(folder)

@@ -20,26 +20,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Union
 
-from packaging.utils import canonicalize_name
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the Python ortfix's CI runs is 3.11
-    try:
-        import tomli as tomllib
-    except ImportError:  # no TOML parser: _scan_toml reads what it needs line by line
-        tomllib = None
+from ortfix.system import listing
 
 READ_LIMIT = 8 << 20
 LOCK_FILES = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm"}
 TOOLS = tuple(LOCK_FILES.values())  # the project managers ortfix runs for apply --project
 PYPROJECT = "pyproject.toml"
 REQUIREMENT_FILE = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
+# Every name project_of reads (one pattern: the listing is recorded by what it matched, system/listing.py).
+PROJECT_FILE = re.compile(r"(pyproject\.toml|uv\.lock|poetry\.lock|pdm\.lock|"
+                          r"(requirements|constraints)[\w.-]*\.(txt|in))\Z")
 # The distributions that are ONNX Runtime builds (the CPU package first).
 CPU_PACKAGE = "onnxruntime"
 ORT_NAME = re.compile(r"^onnxruntime(-[a-z0-9-]+)?$|^ort-nightly(-[a-z0-9-]+)?$")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _LOCK_NAME = re.compile(r'^name\s*=\s*"([^"]+)"\s*$')
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
 
 TomlTable = Mapping[str, object]
 TomlValue = Union[str, int, float, bool, list[object], TomlTable]
@@ -78,11 +74,10 @@ def project_of(prefix: str) -> Project | None:
     """The project whose folder holds the environment at `prefix`, or None when that folder has no project file."""
     folder = os.path.dirname(os.path.realpath(prefix))
     try:
-        names = sorted(os.listdir(folder))
+        names = listing.names_matching(folder, PROJECT_FILE)
     except OSError:
         return None
-    files = tuple(n for n in names if (n == PYPROJECT or n in LOCK_FILES or REQUIREMENT_FILE.match(n))
-                  and os.path.isfile(os.path.join(folder, n)))
+    files = tuple(n for n in names if os.path.isfile(os.path.join(folder, n)))
     if not files:
         return None
     mentions: list[Mention] = []
@@ -99,7 +94,7 @@ def project_of(prefix: str) -> Project | None:
         hashes.append((name, hashlib.sha256(data).hexdigest()))
         if name == PYPROJECT:
             try:
-                pyproject = tomllib.loads(text) if tomllib is not None else _scan_toml(text)
+                pyproject = _parse_toml(text)
             except ValueError as exc:  # tomllib.TOMLDecodeError
                 problems.append(f"{name}: {exc}")
                 continue
@@ -109,6 +104,24 @@ def project_of(prefix: str) -> Project | None:
         else:
             mentions += requirement_mentions(name, text)
     return Project(folder, manager_of(files, pyproject), files, tuple(mentions), tuple(problems), tuple(hashes))
+
+
+def canonicalize_name(name: str) -> str:
+    """A distribution name as PEP 503 compares it (packaging.utils.canonicalize_name, whose module pulls in
+    packaging.tags and logging: 20 ms on the path of every `check`)."""
+    return _NAME_SEPARATORS.sub("-", name).lower()
+
+
+def _parse_toml(text: str) -> TomlTable:
+    """tomllib (imported only when a project has a pyproject.toml), tomli before 3.11, else the line scan."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - the Python ortfix's CI runs is 3.11
+        try:
+            import tomli as tomllib
+        except ImportError:  # no TOML parser: _scan_toml reads what it needs line by line
+            return _scan_toml(text)
+    return tomllib.loads(text)
 
 
 def _read(path: str) -> bytes:

@@ -212,10 +212,67 @@ def probe_source() -> str:
 
 
 def probe_argv(python: Path | str) -> list[str]:
-    """How the probe is started: `python -S -c SOURCE`. Without `site`, none of the environment's code runs (its
+    """How the probe is started: `python -S -c BOOTSTRAP`. Without `site`, none of the environment's code runs (its
     `.pth` import lines, sitecustomize): the probe works out the sys.path that `site` would make by reading the
-    `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user."""
-    return [str(python), "-S", "-c", probe_source()]
+    `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user.
+
+    Compiling the probe's source is a third of its run time, so the bootstrap imports it from ortfix's cache
+    folder, where the target interpreter keeps its bytecode; the source itself is the fallback (no usable cache
+    folder, or an interpreter that cannot import from it, such as a Windows one under wine)."""
+    source = probe_source()
+    module = _cached_probe(source)
+    if module is None:
+        return [str(python), "-S", "-c", source]
+    return [str(python), "-S", "-c", _PROBE_BOOTSTRAP.format(folder=ascii(module[0]), name=module[1],
+                                                              source=ascii(source))]
+
+
+# The current folder `python -c` puts first on sys.path goes before anything is imported (the probe's own first
+# statement does the same); bytecode is written for the probe's module only, in ortfix's cache folder.
+_PROBE_BOOTSTRAP = """import sys
+first = sys.path.pop(0) if sys.path[:1] in ([""], ["."]) else None
+sys.path.insert(0, {folder})
+write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+try:
+    import {name} as probe
+except Exception:
+    probe = None
+sys.dont_write_bytecode = write_bytecode
+del sys.path[0]
+if probe is not None:
+    probe.main()
+else:
+    if first is not None:
+        sys.path.insert(0, first)
+    exec(compile({source}, "<string>", "exec"), {{"__name__": "__main__"}})
+"""
+
+
+def _cached_probe(source: str) -> tuple[str, str] | None:
+    """(folder, module name) of the probe's source in ortfix's cache folder, written there if needed; None where
+    there is no such folder that only this user can write to."""
+    from ortfix.cachedir import cache_dir, write_text
+
+    base = cache_dir()
+    if base is None or os.name != "posix":
+        return None
+    import stat
+    import zlib  # not hashlib, whose OpenSSL costs 3 ms before the probe can start: the file's text is compared too
+
+    folder = base / "probe"
+    name = f"ortfix_probe_{zlib.crc32(source.encode('utf-8')):08x}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None  # code the target runs is taken only from a folder nobody else can write to
+        path = folder / f"{name}.py"
+        stale = not path.is_file() or path.read_text(encoding="utf-8") != source
+        if stale and not write_text(path, source):
+            return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return str(folder), name
 
 
 def start_probe(python: Path) -> subprocess.Popen[str]:

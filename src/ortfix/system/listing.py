@@ -1,0 +1,17 @@
+"""The names in a folder that match a pattern: the one listing whose answer `check`'s replay (speed/fsrecord.py)
+records as the names it returned, not as the folder's modification time.
+
+A venv's parent folder is read for project files (system/project.py). That folder is often a busy one (/tmp, the
+home folder): every file created or removed there changes its modification time, which would invalidate every
+replayed check. Only the names that match matter, so only they are recorded. Callers use it as
+`listing.names_matching(...)` (an attribute lookup at call time), which is what lets fsrecord watch it."""
+
+from __future__ import annotations
+
+import os
+import re
+
+
+def names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
+    """The sorted names of `folder`'s entries that `pattern` matches (OSError when it cannot be listed)."""
+    return sorted(name for name in os.listdir(folder) if pattern.match(name))
