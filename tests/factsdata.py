@@ -37,6 +37,17 @@ def encode(value: Any) -> Any:
     return value
 
 
+def _lazy_types() -> dict[str, Any]:
+    """Names the facts annotate with but import only for type checking (check/facts.py keeps the Windows-only
+    modules out of a Linux check)."""
+    from ortfix.check import winfacts
+
+    return dict(vars(winfacts))
+
+
+_LAZY_TYPES = _lazy_types()
+
+
 def decode(kind: Any, data: Any) -> Any:
     """`data` (from encode) as an instance of the annotated type `kind`."""
     origin = typing.get_origin(kind)
@@ -56,7 +67,7 @@ def decode(kind: Any, data: Any) -> Any:
         value_kind = args[1] if args else Any
         return {k: decode(value_kind, v) for k, v in data.items()}
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        hints = typing.get_type_hints(kind)
+        hints = typing.get_type_hints(kind, localns=_LAZY_TYPES)
         return kind(**{f.name: decode(hints[f.name], data[f.name]) for f in dataclasses.fields(kind)
                        if f.name in data})
     if isinstance(kind, type) and issubclass(kind, enum.Enum):

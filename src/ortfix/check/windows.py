@@ -11,7 +11,6 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
-from ortfix.check.windows_remedies import MSVC_REMEDY, ZLIBWAPI_REMEDY, ZLIBWAPI_WHY
 from ortfix.system.inventory import ORIGIN_TORCH
 
 MSVC_MIN = (14, 40)  # ORT >= 1.22 imports _Mtx_lock without _Mtx_init_in_situ (microsoft/STL 4730)
@@ -34,6 +33,8 @@ def windows_findings(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
 
 
 def _msvc_runtime(facts: Facts) -> list[Finding]:
+    from ortfix.check.windows_remedies import MSVC_REMEDY  # Windows-only text: not imported by a Linux check
+
     ort = facts.active_ort
     win = facts.windows
     if ort is None or win is None or not ort.version:
@@ -96,6 +97,8 @@ def _version8(text: str | None) -> Version | None:
 
 
 def _zlibwapi(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
+    from ortfix.check.windows_remedies import ZLIBWAPI_REMEDY, ZLIBWAPI_WHY
+
     win = facts.windows
     if gpu is None or gpu.cudnn_major != 8 or win is None or win.zlibwapi.path is not None:
         return []
