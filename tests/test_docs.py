@@ -101,3 +101,33 @@ def test_architecture_names_every_package() -> None:
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     missing = {p for p in packages if f"`{p}/`" not in text}
     assert not missing, f"docs/architecture.md does not describe: {sorted(missing)}"
+
+
+# A repository path named in the package's source: docs/…, compat/…, scripts/…, tests/…, ansible/…, or the
+# outside-the-repository ../shared/… (which never exists for a reader of the repository).
+_REPO_PATH = re.compile(r"(?<![\w./\\-])(?:\.\./)?((?:docs|compat|scripts|tests|ansible|shared)/[\w./*{},-]*[\w*])")
+
+
+def _named_paths(text: str) -> list[str]:
+    return [m.group(0) for m in _REPO_PATH.finditer(text)]
+
+
+def _exists(named: str) -> bool:
+    """`named` (a glob allowed) is in the repository: from its root, or from the package's folder (`compat/load.py`
+    is the module ortfix.compat.load)."""
+    if named.startswith("../"):
+        return False
+    return any(any(base.glob(named)) for base in (REPO, PACKAGE))
+
+
+def test_every_repository_path_the_code_names_exists() -> None:
+    named = {(str(path.relative_to(REPO)), n) for path in sorted(PACKAGE.rglob("*.py"))
+             for n in _named_paths(path.read_text(encoding="utf-8"))}
+    assert len(named) > 10, sorted(named)  # the pattern finds them at all
+    missing = sorted(f"{where}: {n}" for where, n in named if not _exists(n))
+    assert not missing, f"paths named in src/ that are not in the repository: {missing}"
+
+
+def test_the_path_check_catches_what_is_not_in_the_repository() -> None:
+    text = "see ../shared/facts/windows.md and docs/no-such-page.md, not docs/architecture.md or compat/*.yaml"
+    assert [n for n in _named_paths(text) if not _exists(n)] == ["../shared/facts/windows.md", "docs/no-such-page.md"]
