@@ -173,6 +173,7 @@ def _record_ok(zf: zipfile.ZipFile, record_name: str) -> list[list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_build_wheel_writes_a_valid_wheel_pip_installs(tmp_path: Path) -> None:
     lib = build_stub_lib(tmp_path / "src" / "libfoo.so.1", soname="libfoo.so.1")
     lib.chmod(0o600)  # the wheel must still make it loadable
@@ -209,6 +210,7 @@ def test_build_wheel_writes_a_valid_wheel_pip_installs(tmp_path: Path) -> None:
         assert "Root-Is-Purelib: false" in zf.read("plat-1.0.dist-info/WHEEL").decode()
 
 
+@pytest.mark.slow
 def test_pip_install_ignores_the_machines_pip_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere, empty = tmp_path / "elsewhere", tmp_path / "empty"
     empty.mkdir()
@@ -267,6 +269,7 @@ def test_fake_ort_wheels_lay_out_like_the_real_ones(tmp_path: Path, wheelhouse: 
         "NEEDED": list(TENSORRT_PROVIDER_NEEDED)}
 
 
+@pytest.mark.slow
 def test_gpu_wheel_and_cu12_set_install_at_the_real_paths(tmp_path: Path, wheelhouse: Path) -> None:
     venv = tmp_path / "venv"
     python = make_venv(venv)

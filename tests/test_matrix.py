@@ -167,8 +167,9 @@ def test_the_largest_measured_wheel_is_the_estimate(tmp_path: Path) -> None:
         text = (d / "ort.yaml").read_text()
         first = text.index('    package: "onnxruntime-gpu"\n    index: "default"\n')  # the first default-index row
         end = text.index("\n", text.index('    index: "default"\n', first) + 1)
-        (d / "ort.yaml").write_text(text[:end + 1] + f'    size_mib: {{download: 7.5, unpacked: {big}, measured: '
-                                    f'"onnxruntime_gpu-1.11.0-cp39-cp39-manylinux_2_17_x86_64.whl"}}\n' + text[end + 1:])
+        wheel = "onnxruntime_gpu-1.11.0-cp39-cp39-manylinux_2_17_x86_64.whl"
+        size = f'    size_mib: {{download: 7.5, unpacked: {big}, measured: "{wheel}"}}\n'
+        (d / "ort.yaml").write_text(text[:end + 1] + size + text[end + 1:])
         expected = (5.5, small) if small > big else (7.5, big)
         assert load_matrix(d, use_cache=False).size_estimate("onnxruntime-gpu") == expected
 
