@@ -30,6 +30,7 @@ from support.fixtures import (
     make_venv,
     pip_install,
 )
+from txtools import ortfix_env
 
 pytestmark = pytest.mark.skipif(shutil.which("readelf") is None or shutil.which("gcc") is None,
                                 reason="needs gcc and binutils' readelf")
@@ -312,3 +313,16 @@ def test_gpu_wheel_and_cu12_set_install_at_the_real_paths(tmp_path: Path, wheelh
     adv = sp / "nvidia/cudnn/lib/libcudnn_adv.so.9"
     assert ld_so_list(adv, {}) == {"libcudnn_ops.so.9": str(adv.parent / "libcudnn_ops.so.9"),
                                    "libcudnn_graph.so.9": str(adv.parent / "libcudnn_graph.so.9")}
+
+
+def test_ortfix_env_keeps_no_path_of_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from an activated venv, the caller's PATH starts with that venv's bin: ortfix would take its python3 as the
+    default target (test_apply's saved-plan test failed so). ortfix_env gives the system's folders instead."""
+    activated = tmp_path / "venv" / "bin"
+    monkeypatch.setenv("PATH", f"{activated}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("VIRTUAL_ENV", str(activated.parent))
+    env = ortfix_env(tmp_path / "pip.conf", tmp_path)
+    folders = env["PATH"].split(os.pathsep)
+    assert str(activated) not in folders and {"/usr/bin", "/bin"} <= set(folders), folders
+    assert "VIRTUAL_ENV" not in env
+    assert ortfix_env(tmp_path / "pip.conf", tmp_path, PATH="/opt/tool")["PATH"] == "/opt/tool"  # a test's own wins

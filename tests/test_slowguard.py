@@ -64,7 +64,7 @@ def test_slow_work_is_named_by_argv(argv: list[str], what: str | None) -> None:
 def test_an_unmarked_test_that_starts_slow_work_fails_and_a_marked_one_runs(tmp_path: Path) -> None:
     (tmp_path / "test_inner.py").write_text(_INNER, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in (FAST_ONLY, "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
-    env["PYTHONPATH"] = str(TESTS)
+    env.update(PYTHONPATH=str(TESTS), COLUMNS="400")  # the summary lines whole
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "support.slowguard", "-p", "no:cacheprovider",
                            "-o", "markers=slow: slow", "-q", "-rA", "--basetemp", str(tmp_path / "bt"),
                            str(tmp_path / "test_inner.py")],
@@ -72,8 +72,8 @@ def test_an_unmarked_test_that_starts_slow_work_fails_and_a_marked_one_runs(tmp_
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:]
     for name in ("test_venv_unmarked", "test_pip_unmarked", "test_in_process_venv_unmarked"):
-        assert f"FAILED test_inner.py::{name} - this test is not marked slow but starts" in out, (name, out[-3000:])
-    assert "ERROR test_inner.py::test_fixture_unmarked - this test is not marked slow but starts a venv" in out, out
+        assert f"FAILED test_inner.py::{name} - Failed: this test is not marked slow but starts" in out, out[-3000:]
+    assert "ERROR test_inner.py::test_fixture_unmarked - Failed: this test is not marked slow but starts a venv" in out
     assert "PASSED test_inner.py::test_venv_marked" in out, out[-3000:]
     assert "PASSED test_inner.py::test_plain_python_unmarked" in out, out[-3000:]
     assert "mark it @pytest.mark.slow" in out and "Traceback" not in out, out[-3000:]

@@ -123,7 +123,8 @@ def ortfix_env(conf: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
     isolated.mkdir(exist_ok=True)
     # Only the test's pip configuration: none of this machine's global or user files.
     env.update(PATH=SYSTEM_PATH, PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated),
-               XDG_CONFIG_DIRS=str(isolated), **extra)
+               XDG_CONFIG_DIRS=str(isolated))
+    env.update(extra)
     return env
 
 

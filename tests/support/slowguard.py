@@ -68,8 +68,8 @@ def armed() -> Iterator[None]:
             refuse_slow(f"{what} ({' '.join(_argv(args))[:200]})")
         real_execute(self, args, *rest, **kwargs)
 
-    def create(self: venv.EnvBuilder, env_dir: str | os.PathLike[str]) -> None:
-        refuse_slow(f"a venv (venv.EnvBuilder.create({os.fspath(env_dir)!r}))")
+    def create(self: venv.EnvBuilder, env_dir: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
+        refuse_slow(f"a venv (venv.EnvBuilder.create({os.fsdecode(env_dir)!r}))")
         real_create(self, env_dir)
 
     before = os.environ.get(FAST_ONLY)
