@@ -1,7 +1,10 @@
-"""Shared pytest fixtures: a session-wide wheelhouse of fake-but-real wheels (see tests/support/fixtures.py)."""
+"""Shared pytest fixtures (a session-wide wheelhouse of fake-but-real wheels, see tests/support/fixtures.py; the
+venvs the apply, export and installer tests copy) and the fast tier: which tests are `slow`, and the guard that fails
+a test not marked slow when it builds a venv, runs pip or uv, or starts wine (tests/support/slowguard.py)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +12,23 @@ from pathlib import Path
 import pytest
 
 from support.fixtures import fake_ort_cpu_wheel, fake_ort_gpu_wheel, nvidia_cu12_set, pip_install
+from support.slowguard import pytest_runtest_call, pytest_runtest_setup  # noqa: F401 (hooks)
+from support.testcache import cache_root
+from txtools import ortfix_env, pip_config, pip_venv
+
+# Fixtures that build a venv, run pip or uv or start wine: a test that uses one (directly or through another fixture)
+# is marked slow by pytest_collection_modifyitems below. Modules whose every test is slow say so with `pytestmark`.
+SLOW_FIXTURES = frozenset({
+    "venv_template", "cpu_template", "cpu_venv", "uv_bin", "export_base",
+})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: it reads the marks added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if (uses or item.get_closest_marker("realwheels")) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +55,65 @@ def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> 
 
 # Each pytest-xdist worker runs wine in a prefix of its own (tests/wintools.wine_slot): with one shared prefix, a test
 # ending its wineserver in one worker left an `ortfix apply` under wine waiting in the other for 8 minutes.
+
+
+@pytest.fixture(scope="session")
+def venv_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with its own pip (apply runs `<python> -m pip`), made once and copied for each test."""
+    path = tmp_path_factory.mktemp("template") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture()
+def cpu_venv(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> Path:
+    """A copy of `venv_template` with onnxruntime 1.22.0 from `wheelhouse` installed; the venv's folder."""
+    python = pip_venv(venv_template, tmp_path / "cpu venv")
+    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
+    return python.parent.parent
+
+
+@pytest.fixture()
+def env(tmp_path: Path, wheelhouse: Path) -> dict[str, str]:
+    """ortfix's environment with pip configured to install from `wheelhouse` only (txtools.ortfix_env)."""
+    return ortfix_env(pip_config(tmp_path, wheelhouse), tmp_path)
+
+
+@pytest.fixture(scope="module")
+def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding only `uv` (to put on PATH): pip-installed once into a cached tools venv."""
+    tools = cache_root() / "uv-tools"
+    uv = tools / "bin" / "uv"
+    if not uv.exists():
+        shutil.rmtree(tools, ignore_errors=True)
+        made = subprocess.run([sys.executable, "-m", "venv", str(tools)], capture_output=True, text=True, check=False)
+        got = made.returncode == 0 and subprocess.run(
+            [str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"],
+            capture_output=True, text=True, check=False).returncode == 0
+        if not got or not uv.exists():
+            shutil.rmtree(tools, ignore_errors=True)
+            pytest.skip("uv could not be installed with pip here (no index reachable?)")
+    folder = tmp_path_factory.mktemp("uv-bin")
+    (folder / "uv").symlink_to(uv)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def export_base(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> dict[str, Path]:
+    """Made once a module: an empty venv (with pip) and a CPU venv (onnxruntime 1.22.0), copied by each test; the pip
+    configuration that installs from `wheelhouse` only."""
+    root = tmp_path_factory.mktemp("export")
+    empty = root / "empty"
+    subprocess.run([sys.executable, "-m", "venv", str(empty)], check=True, capture_output=True)
+    cpu = root / "cpu"
+    shutil.copytree(empty, cpu, symlinks=True)
+    pip_install(cpu / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    conf = root / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
+    return {"empty": empty, "cpu": cpu, "conf": conf, "root": root}
+
+
+@pytest.fixture(scope="module")
+def export_env(export_base: dict[str, Path]) -> dict[str, str]:
+    """ortfix's environment with `export_base`'s pip configuration."""
+    return ortfix_env(export_base["conf"], export_base["root"])

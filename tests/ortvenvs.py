@@ -1,5 +1,7 @@
-"""Real onnxruntime venvs shared by test_verify.py and test_tune.py: built once per test session (in pytest's base
-temp folder) with this machine's own pip and pip configuration, as tests/test_realwheels.py builds its own.
+"""Real onnxruntime venvs shared by test_verify.py, test_tune.py, test_realwheels.py, test_shadowing.py and
+test_damaged.py: built once per machine with this machine's own pip and pip configuration, in the tests' cache folder
+(tests/support/testcache.py), under its lock, so that pytest-xdist workers and concurrent runs share one copy (the GPU
+venv is about 3.3 GB). Tests only read them; a test that changes one works on `linked_copy` of it.
 
 The CPU venv also carries a switch for tests of the paths that need a working CUDA provider, which this machine
 cannot give: with ORTFIX_TEST_FAKE_CUDA=1 in the environment, a `.pth` hook wraps the real onnxruntime so that a
@@ -10,13 +12,16 @@ ORTFIX_TEST_FAKE_CUDA=skew its outputs are off by 0.5. Without the variable the 
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from checktools import site_packages
+from support.slowguard import refuse_slow
+from support.testcache import cache_root, locked
 
 FAKE_CUDA_ENV = "ORTFIX_TEST_FAKE_CUDA"
 
@@ -59,30 +64,52 @@ if os.environ.get("ORTFIX_TEST_FAKE_CUDA"):
 '''
 
 
-def real_venv(factory: pytest.TempPathFactory, name: str, requirement: str) -> Path:
-    """A venv with `requirement` installed by real pip; made once per session whichever test module asks first."""
-    root = factory.getbasetemp() / f"ortvenv-{name}"
+def cached_venv(kind: str, *requirements: str, no_deps: bool = False) -> Path:
+    """A venv with `requirements` installed by real pip, made once per machine in the tests' cache (keyed by them and
+    the interpreter running the tests); `kind` names the folder. Read-only for tests: see linked_copy."""
+    refuse_slow(f"pip ({' '.join(requirements)})")
+    base = getattr(sys, "_base_executable", sys.executable)
+    key = hashlib.sha256(f"{base}|{sys.version}|{no_deps}|{requirements}".encode()).hexdigest()[:12]
+    root = cache_root() / f"{kind}-{key}"
     venv = root / "venv"
-    done = root / "complete"
-    if done.exists():
-        return venv
-    root.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--disable-pip-version-check", requirement], check=True)
-    done.write_text(requirement + "\n")
+    with locked(cache_root() / f"{kind}-{key}.lock"):
+        if not (root / "complete").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+            subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                            "--disable-pip-version-check", *(["--no-deps"] if no_deps else []), *requirements],
+                           check=True)
+            (root / "complete").write_text("\n".join(requirements) + "\n")
     return venv
 
 
-def cpu_venv(factory: pytest.TempPathFactory) -> Path:
-    venv = real_venv(factory, "cpu", "onnxruntime==1.22.0")
+def linked_copy(venv: Path, dest: Path) -> Path:
+    """A copy of a cached venv for a test that changes it: files hard-linked (a change replaces a file, never writes
+    into it: pip, ortfix and rollback all do that), copied where the cache is on another file system; `dest`."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(venv, dest, symlinks=True, copy_function=link)
+    return dest
+
+
+def cpu_venv() -> Path:
+    """onnxruntime 1.22.0 (CPU) with the fake-CUDA switch (see above)."""
+    venv = cached_venv("ortvenv-cpu", "onnxruntime==1.22.0")
     sp = site_packages(venv)
-    if not (sp / "ortfix_test_fake_cuda.pth").exists():
-        (sp / "ortfix_test_fake_cuda.py").write_text(_SHIM, encoding="utf-8")
-        (sp / "ortfix_test_fake_cuda.pth").write_text("import ortfix_test_fake_cuda\n", encoding="utf-8")
+    with locked(venv.parent / "shim.lock"):
+        if not (sp / "ortfix_test_fake_cuda.pth").exists():
+            (sp / "ortfix_test_fake_cuda.py").write_text(_SHIM, encoding="utf-8")
+            subprocess.run([str(venv / "bin" / "python"), "-m", "py_compile", str(sp / "ortfix_test_fake_cuda.py")],
+                           check=True)  # its bytecode now, not by a test that may be hashing the tree
+            (sp / "ortfix_test_fake_cuda.pth").write_text("import ortfix_test_fake_cuda\n", encoding="utf-8")
     return venv
 
 
-def gpu_venv(factory: pytest.TempPathFactory) -> Path:
+def gpu_venv() -> Path:
     """onnxruntime-gpu with its extras: every NVIDIA library installed, none findable without LD_LIBRARY_PATH."""
-    return real_venv(factory, "gpu", "onnxruntime-gpu[cuda,cudnn]==1.22.0")
+    return cached_venv("ortvenv-gpu", "onnxruntime-gpu[cuda,cudnn]==1.22.0")

@@ -158,6 +158,7 @@ def _changed(run: Run) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_gathers_findings_as_data(fleet: Fleet) -> None:
     report = fleet.root / "report.md"
     run = playbook(fleet, "report.yml", "-e", f"report={report}")
@@ -189,6 +190,7 @@ def test_report_gathers_findings_as_data(fleet: Fleet) -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_mode_shows_the_plan_and_changes_nothing(fleet: Fleet) -> None:
     run = playbook(fleet, "fix.yml", "--check", "--diff")
     assert run.returncode == 0, run.output[-4000:]
@@ -210,6 +212,7 @@ def assert_same_trees(before: dict[str, dict[str, tuple[Any, ...]]],
         assert_same_tree(before[host], after[host])
 
 
+@pytest.mark.slow
 def test_fix_repairs_the_fleet_and_a_failing_host_stops_no_other(fleet: Fleet) -> None:
     run = playbook(fleet, "fix.yml")
     assert run.returncode == 2, run.output[-4000:]  # ansible-playbook: a host failed
@@ -244,6 +247,7 @@ def test_fix_repairs_the_fleet_and_a_failing_host_stops_no_other(fleet: Fleet) -
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rollback_restores_every_host_byte_for_byte(fleet: Fleet) -> None:
     assert fleet.after_fix, "runs after test_fix_repairs_the_fleet_and_a_failing_host_stops_no_other"
     preview = playbook(fleet, "rollback.yml", "--check")
@@ -283,6 +287,7 @@ def run_module(ansible_python: Path, tmp_path: Path, module_args: dict[str, Any]
     return result
 
 
+@pytest.mark.slow
 def test_a_refused_apply_fails_with_ortfixs_line_and_changes_nothing(fleet: Fleet, ansible_python: Path,
                                                                      tmp_path: Path) -> None:
     """A real refusal: the host's pip configuration points at an empty wheelhouse, so apply's preflight stops before

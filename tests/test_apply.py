@@ -26,12 +26,16 @@ from clitools import REPO
 from support.fixtures import NVIDIA_CU12, fake_nvidia_wheel, make_venv, pip_install
 from txtools import (
     CU12_SONAMES,
+    GatedWheelhouse,
     assert_same_tree,
     fresh_process,
     load_code,
     one_line_error,
     ortfix,
+    ortfix_env,
     ortfix_json,
+    pip_config,
+    pip_venv,
     tree_state,
 )
 
@@ -39,51 +43,7 @@ BLOCKING = {"LIB001", "LIB002", "LIB003", "LIB005", "LIB007", "ORT001", "ORT002"
             "ORT008"}
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# helpers
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def venv_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with its own pip (apply runs `<python> -m pip`), made once and copied for each test."""
-    path = tmp_path_factory.mktemp("template") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
-    return path
-
-
-def pip_venv(template: Path, dest: Path) -> Path:
-    shutil.copytree(template, dest, symlinks=True)
-    return dest / "bin" / "python"
-
-
-def pip_config(tmp_path: Path, *find_links: Path, name: str = "pip.conf") -> Path:
-    """How a user with an offline wheelhouse configures pip."""
-    conf = tmp_path / name
-    conf.write_text("[global]\nno-index = true\nfind-links = " + " ".join(str(f) for f in find_links) + "\n")
-    return conf
-
-
-def ortfix_env(conf: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
-    isolated = tmp_path / "no-pip-config"
-    isolated.mkdir(exist_ok=True)
-    # Only the test's pip configuration: none of this machine's global or user files.
-    env.update(PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated), **extra)
-    return env
-
-
-@pytest.fixture()
-def cpu_venv(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> Path:
-    python = pip_venv(venv_template, tmp_path / "cpu venv")
-    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
-    return python.parent.parent
-
-
-@pytest.fixture()
-def env(tmp_path: Path, wheelhouse: Path) -> dict[str, str]:
-    return ortfix_env(pip_config(tmp_path, wheelhouse), tmp_path)
+# The fixtures (venv_template, cpu_venv, env, wheelhouse) are in tests/conftest.py, the helpers in tests/txtools.py.
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -506,6 +466,7 @@ def test_failed_verification_rolls_back_or_is_kept(cpu_venv: Path, env: dict[str
     assert_same_tree(before, tree_state(cpu_venv))
 
 
+@pytest.mark.slow
 def test_environment_without_pip_is_refused(tmp_path: Path, env: dict[str, str]) -> None:
     python = make_venv(tmp_path / "bare")  # no pip in it (and no uv on this PATH)
     venv = python.parent.parent
@@ -516,58 +477,11 @@ def test_environment_without_pip_is_refused(tmp_path: Path, env: dict[str, str])
     assert not (venv / ".ortfix").exists()
 
 
-class _GatedWheelhouse:
-    """The wheelhouse served over local HTTP as a find-links page, with a gate: a download of `gated` made while pip
-    is installing (the journal holds the installer's pid) is held until the test opens the gate. So the test knows
-    pip is in the middle of the install when it presses Ctrl-C, however fast or slow the machine is."""
-
-    def __init__(self, root: Path, gated: str, journals: Path) -> None:
-        import functools
-        import http.server
-        import threading
-
-        self.reached = threading.Event()
-        self.release = threading.Event()
-        gate = self
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if gated in self.path and any('"pid"' in j.read_text() for j in journals.glob("*/journal.json")):
-                    gate.reached.set()
-                    gate.release.wait(120)
-                super().do_GET()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                                      functools.partial(Handler, directory=str(root)))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/"
-
-    def pip_env(self, tmp_path: Path) -> dict[str, str]:
-        """ortfix's environment with a pip configuration that takes wheels from this server only, uncached (so the
-        install downloads again after the preflight's resolution)."""
-        conf = tmp_path / "http-pip.conf"
-        conf.write_text(f"[global]\nno-index = true\nfind-links = {self.url}\ntrusted-host = 127.0.0.1\n"
-                        "no-cache-dir = true\n")
-        return ortfix_env(conf, tmp_path)
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_ctrl_c_during_the_install_rolls_back(cpu_venv: Path, tmp_path: Path, wheelhouse: Path) -> None:
     import signal
 
     python = cpu_venv / "bin" / "python"
-    house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", cpu_venv / ".ortfix" / "transactions")
+    house = GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", cpu_venv / ".ortfix" / "transactions")
     try:
         env = house.pip_env(tmp_path)
         before = tree_state(cpu_venv)
@@ -669,7 +583,7 @@ def test_remote_index_sizes_are_estimated_from_the_matrix(cpu_venv: Path, tmp_pa
     from ortfix.plan.model import PlanOptions
     from ortfix.transaction import apply as transaction
 
-    house = _GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")
+    house = GatedWheelhouse(wheelhouse, "never-gated", tmp_path / "no-journals")
     try:
         env = house.pip_env(tmp_path)
         for key in [k for k in os.environ if k.startswith("PIP_")]:

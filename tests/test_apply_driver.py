@@ -32,6 +32,8 @@ from txtools import (
     tree_state,
 )
 
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
+
 DRIVER = "550.54.14"  # R550: CUDA 12.4, so CUDA toolkit wheels are capped below 12.5
 OTHER_DRIVER = "535.104.12"
 NOT_VERIFIED = "GPU part not verified: no NVIDIA driver on this machine (the plan assumes driver 550.54.14)"

@@ -116,12 +116,23 @@ def test_nothing_below_cli_imports_click(module: str) -> None:
     assert "click" not in names
 
 
-def test_long_modules_say_why() -> None:
-    unexplained = []
-    for name, path in MODULES.items():
-        text = path.read_text(encoding="utf-8")
-        lines = text.count("\n")
-        doc = ast.get_docstring(ast.parse(text)) or ""
-        if lines > MAX_LINES and "400 lines" not in doc:
-            unexplained.append(f"{name} ({lines} lines)")
-    assert not unexplained, f"split these, or say in their docstring why they are over 400 lines: {unexplained}"
+# The modules allowed over MAX_LINES, each with its reason: a module not here that grows past it fails, and so does an
+# entry for a module that is no longer over it (drop the entry when a module is split).
+LONG_MODULES = {
+    "ortfix.target._probe": "sent to the target as the source of one `python -c`: one file, standard library only",
+    "ortfix.target.probe": "the probe report's types, Windows part included, each parsed strictly in one place",
+    "ortfix.cli.app": "mostly the commands' help texts; the command bodies are a few lines each",
+    "ortfix.transaction.confine": "PosixEnvRoot and the descriptor-level *at helpers it alone is built from",
+    "ortfix.transaction.confine_windows": "the whole EnvRoot interface for Windows, one lifecycle",
+    "ortfix.check.facts": "the facts' types, gathering them and the per-install analysis that reads them",
+}
+
+
+def test_long_modules_are_allowed_by_name() -> None:
+    over = {name: path.read_text(encoding="utf-8").count("\n") for name, path in MODULES.items()}
+    over = {name: lines for name, lines in over.items() if lines > MAX_LINES}
+    unexplained = sorted(f"{name} ({lines} lines)" for name, lines in over.items() if name not in LONG_MODULES)
+    assert not unexplained, f"split these, or add them to LONG_MODULES with the reason: {unexplained}"
+    stale = sorted(set(LONG_MODULES) - set(over))
+    assert not stale, f"no longer over {MAX_LINES} lines: drop them from LONG_MODULES: {stale}"
+    assert all(reason.strip() for reason in LONG_MODULES.values())

@@ -63,6 +63,7 @@ def _provider(python: Path) -> Path:
     return site_packages(python.parent.parent) / "onnxruntime" / "capi" / "libonnxruntime_providers_cuda.so"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("machine", [(), ("--driver", "535.104.12")], ids=["this-machine", "driver-given"])
 def test_the_first_finding_is_the_one_the_plan_fixes(half: tuple[Path, dict[str, str]],
                                                      machine: tuple[str, ...]) -> None:
@@ -96,6 +97,7 @@ def test_fixable_errors_come_before_others_whatever_their_code() -> None:
     assert ordered == ["LIB002", "DRV001", "DRV003", "LIB004", "MTX001"]
 
 
+@pytest.mark.slow
 def test_default_shows_only_the_libraries_that_are_a_problem(half: tuple[Path, dict[str, str]]) -> None:
     python, env = half
     real = ld_so_list(_provider(python), {"LD_LIBRARY_PATH": env["LD_LIBRARY_PATH"]})  # the real loader's answer
@@ -127,6 +129,7 @@ def full(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> tuple[Pa
     return python, nvidia_lib_path(venv).split(":")
 
 
+@pytest.mark.slow
 def test_a_healthy_table_is_one_line(full: tuple[Path, list[str]]) -> None:
     """Everything the provider needs loads: the table is its header and one line counting them."""
     python, folders = full
@@ -137,6 +140,7 @@ def test_a_healthy_table_is_one_line(full: tuple[Path, list[str]]) -> None:
         f"  all {len(verbose)} found by the loader; --verbose lists every library"]
 
 
+@pytest.mark.slow
 def test_a_shadowed_library_keeps_its_row(full: tuple[Path, list[str]], tmp_path: Path) -> None:
     """A copy outside the environment found before the environment's own (LIB004) loads, and is a problem: its row
     stays, with the outside path, and only the rows that load as they should are counted away."""
@@ -152,6 +156,7 @@ def test_a_shadowed_library_keeps_its_row(full: tuple[Path, list[str]], tmp_path
     assert any(line.startswith("! LIB004 warning: libcudnn.so.9 loads from") for line in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the check cache records on Python >= 3.11")
 def test_a_replayed_check_keeps_to_its_own_verbosity(half: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     """`check` and `check --verbose` are two answers: neither is replayed for the other."""

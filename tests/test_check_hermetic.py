@@ -23,6 +23,8 @@ from support.fixtures import (
     pip_install,
 )
 
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
+
 CU12_SONAMES = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libcufft.so.11", "libcudart.so.12",
                 "libcudnn.so.9", "libnvrtc.so.12"]
 

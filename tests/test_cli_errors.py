@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from clitools import assert_one_line_error, run_ortfix
 
 
@@ -64,6 +66,7 @@ def test_command_line_mistakes_come_before_the_target_is_looked_at(tmp_path: Pat
         assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_error_envelope_names_a_subcommand_given_after_options(tmp_path: Path) -> None:
     import json
     import subprocess

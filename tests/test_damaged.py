@@ -23,8 +23,10 @@ import ortvenvs
 from checktools import check_json, codes, finding, plan_json, site_packages
 from clitools import run_ortfix
 from support.fixtures import ORT_122_EXTRAS, build_wheel, fake_ort_cpu_wheel, make_venv, pip_install
-from test_apply import ortfix_env, pip_config, pip_venv, venv_template  # noqa: F401  (venv_template: a fixture)
-from txtools import assert_same_tree, ortfix, ortfix_json, tree_state
+from support.testcache import cache_root, locked
+from txtools import assert_same_tree, ortfix, ortfix_env, ortfix_json, pip_config, pip_venv, tree_state
+
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
 
 MACHINE = ("--driver", "550.54.14", "--compute-capability", "8.6")
 DAMAGE_CODES = {"ORT007", "ORT008", "LIB007"}
@@ -216,7 +218,7 @@ def test_pip_stopped_mid_install_leaves_a_folder_nobody_owns(tmp_path: Path, whe
 
 
 def test_apply_repairs_a_half_installed_build_and_rollback_restores_it(tmp_path: Path, wheelhouse: Path,
-                                                                        venv_template: Path) -> None:  # noqa: F811
+                                                                        venv_template: Path) -> None:
     """ORT008 end to end: apply installs the build over what the stopped pip left (those files are saved first),
     the result is whole; rollback brings back exactly the half-installed state, nothing more, nothing less."""
     python = pip_venv(venv_template, tmp_path / "venv")
@@ -325,7 +327,7 @@ def test_nvidia_wheel_with_its_metadata_emptied_is_pinned_by_its_folder_name(gpu
 
 
 def test_apply_repairs_a_damaged_install_and_rollback_restores_it(tmp_path: Path, wheelhouse: Path,
-                                                                  venv_template: Path) -> None:  # noqa: F811
+                                                                  venv_template: Path) -> None:
     env = ortfix_env(pip_config(tmp_path, wheelhouse), tmp_path)
     python = pip_venv(venv_template, tmp_path / "damaged venv")
     pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
@@ -353,7 +355,7 @@ def test_apply_repairs_a_damaged_install_and_rollback_restores_it(tmp_path: Path
 
 
 def test_uninstalling_a_build_that_shares_the_folder_reinstalls_the_other(tmp_path: Path, wheelhouse: Path,
-                                                                         venv_template: Path) -> None:  # noqa: F811
+                                                                         venv_template: Path) -> None:
     """ORT004: onnxruntime-directml installed next to onnxruntime-gpu. Uninstalling it removes onnxruntime/__init__.py
     and every other file both RECORDs list, which would leave onnxruntime-gpu damaged (ORT007): the plan reinstalls
     the GPU build too, and after apply nothing is damaged."""
@@ -387,16 +389,17 @@ def test_uninstalling_a_build_that_shares_the_folder_reinstalls_the_other(tmp_pa
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def real_ort_gpu_wheel(factory: pytest.TempPathFactory) -> Path:
-    """The real onnxruntime-gpu 1.22.0 wheel from the configured index, downloaded once per session (pip's cache
-    keeps reruns quick), as tests/ortvenvs.py keeps its venvs."""
-    root = factory.getbasetemp() / "real-wheel-onnxruntime-gpu"
+def real_ort_gpu_wheel() -> Path:
+    """The real onnxruntime-gpu 1.22.0 wheel from the configured index, downloaded once per machine into the tests'
+    cache (tests/support/testcache.py), as tests/ortvenvs.py keeps its venvs; tests only read it."""
+    root = cache_root() / "real-wheel-onnxruntime-gpu"
     done = root / "complete"
-    if not done.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-                        "-d", str(root), "onnxruntime-gpu==1.22.0"], check=True)
-        done.write_text("onnxruntime-gpu==1.22.0\n")
+    with locked(cache_root() / "real-wheel-onnxruntime-gpu.lock"):
+        if not done.exists():
+            root.mkdir(parents=True, exist_ok=True)
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                            "-d", str(root), "onnxruntime-gpu==1.22.0"], check=True)
+            done.write_text("onnxruntime-gpu==1.22.0\n")
     [wheel] = root.glob("onnxruntime_gpu-1.22.0-*.whl")
     return wheel
 
@@ -404,7 +407,7 @@ def real_ort_gpu_wheel(factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.realwheels
 def test_real_wheel_stopped_mid_install(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The real wheel, stopped while pip writes its 400 MB CUDA provider (the first file past 64 MiB in it)."""
-    wheel = real_ort_gpu_wheel(tmp_path_factory)
+    wheel = real_ort_gpu_wheel()
     python = make_venv(tmp_path / "venv")
     pip_stopped_by_file_size(python, wheel, 64 << 20)
     sp = site_packages(python.parent.parent)
@@ -426,7 +429,7 @@ def test_real_nvidia_and_ort_wheels_checked_against_their_records(tmp_path: Path
     """onnxruntime-gpu[cuda,cudnn] as pip installs it from the index: no file of any of its wheels is reported; a
     cuDNN sub-library deleted is LIB007, and the plan reinstalls exactly the installed nvidia-cudnn-cu12."""
     venv = tmp_path / "venv"
-    shutil.copytree(ortvenvs.gpu_venv(tmp_path_factory), venv, symlinks=True, copy_function=os.link)
+    ortvenvs.linked_copy(ortvenvs.gpu_venv(), venv)
     python = venv / "bin" / "python"
     _, doc = check_json(python, *MACHINE)
     assert not codes(doc) & DAMAGE_CODES, [f for f in doc["findings"] if f["code"] in DAMAGE_CODES]

@@ -22,14 +22,16 @@ import pytest
 from checktools import site_packages
 from clitools import REPO
 from support.fixtures import build_wheel, fake_nvidia_wheel, pip_install
-from test_apply import (  # noqa: F401 (fixtures)
-    _GatedWheelhouse,
-    cpu_venv,
-    env,
+from txtools import (
+    GatedWheelhouse,
+    assert_same_tree,
+    fresh_process,
+    one_line_error,
+    ortfix,
+    ortfix_json,
     pip_venv,
-    venv_template,
+    tree_state,
 )
-from txtools import assert_same_tree, fresh_process, one_line_error, ortfix, ortfix_json, tree_state
 
 
 def around(venv: Path) -> dict[str, tuple[Any, ...]]:
@@ -57,7 +59,7 @@ def _apply(venv: Path, environ: dict[str, str]) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_rollback_refuses_when_a_stashed_file_is_missing(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_rollback_refuses_when_a_stashed_file_is_missing(cpu_venv: Path, env: dict[str, str]) -> None:
     tx_id = _apply(cpu_venv, env)
     stash = cpu_venv / ".ortfix" / "transactions" / tx_id / "steps" / "1" / "stash"
     victim = next(p for p in stash.rglob("*.py") if p.name == "__init__.py")
@@ -83,8 +85,8 @@ def test_rollback_refuses_when_a_stashed_file_is_missing(cpu_venv: Path, env: di
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_rollback_keeps_what_a_later_pip_install_added_or_changed(cpu_venv: Path, tmp_path: Path,  # noqa: F811
-                                                                  env: dict[str, str]) -> None:  # noqa: F811
+def test_rollback_keeps_what_a_later_pip_install_added_or_changed(cpu_venv: Path, tmp_path: Path,
+                                                                  env: dict[str, str]) -> None:
     python = cpu_venv / "bin" / "python"
     sp = site_packages(cpu_venv)
     _apply(cpu_venv, env)
@@ -122,7 +124,7 @@ def test_rollback_keeps_what_a_later_pip_install_added_or_changed(cpu_venv: Path
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_missing_journal_is_reported_and_its_stash_kept(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_missing_journal_is_reported_and_its_stash_kept(cpu_venv: Path, env: dict[str, str]) -> None:
     python = str(cpu_venv / "bin" / "python")
     tx_id = _apply(cpu_venv, env)
     folder = cpu_venv / ".ortfix" / "transactions" / tx_id
@@ -173,7 +175,7 @@ def _apply_interrupted_by(venv: Path, wheelhouse: Path, tmp_path: Path, during: 
                           ) -> tuple[subprocess.Popen[str], str, str, dict[str, tuple[Any, ...]]]:
     """Start `ortfix apply`, run `during` while its pip is held in the middle of the install, let pip go on; the
     finished process, its output, and the tree as it was before."""
-    house = _GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", venv / ".ortfix" / "transactions")
+    house = GatedWheelhouse(wheelhouse, "nvidia_cudnn_cu12", venv / ".ortfix" / "transactions")
     try:
         environ = house.pip_env(tmp_path)
         before, outside = tree_state(venv), around(venv)
@@ -190,7 +192,7 @@ def _apply_interrupted_by(venv: Path, wheelhouse: Path, tmp_path: Path, during: 
     return proc, out, err, before
 
 
-def test_another_pip_during_apply_is_detected_and_its_work_kept(cpu_venv: Path, tmp_path: Path,  # noqa: F811
+def test_another_pip_during_apply_is_detected_and_its_work_kept(cpu_venv: Path, tmp_path: Path,
                                                                  wheelhouse: Path) -> None:
     python = cpu_venv / "bin" / "python"
     other = tmp_path / "other"
@@ -210,7 +212,7 @@ def test_another_pip_during_apply_is_detected_and_its_work_kept(cpu_venv: Path, 
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cpu_venv: Path,  # noqa: F811
+def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cpu_venv: Path,
                                                          tmp_path: Path, wheelhouse: Path) -> None:
     # what `kill` and `docker stop` send (or a closed terminal): to ortfix alone
     proc, out, err, before = _apply_interrupted_by(cpu_venv, wheelhouse, tmp_path, lambda p: os.kill(p.pid, sig))
@@ -221,7 +223,7 @@ def test_sigterm_or_sighup_during_the_install_rolls_back(sig: signal.Signals, cp
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv: Path, env: dict[str, str],  # noqa: F811
+def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv: Path, env: dict[str, str],
                                                   tmp_path: Path) -> None:
     """The steps are done and apply verifies in a fresh process of the target: `kill` (SIGTERM) or SIGINT then must
     undo the transaction and exit 130 with one line, not leave it `running` (exit 143) or be ignored. A .pth file
@@ -267,8 +269,8 @@ def test_a_signal_while_apply_verifies_rolls_back(sig: signal.Signals, cpu_venv:
 
 @pytest.mark.parametrize(("key", "where"), [("target", "file"), ("prefix", "file"), ("root", "file"),
                                             ("target", "variable")])
-def test_pip_settings_that_redirect_the_install_are_refused(key: str, where: str, cpu_venv: Path,  # noqa: F811
-                                                            env: dict[str, str],  # noqa: F811
+def test_pip_settings_that_redirect_the_install_are_refused(key: str, where: str, cpu_venv: Path,
+                                                            env: dict[str, str],
                                                             tmp_path: Path) -> None:
     """pip would install every distribution there: the apply rolls the environment back, and the files pip wrote
     outside stay, unmentioned. Refused in one line naming the setting and where it is set, before anything runs."""
@@ -294,7 +296,7 @@ def test_pip_settings_that_redirect_the_install_are_refused(key: str, where: str
     assert_same_tree(outside, around(cpu_venv))
 
 
-def test_pip_user_setting_is_overridden(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_pip_user_setting_is_overridden(cpu_venv: Path, env: dict[str, str]) -> None:
     """`user = true`: pip would install into the user's site-packages (and, in a venv, refuses to). The install goes
     into the environment all the same (--no-user), and the plan says so."""
     python = cpu_venv / "bin" / "python"
@@ -350,7 +352,7 @@ def _fill(folder: Path) -> Path:
 
 
 def test_disk_full_during_the_install_rolls_back(small_disk: Path, tmp_path: Path, wheelhouse: Path,
-                                                 venv_template: Path, env: dict[str, str]) -> None:  # noqa: F811
+                                                 venv_template: Path, env: dict[str, str]) -> None:
     """Preflight sees enough room; then the disk fills up (another process, a log) just before pip runs: pip fails,
     and the automatic rollback must succeed on the full disk (the space reserved when the transaction began)."""
     import time
@@ -381,7 +383,7 @@ def test_disk_full_during_the_install_rolls_back(small_disk: Path, tmp_path: Pat
 
 
 def test_rollback_on_a_full_disk_after_a_crash(small_disk: Path, tmp_path: Path, wheelhouse: Path,
-                                               venv_template: Path, env: dict[str, str]) -> None:  # noqa: F811
+                                               venv_template: Path, env: dict[str, str]) -> None:
     """An apply killed (kill -9) after its install; the disk then fills to the last byte. `ortfix rollback` needs no
     new space (it frees the transaction's reserve first) and leaves no temp file behind."""
     python = pip_venv(venv_template, small_disk / "venv")
@@ -431,8 +433,8 @@ def _pip_uninstall(python: Path, *names: str) -> None:
                    check=True, capture_output=True)
 
 
-def test_rollback_after_a_force_reinstall_says_one_line_per_cause(cpu_venv: Path, wheelhouse: Path,  # noqa: F811
-                                                                  env: dict[str, str]) -> None:  # noqa: F811
+def test_rollback_after_a_force_reinstall_says_one_line_per_cause(cpu_venv: Path, wheelhouse: Path,
+                                                                  env: dict[str, str]) -> None:
     python = cpu_venv / "bin" / "python"
     sp = site_packages(cpu_venv)
     # 1. text: a few summary lines and the verdict, no line per file, exit 0 (the transaction's own part is undone)
@@ -466,9 +468,9 @@ def test_rollback_after_a_force_reinstall_says_one_line_per_cause(cpu_venv: Path
     assert any(line.startswith(f"{len(rewritten)} file(s)") for line in doc["summary"])
 
 
-def test_rollback_after_another_installer_restored_the_environment_exits_0(cpu_venv: Path,  # noqa: F811
+def test_rollback_after_another_installer_restored_the_environment_exits_0(cpu_venv: Path,
                                                                            wheelhouse: Path,
-                                                                           env: dict[str, str]) -> None:  # noqa: F811
+                                                                           env: dict[str, str]) -> None:
     """What `uv sync` or `pip install -r requirements.txt` does after an apply: the GPU build goes, the CPU build
     comes back, byte for byte. The rollback then has nothing of its own left to undo: exit 0, and it says so."""
     python = cpu_venv / "bin" / "python"
@@ -489,8 +491,8 @@ def test_rollback_after_another_installer_restored_the_environment_exits_0(cpu_v
     assert_same_tree({k: v for k, v in before.items() if "__pycache__" not in k}, after)
 
 
-def test_rollback_exits_1_when_an_earlier_file_cannot_be_put_back(cpu_venv: Path,  # noqa: F811
-                                                                  env: dict[str, str]) -> None:  # noqa: F811
+def test_rollback_exits_1_when_an_earlier_file_cannot_be_put_back(cpu_venv: Path,
+                                                                  env: dict[str, str]) -> None:
     """A file the apply replaced (onnxruntime's own, from before) written over again later with other bytes: its
     earlier content stays in the stash, the rollback says so with a warning line and exits 1."""
     python = cpu_venv / "bin" / "python"

@@ -79,6 +79,7 @@ def line_for(venv: Path, chosen_by: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast path", "click"])
 def test_python3_on_path_is_the_default(gpu_venv: Path, fast: bool) -> None:
     extra = {} if fast else {"ORTFIX_NO_FASTPATH": "1"}
@@ -94,6 +95,7 @@ def test_python3_on_path_is_the_default(gpu_venv: Path, fast: bool) -> None:
                                   "ortfix_own_environment": False}
 
 
+@pytest.mark.slow
 def test_fast_and_click_paths_name_the_target_alike(gpu_venv: Path) -> None:
     path = f"{gpu_venv / 'bin'}{os.pathsep}{system_path()}"
     for args in (["check"], ["check", "--json"], ["check", "--python", str(gpu_venv)]):
@@ -103,6 +105,7 @@ def test_fast_and_click_paths_name_the_target_alike(gpu_venv: Path) -> None:
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), (args, diff)
 
 
+@pytest.mark.slow
 def test_a_replayed_check_says_how_its_target_was_chosen(gpu_venv: Path, tmp_path: Path) -> None:
     """`check` replays an identical earlier check; the same interpreter chosen another way is another check (its
     first line differs), never the replay of the first."""
@@ -116,6 +119,7 @@ def test_a_replayed_check_says_how_its_target_was_chosen(gpu_venv: Path, tmp_pat
     assert list((tmp_path / "cache" / "checks").glob("*.json"))  # results were kept, and replayed
 
 
+@pytest.mark.slow
 def test_python_is_taken_where_there_is_no_python3(tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "only python").parent.parent
     real = (venv / "bin" / "python").resolve()
@@ -128,6 +132,7 @@ def test_python_is_taken_where_there_is_no_python3(tmp_path: Path) -> None:
     assert first_line(proc) == line_for(venv, "python on PATH")
 
 
+@pytest.mark.slow
 def test_what_a_shell_would_not_run_is_skipped(tmp_path: Path, other_venv: Path) -> None:
     """A python3 that is not executable, a folder named python3 and a broken link come earlier on PATH: a shell
     passes over them, and so does ortfix."""
@@ -144,6 +149,7 @@ def test_what_a_shell_would_not_run_is_skipped(tmp_path: Path, other_venv: Path)
     assert first_line(run("check", path=path)) == line_for(other_venv, "python3 on PATH")
 
 
+@pytest.mark.slow
 def test_an_activated_environment_wins_over_path(gpu_venv: Path, other_venv: Path) -> None:
     path = f"{other_venv / 'bin'}{os.pathsep}{system_path()}"
     assert first_line(run("check", path=path, extra={"VIRTUAL_ENV": str(gpu_venv)})) == line_for(gpu_venv,
@@ -187,6 +193,7 @@ def test_explain_without_a_target_still_explains(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_command_names_its_target_first(gpu_venv: Path, tmp_path: Path) -> None:
     path = f"{gpu_venv / 'bin'}{os.pathsep}{system_path()}"
     expected = line_for(gpu_venv, "python3 on PATH")
@@ -205,6 +212,7 @@ def test_every_command_names_its_target_first(gpu_venv: Path, tmp_path: Path) ->
     one_line_error(proc, "no ortfix transaction")
 
 
+@pytest.mark.slow
 def test_json_documents_carry_the_target(gpu_venv: Path, tmp_path: Path) -> None:
     path = f"{gpu_venv / 'bin'}{os.pathsep}{system_path()}"
     plan_file = tmp_path / "plan.json"
@@ -225,6 +233,7 @@ def test_json_documents_carry_the_target(gpu_venv: Path, tmp_path: Path) -> None
         assert doc["interpreter"]["python"] == str(gpu_venv / "bin" / "python"), name
 
 
+@pytest.mark.slow
 def test_a_plan_saved_with_its_target_is_applied(gpu_venv: Path, tmp_path: Path) -> None:
     """`plan --json > plan.json` and `plan -o plan.json` write the same document, target included; apply takes both
     (and never takes the target from it: --python names it)."""
@@ -284,6 +293,7 @@ def test_own_environment_is_planned_for_when_named(tmp_path: Path) -> None:
         assert first_line(proc).endswith(f"from {chosen_by}; ortfix's own environment"), first_line(proc)
 
 
+@pytest.mark.slow
 def test_another_environment_on_path_is_planned_for(other_venv: Path) -> None:
     proc = run("plan", path=f"{other_venv / 'bin'}{os.pathsep}{system_path()}")
     assert proc.returncode == 1, proc.stderr  # no onnxruntime: the plan installs it

@@ -39,10 +39,24 @@ def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Com
 COMMANDS = _commands(main)
 
 
-def test_the_command_list_is_what_the_cli_has() -> None:
+def _readme_commands() -> set[str]:
+    """The commands README's examples tell a user to type: `ortfix NAME [SUB]` at the start of a line in a code
+    block (a word after NAME counts as SUB when NAME has subcommands)."""
+    groups = {path for path, command in COMMANDS if isinstance(command, click.Group)}
+    shown = set()
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", README, re.M | re.S):
+        for first, second in re.findall(r"^ortfix ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", block, re.M):
+            shown.add(f"{first} {second}" if first in groups and second else first)
+    return shown
+
+
+def test_every_command_readme_shows_exists() -> None:
+    """README → CLI (test_every_command_has_help_and_is_in_readme checks CLI → README): a command README shows
+    that the CLI does not have (renamed, removed, misspelt) fails here."""
+    shown = _readme_commands()
     names = {path for path, _ in COMMANDS}
-    assert {"check", "plan", "apply", "rollback", "history", "history show", "history prune", "verify", "tune",
-            "explain", "matrix", "matrix show", "matrix validate"} <= names
+    assert len(shown) >= len(main.commands), sorted(shown)  # the code blocks were found at all
+    assert shown <= names, f"README shows commands the CLI does not have: {sorted(shown - names)}"
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[p for p, _ in COMMANDS])
@@ -87,3 +101,33 @@ def test_architecture_names_every_package() -> None:
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     missing = {p for p in packages if f"`{p}/`" not in text}
     assert not missing, f"docs/architecture.md does not describe: {sorted(missing)}"
+
+
+# A repository path named in the package's source: docs/…, compat/…, scripts/…, tests/…, ansible/…, or the
+# outside-the-repository ../shared/… (which never exists for a reader of the repository).
+_REPO_PATH = re.compile(r"(?<![\w./\\-])(?:\.\./)?((?:docs|compat|scripts|tests|ansible|shared)/[\w./*{},-]*[\w*])")
+
+
+def _named_paths(text: str) -> list[str]:
+    return [m.group(0) for m in _REPO_PATH.finditer(text)]
+
+
+def _exists(named: str) -> bool:
+    """`named` (a glob allowed) is in the repository: from its root, or from the package's folder (`compat/load.py`
+    is the module ortfix.compat.load)."""
+    if named.startswith("../"):
+        return False
+    return any(any(base.glob(named)) for base in (REPO, PACKAGE))
+
+
+def test_every_repository_path_the_code_names_exists() -> None:
+    named = {(str(path.relative_to(REPO)), n) for path in sorted(PACKAGE.rglob("*.py"))
+             for n in _named_paths(path.read_text(encoding="utf-8"))}
+    assert len(named) > 10, sorted(named)  # the pattern finds them at all
+    missing = sorted(f"{where}: {n}" for where, n in named if not _exists(n))
+    assert not missing, f"paths named in src/ that are not in the repository: {missing}"
+
+
+def test_the_path_check_catches_what_is_not_in_the_repository() -> None:
+    text = "see ../shared/facts/windows.md and docs/no-such-page.md, not docs/architecture.md or compat/*.yaml"
+    assert [n for n in _named_paths(text) if not _exists(n)] == ["../shared/facts/windows.md", "docs/no-such-page.md"]

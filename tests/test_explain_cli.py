@@ -27,6 +27,7 @@ SEED_000 = ("Failed to load library libonnxruntime_providers_cuda.so with error:
             "libcudnn.so.9: cannot open shared object file: No such file or directory\n")
 
 
+@pytest.mark.slow
 def test_explains_seed_message_and_ties_it_to_this_machine(tmp_path: Path, wheelhouse: Path) -> None:
     python = make_venv(tmp_path / "venv")
     pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
@@ -113,6 +114,7 @@ def _with(facts: Facts, **probe: Any) -> Facts:
     return replace(facts, probe=replace(facts.probe, **probe))
 
 
+@pytest.mark.slow
 def test_pip_answer_is_about_this_interpreter(here: tuple[Path, Facts, Matrix]) -> None:
     python, facts, matrix = here
     tag = _interpreter(python, "'cp%d%d' % __import__('sys').version_info[:2]")
@@ -132,6 +134,7 @@ def _newest_default(tag: str, platform_tag: str) -> str:
     return str(max(fits))
 
 
+@pytest.mark.slow
 def test_pip_answer_for_a_newer_python(here: tuple[Path, Facts, Matrix]) -> None:
     _, facts, matrix = here
     details = _details(DEEP_LIVE_CAM_947, _with(facts, python_version="3.12.3", system="Linux", machine="x86_64"),
@@ -141,6 +144,7 @@ def test_pip_answer_for_a_newer_python(here: tuple[Path, Facts, Matrix]) -> None
     assert f"the newest onnxruntime-gpu with a cp312 wheel for linux_x86_64 is {newest}" in details
 
 
+@pytest.mark.slow
 def test_pip_answer_for_aarch64_macos_and_an_old_glibc(here: tuple[Path, Facts, Matrix]) -> None:
     _, facts, matrix = here
     facepoke = "ERROR: No matching distribution found for onnxruntime-gpu==1.19.2\n"
@@ -158,6 +162,7 @@ def test_pip_answer_for_aarch64_macos_and_an_old_glibc(here: tuple[Path, Facts, 
     assert "Python (cp310) and platform (linux_x86_64) have 1.18.0 wheels" in old and "glibc (2.17;" in old
 
 
+@pytest.mark.slow
 def test_numpy_answer_names_the_installed_onnxruntime(here: tuple[Path, Facts, Matrix]) -> None:
     _, facts, matrix = here
     [gpu] = [d for d in facts.ort_distributions if d.normalized == "onnxruntime-gpu"]
@@ -170,6 +175,7 @@ def test_numpy_answer_names_the_installed_onnxruntime(here: tuple[Path, Facts, M
         _details(DEEP_LIVE_CAM_1055, old, matrix)
 
 
+@pytest.mark.slow
 def test_driver_answers_use_this_machines_driver_and_build(here: tuple[Path, Facts, Matrix]) -> None:
     _, facts, matrix = here
     [install] = facts.ort

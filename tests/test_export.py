@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,36 +22,27 @@ import pytest
 
 from checktools import site_packages
 from support.fixtures import NVIDIA_CU12, fake_nvidia_wheel, pip_install
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
+from txtools import (
+    assert_same_tree,
+    copy_venv,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix,
+    ortfix_json,
+    tree_state,
+)
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> dict[str, Path]:
-    """Made once: an empty venv (with pip) and a CPU venv (onnxruntime 1.22.0), copied by each test."""
-    root = tmp_path_factory.mktemp("export")
-    empty = root / "empty"
-    subprocess.run([sys.executable, "-m", "venv", str(empty)], check=True, capture_output=True)
-    cpu = root / "cpu"
-    shutil.copytree(empty, cpu, symlinks=True)
-    pip_install(cpu / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
-    conf = root / "pip.conf"
-    conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
-    return {"empty": empty, "cpu": cpu, "conf": conf, "root": root}
-
-
-def copy_venv(source: Path, dest: Path) -> Path:
-    shutil.copytree(source, dest, symlinks=True)
-    return dest
+def base(export_base: dict[str, Path]) -> dict[str, Path]:
+    """tests/conftest.py's export_base: an empty venv and a CPU venv, copied by each test."""
+    return export_base
 
 
 @pytest.fixture(scope="module")
-def env(base: dict[str, Path]) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
-    isolated = base["root"] / "no-pip-config"
-    isolated.mkdir(exist_ok=True)
-    out.update(PIP_CONFIG_FILE=str(base["conf"]), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated))
-    return out
+def env(export_env: dict[str, str]) -> dict[str, str]:
+    return export_env
 
 
 LEFT, RIGHT = "\u2018", "\u2019"  # PowerShell reads these typographic quotes as single quotes too

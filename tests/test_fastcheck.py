@@ -45,6 +45,7 @@ def _both(*args: str) -> tuple[subprocess.CompletedProcess[str], subprocess.Comp
     return fast, slow
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--driver", "550.54.14", "--compute-capability=8.6", "--json"],
                                    ["--compute-capability", "eight"], ["--verbose"], ["-v", "--json"]])
 def test_fast_and_click_paths_agree(gpu_venv: Path, extra: list[str]) -> None:
@@ -63,6 +64,7 @@ def test_errors_agree(tmp_path: Path) -> None:
     assert fast.stderr == slow.stderr and fast.stderr.startswith("ortfix: error: ")
 
 
+@pytest.mark.slow
 def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
     def imported(env: dict[str, str]) -> set[str]:
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "ortfix", "check", "--python", str(gpu_venv)],

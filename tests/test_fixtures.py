@@ -30,6 +30,7 @@ from support.fixtures import (
     make_venv,
     pip_install,
 )
+from txtools import ortfix_env
 
 pytestmark = pytest.mark.skipif(shutil.which("readelf") is None or shutil.which("gcc") is None,
                                 reason="needs gcc and binutils' readelf")
@@ -173,6 +174,7 @@ def _record_ok(zf: zipfile.ZipFile, record_name: str) -> list[list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_build_wheel_writes_a_valid_wheel_pip_installs(tmp_path: Path) -> None:
     lib = build_stub_lib(tmp_path / "src" / "libfoo.so.1", soname="libfoo.so.1")
     lib.chmod(0o600)  # the wheel must still make it loadable
@@ -209,6 +211,7 @@ def test_build_wheel_writes_a_valid_wheel_pip_installs(tmp_path: Path) -> None:
         assert "Root-Is-Purelib: false" in zf.read("plat-1.0.dist-info/WHEEL").decode()
 
 
+@pytest.mark.slow
 def test_pip_install_ignores_the_machines_pip_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere, empty = tmp_path / "elsewhere", tmp_path / "empty"
     empty.mkdir()
@@ -267,6 +270,7 @@ def test_fake_ort_wheels_lay_out_like_the_real_ones(tmp_path: Path, wheelhouse: 
         "NEEDED": list(TENSORRT_PROVIDER_NEEDED)}
 
 
+@pytest.mark.slow
 def test_gpu_wheel_and_cu12_set_install_at_the_real_paths(tmp_path: Path, wheelhouse: Path) -> None:
     venv = tmp_path / "venv"
     python = make_venv(venv)
@@ -309,3 +313,16 @@ def test_gpu_wheel_and_cu12_set_install_at_the_real_paths(tmp_path: Path, wheelh
     adv = sp / "nvidia/cudnn/lib/libcudnn_adv.so.9"
     assert ld_so_list(adv, {}) == {"libcudnn_ops.so.9": str(adv.parent / "libcudnn_ops.so.9"),
                                    "libcudnn_graph.so.9": str(adv.parent / "libcudnn_graph.so.9")}
+
+
+def test_ortfix_env_keeps_no_path_of_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from an activated venv, the caller's PATH starts with that venv's bin: ortfix would take its python3 as the
+    default target (test_apply's saved-plan test failed so). ortfix_env gives the system's folders instead."""
+    activated = tmp_path / "venv" / "bin"
+    monkeypatch.setenv("PATH", f"{activated}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("VIRTUAL_ENV", str(activated.parent))
+    env = ortfix_env(tmp_path / "pip.conf", tmp_path)
+    folders = env["PATH"].split(os.pathsep)
+    assert str(activated) not in folders and {"/usr/bin", "/bin"} <= set(folders), folders
+    assert "VIRTUAL_ENV" not in env
+    assert ortfix_env(tmp_path / "pip.conf", tmp_path, PATH="/opt/tool")["PATH"] == "/opt/tool"  # a test's own wins

@@ -223,6 +223,7 @@ def test_preload_module_with_paths_that_are_not_utf8(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["conda", "venv"])
 def test_plan_and_apply_refuse_a_prefix_with_a_newline(tmp_path: Path, wheelhouse: Path, layout: str) -> None:
     plain = tmp_path / "plain"

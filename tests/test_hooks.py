@@ -134,6 +134,7 @@ def _start(python: Path, code: str = "pass", **env: str) -> subprocess.Completed
                           env={"PATH": "/usr/bin:/bin", **env}, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["deleted", "broken"])
 def test_preload_pth_is_silent_when_its_module_is_gone_or_broken(tmp_path: Path, damage: str) -> None:
     python, purelib = _venv_with_preload_hook(tmp_path, ["libm.so.6"])
@@ -154,6 +155,7 @@ def test_preload_pth_is_silent_when_its_module_is_gone_or_broken(tmp_path: Path,
     assert hooks.PRELOAD_PTH in line and "ortfix rollback" in line
 
 
+@pytest.mark.slow
 def test_preload_module_never_raises(tmp_path: Path) -> None:
     python, _purelib = _venv_with_preload_hook(tmp_path, ["/nonexistent/libcudnn.so.9", "libm.so.6"])
     # A library that does not load is left to ORT's own message; ctypes missing (a stripped interpreter) is too.

@@ -40,8 +40,7 @@ from ortfix.plan.model import PlanOptions
 from ortfix.safetext import visible, visible_lines
 from ortfix.transaction.journal import Transaction, TxStatus, decode, encode, new_id, now_iso
 from support.fixtures import build_wheel
-from test_export import base, copy_venv, env  # noqa: F401 (fixtures)
-from txtools import assert_same_tree, tree_state
+from txtools import assert_same_tree, copy_venv, tree_state
 
 # The line ends the issue names: pip's splitlines() splits at each; \r also ends a PowerShell comment.
 SEPARATORS = ["\u2028", "\r", "\x85", "\x0b", "\x0c"]
@@ -50,7 +49,19 @@ RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 TITLE = "\x1b]0;TITLE\x07\x1b[2J"  # sets the terminal's title, then clears the screen
 
 
-def _bytes_run(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:  # noqa: F811
+
+@pytest.fixture(scope="module")
+def base(export_base: dict[str, Path]) -> dict[str, Path]:
+    """tests/conftest.py's export_base: an empty venv and a CPU venv, copied by each test."""
+    return export_base
+
+
+@pytest.fixture(scope="module")
+def env(export_env: dict[str, str]) -> dict[str, str]:
+    return export_env
+
+
+def _bytes_run(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "ortfix", *args], capture_output=True, env=dict(env),
                           stdin=subprocess.DEVNULL, cwd=REPO, timeout=300, check=False)
 
@@ -81,7 +92,7 @@ def _record_row(venv: Path, path: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def evil(base: dict[str, Path]) -> tuple[Path, list[str]]:  # noqa: F811
+def evil(base: dict[str, Path]) -> tuple[Path, list[str]]:
     """A find-links folder with evil-package-N 6.6.6 (one per separator), and the sha256 of each wheel: the hashes
     an attacker puts after each injected requirement, so pip's hash-checking mode takes it."""
     folder = base["root"] / "evil"
@@ -94,7 +105,7 @@ def evil(base: dict[str, Path]) -> tuple[Path, list[str]]:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def hostile(base: dict[str, Path], evil: tuple[Path, list[str]]) -> Path:  # noqa: F811
+def hostile(base: dict[str, Path], evil: tuple[Path, list[str]]) -> Path:
     """The CPU venv whose onnxruntime says it is version `1.22.0<sep>evil-package-N==6.6.6 --hash=…` for every
     separator, then a lone \\r before a PowerShell command and a terminal title escape; and whose RECORD lists a
     missing file named with a terminal escape."""
@@ -106,7 +117,7 @@ def hostile(base: dict[str, Path], evil: tuple[Path, list[str]]) -> Path:  # noq
     return venv
 
 
-def test_a_hostile_version_adds_no_requirement(hostile: Path, base: dict[str, Path], env: dict[str, str],  # noqa: F811
+def test_a_hostile_version_adds_no_requirement(hostile: Path, base: dict[str, Path], env: dict[str, str],
                                                evil: tuple[Path, list[str]], wheelhouse: Path, tmp_path: Path) -> None:
     """pip reads the exported requirements file (hashes on every line) with its evil packages on find-links: it
     installs what the plan asks for, and no evil-package."""
@@ -131,7 +142,7 @@ def test_a_hostile_version_adds_no_requirement(hostile: Path, base: dict[str, Pa
 
 
 @pytest.mark.parametrize("fmt", ["ps1", "sh", "dockerfile"])
-def test_a_hostile_version_stays_inside_comments(hostile: Path, env: dict[str, str], tmp_path: Path,  # noqa: F811
+def test_a_hostile_version_stays_inside_comments(hostile: Path, env: dict[str, str], tmp_path: Path,
                                                  fmt: str) -> None:
     """PowerShell ends a comment at a lone \\r: the version's `Write-Host PWNED` would run. Every exported script
     holds it only inside comment lines, escaped, and no raw control at all."""
@@ -158,7 +169,7 @@ def _assert_shown_escaped(out: str) -> None:
 
 
 @pytest.mark.parametrize("command", ["check", "plan"])
-def test_check_and_plan_show_hostile_text_escaped(hostile: Path, env: dict[str, str], command: str) -> None:  # noqa: F811
+def test_check_and_plan_show_hostile_text_escaped(hostile: Path, env: dict[str, str], command: str) -> None:
     proc = _bytes_run(command, "--python", str(hostile), *(["--fresh"] if command == "check" else []), env=env)
     assert proc.returncode == 1, proc.stderr[-2000:]
     out = _text(proc.stdout)
@@ -206,7 +217,7 @@ def _on_a_pty(args: list[str], environ: Mapping[str, str], prompt: bytes, answer
     return proc.returncode, out
 
 
-def test_apply_confirmation_screen_shows_hostile_text_escaped(hostile: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_apply_confirmation_screen_shows_hostile_text_escaped(hostile: Path, env: dict[str, str]) -> None:
     """The plan an operator reads before answering, on a real terminal: a package cannot retitle or clear it."""
     before = tree_state(hostile)
     code, out = _on_a_pty(["apply", "--python", str(hostile)], env, b"Apply these changes", b"n\n")
@@ -218,7 +229,7 @@ def test_apply_confirmation_screen_shows_hostile_text_escaped(hostile: Path, env
 
 
 @pytest.fixture()
-def forged_folder(base: dict[str, Path], tmp_path: Path) -> Path:  # noqa: F811
+def forged_folder(base: dict[str, Path], tmp_path: Path) -> Path:
     """A CPU venv whose onnxruntime .dist-info folder's name holds a newline, a fake finding line and a screen
     clear; its RECORD lists a missing file, so check names the folder."""
     venv = copy_venv(base["cpu"], tmp_path / "forged")
@@ -229,7 +240,7 @@ def forged_folder(base: dict[str, Path], tmp_path: Path) -> Path:  # noqa: F811
     return venv
 
 
-def test_a_folder_name_cannot_forge_a_line_of_check(forged_folder: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_a_folder_name_cannot_forge_a_line_of_check(forged_folder: Path, env: dict[str, str]) -> None:
     proc = _bytes_run("check", "--fresh", "--python", str(forged_folder), env=env)
     assert proc.returncode == 1, proc.stderr[-2000:]
     out = _text(proc.stdout)
@@ -239,7 +250,7 @@ def test_a_folder_name_cannot_forge_a_line_of_check(forged_folder: Path, env: di
 
 
 @pytest.mark.parametrize("fmt", ["sh", "ps1"])
-def test_a_control_in_an_exported_path_is_refused(forged_folder: Path, env: dict[str, str], tmp_path: Path,  # noqa: F811
+def test_a_control_in_an_exported_path_is_refused(forged_folder: Path, env: dict[str, str], tmp_path: Path,
                                                   fmt: str) -> None:
     """The scripts name the .dist-info folder they stash: a path cannot be escaped without changing it, so the
     export is refused with one line, and nothing is written."""

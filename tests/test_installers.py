@@ -137,6 +137,7 @@ def plain_venv(where: Path) -> Path:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
     target = plain_venv(tmp_path / "app venv")
@@ -193,6 +194,7 @@ def test_install_checks_is_idempotent_and_uninstalls_exactly(tmp_path: Path, whe
     assert nothing.returncode == 0 and "nothing to uninstall" in nothing.stdout
 
 
+@pytest.mark.slow
 def test_a_foreign_ortfix_in_the_link_place_is_left_alone(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
     box.bin.mkdir(parents=True)
@@ -203,6 +205,7 @@ def test_a_foreign_ortfix_in_the_link_place_is_left_alone(tmp_path: Path, wheelh
     assert_same_tree(before, tree_state(box.home))
 
 
+@pytest.mark.slow
 def test_yes_applies_the_plan_it_shows(tmp_path: Path, wheelhouses: dict[str, Path], wheelhouse: Path) -> None:
     # The CPU onnxruntime (a hermetic stub) in a venv with its own pip; the user's pip configuration is an offline
     # wheelhouse with the GPU build: `--yes` → check, plan, `ortfix apply --yes`, which swaps to the GPU build.
@@ -225,6 +228,7 @@ def test_yes_applies_the_plan_it_shows(tmp_path: Path, wheelhouses: dict[str, Pa
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_venv_it_did_not_make_is_never_installed_into_nor_removed(tmp_path: Path,
                                                                     wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
@@ -263,6 +267,7 @@ def test_a_venv_it_did_not_make_is_never_installed_into_nor_removed(tmp_path: Pa
     assert not mine.exists() and (tmp_path / "users-again" / "notes.txt").read_text() == "the user's\n"
 
 
+@pytest.mark.slow
 def test_the_path_hint_is_inert_when_pasted(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
     folder = tmp_path / "bin $(touch pwned) `touch pwned2` 'q' \"$HOME\""
@@ -282,6 +287,7 @@ def test_the_path_hint_is_inert_when_pasted(tmp_path: Path, wheelhouses: dict[st
     assert version.stdout.split() == ["ortfix,", "version", VERSION], version
 
 
+@pytest.mark.slow
 def test_another_ortfix_first_on_path_is_named_and_never_run(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
     target = plain_venv(tmp_path / "app")
@@ -312,6 +318,7 @@ def test_another_ortfix_first_on_path_is_named_and_never_run(tmp_path: Path, whe
     assert not (tmp_path / "other-ran").exists()
 
 
+@pytest.mark.slow
 def test_a_system_python_gets_a_command_that_applies(tmp_path: Path, wheelhouses: dict[str, Path],
                                                      wheelhouse: Path) -> None:
     # python3 on PATH is a Python installation of its own, not a venv (what ortfix calls a system Python), with pip
@@ -395,6 +402,7 @@ def test_a_python_too_old(tmp_path: Path) -> None:
     assert list(box.home.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_python_without_ensurepip(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     # Debian's python3 without python3-venv has no ensurepip module. The same, hermetically: a venv whose start-up
     # (a .pth file, which site runs in every process of that interpreter) makes `import ensurepip` fail as a missing
@@ -411,6 +419,7 @@ def test_a_python_without_ensurepip(tmp_path: Path, wheelhouses: dict[str, Path]
     assert_same_tree(before, tree_state(box.home))
 
 
+@pytest.mark.slow
 def test_an_unreachable_index(tmp_path: Path) -> None:
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
@@ -425,6 +434,7 @@ def test_an_unreachable_index(tmp_path: Path) -> None:
     assert_same_tree(before, tree_state(box.home))  # the venv it made is removed again
 
 
+@pytest.mark.slow
 def test_a_read_only_data_folder(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     box = Box(tmp_path)
     share = box.home / ".local" / "share"
@@ -466,6 +476,7 @@ def pipx() -> Path:
     return venv / "bin" / "pipx"
 
 
+@pytest.mark.slow
 def test_the_pipx_path(tmp_path: Path, wheelhouses: dict[str, Path], pipx: Path) -> None:
     box = Box(tmp_path)
     tools = tmp_path / "tools"
@@ -492,6 +503,7 @@ def test_the_pipx_path(tmp_path: Path, wheelhouses: dict[str, Path], pipx: Path)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bootstrap_on_windows_under_wine(tmp_path: Path, wheelhouses: dict[str, Path]) -> None:
     win = win_python()
     # The redistributed CPython has no ensurepip (it ships without pip); the stdlib's own ensurepip of the same

@@ -102,10 +102,11 @@ def test_unknown_schema_version(tmp_path: Path) -> None:
 
 def test_duplicate_version_is_rejected(tmp_path: Path) -> None:
     text = (COMPAT / "ort.yaml").read_text()
-    doc_start = text.index("releases:")
-    with pytest.raises(OrtfixError):
-        validate_document((text[:doc_start] + text[doc_start:] + "\n").encode().replace(
-            b'"1.22.0"', b'"1.22.0", "1.22.0"', 1), "ort.yaml")
+    at = text.index('"1.22.0"')  # the first row naming 1.22.0 names it twice
+    line = text[:at].count("\n") + 1
+    package = re.findall(r'^    package: "([^"]+)"', text[at:], re.M)[0]
+    with pytest.raises(OrtfixError, match=rf"^ort\.yaml:{line}: {re.escape(package)} 1\.22\.0 .*already in row \d+$"):
+        validate_document(text.replace('"1.22.0"', '"1.22.0", "1.22.0"', 1).encode(), "ort.yaml")
 
 
 def test_corrupt_matrix_makes_check_fail_cleanly(tmp_path: Path) -> None:
@@ -120,11 +121,57 @@ def test_validate_cli_reports_file_and_line(tmp_path: Path) -> None:
     assert_one_line_error(proc, f"ort.yaml:{_line_of(d / 'ort.yaml', 'twelve')}:")
 
 
+def _measured_sizes() -> dict[str, list[tuple[float, float]]]:
+    """Every `size_mib` in the YAML files, read with plain YAML (not ortfix's loader), keyed by the distribution of
+    the wheel it was measured on: the name before the first '-' of the `measured` file name (the wheel naming rule)."""
+    import yaml
+
+    out: dict[str, list[tuple[float, float]]] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            size = node.get("size_mib")
+            if isinstance(size, dict):
+                dist = size["measured"].split("-")[0].lower().replace("_", "-")
+                out.setdefault(dist, []).append((size["download"], size["unpacked"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted(COMPAT.glob("*.yaml")):
+        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return out
+
+
 def test_wheel_size_estimates() -> None:
+    """The estimate for a distribution is the largest wheel any row measured for it, under either spelling."""
     matrix = load_matrix()
-    assert matrix.size_estimate("nvidia-cudnn-cu12") == (683.3, 1109.7)
-    assert matrix.size_estimate("onnxruntime_gpu") == (270.1, 432.2)
+    measured = _measured_sizes()
+    assert {"nvidia-cudnn-cu12", "onnxruntime-gpu"} <= set(measured), sorted(measured)
+    for dist, sizes in measured.items():
+        largest = max(sizes, key=lambda s: s[1])
+        assert matrix.size_estimate(dist) == largest, dist
+        assert matrix.size_estimate(dist.replace("-", "_").upper()) == largest, dist
+        assert all(0 < down <= unpacked for down, unpacked in sizes), (dist, sizes)
     assert matrix.size_estimate("numpy") is None
+
+
+def test_the_largest_measured_wheel_is_the_estimate(tmp_path: Path) -> None:
+    """Two rows measured for one distribution: the larger (unpacked) wins, whichever row comes first."""
+    row = '  - versions: ["1.21.0", "1.21.1", "1.22.0"]\n    package: "onnxruntime-gpu"\n    index: "default"\n'
+    for small, big in ((10.0, 900.5), (900.5, 10.0)):
+        d = _broken_copy(tmp_path / str(small), row + "    size_mib: {download: 270.1, unpacked: 432.2,",
+                         row + f"    size_mib: {{download: 5.5, unpacked: {small},")
+        text = (d / "ort.yaml").read_text()
+        first = text.index('    package: "onnxruntime-gpu"\n    index: "default"\n')  # the first default-index row
+        end = text.index("\n", text.index('    index: "default"\n', first) + 1)
+        wheel = "onnxruntime_gpu-1.11.0-cp39-cp39-manylinux_2_17_x86_64.whl"
+        size = f'    size_mib: {{download: 7.5, unpacked: {big}, measured: "{wheel}"}}\n'
+        (d / "ort.yaml").write_text(text[:end + 1] + size + text[end + 1:])
+        expected = (5.5, small) if small > big else (7.5, big)
+        assert load_matrix(d, use_cache=False).size_estimate("onnxruntime-gpu") == expected
 
 
 def test_size_without_its_measured_wheel_is_rejected(tmp_path: Path) -> None:

@@ -21,8 +21,9 @@ from support.fixtures import (
     nvidia_cu12_set,
     pip_install,
 )
-from test_apply import ortfix_env, pip_config, pip_venv, venv_template  # noqa: F401 (fixture)
-from txtools import assert_same_tree, ortfix, ortfix_json, tree_state
+from txtools import assert_same_tree, ortfix, ortfix_env, ortfix_json, pip_config, pip_venv, tree_state
+
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
 
 CU13 = "nvidia/cu13/lib"
 # torch 2.14.1's CUDA 13 wheels (Linux x86_64 Requires-Dist, the NVIDIA part), with the sonames each installs
@@ -101,7 +102,7 @@ def test_forced_cudnn9_build_next_to_the_pin_is_refused_in_one_line(tmp_path: Pa
 
 
 def test_cuda13_torch_stack_is_shared_by_default(tmp_path: Path, wheelhouse: Path, cu13_house: Path,
-                                                 venv_template: Path) -> None:  # noqa: F811
+                                                 venv_template: Path) -> None:
     """torch 2.14.1 (CUDA 13) beside onnxruntime-gpu 1.22.0 (CUDA 12): the default plan installs the CUDA 13 build
     and reuses torch's wheels; apply leaves `pip check` clean; rollback is byte for byte."""
     python = pip_venv(venv_template, tmp_path / "venv")
@@ -128,7 +129,7 @@ def test_cuda13_torch_stack_is_shared_by_default(tmp_path: Path, wheelhouse: Pat
 
 
 def test_a_dependency_broken_by_the_install_rolls_the_apply_back(tmp_path: Path, wheelhouse: Path,
-                                                                 venv_template: Path) -> None:  # noqa: F811
+                                                                 venv_template: Path) -> None:
     """The planner cannot see what pip upgrades on its own: here the GPU wheel needs fakedep>=2 while another
     installed package needs fakedep<2. The apply's `pip check` comparison finds the new broken requirement, names
     it, and rolls everything back."""

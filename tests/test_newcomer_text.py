@@ -30,6 +30,7 @@ def test_cuda_option_is_named_as_the_cause(cpu_venv: Path) -> None:
     assert "driver, GPU or Python" not in note
 
 
+@pytest.mark.slow
 def test_unpublished_version_says_so(tmp_path: Path) -> None:
     house = tmp_path / "house"
     fake_ort_cpu_wheel(house, version="1.32.0")
@@ -59,6 +60,7 @@ def test_cuda_option_nothing_runs_is_refused_not_an_uninstall(cpu_venv: Path) ->
     assert_one_line_error(proc, "has no CUDA 10 build", "--cuda 11 or 12 or 13 instead")
 
 
+@pytest.mark.slow
 def test_apply_history_and_given_machine_read_true(tmp_path: Path, wheelhouse: Path) -> None:
     """apply shows the plan without 'Nothing has been changed'; history after the rollback has nothing to undo; the
     header of a plan for another machine reads as one statement."""

@@ -289,6 +289,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_reports_every_planted_disagreement(house: Path, tmp_path: Path) -> None:
     matrix = tmp_path / "ort.yaml"
     matrix.write_text(MATRIX)
@@ -301,6 +302,7 @@ def test_check_reports_every_planted_disagreement(house: Path, tmp_path: Path) -
     assert matrix.read_text() == MATRIX, "--check must not write"
 
 
+@pytest.mark.slow
 def test_write_fixes_the_row_and_keeps_the_rest(house: Path, tmp_path: Path) -> None:
     matrix = tmp_path / "ort.yaml"
     matrix.write_text(MATRIX)
@@ -334,6 +336,7 @@ def test_write_fixes_the_row_and_keeps_the_rest(house: Path, tmp_path: Path) -> 
     assert matrix.read_text() == text, "a --write with no new facts must leave the file byte for byte alone"
 
 
+@pytest.mark.slow
 def test_new_releases_join_a_matching_row_or_get_their_own(tmp_path: Path) -> None:
     old_style = Build("1.39.0", needed=(), strings=("libcuda.so.1",), built=None, cuda_version=None,
                       preload=("libcublasLt.so.11", "libcublas.so.11", "libcudnn.so.8", "libcudart.so.11.0"),
@@ -371,6 +374,7 @@ def test_new_releases_join_a_matching_row_or_get_their_own(tmp_path: Path) -> No
     assert again.returncode == 0, again.stdout + again.stderr
 
 
+@pytest.mark.slow
 def test_a_row_whose_releases_differ_is_split(tmp_path: Path) -> None:
     house = wheelhouse(tmp_path, Build("1.40.0"),
                        Build("1.40.1", needed=(*CU12_NEEDED, "libnvrtc.so.12"), strings=()))
@@ -388,6 +392,7 @@ def test_a_row_whose_releases_differ_is_split(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stdout + again.stderr
 
 
+@pytest.mark.slow
 def test_windows_imports_are_read_with_pefile(tmp_path: Path) -> None:
     pytest.importorskip("pefile")
     house = wheelhouse(tmp_path, Build("1.40.0", windows=("cudart64_110.dll", "cudnn64_9.dll", "KERNEL32.dll")),
@@ -409,6 +414,7 @@ def test_windows_imports_are_read_with_pefile(tmp_path: Path) -> None:
     assert "not fixable" in write.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.realwheels
 def test_the_matrix_agrees_with_a_real_release(tmp_path: Path) -> None:
     """1.19.2 from the configured index (it has no build_and_package_info.py: cuda_build comes from the RUNPATH)."""

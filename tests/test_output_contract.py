@@ -42,6 +42,7 @@ def test_explain_exit_code_is_carried_by_the_result() -> None:
     assert json.loads(unknown.stdout)["recognised"] is False
 
 
+@pytest.mark.slow
 def test_check_and_plan_envelopes(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)], check=True)

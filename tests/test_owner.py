@@ -23,10 +23,9 @@ import pytest
 
 from checktools import site_packages
 from support.fixtures import make_venv, pip_install
-from test_apply import pip_config, pip_venv, venv_template  # noqa: F401 (fixture)
 from test_data_safety import _start_apply
 from test_security import TEST_USER, _ensure_user
-from txtools import assert_same_tree, one_line_error, ortfix, tree_state
+from txtools import assert_same_tree, one_line_error, ortfix, pip_config, pip_venv, tree_state
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ortfix"
 PTH = "import os; open({drop!r}, 'a').write('%d\\n' % os.getuid())\n"
@@ -59,7 +58,7 @@ def _environ(base: Path, wheelhouse: Path) -> dict[str, str]:
 
 
 @pytest.fixture()
-def foreign(wheelhouse: Path, venv_template: Path) -> Iterator[Foreign]:  # noqa: F811
+def foreign(wheelhouse: Path, venv_template: Path) -> Iterator[Foreign]:
     user = _ensure_user()
     base = Path(tempfile.mkdtemp(prefix="ortfix-owner-"))
     os.chmod(base, 0o755)
@@ -170,10 +169,12 @@ def _refusal(python: Path, environ: dict[str, str] | None = None) -> str | None:
     return proc.stdout.strip() or None
 
 
+@pytest.mark.slow
 def test_a_root_venv_is_accepted(root_venv: Path) -> None:
     assert _refusal(root_venv / "bin" / "python") is None
 
 
+@pytest.mark.slow
 def test_a_link_to_another_users_interpreter_is_refused(root_venv: Path) -> None:
     user = _ensure_user()
     theirs = root_venv.parent / "theirs"
@@ -188,6 +189,7 @@ def test_a_link_to_another_users_interpreter_is_refused(root_venv: Path) -> None
     assert line is not None and f"{theirs / 'python3'} is owned by uid {user.pw_uid}" in line, line
 
 
+@pytest.mark.slow
 def test_a_link_owned_by_another_user_is_refused(root_venv: Path) -> None:
     user = _ensure_user()
     python = root_venv / "bin" / "python"
@@ -196,6 +198,7 @@ def test_a_link_owned_by_another_user_is_refused(root_venv: Path) -> None:
     assert line is not None and f"{python} is owned by uid {user.pw_uid}" in line, line
 
 
+@pytest.mark.slow
 def test_a_home_of_another_user_is_refused(root_venv: Path) -> None:
     """pyvenv.cfg's `home` decides where the interpreter takes its standard library from."""
     user = _ensure_user()
@@ -209,6 +212,7 @@ def test_a_home_of_another_user_is_refused(root_venv: Path) -> None:
     assert line is not None and f"{home.parent} is owned by uid {user.pw_uid}" in line, line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mode", "gid", "says"), [
     (0o777, 0, "is writable by everyone"),
     (0o775, 1, "is writable by group 1"),
@@ -226,6 +230,7 @@ def test_site_packages_that_others_can_write(root_venv: Path, mode: int, gid: in
         assert line is not None and f"{site} {says}" in line, line
 
 
+@pytest.mark.slow
 def test_safe_envs_names_folders(root_venv: Path) -> None:
     user = _ensure_user()
     os.chown(root_venv, user.pw_uid, user.pw_gid)
@@ -237,6 +242,7 @@ def test_safe_envs_names_folders(root_venv: Path) -> None:
     assert _refusal(python, {"ORTFIX_SAFE_ENVS": ""}) is not None
 
 
+@pytest.mark.slow
 def test_a_control_character_in_a_link_target_is_escaped(root_venv: Path) -> None:
     user = _ensure_user()
     theirs = root_venv.parent / "x\x1b]0;TITLE\x07y"
@@ -276,6 +282,7 @@ def test_children_without_a_target_run_only_ortfixs_own_or_the_systems_code() ->
             assert ast.unparse(argv.elts[0]) in OWN_OR_SYSTEM, (where, ast.unparse(argv.elts[0]))
 
 
+@pytest.mark.slow
 def test_the_check_is_made_at_the_moment_of_launch(root_venv: Path) -> None:
     """subproc itself refuses, before anything starts: no caller can start the environment without the check."""
     user = _ensure_user()

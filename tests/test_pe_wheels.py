@@ -1,7 +1,7 @@
-"""PE reading on the real `onnxruntime-gpu` win_amd64 wheels, one per release line of `../shared/facts/windows.md`'s
+"""PE reading on the real `onnxruntime-gpu` win_amd64 wheels, one per release line of `docs/windows-dlls.md`'s
 table (downloaded once with `pip download --platform win_amd64`, kept in the test cache's `ort-wheels` folder that
 scripts/ort_wheels.py's real-wheel test shares), and the matrix's Windows DLL names checked against that file's table
-of DLL names. The expected values are windows.md's, written here by hand, not taken from ortfix."""
+of DLL names. The expected values are that page's, written here by hand, not taken from ortfix."""
 
 from __future__ import annotations
 

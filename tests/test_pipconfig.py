@@ -67,6 +67,7 @@ def ours(venv: Path, env: dict[str, str]) -> dict[str, object]:
             "no_index": c.no_index, "trusted_hosts": list(c.trusted_hosts)}
 
 
+@pytest.mark.slow
 def test_every_file_kind_in_pips_order_sections_and_variables(venv: Path, tmp_path: Path) -> None:
     # global: two XDG config dirs, the later one overrides; user: legacy ~/.pip then XDG_CONFIG_HOME; site: the
     # venv's own pip.conf; then [install] over [global], and PIP_* over both. Underscores and multi-line lists.
@@ -91,6 +92,7 @@ def test_every_file_kind_in_pips_order_sections_and_variables(venv: Path, tmp_pa
         site.unlink()
 
 
+@pytest.mark.slow
 def test_config_file_variable_replaces_user_files_and_devnull_reads_none(venv: Path, tmp_path: Path) -> None:
     env = isolated(tmp_path)
     write(tmp_path / "xdg-home" / "pip" / "pip.conf", "[global]\nfind-links = /user\nindex-url = http://u.invalid/s\n")
@@ -129,6 +131,7 @@ print(json.dumps({"pip_files": [p for kind in OVERRIDE_ORDER for p in by_kind.ge
 """
 
 
+@pytest.mark.slow
 def test_windows_files_and_options_as_pip_reads_them_under_wine(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # pip's own file list and option parse on a real Windows CPython (pip from the wheel ensurepip bundles).

@@ -89,6 +89,7 @@ def probe_doc(python: Path | str, cwd: Path, pythonpath: str | None = None) -> d
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_pip", [False, True], ids=["no-pip", "pip"])
 def test_probe_reports_what_the_stdlib_says_in_a_venv(tmp_path: Path, with_pip: bool) -> None:
     python = make_venv(tmp_path / "venv")
@@ -135,6 +136,7 @@ def test_probe_in_the_test_interpreter_matches_find_spec(tmp_path: Path) -> None
     assert doc["os"]["machine"] == platform.uname().machine
 
 
+@pytest.mark.slow
 def test_probe_imports_none_of_the_slow_modules(tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     report = "\nimport sys\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
@@ -284,6 +286,7 @@ def write_dist(site: Path, entry: str, metadata: str, **files: str) -> Path:
     return dist
 
 
+@pytest.mark.slow
 def test_probe_scans_distributions(tmp_path: Path) -> None:
     # A folder name that is not UTF-8: the probe reports it as os.listdir decodes it (surrogateescape).
     site = Path(os.fsdecode(bytes(tmp_path) + b"/site-\xff"))
@@ -390,6 +393,7 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
     }]
 
 
+@pytest.mark.slow
 def test_probe_checks_installed_files_against_record_by_size(tmp_path: Path) -> None:
     """ORT and NVIDIA .dist-info folders: every RECORD row with a size is stat'ed; bytecode and empty files are not
     looked at; a file with the size another distribution in the folder lists for it was overwritten by that one."""
@@ -438,6 +442,7 @@ def test_record_sizes_are_plain_digits_only(probe: dict[str, Any], tmp_path: Pat
                                                    ["c.py", "", None], ["d.py", "", None]]
 
 
+@pytest.mark.slow
 def test_probe_leaves_the_files_of_other_onnxruntime_packages_alone(tmp_path: Path) -> None:
     """onnxruntime-genai and -extensions are no ORT build (they do not install `onnxruntime/`): `check` does not judge
     them, so the probe, which runs on every check, does not stat their files either."""
@@ -465,6 +470,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system_site", [False, True], ids=["venv", "system-site-packages"])
 def test_probe_sys_path_is_sites_without_running_pth_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           system_site: bool) -> None:
@@ -502,6 +508,7 @@ def test_probe_sys_path_is_sites_without_running_pth_code(tmp_path: Path, monkey
     assert {str(dirs["extra"]), str(site_dir / "relative"), str(dirs["pythonpath"])} <= set(expected)
 
 
+@pytest.mark.slow
 def test_probe_under_a_strict_c_locale(tmp_path: Path) -> None:
     """LC_ALL=C without UTF-8 mode decodes `-c`'s argument as ASCII: the probe's source is ASCII, and it writes its
     report as ASCII bytes (a non-ASCII path comes out escaped, byte for byte)."""
@@ -515,6 +522,7 @@ def test_probe_under_a_strict_c_locale(tmp_path: Path) -> None:
     assert os.fsencode(doc["env"]["prefix"]) == os.fsencode(str(venv))
 
 
+@pytest.mark.slow
 def test_check_under_a_strict_c_locale(tmp_path: Path) -> None:
     """The whole `check` in that locale: no traceback, no blame on the interpreter; the report's marks escaped."""
     from txtools import ortfix as run_ortfix
@@ -527,6 +535,7 @@ def test_check_under_a_strict_c_locale(tmp_path: Path) -> None:
     assert "ORT001" in proc.stdout and "not a working Python" not in proc.stderr, proc.stdout
 
 
+@pytest.mark.slow
 def test_locate_asks_the_interpreter_without_site(tmp_path: Path) -> None:
     """Where the layout does not say the prefix (a venv's interpreter outside bin/), rollback and history ask the
     interpreter: with -S, finding the venv as site.py does, and running none of its .pth lines."""

@@ -24,9 +24,16 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from support.testcache import cache_root, locked
-from test_apply import ortfix_env, pip_config, pip_venv
-from test_uv_installer import uv_bin  # noqa: F401  (the fixture)
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, tree_state
+from txtools import (
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix_env,
+    pip_config,
+    pip_venv,
+    tree_state,
+)
 
 
 def run_in(folder: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
@@ -55,7 +62,7 @@ def _user_env(tmp: Path, wheelhouse: Path, uv: Path | None) -> dict[str, str]:
 
 
 @pytest.fixture()
-def uv_project(tmp_path: Path, wheelhouse: Path, uv_bin: Path) -> tuple[Path, dict[str, str]]:  # noqa: F811
+def uv_project(tmp_path: Path, wheelhouse: Path, uv_bin: Path) -> tuple[Path, dict[str, str]]:
     """`uv init` + `uv add onnxruntime==1.22.0`: a project whose .venv (made by uv, without pip) has the CPU build."""
     env = _user_env(tmp_path, wheelhouse, uv_bin)
     project = tmp_path / "demo"

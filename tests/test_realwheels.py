@@ -16,12 +16,12 @@ pytestmark = pytest.mark.realwheels
 
 @pytest.fixture(scope="module")
 def real_gpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ortvenvs.gpu_venv(tmp_path_factory)
+    return ortvenvs.gpu_venv()
 
 
 @pytest.fixture(scope="module")
 def real_cpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ortvenvs.cpu_venv(tmp_path_factory)
+    return ortvenvs.cpu_venv()
 
 
 def test_gpu_with_extras_check_names_the_libraries(real_gpu_venv: Path) -> None:

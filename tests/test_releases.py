@@ -17,6 +17,7 @@ import pytest
 
 from checktools import site_packages
 from clitools import run_ortfix
+from ortvenvs import cached_venv
 from plantools import assert_coherent, requirements
 from support.fixtures import base_python
 from txtools import assert_same_tree, ortfix_json, tree_state
@@ -35,23 +36,20 @@ DRIVER_BANDS = ("470.57.02", "525.60.13", "575.51.03", "580.65.06")
 
 
 def _venv(root: Path, *requirements: str) -> Path:
+    """A fresh venv at root/venv with `requirements` alone (`--no-deps`), for a test that changes it."""
     venv = root / "venv"
-    if (root / "complete").exists():
-        return venv
-    root.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                     "--no-deps", "--disable-pip-version-check", *requirements], check=True)
-    (root / "complete").write_text("\n".join(requirements))
     return venv
 
 
 @pytest.fixture(scope="module")
-def release_venv(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    base = tmp_path_factory.getbasetemp() / "releases"
-
+def release_venv() -> Any:
+    """The venv of one release (onnxruntime-gpu alone), made once per machine in the tests' cache (tests/ortvenvs.py):
+    the tests that use it only run check and plan on it."""
     def make(version: str) -> Path:
-        return _venv(base / version, f"onnxruntime-gpu=={version}")
+        return cached_venv("releases", f"onnxruntime-gpu=={version}", no_deps=True)
 
     return make
 

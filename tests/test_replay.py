@@ -76,6 +76,7 @@ def _saved(env: Env) -> subprocess.CompletedProcess[str]:
     return first
 
 
+@pytest.mark.slow
 def test_an_identical_check_is_replayed(envs: dict[str, Env]) -> None:
     env = envs["replay"]
     first = _saved(env)
@@ -93,6 +94,7 @@ def test_an_identical_check_is_replayed(envs: dict[str, Env]) -> None:
     assert json.loads(as_json.stdout)["exit_code"] == 1
 
 
+@pytest.mark.slow
 def test_a_corrupt_entry_is_ignored_and_replaced(envs: dict[str, Env]) -> None:
     env = envs["corrupt"]
     first = _saved(env)
@@ -168,6 +170,7 @@ CHANGE_FUNCTIONS: dict[str, Callable[[Env], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", CHANGES)
 def test_every_change_is_seen(envs: dict[str, Env], change: str) -> None:
     env = envs[change]
@@ -179,6 +182,7 @@ def test_every_change_is_seen(envs: dict[str, Env], change: str) -> None:
     assert after.stdout != before.stdout, f"{change} should change what check reports"
 
 
+@pytest.mark.slow
 def test_a_just_changed_environment_is_not_kept(envs: dict[str, Env]) -> None:
     env = envs["racy"]
     (env.extra_dir / "README").write_text("a folder the loader searches, changed just now\n")
@@ -189,6 +193,7 @@ def test_a_just_changed_environment_is_not_kept(envs: dict[str, Env]) -> None:
     assert len(env.entries()) == 1, "once settled, the same check is kept"
 
 
+@pytest.mark.slow
 def test_no_cache_and_fresh_keep_nothing(envs: dict[str, Env], tmp_path: Path) -> None:
     env = envs["replay"]
     cache = tmp_path / "other-cache"
@@ -199,6 +204,7 @@ def test_no_cache_and_fresh_keep_nothing(envs: dict[str, Env], tmp_path: Path) -
         assert not (cache / "checks").exists() or not list((cache / "checks").iterdir())
 
 
+@pytest.mark.slow
 def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Run a full check in this process under audit hooks (which see every open, listdir and scandir, whoever makes
@@ -248,6 +254,7 @@ def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], t
     assert recorder.unrepeatable is None
 
 
+@pytest.mark.slow
 def test_a_replay_does_not_import_the_diagnosis(envs: dict[str, Env]) -> None:
     """What makes a replay fast, shown with -X importtime: the diagnosis machinery is not even imported."""
     env = envs["replay"]

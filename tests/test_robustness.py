@@ -364,6 +364,7 @@ def test_debug_is_a_group_option() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_undo_line_quotes_the_path(tmp_path: Path, wheelhouse: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -26,8 +26,7 @@ import pytest
 
 from checktools import site_packages
 from support.fixtures import pip_install
-from test_apply import cpu_venv, env, pip_config, pip_venv, venv_template  # noqa: F401 (fixtures)
-from txtools import assert_same_tree, one_line_error, ortfix, ortfix_json, tree_state
+from txtools import assert_same_tree, one_line_error, ortfix, ortfix_json, pip_config, pip_venv, tree_state
 
 TEST_USER = "ortfix-test-user"
 
@@ -55,7 +54,7 @@ def step_of(body: dict[str, Any], kind: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path,
-            venv_template: Path) -> Iterator[tuple[Path, dict[str, Any], dict[str, str], Path]]:  # noqa: F811
+            venv_template: Path) -> Iterator[tuple[Path, dict[str, Any], dict[str, str], Path]]:
     """(venv with the CPU onnxruntime, its saved plan, ortfix's environment, a folder outside with a victim)."""
     base = tmp_path_factory.mktemp("planned")
     python = pip_venv(venv_template, base / "venv")
@@ -271,7 +270,7 @@ json.dump(doc, open(path, "w"))
 
 
 @pytest.fixture()
-def user_venv(wheelhouse: Path, venv_template: Path) -> Iterator[tuple[Path, Path, dict[str, str], str]]:  # noqa: F811
+def user_venv(wheelhouse: Path, venv_template: Path) -> Iterator[tuple[Path, Path, dict[str, str], str]]:
     """A venv owned by the second user, with an applied transaction made by root; a root-owned folder beside it."""
     _ensure_user()
     base = Path(tempfile.mkdtemp(prefix="ortfix-xuser-"))
@@ -384,8 +383,8 @@ def test_journal_and_plan_of_another_user_are_refused(user_venv: tuple[Path, Pat
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_site_packages_swapped_for_a_link_after_planning(cpu_venv: Path, tmp_path: Path,  # noqa: F811
-                                                         env: dict[str, str]) -> None:  # noqa: F811
+def test_site_packages_swapped_for_a_link_after_planning(cpu_venv: Path, tmp_path: Path,
+                                                         env: dict[str, str]) -> None:
     python = cpu_venv / "bin" / "python"
     plan_file = tmp_path / "plan.json"
     assert ortfix("plan", "--python", str(python), "-o", str(plan_file), env=env).returncode == 1
@@ -401,8 +400,8 @@ def test_site_packages_swapped_for_a_link_after_planning(cpu_venv: Path, tmp_pat
     assert_same_tree(before, tree_state(cpu_venv))
 
 
-def test_record_leading_outside_is_not_followed(cpu_venv: Path, tmp_path: Path,  # noqa: F811
-                                                env: dict[str, str]) -> None:  # noqa: F811
+def test_record_leading_outside_is_not_followed(cpu_venv: Path, tmp_path: Path,
+                                                env: dict[str, str]) -> None:
     """A RECORD row naming a file outside the environment: the uninstall would move that file into the stash (and a
     later `history prune` delete it). Preflight refuses the whole apply instead."""
     python = cpu_venv / "bin" / "python"
@@ -435,9 +434,9 @@ def _base_site_packages(venv: Path) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("row", ["pyvenv.cfg", "interpreter"])
-def test_record_naming_the_environments_own_files_leaves_them_in_place(row: str, cpu_venv: Path,  # noqa: F811
+def test_record_naming_the_environments_own_files_leaves_them_in_place(row: str, cpu_venv: Path,
                                                                         tmp_path: Path,
-                                                                        env: dict[str, str]) -> None:  # noqa: F811
+                                                                        env: dict[str, str]) -> None:
     """A RECORD row `../../../pyvenv.cfg` (or naming the interpreter in bin/): inside the prefix, so confinement
     alone accepts it. Stashed by the uninstall, the next step's `<env>/bin/python -m pip` would be the base
     interpreter's pip, installing there (or no interpreter at all). Only a distribution's own install locations are
@@ -495,7 +494,7 @@ def test_system_python_is_refused_without_system() -> None:
     one_line_error(proc, "is a system Python", "--system")
 
 
-def test_forged_record_fields_are_refused_and_history_still_lists(cpu_venv: Path, env: dict[str, str]) -> None:  # noqa: F811
+def test_forged_record_fields_are_refused_and_history_still_lists(cpu_venv: Path, env: dict[str, str]) -> None:
     """Record fields read back for `history` and for the undo: a malformed `installed` entry, and a write-file step
     claiming to have created a folder that is not one of its file's folders (rollback would rmdir it)."""
     python = str(cpu_venv / "bin" / "python")

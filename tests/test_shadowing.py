@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from checktools import site_packages
-from ortvenvs import gpu_venv
+from ortvenvs import gpu_venv, linked_copy
 from support.fixtures import build_stub_lib, make_venv, pip_install
 from support.testcache import cache_root, locked
 from txtools import assert_same_tree, ortfix, ortfix_json, tree_state
@@ -73,6 +73,7 @@ def _preload_libraries(plan: dict[str, object]) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_partial_older_cudnn_on_ld_library_path_is_named_and_beaten(tmp_path: Path, wheelhouse: Path) -> None:
     venv = tmp_path / "venv"
     python = make_venv(venv)
@@ -194,7 +195,7 @@ def _half_of_old_cudnn() -> Path:
 @pytest.mark.realwheels
 def test_real_partial_cudnn_91_beside_cudnn_928_venv(tmp_path_factory: pytest.TempPathFactory,
                                                     tmp_path: Path) -> None:
-    venv = gpu_venv(tmp_path_factory)
+    venv = linked_copy(gpu_venv(), tmp_path / "venv")  # the cached venv is shared: apply changes this copy
     python = venv / "bin" / "python"
     shadow = tmp_path / "old cudnn"
     shutil.copytree(_half_of_old_cudnn(), shadow)

@@ -140,7 +140,7 @@ def test_bad_shapes_are_one_line() -> None:
 
 @pytest.mark.realwheels
 def test_tune_cpu_with_changing_shapes_end_to_end(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, stderr = tune_json("--python", str(venv), str(MODEL), *SHAPES, "--runs", "3", "--progress")
     assert rc == 3 and doc["exit_code"] == 3  # incomplete: the CUDA part could not run
     assert doc["shapes"]["fixed"] == {"x": [1, 3, 16, 16]}
@@ -163,7 +163,7 @@ def test_tune_cpu_with_changing_shapes_end_to_end(tmp_path_factory: pytest.TempP
 
 @pytest.mark.realwheels
 def test_tune_text_table_and_snippets(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     proc = run_ortfix("tune", "--python", str(venv), str(MODEL), *SHAPES, "--runs", "2")
     assert proc.returncode == 3, proc.stderr
     out = proc.stdout
@@ -179,7 +179,7 @@ def test_tune_text_table_and_snippets(tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.mark.realwheels
 def test_tune_default_shapes_change(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = tune_json("--python", str(venv), str(MODEL), "--runs", "1")
     assert rc == 3
     assert [s["x"] for s in doc["shapes"]["changing"]] == [[8, 3, 8, 8], [16, 3, 16, 16], [12, 3, 12, 12],
@@ -188,7 +188,7 @@ def test_tune_default_shapes_change(tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.mark.realwheels
 def test_tune_shapes_that_do_not_fit_the_model(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     line = assert_one_line_error(run_ortfix("tune", "--python", str(venv), str(MODEL), "--shapes", "1x4x8x8"))
     assert "input x: dimension 1 is fixed at 3, not 4" in line
     line = assert_one_line_error(run_ortfix("tune", "--python", str(venv), str(MODEL), "--shapes", "y=1x3x8x8"))
@@ -197,7 +197,7 @@ def test_tune_shapes_that_do_not_fit_the_model(tmp_path_factory: pytest.TempPath
 
 @pytest.mark.realwheels
 def test_tune_corrupt_model_is_one_line(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage")
     assert_one_line_error(run_ortfix("tune", "--python", str(venv), str(bad)), str(bad))
@@ -206,7 +206,7 @@ def test_tune_corrupt_model_is_one_line(tmp_path_factory: pytest.TempPathFactory
 @pytest.mark.realwheels
 def test_tune_measures_every_cuda_configuration_when_cuda_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
     """No GPU here: the target's onnxruntime reports CUDA while the real CPU provider computes (ortvenvs.py)."""
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = tune_json("--python", str(venv), str(MODEL), *SHAPES, "--runs", "2", env={FAKE_CUDA_ENV: "1"})
     assert rc == 0, doc
     cuda = [r for r in doc["results"] if r["provider"] == "cuda"]
@@ -222,7 +222,7 @@ def test_tune_measures_every_cuda_configuration_when_cuda_runs(tmp_path_factory:
 def test_tune_times_the_cuda_start_apart_from_every_configuration(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Seen on a real H100: the first CUDA row paid the process's CUDA start (394 ms of load against 4 ms for every
     other row). The fake CUDA here takes 0.5 s for the process's first CUDA session (ortvenvs.py, "coldstart")."""
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = tune_json("--python", str(venv), str(MODEL), "--shapes", "1x3x16x16", "--runs", "1",
                            env={FAKE_CUDA_ENV: "coldstart"})
     assert rc == 0, doc
@@ -250,7 +250,7 @@ def test_tune_gpu_build_without_driver_runs_the_cpu_part(tmp_path_factory: pytes
     driver = _nvidia_driver_present()
     if driver:
         pytest.skip(f"this test needs a machine without an NVIDIA driver ({driver})")
-    venv = gpu_venv(tmp_path_factory)
+    venv = gpu_venv()
     rc, doc, _ = tune_json("--python", str(venv), str(MODEL), *SHAPES, "--runs", "2",
                            env={"LD_LIBRARY_PATH": nvidia_lib_path(venv)})
     assert rc == 3

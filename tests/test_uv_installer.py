@@ -8,34 +8,21 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from support.testcache import cache_root
-from test_apply import ortfix_env, pip_config, pip_venv
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
-
-
-@pytest.fixture(scope="module")
-def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding only `uv` (to put on PATH): pip-installed once into a cached tools venv."""
-    tools = cache_root() / "uv-tools"
-    uv = tools / "bin" / "uv"
-    if not uv.exists():
-        shutil.rmtree(tools, ignore_errors=True)
-        made = subprocess.run([sys.executable, "-m", "venv", str(tools)], capture_output=True, text=True, check=False)
-        got = made.returncode == 0 and subprocess.run(
-            [str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"],
-            capture_output=True, text=True, check=False).returncode == 0
-        if not got or not uv.exists():
-            shutil.rmtree(tools, ignore_errors=True)
-            pytest.skip("uv could not be installed with pip here (no index reachable?)")
-    folder = tmp_path_factory.mktemp("uv-bin")
-    (folder / "uv").symlink_to(uv)
-    return folder
+from txtools import (
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix,
+    ortfix_env,
+    ortfix_json,
+    pip_config,
+    pip_venv,
+    tree_state,
+)
 
 
 def _venv(template: Path, tmp: Path) -> Path:

@@ -96,7 +96,7 @@ def _reference(x: list[float], n: int, h: int, w: int) -> list[float]:
 @pytest.mark.realwheels
 def test_shipped_model_computes_conv_relu_conv_add_in_real_onnxruntime(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     n, h, w = 2, 4, 5
     x = [((i * 13) % 7 - 3) / 4.0 for i in range(n * 3 * h * w)]
     code = ("import sys, struct, numpy as np, onnxruntime as ort\n"
@@ -171,6 +171,7 @@ def _lib_env(venv: Path, **extra: str) -> dict[str, str]:
     return {"LD_LIBRARY_PATH": nvidia_lib_path(venv), **extra}
 
 
+@pytest.mark.slow
 def test_segfaulting_provider_is_a_verdict_not_a_crash(crashing_gpu_venv: Path) -> None:
     rc, doc, _ = verify_json("--python", str(crashing_gpu_venv), env=_lib_env(crashing_gpu_venv))
     lv = levels(doc)
@@ -188,6 +189,7 @@ def test_segfaulting_provider_is_a_verdict_not_a_crash(crashing_gpu_venv: Path) 
         assert rc == 1 and provider["status"] == "fail"
 
 
+@pytest.mark.slow
 def test_segfault_verdict_in_text(crashing_gpu_venv: Path) -> None:
     proc = run_ortfix("verify", "--python", str(crashing_gpu_venv), env=_lib_env(crashing_gpu_venv))
     assert "Traceback" not in proc.stderr and proc.stderr == ""
@@ -199,6 +201,7 @@ def test_segfault_verdict_in_text(crashing_gpu_venv: Path) -> None:
         assert "Could not run here: level 2 (provider starts), level 3 (numbers match)." in proc.stdout
 
 
+@pytest.mark.slow
 def test_hanging_provider_times_out_into_a_verdict(crashing_gpu_venv: Path) -> None:
     rc, doc, _ = verify_json("--python", str(crashing_gpu_venv), "--timeout", "3",
                              env=_lib_env(crashing_gpu_venv, FAKE_ORT_CUDA="hang"))
@@ -208,6 +211,7 @@ def test_hanging_provider_times_out_into_a_verdict(crashing_gpu_venv: Path) -> N
     assert rc == (3 if NO_DRIVER else 1)
 
 
+@pytest.mark.slow
 def test_libraries_not_findable_fails_level_1_by_name(crashing_gpu_venv: Path) -> None:
     env = {"LD_LIBRARY_PATH": ""}
     rc, doc, _ = verify_json("--python", str(crashing_gpu_venv), env=env)
@@ -217,6 +221,7 @@ def test_libraries_not_findable_fails_level_1_by_name(crashing_gpu_venv: Path) -
     assert any(e.startswith("libcudnn.so.9: ") for e in loader["evidence"])
 
 
+@pytest.mark.slow
 def test_no_onnxruntime(tmp_path: Path) -> None:
     python = make_venv(tmp_path / "venv")
     rc, doc, _ = verify_json("--python", str(python))
@@ -241,7 +246,7 @@ def test_shapes_need_a_model() -> None:
 @pytest.mark.realwheels
 def test_real_gpu_libraries_not_findable_fail_level_1_naming_the_library(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = gpu_venv(tmp_path_factory)
+    venv = gpu_venv()
     rc, doc, _ = verify_json("--python", str(venv), env={"LD_LIBRARY_PATH": ""})
     lv = levels(doc)
     assert rc == 1
@@ -258,7 +263,7 @@ def test_real_gpu_libraries_not_findable_fail_level_1_naming_the_library(
 @pytest.mark.realwheels
 def test_real_gpu_libraries_complete_level_1_passes_and_level_2_says_no_driver(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = gpu_venv(tmp_path_factory)
+    venv = gpu_venv()
     if not NO_DRIVER:
         pytest.skip("this machine has an NVIDIA driver: the provider may start")
     rc, doc, stderr = verify_json("--python", str(venv), env={"LD_LIBRARY_PATH": nvidia_lib_path(venv)})
@@ -275,7 +280,7 @@ def test_real_gpu_libraries_complete_level_1_passes_and_level_2_says_no_driver(
 
 @pytest.mark.realwheels
 def test_real_cpu_build_says_no_cuda_provider(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = verify_json("--python", str(venv))
     lv = levels(doc)
     assert rc == 1
@@ -288,7 +293,7 @@ def test_real_cpu_build_says_no_cuda_provider(tmp_path_factory: pytest.TempPathF
 @pytest.mark.realwheels
 def test_levels_2_and_3_pass_when_the_session_gets_cuda(tmp_path_factory: pytest.TempPathFactory) -> None:
     """No GPU here: the target's onnxruntime is wrapped to report CUDA while the real CPU provider computes."""
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = verify_json("--python", str(venv), env={FAKE_CUDA_ENV: "1"})
     lv = levels(doc)
     assert lv["provider"]["status"] == "pass"
@@ -303,7 +308,7 @@ def test_levels_2_and_3_pass_when_the_session_gets_cuda(tmp_path_factory: pytest
 @pytest.mark.realwheels
 def test_level_3_fails_when_cuda_computes_something_else(tmp_path_factory: pytest.TempPathFactory,
                                                          tmp_path: Path) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     model = tmp_path / "mine.onnx"
     shutil.copy(MODEL, model)
     rc, doc, _ = verify_json("--python", str(venv), "--model", str(model), "--shapes", "1x3x5x7",
@@ -316,7 +321,7 @@ def test_level_3_fails_when_cuda_computes_something_else(tmp_path_factory: pytes
 
 @pytest.mark.realwheels
 def test_corrupt_model_is_one_line(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"this is not a model\n" * 10)
     line = assert_one_line_error(run_ortfix("verify", "--python", str(venv), "--model", str(bad)), str(bad))
@@ -325,7 +330,7 @@ def test_corrupt_model_is_one_line(tmp_path_factory: pytest.TempPathFactory, tmp
 
 @pytest.mark.realwheels
 def test_wrong_shapes_for_the_model_is_a_level_3_verdict(tmp_path_factory: pytest.TempPathFactory) -> None:
-    venv = cpu_venv(tmp_path_factory)
+    venv = cpu_venv()
     rc, doc, _ = verify_json("--python", str(venv), "--model", str(MODEL), "--shapes", "1x3x8",
                              env={FAKE_CUDA_ENV: "1"})
     numbers = levels(doc)["numbers"]

@@ -28,8 +28,18 @@ import pytest
 from checktools import site_packages
 from support.fixtures import build_wheel, pip_install
 from support.testcache import cache_root
-from test_apply import ortfix_env
-from txtools import assert_same_tree, fresh_process, load_code, one_line_error, ortfix, ortfix_json, tree_state
+from txtools import (
+    assert_same_tree,
+    fresh_process,
+    load_code,
+    one_line_error,
+    ortfix,
+    ortfix_env,
+    ortfix_json,
+    tree_state,
+)
+
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
 
 
 @pytest.fixture(scope="module")

@@ -289,6 +289,7 @@ def _wine_loads(w: WinPython, dll: Path, winepath: str | None) -> subprocess.Com
     return w.run("-c", code, env={"WINEPATH": winepath} if winepath else {})
 
 
+@pytest.mark.slow
 def test_check_under_wine_cpu_package_then_gpu_build_unfound_then_found(tmp_path: Path, stubs: None) -> None:
     w = win_python()
     home = w.new_home(tmp_path)

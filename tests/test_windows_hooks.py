@@ -202,6 +202,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_path_hook_prepends_once_when_onnxruntime_is_imported(tmp_path: Path) -> None:
     w = win_python()
     _mingw()
@@ -243,6 +244,7 @@ set PATH
 """
 
 
+@pytest.mark.slow
 def test_bat_scripts_prepend_and_restore_exactly_in_cmd(tmp_path: Path) -> None:
     w = win_python()
     prefix = tmp_path / f"env {HOSTILE}"
@@ -284,6 +286,7 @@ set PATH
 """
 
 
+@pytest.mark.slow
 def test_bat_scripts_under_condas_own_order_in_cmd(tmp_path: Path) -> None:
     """conda's order (conda/activate.py, `_Activator._yield_commands`): it exports its new PATH first (its own
     folders of the environment taken out, or replaced by the next environment's), then runs deactivate.d, then the
@@ -430,6 +433,7 @@ def _run_user_path(w: WinPython, prefix: Path, env_prefix: str, do: list[object]
     return result
 
 
+@pytest.mark.slow
 def test_user_path_added_and_removed_in_the_registry(tmp_path: Path) -> None:
     """Every scenario in one Windows process (each wine start costs seconds), in a wine prefix of its own;
     `reg query` (wine's reg.exe, not winreg) reads the registry back at the points that matter."""

@@ -25,6 +25,8 @@ from clitools import REPO
 from ortfix import __version__
 from wintools import ORTFIX_WIN_DEPS, to_windows, win_python
 
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover

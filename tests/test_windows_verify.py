@@ -33,7 +33,9 @@ from support.testcache import cache_root
 from support.winstubs import MINGW_GCC, build_stub_dll, exports_imported_by, mingw_missing
 from wintools import pip_install_windows, to_windows, win_python
 
-# What the real cuDNN 8 does when a DLL it loads on demand is not found (../shared/facts/windows.md).
+pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or starts wine
+
+# What the real cuDNN 8 does when a DLL it loads on demand is not found (docs/windows-dlls.md).
 CUDNN8_SOURCE = r"""
 #include <windows.h>
 #include <stdio.h>

@@ -321,6 +321,7 @@ def _linux(path: str, prefix: Path) -> str:
     return str(prefix / "drive_c" / Path(*win.parts[1:]))
 
 
+@pytest.mark.slow
 def test_the_simulation_predicts_wines_loader(wine_tree: tuple[Tree, object, str]) -> None:
     from wintools import WinPython, to_windows
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -87,3 +88,88 @@ def real_cpu_venv(venv: Path) -> Path:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
                    check=True)
     return python
+
+
+# The folders a child's PATH holds in the tests: the system's own, never the caller's. Run from an activated venv, the
+# caller's PATH starts with that venv's bin, and ortfix's default target (the python3 on PATH) would be it.
+SYSTEM_PATH = os.pathsep.join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+
+
+def pip_venv(template: Path, dest: Path) -> Path:
+    """A copy of the venv `template` at `dest`; its python."""
+    shutil.copytree(template, dest, symlinks=True)
+    return dest / "bin" / "python"
+
+
+def copy_venv(source: Path, dest: Path) -> Path:
+    """A copy of the venv `source` at `dest`; `dest`."""
+    shutil.copytree(source, dest, symlinks=True)
+    return dest
+
+
+def pip_config(tmp_path: Path, *find_links: Path, name: str = "pip.conf") -> Path:
+    """How a user with an offline wheelhouse configures pip."""
+    conf = tmp_path / name
+    conf.write_text("[global]\nno-index = true\nfind-links = " + " ".join(str(f) for f in find_links) + "\n")
+    return conf
+
+
+def ortfix_env(conf: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment ortfix runs in: this process's, without pip's, the tests' own or an activated environment's
+    variables; PATH the system's folders (SYSTEM_PATH) unless `extra` names one; pip configured by `conf` only."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    isolated = tmp_path / "no-pip-config"
+    isolated.mkdir(exist_ok=True)
+    # Only the test's pip configuration: none of this machine's global or user files.
+    env.update(PATH=SYSTEM_PATH, PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated),
+               XDG_CONFIG_DIRS=str(isolated))
+    env.update(extra)
+    return env
+
+
+class GatedWheelhouse:
+    """The wheelhouse served over local HTTP as a find-links page, with a gate: a download of `gated` made while pip
+    is installing (the journal holds the installer's pid) is held until the test opens the gate. So the test knows
+    pip is in the middle of the install when it presses Ctrl-C, however fast or slow the machine is."""
+
+    def __init__(self, root: Path, gated: str, journals: Path) -> None:
+        import functools
+        import http.server
+        import threading
+
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        gate = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if gated in self.path and any('"pid"' in j.read_text() for j in journals.glob("*/journal.json")):
+                    gate.reached.set()
+                    gate.release.wait(120)
+                super().do_GET()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      functools.partial(Handler, directory=str(root)))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def pip_env(self, tmp_path: Path) -> dict[str, str]:
+        """ortfix's environment with a pip configuration that takes wheels from this server only, uncached (so the
+        install downloads again after the preflight's resolution)."""
+        conf = tmp_path / "http-pip.conf"
+        conf.write_text(f"[global]\nno-index = true\nfind-links = {self.url}\ntrusted-host = 127.0.0.1\n"
+                        "no-cache-dir = true\n")
+        return ortfix_env(conf, tmp_path)
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()

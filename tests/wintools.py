@@ -28,6 +28,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from clitools import REPO
+from support.slowguard import refuse_slow
 from support.testcache import cache_root, locked
 
 WINTEST = REPO.parent / "shared" / "wintest" / "cpython-3.11.11-windows-amd64.tar.gz"
@@ -168,6 +169,7 @@ def _build() -> WinPython:
 
 def win_python() -> WinPython:
     """The cached Windows CPython under wine; skips the calling test with one line when wine or it is missing."""
+    refuse_slow("wine")
     missing = _wine_missing()
     if missing:
         pytest.skip(missing)

@@ -559,8 +559,18 @@ class PipError(RuntimeError):
         self.proc = proc
 
 
+def refuse_slow(what: str) -> None:
+    """support.slowguard.refuse_slow, imported only under the fast tier's guard (scripts/bench_check.py imports this
+    module without pytest)."""
+    if os.environ.get("ORTFIX_TEST_FAST_ONLY"):
+        from support.slowguard import refuse_slow as refuse
+
+        refuse(what)
+
+
 def make_venv(path: Path, *, system_site_packages: bool = False) -> Path:
     """Create a real venv at `path` (without pip: ensurepip costs seconds) and return its interpreter."""
+    refuse_slow(f"a venv ({path})")
     argv = [sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] if system_site_packages
                                                                else []), str(path)]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -604,6 +614,7 @@ def pip_install(python: Path, *requirements: str, find_links: Path,
                 no_deps: bool = False) -> subprocess.CompletedProcess[str]:
     """Install `requirements` into the environment of `python` from `find_links` only, with the real pip of the
     interpreter running the tests (pip >= 22.3's --python); raise PipError with pip's stderr on failure."""
+    refuse_slow(f"pip (install {' '.join(requirements)})")
     argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", "--find-links",
             str(find_links), "--disable-pip-version-check", "--no-input", "--no-cache-dir",
             "--no-warn-script-location", *(["--no-deps"] if no_deps else []), *requirements]

@@ -4,7 +4,7 @@ Findings (check/), verify's verdicts and explain's patterns (compat/errors.yaml 
 strings, so every place gives the same remedy.
 
 Sources (read 2026-11-24):
-- The rule itself: ../shared/facts/windows.md ("MSVC runtime"): ORT >= 1.22 imports `_Mtx_lock` without
+- The rule itself: docs/windows-dlls.md ("MSVC runtime"): ORT >= 1.22 imports `_Mtx_lock` without
   `_Mtx_init_in_situ` (the constexpr-mutex change of microsoft/STL 4730), which an msvcp140.dll older than 14.40 does
   not handle; python.org's Python ships vcruntime140.dll and vcruntime140_1.dll but not msvcp140.dll, which then
   comes from System32 (the redistributable) or, in conda, from the environment's own `vc14_runtime`. Read off the
@@ -23,7 +23,7 @@ Sources (read 2026-11-24):
   (sys.prefix is python.exe's folder), where it changes every program of that Python, and in conda it would
   overwrite files `vc14_runtime` owns. The redistributable is the one remedy that works for every kind of
   environment.
-- zlibwapi.dll: ../shared/facts/windows.md ("DLL names"): cuDNN 8.3 to 8.9 for Windows load zlibwapi.dll, no wheel
+- zlibwapi.dll: docs/windows-dlls.md ("DLL names"): cuDNN 8.3 to 8.9 for Windows load zlibwapi.dll, no wheel
   ships it and NVIDIA stopped distributing it (seeds/002: "Could not locate zlibwapi.dll"); cuDNN 9 does not use it,
   and onnxruntime-gpu >= 1.19 is built for cuDNN 9 (compat/ort.yaml).
 """

@@ -3,7 +3,7 @@ or cuDNN major), which NVIDIA pip wheel installs it and into which folder (compa
 it is the MSVC runtime, cuDNN 8's zlibwapi.dll or the driver's own; for "Require cuDNN 9.* and CUDA 12.*" messages,
 the wheels of those majors. With this machine's facts it adds which build is installed here.
 
-DLL names follow ../shared/facts/windows.md ("DLL names"): `cublasLt64_12.dll` is cuBLAS of CUDA 12, `cudart64_110.dll`
+DLL names follow docs/windows-dlls.md ("DLL names"): `cublasLt64_12.dll` is cuBLAS of CUDA 12, `cudart64_110.dll`
 the CUDA 11 runtime, `cufft64_11.dll` cuFFT 11 (CUDA 12), `nvrtc64_120_0.dll` NVRTC of CUDA 12, `cudnn_graph64_9.dll`
 a cuDNN 9 sub-library. The wheel is the one whose `dlls` (the DLLs its win_amd64 build installs) name the DLL; a DLL
 no row names (a newer sub-library) is looked up by the SONAME of the same library and major (`libcublasLt.so.12`).

@@ -4,7 +4,7 @@
 ONNX Runtime loads its CUDA provider by full path with LOAD_WITH_ALTERED_SEARCH_PATH: the provider's imports are
 searched in its folder, System32, the Windows folder, the current folder, then PATH; cuDNN loads its sub-libraries by
 bare name (the same order without the provider's folder). `os.add_dll_directory` reaches neither. So on Windows the
-fix is PATH (see ../shared/facts/windows.md):
+fix is PATH (see docs/windows-dlls.md):
 
 - venv and plain installs: a `.pth` line imports a tiny module at start-up that only registers an import hook; when
   `onnxruntime` is first imported it puts the NVIDIA `bin` folders first on `os.environ["PATH"]` (once: an entry that

@@ -39,7 +39,7 @@ _LOG_PREFIX = re.compile(r"^\S+ \S+ \[([EWIV]):onnxruntime:[^\]]*\] ")
 # "/onnxruntime_src/.../provider_bridge_ort.cc:1778 onnxruntime::Provider& ...::Get() [ONNXRuntimeError] : 1 : FAIL : "
 _ORT_ERROR = re.compile(r"^\S+:\d+ .*?\[ONNXRuntimeError\] : \d+ : \w+ : ")
 # cuDNN 8 on Windows, when a DLL it loads on demand (a sub-library, or zlibwapi.dll for 8.3-8.9) is not found, prints
-# this and ends the whole process with exit code 9 (measured: ../shared/facts/windows.md).
+# this and ends the whole process with exit code 9 (measured: docs/windows-dlls.md).
 _CUDNN8_LOCATE = re.compile(r"Could not locate (?P<dll>[\w.+-]+\.dll)\.\s*Please make sure it is in your library path",
                             re.IGNORECASE)
 CUDNN8_EXIT_CODE = 9
