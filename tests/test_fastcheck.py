@@ -94,6 +94,7 @@ except SystemExit as end:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [["--fresh"], ["--fresh", "--json"], []])
 def test_check_imports_nothing_windows_only_or_transactional(gpu_venv: Path, extra: list[str]) -> None:
     """A real `check` in a fresh interpreter: afterwards none of those modules is loaded (issue 22: they cost a

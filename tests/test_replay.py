@@ -104,6 +104,7 @@ def test_a_corrupt_entry_is_ignored_and_replaced(envs: dict[str, Env]) -> None:
     assert json.loads(entry_file.read_text())["output"] + "\n" == first.stdout
 
 
+@pytest.mark.slow
 def test_a_busy_folder_around_the_environment_does_not_stop_a_replay(envs: dict[str, Env]) -> None:
     """A venv in /tmp or the home folder: files come and go beside it all the time. Only a project file appearing
     there changes what check reports (PRJ001), so only that stops a replay (system/listing.py)."""

@@ -99,6 +99,7 @@ def _ortfix(w: WinPython, home: Path, *args: str, env: Mapping[str, str] | None 
     return proc
 
 
+@pytest.mark.slow
 def test_a_store_layout_python_is_told_and_refused_with_nothing_changed(w: WinPython, tmp_path: Path) -> None:
     home, _folders = _gpu_home(w, tmp_path.joinpath(*STORE_FOLDER))
     check = _ortfix(w, home, "check", "--json", "--fresh")
@@ -142,6 +143,7 @@ def machine_cuda(w: WinPython, tmp_path: Path) -> Iterator[tuple[dict[str, str],
         subprocess.run(["wineserver", "-k"], env=w.env(env), capture_output=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_user_path_does_not_claim_lib004_against_a_copy_on_the_machine_path(
         w: WinPython, tmp_path: Path, machine_cuda: tuple[dict[str, str], Path]) -> None:
     env, toolkit = machine_cuda

@@ -61,6 +61,7 @@ def test_symbols_follow_what_the_stream_can_carry() -> None:
     {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
     {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "ORTFIX_NO_FASTPATH": "1"},
 ], ids=["pythonioencoding-ascii", "c-locale", "c-locale-click"])
+@pytest.mark.slow
 def test_check_into_an_ascii_pipe(tmp_path: Path, env: dict[str, str]) -> None:
     python = make_venv(tmp_path / CHINESE / "venv")
     proc = run_ortfix("check", "--python", str(python), env=_plain_env(**env))
@@ -109,6 +110,7 @@ def _cmd(w: WinPython, line: str, env: dict[str, str]) -> subprocess.CompletedPr
                           timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_redirected_output_under_wine_and_the_printed_commands_in_cmd(tmp_path: Path) -> None:
     w = win_python()
     home = w.new_home(tmp_path / f"{CHINESE} home")  # a space too: the path is quoted
@@ -150,6 +152,7 @@ def test_redirected_output_under_wine_and_the_printed_commands_in_cmd(tmp_path: 
     assert "Traceback" not in ran.stderr
 
 
+@pytest.mark.slow
 def test_a_target_path_over_max_path_under_wine(tmp_path: Path) -> None:
     w = win_python()
     deep = tmp_path.joinpath(*["d" * 60] * 4)

@@ -439,6 +439,7 @@ def test_process_start_and_preloaded_modules(tmp_path: Path) -> None:
     assert ours == [str(exe), str(t.app / "e_dep.dll"), str(t.provider / "e_pre.dll")]
 
 
+@pytest.mark.slow
 def test_a_venvs_bare_name_loads_search_its_base_interpreters_folder(wine_tree: tuple[Tree, object, str]) -> None:
     """A venv's python.exe is a launcher that starts the base python.exe: the process is the base's, and its folder,
     not venv\\Scripts, is the application folder of a bare-name load (cuDNN's sub-libraries, zlibwapi, ORT 1.28+'s
