@@ -36,7 +36,7 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
-from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions
+from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions, hook_option, installer_option
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import open_env, scripts_folder
@@ -87,8 +87,8 @@ def _bad(where: str, why: str) -> OrtfixError:
 def parse_options(doc: Any) -> PlanOptions:
     if not isinstance(doc, dict):
         raise BadField("options is not an object")
-    installer = doc.get("installer", "auto")
-    if installer not in INSTALLER_CHOICES:
+    installer = installer_option(doc.get("installer", "auto"))
+    if installer is None:
         raise BadField(f"options.installer is not one of {', '.join(INSTALLER_CHOICES)}")
     project = doc.get("project", False)
     if not isinstance(project, bool):
@@ -98,8 +98,8 @@ def parse_options(doc: Any) -> PlanOptions:
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
         raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
-    hook = want_str(d, "hook", limit=16, where="options")
-    if hook not in HOOK_CHOICES:
+    hook = hook_option(want_str(d, "hook", limit=16, where="options"))
+    if hook is None:
         raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
     driver = want_opt_str(d, "driver_version", limit=32, where="options")
     cc = want_opt_str(d, "compute_capability", limit=8, where="options")
@@ -109,7 +109,7 @@ def parse_options(doc: Any) -> PlanOptions:
     except OrtfixError as exc:
         raise BadField(f"options: {exc.message}") from exc
     return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
-                       compute_capability=cc, installer=str(installer), project=project)
+                       compute_capability=cc, installer=installer, project=project)
 
 
 def _action(doc: Any, n: int) -> PlannedAction:

@@ -87,10 +87,11 @@ def foreign_changes(diff: Mapping[str, list[str]], ours: Mapping[str, Any], dirs
 def claimed_by_others(env: TargetEnv, step: Step, diff: Mapping[str, list[str]]) -> set[str]:
     """Created paths that belong to a distribution this install did not ask for (another installer's, complete with
     its RECORD): a rollback of a cut-off install leaves them alone."""
-    expected = {canonicalize_name(str(i.get("name", ""))) for i in step.record.get("resolution", [])
-                if isinstance(i, dict)}
+    resolution, requirements = step.record.get("resolution", []), step.details.get("requirements", [])
+    expected = {canonicalize_name(str(i.get("name", ""))) for i in resolution if isinstance(i, dict)
+                } if isinstance(resolution, list) else set()
     expected |= {canonicalize_name(re.split(r"[<>=!~,; ]", str(r), maxsplit=1)[0])
-                 for r in step.details.get("requirements", [])}
+                 for r in (requirements if isinstance(requirements, list) else [])}
     site_rels = set(env.site_rels())
     out: set[str] = set()
     for rel in diff["created"]:
