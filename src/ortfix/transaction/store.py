@@ -240,7 +240,7 @@ class TransactionStore:
             return HistoryEntry(tx_id, folder, None, exc.message, stash_size(folder))
 
     # sidecars: records too large for the journal, protected by a hash stored in it
-    def write_sidecar(self, tx_id: str, index: int, name: str, doc: Any) -> str:
+    def write_sidecar(self, tx_id: str, index: int, name: str, doc: object) -> str:
         rel = self.step_rel(tx_id, index)
         self.env.makedirs(rel)
         data = canonical(doc)

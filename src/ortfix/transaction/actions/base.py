@@ -146,7 +146,7 @@ class StepContext:
     def stash_rel(self) -> str:
         return self.store.stash_rel(self.tx_id, self.index)
 
-    def write_sidecar(self, name: str, doc: Any) -> str:
+    def write_sidecar(self, name: str, doc: object) -> str:
         return self.store.write_sidecar(self.tx_id, self.index, name, doc)
 
     def read_sidecar(self, name: str, sha256: str) -> Any:

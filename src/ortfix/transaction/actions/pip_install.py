@@ -33,7 +33,14 @@ from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
-from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs, written_again
+from ortfix.transaction.actions.files import (
+    PYC_CACHE,
+    FileRow,
+    cached_bytecode,
+    fingerprint,
+    remove_empty_dirs,
+    written_again,
+)
 from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
@@ -63,7 +70,7 @@ def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) ->
         output(line.rstrip("\n"), is_err)
 
 
-def _fingerprint_list(item: Any, n: int) -> list[Any]:
+def _fingerprint_list(item: object, n: int) -> list[object]:
     if not isinstance(item, list) or len(item) != n:
         raise BadField("a file entry has the wrong shape")
     return item
@@ -75,7 +82,7 @@ class PipInstallSidecars(TypedDict, total=False):
 
 
 class CreatedSidecar(TypedDict):
-    files: dict[str, list[Any]]  # rel path → [sha256, inode, size, mtime_ns] (a JSON row: mixed types)
+    files: dict[str, FileRow]  # rel path → [sha256, inode, size, mtime_ns]
     dirs: list[str]  # the folders it created for them
 
 
@@ -276,7 +283,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             time.sleep(0.005)
         test_crash()
 
-    def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, list[Any]], list[str]]:
+    def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, FileRow], list[str]]:
         record = self.typed_record(step)
         data = ctx.read_sidecar("created", record["sidecars"]["created"])
         try:
