@@ -195,7 +195,7 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
             removes += c.startswith("-")
             changes += c.startswith("~")
         if a.kind == "pip-install":
-            reqs = " ".join(shlex.quote(str(r)) for r in a.details["requirements"])
+            reqs = " ".join(shlex.quote(str(r)) for r in a.detail_items("requirements"))
             # an index URL with credentials is passed in uv's environment (shown redacted, as NAME=value)
             assigned = [o.split("=", 1) for o in plan.installer_options if re.match(r"UV_[A-Z_]+=", o)]
             uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
@@ -204,7 +204,7 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
                    if a.details["installer"] == "uv" else f"{shlex.quote(plan.python)} -m pip install {reqs}")
             lines.append(f"     via: {via}   (installer {a.details['installer']}, with your pip configuration)")
         if a.kind == "write-file":
-            lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
+            lines.append(f"     content of {a.details['path']} (mode {a.details['mode']:04o}):")
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
         lines.append(f"     undo: {a.undo}")
     if not plan.actions:

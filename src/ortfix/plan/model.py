@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from ortfix.check.findings import Finding, finding_json
 
@@ -51,7 +51,12 @@ class Action:
     changes: tuple[str, ...]  # "+ path", "- distribution", "~ path": what exactly changes
     undo: str
     fixes: tuple[str, ...]  # finding codes this action addresses
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)  # the kind's TypedDict (plan/kinds.py)
+
+    def detail_items(self, key: str) -> list[object]:
+        """A list-valued detail (a pip-install's requirements, a user-path's entries); [] when there is none."""
+        value = self.details.get(key)
+        return list(value) if isinstance(value, list) else []
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ class Plan:
     def empty(self) -> bool:
         return not self.actions
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         doc = asdict(self)
         doc["unresolved"] = [finding_json(f) for f in self.unresolved]
         return doc
