@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
@@ -256,7 +256,7 @@ def uv_installed(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _report_entries(report: Path) -> list[dict[str, Any]]:
+def _report_entries(report: Path) -> list[dict[str, object]]:
     try:
         doc = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
