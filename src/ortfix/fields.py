@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Union
+
+# A JSON document as `json.loads` returns it; read it through the checks below before trusting its shape.
+JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
 
 class BadField(ValueError):
@@ -19,7 +22,7 @@ def _name(key: str, where: str) -> str:
     return f"{where} field {key!r}" if where else f"field {key!r}"
 
 
-def exact_fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any]:
+def exact_fields(doc: object, expected: Sequence[str], where: str) -> dict[str, Any]:
     """`doc` as a dict with exactly the `expected` keys, else BadField naming the first missing or unknown one."""
     if not isinstance(doc, dict):
         raise BadField(f"{where} is not an object")
@@ -32,39 +35,39 @@ def exact_fields(doc: Any, expected: Sequence[str], where: str) -> dict[str, Any
     return doc
 
 
-def want_str(doc: Mapping[str, Any], key: str, *, limit: int = 4096, where: str = "") -> str:
+def want_str(doc: Mapping[str, object], key: str, *, limit: int = 4096, where: str = "") -> str:
     value = doc.get(key)
     if not isinstance(value, str) or len(value) > limit or "\0" in value:
         raise BadField(f"{_name(key, where)} is not a string of at most {limit} characters")
     return value
 
 
-def want_opt_str(doc: Mapping[str, Any], key: str, *, limit: int = 4096, where: str = "") -> str | None:
+def want_opt_str(doc: Mapping[str, object], key: str, *, limit: int = 4096, where: str = "") -> str | None:
     return None if doc.get(key) is None else want_str(doc, key, limit=limit, where=where)
 
 
-def want_bool(doc: Mapping[str, Any], key: str, *, where: str = "") -> bool:
+def want_bool(doc: Mapping[str, object], key: str, *, where: str = "") -> bool:
     value = doc.get(key)
     if not isinstance(value, bool):
         raise BadField(f"{_name(key, where)} is not true or false")
     return value
 
 
-def want_int(doc: Mapping[str, Any], key: str, *, low: int = 0, high: int = 1 << 62, where: str = "") -> int:
+def want_int(doc: Mapping[str, object], key: str, *, low: int = 0, high: int = 1 << 62, where: str = "") -> int:
     value = doc.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise BadField(f"{_name(key, where)} is not a whole number from {low} to {high}")
     return value
 
 
-def want_list(doc: Mapping[str, Any], key: str, *, limit: int = 1_000_000, where: str = "") -> list[Any]:
+def want_list(doc: Mapping[str, object], key: str, *, limit: int = 1_000_000, where: str = "") -> list[Any]:
     value = doc.get(key)
     if not isinstance(value, list) or len(value) > limit:
         raise BadField(f"{_name(key, where)} is not a list of at most {limit} items")
     return value
 
 
-def want_str_list(doc: Mapping[str, Any], key: str, *, items: int = 200, limit: int = 4096,
+def want_str_list(doc: Mapping[str, object], key: str, *, items: int = 200, limit: int = 4096,
                   where: str = "") -> list[str]:
     values = want_list(doc, key, limit=items, where=where)
     if not all(isinstance(v, str) and len(v) <= limit and "\0" not in v for v in values):
@@ -72,7 +75,7 @@ def want_str_list(doc: Mapping[str, Any], key: str, *, items: int = 200, limit: 
     return values
 
 
-def want_dict(doc: Mapping[str, Any], key: str, *, where: str = "") -> dict[str, Any]:
+def want_dict(doc: Mapping[str, object], key: str, *, where: str = "") -> dict[str, Any]:
     value = doc.get(key)
     if not isinstance(value, dict):
         raise BadField(f"{_name(key, where)} is not an object")
@@ -82,7 +85,7 @@ def want_dict(doc: Mapping[str, Any], key: str, *, where: str = "") -> dict[str,
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def want_sha(doc: Mapping[str, Any], key: str, *, where: str = "") -> str:
+def want_sha(doc: Mapping[str, object], key: str, *, where: str = "") -> str:
     value = want_str(doc, key, limit=64, where=where)
     if not _SHA256.fullmatch(value):
         raise BadField(f"{_name(key, where)} is not a sha256")

@@ -1,20 +1,23 @@
 """What a finding is: its code, severity, one-line summary, evidence and fix, and the payload the planner acts on —
 one TypedDict per payload shape (their union is `FindingData`), with a typed accessor for each shape plan reads.
+Every shape is `@final`, so a test for a key only its shape holds narrows the union (no cast).
 Also the finding's JSON form and `problems` (the findings that are not informational)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict, Union, cast
+from typing import Literal, TypedDict, Union, final
 
 from ortfix.check.codes import UNINSTALL_FIXES, FindingCode, Severity
 
 
+@final
 class NoData(TypedDict):
     """DRV001, DRV003, MTX001, MTX002, LIB006: nothing for the planner."""
 
 
+@final
 class InstallData(TypedDict):
     """ORT001: nothing is installed; the fix is an install."""
 
@@ -25,6 +28,7 @@ class _RemoveRequired(TypedDict):
     remove: list[str]
 
 
+@final
 class RemoveData(_RemoveRequired, total=False):
     """ORT002, ORT003, ORT004, ORT006: the ORT distributions to uninstall, the version to install in their place,
     and whether that is a reinstall of the same build."""
@@ -33,6 +37,7 @@ class RemoveData(_RemoveRequired, total=False):
     reinstall: bool
 
 
+@final
 class DependentsData(TypedDict):
     """ORT005: the installed packages that depend on the CPU package."""
 
@@ -46,6 +51,7 @@ class _DamagedRequired(TypedDict):
     remove: list[str]
 
 
+@final
 class DamagedData(_DamagedRequired, total=False):
     """ORT007, LIB007: a distribution whose files do not match its RECORD (or that has none). With a RECORD: what
     is missing or of another size, and (NVIDIA wheels with a plain name and a version) the pin to reinstall."""
@@ -57,6 +63,7 @@ class DamagedData(_DamagedRequired, total=False):
     requirement: str
 
 
+@final
 class OrphanedData(TypedDict):
     """ORT008: an `onnxruntime` folder no distribution owns, and the build it says it is."""
 
@@ -66,6 +73,7 @@ class OrphanedData(TypedDict):
     version: str | None
 
 
+@final
 class DriverTooOldData(TypedDict):
     """DRV002: the CUDA major the build needs and the driver that is too old for it."""
 
@@ -73,24 +81,28 @@ class DriverTooOldData(TypedDict):
     driver: str
 
 
+@final
 class GpuArchData(TypedDict):
     """GPU001: the GPU's compute capability."""
 
     compute_capability: str
 
 
+@final
 class NotOnPathData(TypedDict):
     """LIB002: each soname the loader misses → the paths of its installed copies."""
 
     libraries: dict[str, list[str]]
 
 
+@final
 class MissingData(TypedDict):
     """LIB001: the sonames no copy of exists."""
 
     sonames: list[str]
 
 
+@final
 class WrongMajorData(TypedDict):
     """LIB003: the soname needed, and the copies of other majors of it."""
 
@@ -98,6 +110,7 @@ class WrongMajorData(TypedDict):
     present: list[str]
 
 
+@final
 class ShadowedData(TypedDict):
     """LIB004: the soname, the copy that loads, and the environment's own copies."""
 
@@ -106,6 +119,7 @@ class ShadowedData(TypedDict):
     own: list[str]
 
 
+@final
 class OtherCudaData(TypedDict):
     """LIB008: the sonames that resolve to another CUDA major's copies, and the build's CUDA major."""
 
@@ -113,6 +127,7 @@ class OtherCudaData(TypedDict):
     cuda_major: int
 
 
+@final
 class PartialCopyData(TypedDict):
     """LIB009: a cuDNN copy's folder, its libcudnn, its version, and the sub-libraries missing beside it."""
 
@@ -123,6 +138,7 @@ class PartialCopyData(TypedDict):
     inside_env: bool
 
 
+@final
 class SonameLinkData(TypedDict):
     """LIB005: the folder, the missing link (the SONAME), the file it would point at, and whether it is inside
     the environment."""
@@ -137,12 +153,14 @@ class _InterruptedRequired(TypedDict):
     transaction: str
 
 
+@final
 class InterruptedData(_InterruptedRequired, total=False):
     """TX001: the interrupted transaction, and whether its journal could not be read."""
 
     unreadable: bool
 
 
+@final
 class TorchData(TypedDict):
     """TORCH001: the CUDA and cuDNN majors torch uses."""
 
@@ -150,6 +168,7 @@ class TorchData(TypedDict):
     torch_cudnn: int | None
 
 
+@final
 class MsvcRuntimeData(TypedDict):
     """WIN001: the msvcp140.dll that would load (None: none does), its FileVersion, and the minimum needed."""
 
@@ -158,12 +177,14 @@ class MsvcRuntimeData(TypedDict):
     needs: str
 
 
+@final
 class DllsData(TypedDict):
     """WIN002, WIN003: the DLLs concerned → the paths of their copies (empty: none anywhere)."""
 
     dlls: dict[str, list[str]]
 
 
+@final
 class LoginPathData(TypedDict):
     """WIN004: each DLL → [where this process finds it (None: nowhere), where a new login's process finds it]."""
 
@@ -201,7 +222,7 @@ class FindingJson(TypedDict):
 
 def finding_json(f: Finding) -> FindingJson:
     return {"code": f.code, "severity": f.severity.value, "summary": f.summary, "evidence": list(f.evidence),
-            "fix": f.fix, "data": cast(FindingData, dict(f.data))}
+            "fix": f.fix, "data": f.data.copy()}
 
 
 def problems(findings: Sequence[Finding]) -> list[Finding]:
@@ -218,26 +239,45 @@ def _expect(finding: Finding, codes: tuple[FindingCode, ...]) -> None:
         raise ValueError(f"a {finding.code} finding has no {', '.join(codes)} payload")
 
 
+def _shape(finding: Finding) -> ValueError:
+    return ValueError(f"the {finding.code} finding's payload is not of its code's shape")
+
+
 def removal(finding: Finding) -> RemoveData:
     _expect(finding, REMOVE_CODES)
-    return cast(RemoveData, finding.data)
+    data = finding.data
+    if "remove" in data and "record" not in data:
+        return data
+    raise _shape(finding)
 
 
 def damage(finding: Finding) -> DamagedData:
     _expect(finding, DAMAGED_CODES)
-    return cast(DamagedData, finding.data)
+    data = finding.data
+    if "record" in data:
+        return data
+    raise _shape(finding)
 
 
 def shadowing(finding: Finding) -> ShadowedData:
     _expect(finding, (FindingCode.LIB_SHADOWED,))
-    return cast(ShadowedData, finding.data)
+    data = finding.data
+    if "loaded" in data:
+        return data
+    raise _shape(finding)
 
 
 def soname_link(finding: Finding) -> SonameLinkData:
     _expect(finding, (FindingCode.SONAME_LINK_MISSING,))
-    return cast(SonameLinkData, finding.data)
+    data = finding.data
+    if "link" in data:
+        return data
+    raise _shape(finding)
 
 
 def other_cuda(finding: Finding) -> OtherCudaData:
     _expect(finding, (FindingCode.LIB_OTHER_CUDA,))
-    return cast(OtherCudaData, finding.data)
+    data = finding.data
+    if "sonames" in data and "cuda_major" in data:
+        return data
+    raise _shape(finding)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
     from ortfix.cli.invocation import Invocation
     from ortfix.export.model import ExportFormat
+    from ortfix.plan.model import HookOption, InstallerOption
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -184,7 +185,7 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
-         driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
+         driver_version: str | None, compute_capability: str | None, hook: HookOption, installer: InstallerOption,
          project: bool) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
 
@@ -291,7 +292,7 @@ def _plan_options(func: F) -> F:
     return func
 
 
-def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major: int | None, hook: str,
+def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major: int | None, hook: HookOption,
                     driver_version: str | None, compute_capability: str | None) -> Any:
     from ortfix.plan.model import PlanOptions
     from ortfix.versions import validate_machine_options, validate_ort_version
@@ -333,7 +334,7 @@ def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
 @_plan_options
 def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
            prefix_in_image: str | None, ort_version: str | None, cuda_major: int | None,
-           driver_version: str | None, compute_capability: str | None, hook: str) -> None:
+           driver_version: str | None, compute_capability: str | None, hook: HookOption) -> None:
     """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
 
     FORMAT: requirements (exact pins, hashes where pip knows every one, a comment per reason), dockerfile (a
@@ -377,7 +378,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 @_plan_options
 def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder: Path, platform_tag: str | None,
                python_version: str | None, ort_version: str | None, cuda_major: int | None,
-               driver_version: str | None, compute_capability: str | None, hook: str) -> None:
+               driver_version: str | None, compute_capability: str | None, hook: HookOption) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
     The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
@@ -477,8 +478,9 @@ def _tx_ui(as_json: bool) -> Any:
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
-          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: str, installer: str,
-          driver_version: str | None, compute_capability: str | None, system: bool, project: bool) -> None:
+          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: HookOption,
+          installer: InstallerOption, driver_version: str | None, compute_capability: str | None, system: bool,
+          project: bool) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
     Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the

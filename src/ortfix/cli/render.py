@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -43,14 +43,14 @@ def matrix_json(result: MatrixShowResult) -> dict[str, Any]:
     return asdict(result.matrix)
 
 
-def _via(plan: Plan, details: Mapping[str, Any]) -> str:
+def _via(plan: Plan, requirements: Sequence[object], installer: str) -> str:
     """The installer's command line of a pip-install action, quoted for the target's shell (cli/cmdline.py)."""
     windows = windows_target(plan.python)
-    reqs = join([str(r) for r in details["requirements"]], windows)
+    reqs = join([str(r) for r in requirements], windows)
     # an index URL with credentials is passed in uv's environment (shown redacted, as NAME=value)
     assigned = [o.split("=", 1) for o in plan.installer_options if re.match(r"UV_[A-Z_]+=", o)]
     uv_options = join([o for o in plan.installer_options if not re.match(r"UV_[A-Z_]+=", o)], windows)
-    if details["installer"] != "uv":
+    if installer != "uv":
         return f"{quote(plan.python, windows)} -m pip install {reqs}"
     if windows:  # cmd's own way to set a variable for one command
         uv_env = "".join(f"set {quote(f'{name}={value}', True)} && " for name, value in assigned)
@@ -212,10 +212,11 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
             removes += c.startswith("-")
             changes += c.startswith("~")
         if a.kind == "pip-install":
-            lines.append(f"     via: {_via(plan, a.details)}   (installer {a.details['installer']}, with your pip "
+            lines.append(f"     via: {_via(plan, a.detail_items('requirements'), str(a.details['installer']))}   "
+                         f"(installer {a.details['installer']}, with your pip "
                          "configuration)")
         if a.kind == "write-file":
-            lines.append(f"     content of {a.details['path']} (mode {int(a.details['mode']):04o}):")
+            lines.append(f"     content of {a.details['path']} (mode {a.details['mode']:04o}):")
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
         lines.append(f"     undo: {a.undo}")
     if not plan.actions:

@@ -70,7 +70,7 @@ def kept_build(prepared: PreparedApply) -> list[str]:
     environment gets that build too, not whichever the index has newest. [] when the plan installs or removes it."""
     plan = prepared.plan
     touched = {canonicalize_name(Requirement(str(r)).name) for a in plan.actions if a.kind == ActionKind.PIP_INSTALL
-               for r in a.details["requirements"]}
+               for r in a.detail_items("requirements")}
     touched |= {canonicalize_name(str(a.details["distribution"])) for a in plan.actions
                 if a.kind == ActionKind.PIP_UNINSTALL}
     return [f"{d.normalized}=={d.installed_version}" for d in prepared.check.facts.ort_distributions
@@ -83,7 +83,7 @@ def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     if any(a.kind == ActionKind.PIP_INSTALL for a in plan.actions):
         require_pip(prepared)
     requirements = [str(r) for a in plan.actions if a.kind == ActionKind.PIP_INSTALL
-                    for r in a.details["requirements"]]
+                    for r in a.detail_items("requirements")]
     # A requirements file or an image starts fresh: every distribution; a script runs in the target as it is.
     fresh = fmt in (ExportFormat.REQUIREMENTS, ExportFormat.DOCKERFILE)
     if fresh and requirements:

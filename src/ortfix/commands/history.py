@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.target.choose import TargetDescription
@@ -31,7 +30,7 @@ class HistoryResult(_Listing):
 class ShowResult(_Listing):
     target: TargetDescription
     entry: HistoryEntry
-    plan: Mapping[str, Any] | None
+    plan: Mapping[str, object] | None
 
 
 @dataclass(frozen=True)

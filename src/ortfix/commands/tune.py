@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.system import hooks
@@ -49,7 +49,7 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     probe = finish_probe(probe_run or start_probe(target), target)
     conda_hook = hooks.active_conda_hook(probe.prefix, probe.env_kind)
     if shape_specs:
-        sets: list[dict[str, Any]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]
+        sets: list[dict[str, object]] = [{"spec": dict(s), "default_dim": 1} for s in shape_specs]
     else:
         sets = [{"spec": {}, "default_dim": d} for d in DEFAULT_DIMS]
     say = progress or (lambda _line: None)
@@ -58,7 +58,7 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
         args = {"mode": "tune", "model": str(model), "runs": runs, "shape_sets": sets,
                 "configs": [{"name": c.name, "provider": c.provider, "options": dict(c.options)} for c in wanted]}
 
-        def on_stage(doc: Mapping[str, Any]) -> None:
+        def on_stage(doc: Mapping[str, object]) -> None:
             if doc.get("stage") == "progress":
                 say(f"{part} {doc.get('text')}")
 

@@ -122,7 +122,7 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
                    f"{ps_quote(str(d['target']))} | Out-Null"]
             undo_first += if_reached(n, [f"Remove-Item -LiteralPath {ps_quote(path)} -Force"])
         elif action.kind == ActionKind.USER_PATH:
-            entries = [str(e) for e in d["entries"]]
+            entries = [str(e) for e in action.detail_items("entries")]
             do += [reached(n), *_user_path(entries, add=True)]
             undo_first += if_reached(n, _user_path(entries, add=False))
         else:

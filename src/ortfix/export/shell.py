@@ -114,10 +114,12 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
                        + _words(p.spec for p in inp.pins)]
                 undo_steps.append((n, f"steps discard-named \"$WORK\" {_words(names)}"))
         elif action.kind == ActionKind.WRITE_FILE:
-            path = str(d["path"])
+            path, mode = str(d["path"]), d["mode"]
+            if not isinstance(mode, int):  # the plan's own (a saved one was checked field by field)
+                raise TypeError(f"write-file mode {mode!r} is not a number")
             do += [f"steps stash-files \"$STASH\" {sh_quote(path)}", reached(n),
                    f"mkdir -p {sh_quote(posixpath.dirname(path))}",
-                   *_write_file(path, str(d["content"]), int(d["mode"]), n)]
+                   *_write_file(path, str(d["content"]), mode, n)]
             undo_steps.append((n, f"steps discard-files \"$WORK\" {sh_quote(path)}"))
         elif action.kind == ActionKind.SYMLINK:
             path = str(d["path"])

@@ -8,15 +8,27 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Literal, get_args
 
 from ortfix.check.findings import Finding, finding_json
 
 # How libraries are made findable: by the environment's kind, a conda hook, a preload hook (Windows: the PATH hook),
 # the Windows user PATH in the registry, or not at all.
-HOOK_CHOICES = ("auto", "conda", "preload", "user-path", "none")
+HookOption = Literal["auto", "conda", "preload", "user-path", "none"]
+HOOK_CHOICES: tuple[HookOption, ...] = get_args(HookOption)
 # Which installer runs the install: uv when it is found and the pip configuration translates, else pip (auto).
-INSTALLER_CHOICES = ("auto", "pip", "uv")
+InstallerOption = Literal["auto", "pip", "uv"]
+INSTALLER_CHOICES: tuple[InstallerOption, ...] = get_args(InstallerOption)
+
+
+def hook_option(value: object) -> HookOption | None:
+    """`value` as a `--hook` choice, or None when it is not one (a saved plan's options are untrusted)."""
+    return next((c for c in HOOK_CHOICES if c == value), None)
+
+
+def installer_option(value: object) -> InstallerOption | None:
+    """`value` as an `--installer` choice, or None when it is not one."""
+    return next((c for c in INSTALLER_CHOICES if c == value), None)
 
 
 @dataclass(frozen=True)
@@ -25,10 +37,10 @@ class PlanOptions:
 
     ort_version: str | None = None
     cuda_major: int | None = None
-    hook: str = "auto"  # one of HOOK_CHOICES
+    hook: HookOption = "auto"
     driver_version: str | None = None  # planned for a machine with this driver (a CPU build host's plan)
     compute_capability: str | None = None
-    installer: str = "auto"  # one of INSTALLER_CHOICES
+    installer: InstallerOption = "auto"
     project: bool = False  # also change the project's files through its own tool (apply --project)
 
 
@@ -39,7 +51,12 @@ class Action:
     changes: tuple[str, ...]  # "+ path", "- distribution", "~ path": what exactly changes
     undo: str
     fixes: tuple[str, ...]  # finding codes this action addresses
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)  # the kind's TypedDict (plan/kinds.py)
+
+    def detail_items(self, key: str) -> list[object]:
+        """A list-valued detail (a pip-install's requirements, a user-path's entries); [] when there is none."""
+        value = self.details.get(key)
+        return list(value) if isinstance(value, list) else []
 
 
 @dataclass(frozen=True)
@@ -78,7 +95,7 @@ class Plan:
     def empty(self) -> bool:
         return not self.actions
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         doc = asdict(self)
         doc["unresolved"] = [finding_json(f) for f in self.unresolved]
         return doc

@@ -36,7 +36,7 @@ class ShapeError(ValueError):
 
 
 def emit(stage, **fields):
-    # type: (str, **Any) -> None
+    # type: (str, **object) -> None
     fields["stage"] = stage
     sys.stdout.write(MARK + json.dumps(fields) + "\n")
     sys.stdout.flush()
@@ -108,7 +108,7 @@ def session(ort, model, providers):
 
 
 def cuda_providers(options):
-    # type: (dict[str, str]) -> list[Any]
+    # type: (dict[str, str]) -> list[object]
     return [(CUDA, dict(options)), CPU]
 
 
@@ -220,7 +220,7 @@ def do_tune(ort, args):
         label = config["name"]
         emit("progress", text=f"[{n + 1}/{len(configs)}] {label}: creating the session")
         providers = [CPU] if config["provider"] == "cpu" else cuda_providers(config["options"])
-        result = {"name": label, "fixed": None, "changing": None}  # type: dict[str, Any]
+        result = {"name": label, "fixed": None, "changing": None}  # type: dict[str, object]
         try:
             start = time.perf_counter()
             sess = session(ort, model, providers)

@@ -363,10 +363,10 @@ def mark_overwritten(checked):
 
 
 def scan_distributions():
-    # type: () -> Dict[str, Any]
-    interesting = []  # type: List[Dict[str, Any]]
-    checked = []  # type: List[Any]
-    dependents = []  # type: List[Dict[str, Any]]
+    # type: () -> Dict[str, object]
+    interesting = []  # type: List[Dict[str, object]]
+    checked = []  # type: List[object]
+    dependents = []  # type: List[Dict[str, object]]
     total = 0
     for location in search_dirs():
         try:
@@ -404,7 +404,7 @@ def scan_distributions():
                     "record": None,  # whether a RECORD was found; None: not checked (torch, tensorrt, .egg-info)
                     "checked": 0,  # RECORD rows compared with the file on disk
                     "damaged": [],  # [path, recorded size, size on disk or None, overwritten by or None]
-                }  # type: Dict[str, Any]
+                }  # type: Dict[str, object]
                 ort = normalized.startswith(ORT_PREFIXES)
                 verified = meta_file == "METADATA" and normalized.startswith(VERIFIED_PREFIXES)
                 rows = read_record(dist_dir) if ort or verified else None
@@ -528,7 +528,7 @@ def scan_onnxruntime_dirs():
 
 
 def scan_torch():
-    # type: () -> Optional[Dict[str, Any]]
+    # type: () -> Optional[Dict[str, object]]
     for location in search_dirs():
         pkg = os.path.join(location, "torch")
         version_file = os.path.join(pkg, "version.py")
@@ -557,7 +557,7 @@ def glibc_version():
 
 
 def environment_kind(prefixes):
-    # type: (List[str]) -> Dict[str, Any]
+    # type: (List[str]) -> Dict[str, object]
     # After site_path(): sysconfig reads sys.prefix when it is imported, and site_path() makes it the venv's.
     import sysconfig
 
@@ -682,7 +682,7 @@ def process_image():
 
 
 def windows_facts():
-    # type: () -> Dict[str, Any]
+    # type: () -> Dict[str, object]
     # What the host needs to simulate Windows' DLL search for a process of this interpreter.
     system_dir, windows_dir = windows_dirs()
     machine = "SYSTEM\\CurrentControlSet\\Control\\Session Manager\\Environment"
@@ -701,7 +701,7 @@ def windows_facts():
 
 
 def encode(value):
-    # type: (Any) -> str
+    # type: (object) -> str
     # json.dumps(value) byte for byte (ensure_ascii, so pure ASCII), for the types the probe reports: importing json
     # would cost 8 ms.
     if isinstance(value, str):

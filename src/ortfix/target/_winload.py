@@ -37,7 +37,7 @@ API_SETS = ("api-ms-win-", "ext-ms-")  # resolved by the loader itself, never a 
 
 
 def emit(stage, **fields):
-    # type: (str, **Any) -> None
+    # type: (str, **object) -> None
     fields["stage"] = stage
     sys.stdout.write(MARK + json.dumps(fields) + "\n")
     sys.stdout.flush()

@@ -233,7 +233,7 @@ class _Report:
         return OrtfixError(f"{who} returned an incomplete report: field {path} {problem}",
                            hint="is it a Python interpreter?")
 
-    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type[Any] | tuple[type[Any], ...],
+    def get(self, obj: Mapping[str, object], key: str, path: str, kind: type[object] | tuple[type[object], ...],
             *, optional: bool = False) -> Any:
         if key not in obj or (optional and obj[key] is None):
             if optional:
@@ -248,79 +248,82 @@ class _Report:
                             f"is not {'an' if names[0] in 'aeiou' else 'a'} {names} (got {type(value).__name__})")
         return value
 
-    def obj(self, obj: Mapping[str, Any], key: str, path: str = "") -> Mapping[str, Any]:
-        value: Mapping[str, Any] = self.get(obj, key, path, dict)
+    def obj(self, obj: Mapping[str, object], key: str, path: str = "") -> Mapping[str, object]:
+        value: Mapping[str, object] = self.get(obj, key, path, dict)
         return value
 
-    def text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
+    def text(self, obj: Mapping[str, object], key: str, path: str = "") -> str:
         value: str = self.get(obj, key, path, str)
         return value
 
-    def opt_text(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
+    def opt_text(self, obj: Mapping[str, object], key: str, path: str = "") -> str | None:
         value: str | None = self.get(obj, key, path, str, optional=True)
         return value
 
-    def label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str:
+    def label(self, obj: Mapping[str, object], key: str, path: str = "") -> str:
         """A text that names something (a distribution's name or version, a build-info value), never a path that
         reaches a file: what a package wrote there is data, so its controls are escaped here, once, for every reader
         (safetext.visible). A METADATA `Version:` with a line end or an ESC inside is kept only in this escaped
         form, which is no PEP 440 version either: `Distribution.installed_version` falls back to the folder's name."""
         return visible(self.text(obj, key, path))
 
-    def opt_label(self, obj: Mapping[str, Any], key: str, path: str = "") -> str | None:
+    def opt_label(self, obj: Mapping[str, object], key: str, path: str = "") -> str | None:
         value = self.opt_text(obj, key, path)
         return None if value is None else visible(value)
 
-    def labels(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[str, ...]:
+    def labels(self, obj: Mapping[str, object], key: str, path: str = "") -> tuple[str, ...]:
         return tuple(visible(v) for v in self.texts(obj, key, path))
 
-    def label_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
+    def label_map(self, obj: Mapping[str, object], key: str, path: str = "") -> dict[str, str]:
         return {visible(k): visible(v) for k, v in self.text_map(obj, key, path).items()}
 
-    def flag(self, obj: Mapping[str, Any], key: str, path: str = "") -> bool:
+    def flag(self, obj: Mapping[str, object], key: str, path: str = "") -> bool:
         return bool(self.get(obj, key, path, bool, optional=True))
 
-    def integer(self, obj: Mapping[str, Any], key: str, path: str = "", default: int = 0) -> int:
+    def integer(self, obj: Mapping[str, object], key: str, path: str = "", default: int = 0) -> int:
         value: int | None = self.get(obj, key, path, int, optional=True)
         if value is not None and value < 0:
             raise self.fail(f"{path}.{key}" if path else key, f"is negative ({value})")
         return default if value is None else value
 
-    def items(self, obj: Mapping[str, Any], key: str, path: str = "") -> list[Any]:
-        value: list[Any] | None = self.get(obj, key, path, list, optional=True)
+    def items(self, obj: Mapping[str, object], key: str, path: str = "") -> list[object]:
+        value: list[object] | None = self.get(obj, key, path, list, optional=True)
         return [] if value is None else value
 
-    def texts(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[str, ...]:
+    def texts(self, obj: Mapping[str, object], key: str, path: str = "") -> tuple[str, ...]:
         where = f"{path}.{key}" if path else key
-        values = self.items(obj, key, path)
-        for i, v in enumerate(values):
+        values: list[str] = []
+        for i, v in enumerate(self.items(obj, key, path)):
             if not isinstance(v, str):
                 raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")
+            values.append(v)
         return tuple(values)
 
-    def text_lists(self, obj: Mapping[str, Any], key: str, path: str = "") -> tuple[tuple[str, ...], ...]:
+    def text_lists(self, obj: Mapping[str, object], key: str, path: str = "") -> tuple[tuple[str, ...], ...]:
         where = f"{path}.{key}" if path else key
         return tuple(self.texts({str(i): v}, str(i), where) for i, v in enumerate(self.items(obj, key, path)))
 
-    def text_map(self, obj: Mapping[str, Any], key: str, path: str = "") -> dict[str, str]:
+    def text_map(self, obj: Mapping[str, object], key: str, path: str = "") -> dict[str, str]:
         where = f"{path}.{key}" if path else key
-        value: Mapping[str, Any] | None = self.get(obj, key, path, dict, optional=True)
+        value: Mapping[str, object] | None = self.get(obj, key, path, dict, optional=True)
+        out: dict[str, str] = {}
         for k, v in (value or {}).items():
             if not isinstance(v, str):
                 raise self.fail(f"{where}.{k}", f"is not a string (got {type(v).__name__})")
-        return dict(value or {})
+            out[k] = v
+        return out
 
-    def records(self, obj: Mapping[str, Any], key: str, path: str) -> list[tuple[Mapping[str, Any], str]]:
+    def records(self, obj: Mapping[str, object], key: str, path: str) -> list[tuple[Mapping[str, object], str]]:
         """The objects of a list field, each with its path for messages."""
         where = f"{path}.{key}" if path else key
-        out: list[tuple[Mapping[str, Any], str]] = []
+        out: list[tuple[Mapping[str, object], str]] = []
         for i, item in enumerate(self.items(obj, key, path)):
             if not isinstance(item, dict):
                 raise self.fail(f"{where}[{i}]", f"is not an object (got {type(item).__name__})")
             out.append((item, f"{where}[{i}]"))
         return out
 
-    def record_rows(self, obj: Mapping[str, Any], key: str, path: str) -> tuple[tuple[str, str, int | None], ...]:
+    def record_rows(self, obj: Mapping[str, object], key: str, path: str) -> tuple[tuple[str, str, int | None], ...]:
         where = f"{path}.{key}"
         rows = []
         for i, row in enumerate(self.items(obj, key, path)):
@@ -332,7 +335,7 @@ class _Report:
         return tuple(rows)
 
 
-def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[RecordProblem, ...]:
+def _record_problems(r: _Report, d: Mapping[str, object], where: str) -> tuple[RecordProblem, ...]:
     out = []
     for i, row in enumerate(r.items(d, "damaged", where)):
         if (not isinstance(row, list) or len(row) != 4 or not isinstance(row[0], str)
@@ -346,7 +349,7 @@ def _record_problems(r: _Report, d: Mapping[str, Any], where: str) -> tuple[Reco
 _REGISTRY_PATH_KINDS = ("REG_SZ", "REG_EXPAND_SZ")
 
 
-def _registry_path(r: _Report, w: Mapping[str, Any], key: str) -> RegistryPath | None:
+def _registry_path(r: _Report, w: Mapping[str, object], key: str) -> RegistryPath | None:
     value = r.get(w, key, "windows", list, optional=True)
     if value is None:
         return None
@@ -358,7 +361,7 @@ def _registry_path(r: _Report, w: Mapping[str, Any], key: str) -> RegistryPath |
     return RegistryPath(raw=value[0], kind=value[1], expanded=value[2])
 
 
-def _windows_info(r: _Report, w: Mapping[str, Any]) -> WindowsInfo:
+def _windows_info(r: _Report, w: Mapping[str, object]) -> WindowsInfo:
     return WindowsInfo(
         system_dir=r.text(w, "system_dir", "windows"),
         windows_dir=r.text(w, "windows_dir", "windows"),
@@ -375,7 +378,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_probe(doc: Mapping[str, Any], report: str = "", *, python: str | Path | None = None) -> ProbeFacts:
+def parse_probe(doc: Mapping[str, object], report: str = "", *, python: str | Path | None = None) -> ProbeFacts:
     """The probe's report, typed. Every field read is checked: a missing field, or one of the wrong type, is an
     OrtfixError naming it (never a KeyError or TypeError)."""
     r = _Report(python)

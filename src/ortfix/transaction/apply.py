@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar
 
 from ortfix import __version__
 from ortfix.errors import ExitCode, OrtfixError
@@ -48,7 +48,7 @@ class PostApplyResult(Protocol):
     @property
     def problems(self) -> tuple[str, ...]: ...
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> dict[str, object]: ...
 
 
 ResultT = TypeVar("ResultT", bound=PostApplyResult)

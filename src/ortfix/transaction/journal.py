@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from ortfix.errors import OrtfixError
-from ortfix.fields import exact_fields
+from ortfix.fields import JsonValue, exact_fields
 
 JOURNAL_SCHEMA = "ortfix.journal/2"
+_T = TypeVar("_T")
 
 
 class TxStatus(str, Enum):
@@ -44,9 +45,9 @@ class Step:
     kind: str  # an action kind (actions.HANDLERS)
     summary: str
     origin: str  # "plan", or "replaced-by-pip": a distribution pip would replace, moved aside by ortfix first
-    details: Mapping[str, Any]  # what to do (the plan action's details)
+    details: Mapping[str, object]  # what to do (the plan action's details)
     state: StepState
-    record: Mapping[str, Any]  # what is needed to undo it, written before the change is made
+    record: Mapping[str, object]  # what is needed to undo it, written before the change is made
     started: str | None
     finished: str | None
     error: str | None
@@ -65,7 +66,7 @@ class Transaction:
     plan_sha256: str
     status: TxStatus
     steps: tuple[Step, ...]
-    verification: Mapping[str, Any] | None
+    verification: Mapping[str, Any] | None  # verify's JSON: read by the history renderer
     rollback: Mapping[str, Any] | None  # started, finished, reason, warnings
     message: str | None  # why it failed, when it did
     pruned: bool  # the stash was deleted by `history prune`: no longer reversible
@@ -86,7 +87,7 @@ def new_id(now: datetime | None = None) -> str:
     return t.strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z-" + secrets.token_hex(2)
 
 
-def canonical(doc: Any) -> bytes:
+def canonical(doc: object) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -99,13 +100,13 @@ def sha256_bytes(data: bytes) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def step_json(step: Step) -> dict[str, Any]:
+def step_json(step: Step) -> dict[str, object]:
     return {"index": step.index, "kind": step.kind, "summary": step.summary, "origin": step.origin,
             "details": dict(step.details), "state": step.state.value, "record": dict(step.record),
             "started": step.started, "finished": step.finished, "error": step.error}
 
 
-def transaction_json(tx: Transaction) -> dict[str, Any]:
+def transaction_json(tx: Transaction) -> dict[str, object]:
     return {"id": tx.id, "created": tx.created, "updated": tx.updated, "ortfix_version": tx.ortfix_version,
             "prefix": tx.prefix, "target": dict(tx.target), "installer": tx.installer,
             "plan_fingerprint": tx.plan_fingerprint, "plan_sha256": tx.plan_sha256, "status": tx.status.value,
@@ -115,17 +116,17 @@ def transaction_json(tx: Transaction) -> dict[str, Any]:
             "message": tx.message, "pruned": tx.pruned}
 
 
-def _typed(value: Any, types: type | tuple[type, ...], what: str) -> Any:
+def _typed(value: object, types: type[_T], what: str) -> _T:
     if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
         raise ValueError(f"{what} has the wrong type")
     return value
 
 
-def _opt_str(value: Any, what: str) -> str | None:
+def _opt_str(value: object, what: str) -> str | None:
     return None if value is None else str(_typed(value, str, what))
 
 
-def _step_from(doc: Any, n: int) -> Step:
+def _step_from(doc: object, n: int) -> Step:
     d = exact_fields(doc, _STEP_FIELDS, f"step {n}")
     try:
         state = StepState(d["state"])
@@ -144,12 +145,12 @@ def _step_from(doc: Any, n: int) -> Step:
 _TARGET_FIELDS = ("python", "prefix", "purelib", "platlib", "scripts", "env_kind")
 
 
-def _target(doc: Any) -> dict[str, str]:
+def _target(doc: object) -> dict[str, str]:
     d = exact_fields(doc, _TARGET_FIELDS, "target")
     return {k: str(_typed(d[k], str, f"target {k}")) for k in _TARGET_FIELDS}
 
 
-def transaction_from(body: Any) -> Transaction:
+def transaction_from(body: object) -> Transaction:
     """Strict: raises ValueError naming the first missing, unknown or mistyped field."""
     d = exact_fields(body, _TX_FIELDS, "journal body")
     try:
@@ -180,16 +181,17 @@ def encode(tx: Transaction) -> bytes:
     return (json.dumps(doc, indent=1) + "\n").encode("utf-8")
 
 
-def loads_json(data: bytes, where: str) -> Any:
+def loads_json(data: bytes, where: str) -> JsonValue:
     """JSON read back from disk (a journal, a sidecar, a plan): untrusted. UTF-8 only, no NaN/Infinity; a document
     nested too deeply for the decoder is a ValueError (one line), never a RecursionError. The callers' typed parsers
     refuse any shape they do not expect."""
 
-    def no_constant(name: str) -> Any:
+    def no_constant(name: str) -> JsonValue:
         raise ValueError(f"{where} holds {name}, which is not JSON")
 
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        doc: JsonValue = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        return doc
     except RecursionError as exc:
         raise ValueError(f"{where} is nested too deeply") from exc
 

@@ -23,7 +23,6 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import (
@@ -36,7 +35,7 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
-from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions
+from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions, hook_option, installer_option
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import open_env, scripts_folder
@@ -61,7 +60,7 @@ _INTERPRETER_FIELDS = ("python", "python_version", "environment", "prefix", "cho
 @dataclass(frozen=True)
 class PlannedAction:
     kind: str
-    details: Mapping[str, Any]
+    details: Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -84,11 +83,11 @@ def _bad(where: str, why: str) -> OrtfixError:
                        hint="a plan carries intent, not commands; make a new one with `ortfix plan -o plan.json`")
 
 
-def parse_options(doc: Any) -> PlanOptions:
+def parse_options(doc: object) -> PlanOptions:
     if not isinstance(doc, dict):
         raise BadField("options is not an object")
-    installer = doc.get("installer", "auto")
-    if installer not in INSTALLER_CHOICES:
+    installer = installer_option(doc.get("installer", "auto"))
+    if installer is None:
         raise BadField(f"options.installer is not one of {', '.join(INSTALLER_CHOICES)}")
     project = doc.get("project", False)
     if not isinstance(project, bool):
@@ -98,8 +97,8 @@ def parse_options(doc: Any) -> PlanOptions:
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
         raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
-    hook = want_str(d, "hook", limit=16, where="options")
-    if hook not in HOOK_CHOICES:
+    hook = hook_option(want_str(d, "hook", limit=16, where="options"))
+    if hook is None:
         raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
     driver = want_opt_str(d, "driver_version", limit=32, where="options")
     cc = want_opt_str(d, "compute_capability", limit=8, where="options")
@@ -109,10 +108,10 @@ def parse_options(doc: Any) -> PlanOptions:
     except OrtfixError as exc:
         raise BadField(f"options: {exc.message}") from exc
     return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
-                       compute_capability=cc, installer=str(installer), project=project)
+                       compute_capability=cc, installer=installer, project=project)
 
 
-def _action(doc: Any, n: int) -> PlannedAction:
+def _action(doc: object, n: int) -> PlannedAction:
     where = f"action {n}"
     d = exact_fields(doc, _ACTION_FIELDS, where)
     kind = want_str(d, "kind", limit=32, where=where)
@@ -134,7 +133,7 @@ def _action(doc: Any, n: int) -> PlannedAction:
     return PlannedAction(kind, details)
 
 
-def _interpreter(doc: Any) -> None:
+def _interpreter(doc: object) -> None:
     d = exact_fields(doc, _INTERPRETER_FIELDS, _INTERPRETER)
     for key in ("python", "environment", "prefix", "chosen_by"):
         want_str(d, key, where=_INTERPRETER)
@@ -142,7 +141,7 @@ def _interpreter(doc: Any) -> None:
     want_bool(d, "ortfix_own_environment", where=_INTERPRETER)
 
 
-def parse(doc: Any) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedAction, ...]]:
+def parse(doc: object) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedAction, ...]]:
     """(python, prefix, fingerprint, facts fingerprint, options, actions) of a plan document; BadField when
     malformed."""
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
@@ -227,5 +226,5 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
                           hint="make a new plan with `ortfix plan -o plan.json` and review it")
 
 
-def _canonical(details: Mapping[str, Any]) -> str:
+def _canonical(details: Mapping[str, object]) -> str:
     return json.dumps(details, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

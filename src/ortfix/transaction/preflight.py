@@ -10,12 +10,12 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
-from ortfix.plan.kinds import ActionKind
+from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import ORIGIN_PLAN, ORIGIN_REPLACED, TargetEnv, verified
@@ -57,8 +57,8 @@ class Preflight:
         return [(s, list(d)) for s, d in zip(self.steps, self.descriptions)]
 
 
-def _planned(index: int, kind: str, summary: str, origin: str, details: Mapping[str, Any],
-             record: Mapping[str, Any] | None = None) -> Step:
+def _planned(index: int, kind: str, summary: str, origin: str, details: Mapping[str, object],
+             record: Mapping[str, object] | None = None) -> Step:
     return Step(index=index, kind=kind, summary=summary, origin=origin, details=dict(details),
                 state=StepState.PLANNED, record=dict(record or {}), started=None, finished=None, error=None)
 
@@ -78,7 +78,8 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
             continue
         if action.details.get("installer") not in ("pip", "uv"):
             raise no_installer(env)
-        resolution = resolve(env, action.details, workdir, replaced_elsewhere=uninstalled)
+        details = cast(PipInstallDetails, action.details)  # a plan's own, or one plan_file checked field by field
+        resolution = resolve(env, details, workdir, replaced_elsewhere=uninstalled)
         commands.append(resolution.argv)
         for r in resolution.install:
             old = r.replaces

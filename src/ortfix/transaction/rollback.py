@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ortfix import subproc
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.fields import want_dict
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv
@@ -119,7 +120,7 @@ def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, ru
         if why:
             raise OrtfixError(f"journal of transaction {tx.id}: step {step.index} {why}", hint=hint)
         if step.state in (StepState.STARTED, StepState.DONE):
-            for name, sha in dict(step.record.get("sidecars", {})).items():
+            for name, sha in want_dict(step.record, "sidecars").items() if "sidecars" in step.record else ():
                 store.read_sidecar(tx.id, step.index, str(name), str(sha))
     problems: list[str] = []
     for step in steps_to_undo(tx):

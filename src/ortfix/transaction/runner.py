@@ -113,7 +113,7 @@ class Runner:
         self.tx = self.store.save(tx)
 
     def context(self, step: Step, *, crash_midway: bool = False) -> StepContext:
-        def commit(record: Mapping[str, Any]) -> None:
+        def commit(record: Mapping[str, object]) -> None:
             current = next(s for s in self.tx.steps if s.index == step.index)
             state = StepState.STARTED if current.state is StepState.PLANNED else current.state
             self.save(_replace_step(self.tx, step.index, state=state, record=dict(record),

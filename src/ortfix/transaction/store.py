@@ -82,7 +82,7 @@ class TransactionStore:
         self._own_root = root is None
         self.root = state_dir(prefix) / TRANSACTIONS
         self.rel_root = f"{STATE_DIR}/{TRANSACTIONS}"
-        self._sidecars: dict[tuple[str, int, str, str], Any] = {}
+        self._sidecars: dict[tuple[str, int, str, str], object] = {}
 
     def close(self) -> None:
         if self._own_root:
@@ -240,14 +240,14 @@ class TransactionStore:
             return HistoryEntry(tx_id, folder, None, exc.message, stash_size(folder))
 
     # sidecars: records too large for the journal, protected by a hash stored in it
-    def write_sidecar(self, tx_id: str, index: int, name: str, doc: Any) -> str:
+    def write_sidecar(self, tx_id: str, index: int, name: str, doc: object) -> str:
         rel = self.step_rel(tx_id, index)
         self.env.makedirs(rel)
         data = canonical(doc)
         self.env.atomic_write(f"{rel}/{name}.json", data)
         return sha256_bytes(data)
 
-    def read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> Any:
+    def read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> object:
         """The sidecar, checked against the hash its journal holds. What was checked once is kept: a rollback
         verifies every sidecar before it changes anything, then undoes from exactly those."""
         key = (tx_id, index, name, sha256)
@@ -255,7 +255,7 @@ class TransactionStore:
             self._sidecars[key] = self._read_sidecar(tx_id, index, name, sha256)
         return self._sidecars[key]
 
-    def _read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> Any:
+    def _read_sidecar(self, tx_id: str, index: int, name: str, sha256: str) -> object:
         rel = f"{self.step_rel(tx_id, index)}/{name}.json"
         path = self.prefix / rel
         try:

@@ -229,7 +229,7 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
                                            prefix=facts.probe.prefix, cuda_major=install.cuda_major,
                                            env=windows_child_env(facts)),
                     driver_absent=no_driver)
-    data: dict[str, Any] = {"check": check.to_json(), "cuda": [cuda.library, *by_name], "tensorrt": [],
+    data: dict[str, object] = {"check": check.to_json(), "cuda": [cuda.library, *by_name], "tensorrt": [],
                             "tensorrt_checked": False}
     notes = [f"{n}: not loaded: it needs the NVIDIA driver, absent here" for n in skipped]
     if check.process_error:
@@ -312,7 +312,7 @@ def _skip_numbers(provider: Level) -> Level:
 
 
 def _provider_level(facts: Facts, run: RunOutcome, loader: Level, *, user_model: bool, model: Path) -> Level:
-    data: dict[str, Any] = {"argv": list(run.argv), "returncode": run.returncode, "signal": run.signal,
+    data: dict[str, object] = {"argv": list(run.argv), "returncode": run.returncode, "signal": run.signal,
                             "timed_out": run.timed_out, "stages": [dict(s) for s in run.stages],
                             "log": list(run.evidence)}
     imported = run.stage("import")

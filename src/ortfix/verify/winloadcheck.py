@@ -18,7 +18,6 @@ import json
 import ntpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ortfix.target.launch import launch
 from ortfix.target.ortrun import RunOutcome, cudnn8_exit, cudnn8_verdict, stream
@@ -50,7 +49,7 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
     """The child's stage lines (and how it ended) as a LoadCheck; `provider`/`names` as asked, in that order."""
     wanted = ([provider] if provider else []) + list(names)
     imported = run.stage("import")
-    loaded: dict[str, Mapping[str, Any]] = {}
+    loaded: dict[str, Mapping[str, object]] = {}
     for report in run.all("loaded"):
         reported = report.get("name")
         if isinstance(reported, str) and reported in wanted:

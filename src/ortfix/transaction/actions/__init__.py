@@ -11,7 +11,11 @@ from ortfix.transaction.actions.symlink import Symlink
 from ortfix.transaction.actions.user_path import UserPath
 from ortfix.transaction.actions.write_file import WriteFile
 
-for _handler in (PipUninstall(), PipInstall(), WriteFile(), Symlink(), UserPath(), ProjectUpdate()):
-    register(_handler)
+register(PipUninstall())
+register(PipInstall())
+register(WriteFile())
+register(Symlink())
+register(UserPath())
+register(ProjectUpdate())
 
 __all__ = ["handler_for"]

@@ -8,14 +8,15 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.dists import metadata_headers, own_rows, read_record
-from ortfix.transaction.actions.files import cached_bytecode, fingerprint, parent_dirs_of
+from ortfix.transaction.actions.files import FileRow, cached_bytecode, fingerprint, parent_dirs_of
+from ortfix.transaction.actions.snapshot import SnapshotRow
 from ortfix.transaction.journal import Step
 
 
@@ -28,14 +29,14 @@ class InstalledJson(TypedDict):
 
 
 def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, list[str]],
-                      after: Mapping[str, list[Any]]) -> tuple[dict[str, list[Any]], list[str], list[InstalledJson]]:
+                      after: Mapping[str, SnapshotRow]) -> tuple[dict[str, FileRow], list[str], list[InstalledJson]]:
     """What this install wrote, by the installer's own account: the RECORD rows of the distributions it reports
     it installed that lie in their own install locations (ownfiles.py), each with its hash (RECORD's, else computed
     now) and stat fingerprint; the folders it created for them; and the distributions."""
     created, changed = set(diff["created"]), set(diff["changed"])
     wanted = {canonicalize_name(n) for n in names}
     site_rels = set(env.site_rels())
-    ours: dict[str, list[Any]] = {}
+    ours: dict[str, FileRow] = {}
     installed: list[InstalledJson] = []
     for rel in sorted(created):
         if not rel.endswith(".dist-info") or os.path.dirname(rel) not in site_rels:
@@ -64,7 +65,7 @@ def attribute_install(env: TargetEnv, names: Sequence[str], diff: Mapping[str, l
     return ours, dirs, installed
 
 
-def _compiled(env: TargetEnv, ours: Mapping[str, list[Any]], created: set[str]) -> dict[str, list[Any]]:
+def _compiled(env: TargetEnv, ours: Mapping[str, FileRow], created: set[str]) -> dict[str, FileRow]:
     """The bytecode the installer compiled for the modules it wrote, which its RECORD may not list (pip's does; uv's
     `--compile-bytecode`, `UV_COMPILE_BYTECODE=1`, writes `__pycache__/*.pyc` outside it): the install's own too."""
     compiled = [p for p in cached_bytecode(env.fs, ours) if p in created and p not in ours]
@@ -73,7 +74,7 @@ def _compiled(env: TargetEnv, ours: Mapping[str, list[Any]], created: set[str]) 
             if (st := stats[p]) is not None and stat.S_ISREG(st.st_mode)}
 
 
-def foreign_changes(diff: Mapping[str, list[str]], ours: Mapping[str, Any], dirs: Sequence[str],
+def foreign_changes(diff: Mapping[str, list[str]], ours: Mapping[str, object], dirs: Sequence[str],
                     installer: str) -> list[str]:
     """Changes during the install that it did not make: another installer (or anyone) at work in the environment."""
     parents = set(dirs) | parent_dirs_of(ours)
@@ -87,10 +88,11 @@ def foreign_changes(diff: Mapping[str, list[str]], ours: Mapping[str, Any], dirs
 def claimed_by_others(env: TargetEnv, step: Step, diff: Mapping[str, list[str]]) -> set[str]:
     """Created paths that belong to a distribution this install did not ask for (another installer's, complete with
     its RECORD): a rollback of a cut-off install leaves them alone."""
-    expected = {canonicalize_name(str(i.get("name", ""))) for i in step.record.get("resolution", [])
-                if isinstance(i, dict)}
+    resolution, requirements = step.record.get("resolution", []), step.details.get("requirements", [])
+    expected = {canonicalize_name(str(i.get("name", ""))) for i in resolution if isinstance(i, dict)
+                } if isinstance(resolution, list) else set()
     expected |= {canonicalize_name(re.split(r"[<>=!~,; ]", str(r), maxsplit=1)[0])
-                 for r in step.details.get("requirements", [])}
+                 for r in (requirements if isinstance(requirements, list) else [])}
     site_rels = set(env.site_rels())
     out: set[str] = set()
     for rel in diff["created"]:

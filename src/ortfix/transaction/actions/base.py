@@ -133,7 +133,7 @@ class StepContext:
     store: TransactionStore
     tx_id: str
     index: int
-    commit: Callable[[Mapping[str, Any]], None]  # journal the step's undo record now (before the change)
+    commit: Callable[[Mapping[str, object]], None]  # journal the step's undo record now (before the change)
     echo: Callable[[str], None]
     output: Callable[[str, bool], None]  # a line of a child's output (pip), and whether it came from stderr
     crash_midway: bool = False  # test-only fault injection: die half-way through this step
@@ -146,7 +146,7 @@ class StepContext:
     def stash_rel(self) -> str:
         return self.store.stash_rel(self.tx_id, self.index)
 
-    def write_sidecar(self, name: str, doc: Any) -> str:
+    def write_sidecar(self, name: str, doc: object) -> str:
         return self.store.write_sidecar(self.tx_id, self.index, name, doc)
 
     def read_sidecar(self, name: str, sha256: str) -> Any:
@@ -163,8 +163,8 @@ def test_crash() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-DetailsT = TypeVar("DetailsT", bound=Mapping[str, object], covariant=True)  # a kind's details TypedDict (plan/kinds.py)
-RecordT = TypeVar("RecordT", bound=Mapping[str, object], covariant=True)  # the undo record TypedDict its execute writes
+DetailsT = TypeVar("DetailsT", bound=Mapping[str, object])  # a kind's details TypedDict (plan/kinds.py)
+RecordT = TypeVar("RecordT", bound=Mapping[str, object])  # the undo record TypedDict its execute writes
 
 
 class Handler(ABC, Generic[DetailsT, RecordT]):
@@ -201,7 +201,7 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
             return exc.one_line() if isinstance(exc, OrtfixError) else str(exc)
         return None
 
-    def typed_details(self, details: Mapping[str, Any]) -> DetailsT:
+    def typed_details(self, details: Mapping[str, object]) -> DetailsT:
         """`details` as this kind's TypedDict: only for details `check_details` accepted."""
         return cast(DetailsT, details)
 
@@ -211,17 +211,17 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
         return cast(RecordT, step.record)
 
     @abstractmethod
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         """Raise BadField/ConfinementError unless every field is of the expected type and every path inside."""
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
         """Raise BadField/ConfinementError unless the record's fields are well-formed."""
 
     @abstractmethod
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]: ...
+    def verify(self, env: TargetEnv, details: DetailsT) -> list[str]: ...
 
     @abstractmethod
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]: ...
+    def describe(self, env: TargetEnv, details: DetailsT) -> list[str]: ...
 
     @abstractmethod
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> RecordT:
@@ -239,13 +239,16 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
         return [step.summary]
 
 
-AnyHandler = Handler[Mapping[str, object], Mapping[str, object]]  # a handler of any kind (both parameters covariant)
+AnyHandler = Handler[Mapping[str, object], Mapping[str, object]]  # a handler of any kind, its types erased
 HANDLERS: dict[str, AnyHandler] = {}  # keyed by ActionKind (a str); looked up by what a plan or journal says
 
 
-def register(handler: AnyHandler) -> AnyHandler:
-    HANDLERS[handler.kind] = handler
-    return handler
+def register(handler: Handler[DetailsT, RecordT]) -> AnyHandler:
+    """Erase the handler's types: a caller holding it by kind passes details `check_details` accepted (or a plan's
+    own), exactly what `typed_details` assumes."""
+    erased = cast(AnyHandler, handler)
+    HANDLERS[handler.kind] = erased
+    return erased
 
 
 def handler_for(kind: str) -> AnyHandler:
@@ -256,7 +259,7 @@ def handler_for(kind: str) -> AnyHandler:
                           ) from exc
 
 
-def verified(env: TargetEnv, kind: str, details: Mapping[str, Any]) -> list[str]:
+def verified(env: TargetEnv, kind: str, details: Mapping[str, object]) -> list[str]:
     """The handler's problems, with malformed details reported as one problem instead of an exception."""
     handler = handler_for(kind)
     try:

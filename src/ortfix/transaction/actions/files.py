@@ -10,6 +10,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Sequence
+from typing import Union
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
@@ -18,6 +19,8 @@ from ortfix.transaction.envpaths import Kept
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
 PYC_CACHE = "__pycache__"
+
+FileRow = list[Union[str, int, None]]  # [sha256 (None: unknown), inode, size, mtime_ns] of a file an install wrote
 
 
 _PYC_TAIL = re.compile(r"\.[A-Za-z0-9_-]+(?:\.opt-\d+)?\.pyc")  # `<stem>` + this: `__pycache__/<stem>.<tag>.pyc`

@@ -9,17 +9,17 @@ import os
 import re
 import zipfile
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.actions.resolve import ResolvedJson, local_file
+from ortfix.transaction.actions.snapshot import SnapshotRow
 
 
 def overwrite_candidates(env: TargetEnv, resolution: Iterable[ResolvedJson], requirements: Iterable[str],
-                         before: Mapping[str, list[Any]]) -> list[str]:
+                         before: Mapping[str, SnapshotRow]) -> list[str]:
     """Files in the snapshot `before` (rel paths) that the install may overwrite: exactly those of local wheels, else
     every file under the top-level folder a distribution's name suggests (nvidia/ for the NVIDIA wheels)."""
     wanted: set[str] = set()

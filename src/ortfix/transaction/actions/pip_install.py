@@ -33,7 +33,14 @@ from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
-from ortfix.transaction.actions.files import PYC_CACHE, cached_bytecode, fingerprint, remove_empty_dirs, written_again
+from ortfix.transaction.actions.files import (
+    PYC_CACHE,
+    FileRow,
+    cached_bytecode,
+    fingerprint,
+    remove_empty_dirs,
+    written_again,
+)
 from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
@@ -63,7 +70,7 @@ def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) ->
         output(line.rstrip("\n"), is_err)
 
 
-def _fingerprint_list(item: Any, n: int) -> list[Any]:
+def _fingerprint_list(item: object, n: int) -> list[object]:
     if not isinstance(item, list) or len(item) != n:
         raise BadField("a file entry has the wrong shape")
     return item
@@ -75,7 +82,7 @@ class PipInstallSidecars(TypedDict, total=False):
 
 
 class CreatedSidecar(TypedDict):
-    files: dict[str, list[Any]]  # rel path → [sha256, inode, size, mtime_ns] (a JSON row: mixed types)
+    files: dict[str, FileRow]  # rel path → [sha256, inode, size, mtime_ns]
     dirs: list[str]  # the folders it created for them
 
 
@@ -102,7 +109,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                              "overwritten", "foreign"})
     started_keys = frozenset({"roots", "sidecars", "protected", "argv"})
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         reqs = want_list(details, "requirements", limit=100)
         if not reqs:
             raise BadField("field 'requirements' is empty")
@@ -136,11 +143,11 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             for item in want_list(step.record, key) if key in step.record else []:
                 if not isinstance(item, dict):
                     raise BadField(f"field {key!r} is not a list of objects")
-        for item in step.record.get("installed", []):
+        for item in want_list(step.record, "installed") if "installed" in step.record else []:
             for field_name in ("name", "version", "dist_info"):
                 want_str(item, field_name, where="installed")
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def verify(self, env: TargetEnv, details: PipInstallDetails) -> list[str]:
         problems = [f"{d} is not writable" for d in (*env.site_dirs, env.scripts)
                     if os.path.isdir(d) and not os.access(d, os.W_OK)]
         try:
@@ -149,7 +156,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             problems.append(exc.one_line())
         return problems
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def describe(self, env: TargetEnv, details: PipInstallDetails) -> list[str]:
         who = "uv" if details.get("installer") == "uv" else "the environment's own pip"
         try:
             argv = install_argv(env, details)
@@ -159,7 +166,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
-        installer = str(self.typed_details(step.details)["installer"])
+        planned = self.typed_details(step.details)
+        installer = str(planned["installer"])
         # Every root, existing or not: an earlier step may have removed the scripts folder with the last script in it
         # (uninstalling the CPU package on Windows empties Scripts\), and what the install puts there is its own.
         # A wheel's `.data/data/` tree goes to the prefix itself: the folders it uses (sympy's man page in share/,
@@ -170,7 +178,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         protect_rel = ctx.step_rel + "/protect"
         protected: list[list[Any]] = []
         candidates = overwrite_candidates(env, self.typed_record(step).get("resolution", []),
-                                          self.typed_details(step.details).get("requirements", []), before)
+                                          planned.get("requirements", []), before)
         for rel, digest in fs.sha256_many(candidates).items():
             if digest is None:
                 continue
@@ -185,7 +193,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         report_dir = tempfile.mkdtemp(prefix="ortfix-pip-report-")  # private (0700), outside the environment
         try:
             report = Path(report_dir) / "report.json"
-            argv = install_argv(env, step.details, report=str(report) if installer == "pip" else None)
+            argv = install_argv(env, planned, report=str(report) if installer == "pip" else None)
             record: PipInstallRecord = {
                 **self.typed_record(step),
                 "roots": [env.rel(r) for r in roots],
@@ -195,7 +203,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             }
             ctx.commit(record)
             lines: list[str] = []
-            rc = self._run(argv, env.python, install_environ(env, step.details), record, step, ctx, roots, lines)
+            rc = self._run(argv, env.python, install_environ(env, planned), record, step, ctx, roots, lines)
             if rc != 0:
                 raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
             if installer == "pip":  # what pip took from an ortfix wheelhouse, by the hash pip took it with
@@ -275,7 +283,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             time.sleep(0.005)
         test_crash()
 
-    def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, list[Any]], list[str]]:
+    def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, FileRow], list[str]]:
         record = self.typed_record(step)
         data = ctx.read_sidecar("created", record["sidecars"]["created"])
         try:

@@ -52,12 +52,12 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
     details_keys = frozenset({"distribution", "version", "location", "dist_info"})
     record_keys = started_keys = frozenset({"sidecars", "files", "bytes"})
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         distribution_name(want_str(details, "distribution", limit=200))
         want_str(details, "version", limit=200)
         self._dist(env, details)
 
-    def _dist(self, env: TargetEnv, details: Mapping[str, Any]) -> tuple[str, str]:
+    def _dist(self, env: TargetEnv, details: Mapping[str, object]) -> tuple[str, str]:
         """(location, .dist-info) as rel paths: the .dist-info directly in one of the environment's site folders."""
         location = env.rel(want_str(details, "location"))
         dist_info = env.rel(want_str(details, "dist_info"))
@@ -75,10 +75,9 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
         want_int(step.record, "files")
         want_int(step.record, "bytes")
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def verify(self, env: TargetEnv, details: PipUninstallDetails) -> list[str]:
         location, dist_info = self._dist(env, details)
-        planned = self.typed_details(details)
-        name = f"{planned['distribution']} {planned['version']}"
+        name = f"{details['distribution']} {details['version']}"
         if not env.fs.is_dir(dist_info):
             return [f"{name} is no longer installed ({env.abs(dist_info)} is gone)"]
         if not dist_info.endswith(".dist-info"):
@@ -101,17 +100,16 @@ class PipUninstall(Handler[PipUninstallDetails, PipUninstallRecord]):
                             "be moved aside by rename")
         return problems
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def describe(self, env: TargetEnv, details: PipUninstallDetails) -> list[str]:
         location, dist_info = self._dist(env, details)
         try:
             files = record_paths(env, location, dist_info)
         except OrtfixError as exc:
             return [exc.one_line()]
-        planned = self.typed_details(details)
-        lines = [f"move aside {len(files.paths)} files of {planned['distribution']} {planned['version']} "
+        lines = [f"move aside {len(files.paths)} files of {details['distribution']} {details['version']} "
                  f"(its RECORD, its .dist-info and cached bytecode) into the transaction's stash (rename)"]
         lines += [f"  - {env.abs(p)}" for p in files.paths]
-        return lines + [_left_in_place(env, planned["distribution"], rel) for rel in files.not_own]
+        return lines + [_left_in_place(env, details["distribution"], rel) for rel in files.not_own]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipUninstallRecord:
         fs = env.fs

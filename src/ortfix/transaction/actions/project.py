@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -63,7 +63,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
 
     # -- checking untrusted details --------------------------------------------------------------------------------
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         project = want_str(details, "project")
         if os.path.realpath(project) != os.path.dirname(env.prefix):
             raise BadField(f"project {project!r} is not the folder that holds the environment {env.prefix}")
@@ -79,8 +79,9 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
                 raise BadField(f"{name!r} is not a project file ortfix changes for {manager}")
             if sha != "":
                 want_sha(files, name)
-        if not SECTION.match(want_str(details, "section", limit=120)):
-            raise BadField(f"section {details['section']!r} is not dependencies, optional:NAME or group:NAME")
+        section = want_str(details, "section", limit=120)
+        if not SECTION.match(section):
+            raise BadField(f"section {section!r} is not dependencies, optional:NAME or group:NAME")
         for name in want_str_list(details, "remove", items=4, limit=100):
             if not _NAME.match(name):
                 raise BadField(f"{name!r} is not a distribution name")
@@ -89,13 +90,13 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         edits = [self._edit(e, files) for e in want_list(details, "edits", limit=64)]
         if manager in TOOLS and (edits or not details["remove"] or not details["add"]):
             raise BadField(f"a {manager} update removes and adds distributions and edits no line")
-        if manager in TOOLS and tool_refusal(manager, details["section"]):
-            raise BadField(f"{manager} cannot change the section {details['section']!r}")
+        if manager in TOOLS and tool_refusal(manager, section):
+            raise BadField(f"{manager} cannot change the section {section!r}")
         if manager == "requirements" and (not edits or details["remove"] or details["add"]):
             raise BadField("a requirements update edits lines and runs no tool")
 
     @staticmethod
-    def _edit(doc: Any, files: Mapping[str, Any]) -> RequirementEdit:
+    def _edit(doc: object, files: Mapping[str, object]) -> RequirementEdit:
         if not isinstance(doc, dict) or set(doc) != {"file", "line", "old", "new"}:
             raise BadField("an edit is not {file, line, old, new}")
         name = want_str(doc, "file", limit=200)
@@ -110,28 +111,26 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
 
     # -- the contract ----------------------------------------------------------------------------------------------
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
-        planned = self.typed_details(details)
+    def verify(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str]:
         problems = []
-        if planned["manager"] in TOOLS and not self._tool(env, planned["manager"]):
-            problems.append(f"the plan updates the project with {planned['manager']}, which is not installed: no "
-                            f"{planned['manager']} on PATH or beside ortfix's interpreter (install it, or apply "
+        if details["manager"] in TOOLS and not self._tool(env, details["manager"]):
+            problems.append(f"the plan updates the project with {details['manager']}, which is not installed: no "
+                            f"{details['manager']} on PATH or beside ortfix's interpreter (install it, or apply "
                             "without --project)")
-        with EnvRoot(planned["project"]) as root:
-            for name, sha in planned["files"].items():
+        with EnvRoot(details["project"]) as root:
+            for name, sha in details["files"].items():
                 if (root.sha256(name) or "") != sha:
-                    problems.append(f"{visible(planned['project'])}/{visible(name)} changed since the plan was made")
-        if not os.access(planned["project"], os.W_OK):
-            problems.append(f"cannot write in {visible(planned['project'])}: not writable")
+                    problems.append(f"{visible(details['project'])}/{visible(name)} changed since the plan was made")
+        if not os.access(details["project"], os.W_OK):
+            problems.append(f"cannot write in {visible(details['project'])}: not writable")
         return problems
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
-        planned = self.typed_details(details)
-        folder = visible(planned["project"])
-        lines = [f"save {', '.join(visible(n) for n in planned['files'])} of {folder} into the journal"]
-        for argv in self._argv(env, planned):
+    def describe(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str]:
+        folder = visible(details["project"])
+        lines = [f"save {', '.join(visible(n) for n in details['files'])} of {folder} into the journal"]
+        for argv in self._argv(env, details):
             lines.append(f"in {folder}: {' '.join(visible(a) for a in argv)}")
-        for e in planned["edits"]:
+        for e in details["edits"]:
             lines.append(f"{folder}/{visible(e['file'])} line {e['line']}: {visible(e['old'])!r} → "
                          f"{visible(e['new'])!r} (every other byte kept)")
         return lines

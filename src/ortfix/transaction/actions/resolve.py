@@ -14,10 +14,10 @@ import os
 import re
 import stat
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.plan.kinds import PipInstallDetails
 from ortfix.system.pipconfig import read_pip_config
 from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
 from ortfix.system.wheelmanifest import check_wheelhouse_files
@@ -61,7 +62,7 @@ def no_installer(env: TargetEnv) -> OrtfixError:
     return OrtfixError(f"the target environment has no pip, and uv ({env.uv}) is not used: {reason}", hint=hint)
 
 
-def install_argv(env: TargetEnv, details: Mapping[str, Any], *, dry_run_report: str | None = None,
+def install_argv(env: TargetEnv, details: PipInstallDetails, *, dry_run_report: str | None = None,
                  report: str | None = None) -> list[str]:
     """The install command, built here from typed values: the target's own pip (or the uv found now, with the user's
     pip configuration translated into its options) with the user's pip configuration; requirements are plain names
@@ -103,7 +104,7 @@ def refuse_redirect(env: TargetEnv) -> None:
                                     "changed")
 
 
-def install_environ(env: TargetEnv, details: Mapping[str, Any]) -> dict[str, str] | None:
+def install_environ(env: TargetEnv, details: PipInstallDetails) -> dict[str, str] | None:
     """The installer's environment: for uv, without uv's own variables that change the meaning and with the
     translated ones (a CA bundle, a timeout); None (ortfix's usual child environment) for pip."""
     if details.get("installer") != "uv":
@@ -191,7 +192,7 @@ def no_wheel_hint(message: str, fallback: str) -> str:
     return fallback
 
 
-def resolve(env: TargetEnv, details: Mapping[str, Any], workdir: Path, *,
+def resolve(env: TargetEnv, details: PipInstallDetails, workdir: Path, *,
             replaced_elsewhere: Iterable[str] = ()) -> InstallerResolution:
     """What the install will do, asked of the installer itself: `pip install --dry-run --report FILE --quiet ...`
     (pip >= 22.2) with the user's pip configuration. Failing here (index unreachable, nothing matches) is a
@@ -255,7 +256,7 @@ def uv_installed(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _report_entries(report: Path) -> list[dict[str, Any]]:
+def _report_entries(report: Path) -> list[dict[str, object]]:
     try:
         doc = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:

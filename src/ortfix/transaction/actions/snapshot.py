@@ -7,9 +7,11 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Union
 
 from ortfix.transaction.ownfiles import DATA_FOLDERS
+
+SnapshotRow = list[Union[str, int]]  # ["d", "l" or "f", inode, size, mtime_ns]: a JSON row
 
 
 def _rel(path: str, prefix: str) -> str:
@@ -17,9 +19,9 @@ def _rel(path: str, prefix: str) -> str:
     return os.path.relpath(path, prefix).replace(os.sep, "/")
 
 
-def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
+def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, SnapshotRow]:
     """rel path → [type, inode, size, mtime_ns] for everything under `roots` (the snapshot an install is judged by)."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, SnapshotRow] = {}
     stack = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
     seen: set[str] = set()
     while stack:
@@ -43,7 +45,7 @@ def _walk_tree(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
     return out
 
 
-def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
+def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, SnapshotRow]:
     """What an install is judged by: everything under `roots` (site-packages, bin, the data folders), the data folders
     themselves (an install may create them), and the files directly in the prefix, where an installer may leave its
     own (uv writes `<prefix>/.lock`)."""
@@ -65,7 +67,7 @@ def take_snapshot(roots: Iterable[str], prefix: str) -> dict[str, list[Any]]:
     return out
 
 
-def diff_snapshots(before: Mapping[str, list[Any]], after: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+def diff_snapshots(before: Mapping[str, SnapshotRow], after: Mapping[str, SnapshotRow]) -> dict[str, list[str]]:
     created = sorted(set(after) - set(before))
     removed = sorted(r for r in before if r not in after and before[r][0] != "d")
     changed = sorted(r for r in before if r in after and before[r][0] == "f" and after[r] != before[r])

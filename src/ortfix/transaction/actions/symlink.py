@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ortfix.fields import BadField, want_str
 from ortfix.plan.kinds import ActionKind, SymlinkDetails
@@ -29,10 +29,10 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
     details_keys = frozenset({"path", "target"})
     record_keys = started_keys = frozenset({"path", "target"})
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         self._parts(env, details)
 
-    def _parts(self, env: TargetEnv, details: Mapping[str, Any]) -> tuple[str, str]:
+    def _parts(self, env: TargetEnv, details: Mapping[str, object]) -> tuple[str, str]:
         path = want_str(details, "path")
         target = want_str(details, "target", limit=255)
         rel = env.rel(path)
@@ -49,7 +49,7 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
         if (step.record.get("path"), step.record.get("target")) != (step.details["path"], step.details["target"]):
             raise BadField("the record does not match the step's details")
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def verify(self, env: TargetEnv, details: SymlinkDetails) -> list[str]:
         rel, target = self._parts(env, details)
         path = env.abs(rel)
         if env.fs.exists(rel):
@@ -60,7 +60,7 @@ class Symlink(Handler[SymlinkDetails, SymlinkRecord]):
             return [f"cannot create {path}: its folder is not writable"]
         return []
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def describe(self, env: TargetEnv, details: SymlinkDetails) -> list[str]:
         rel, target = self._parts(env, details)
         return [f"create the symbolic link {env.abs(rel)} -> {target}"]
 

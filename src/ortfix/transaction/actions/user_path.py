@@ -14,7 +14,7 @@ from __future__ import annotations
 import ntpath
 import sys
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_bool, want_str, want_str_list
@@ -51,7 +51,7 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
     details_keys = frozenset({"entries"})
     record_keys = started_keys = frozenset({"existed", "value_type", "added"})
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         entries = want_str_list(details, "entries", items=MAX_ENTRIES, limit=1024)
         if not entries:
             raise BadField("a user-path step adds at least one folder")
@@ -76,20 +76,20 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
             if entry not in entries:
                 raise BadField(f"added entry {entry!r} is not one the step planned")
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def verify(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
         if sys.platform != "win32":
             return [_not_windows().one_line()]
         try:
             current = userpath.read_user_path()
-            new, _ = userpath.added_value(current.value, self.typed_details(details)["entries"])
+            new, _ = userpath.added_value(current.value, details["entries"])
             if new is not None:
                 userpath.check_length(new, userpath.expanded(new))
         except OrtfixError as exc:
             return [exc.one_line()]
         return []
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
-        entries = self.typed_details(details)["entries"]
+    def describe(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
+        entries = details["entries"]
         return [f"add {len(entries)} folder(s) at the front of the user PATH ({_WHERE}, its registry type kept; "
                 "those already there are left as they are), then broadcast WM_SETTINGCHANGE; programs started "
                 "afterwards see it", *(f"  + {e}" for e in entries)]

@@ -7,7 +7,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ortfix.fields import BadField, want_bool, want_int, want_sha, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, WriteFileDetails
@@ -40,7 +40,7 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
     details_keys = frozenset({"path", "content", "sha256", "mode", "replaces_existing"})
     record_keys = started_keys = frozenset({"existed", "saved_sha256", "created_dirs", "pycache_existed"})
 
-    def check_details(self, env: TargetEnv, details: Mapping[str, Any]) -> None:
+    def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         self._rel(env, details)
         content = want_str(details, "content", limit=1 << 20)
         if want_sha(details, "sha256") != sha256_bytes(content.encode("utf-8")):
@@ -50,7 +50,7 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
             raise BadField(f"mode {details['mode']:o} is not one ortfix writes ({allowed})")
         want_bool(details, "replaces_existing")
 
-    def _rel(self, env: TargetEnv, details: Mapping[str, Any]) -> str:
+    def _rel(self, env: TargetEnv, details: Mapping[str, object]) -> str:
         path = want_str(details, "path")
         rel = env.rel(path)
         if rel not in env.hook_rels():
@@ -68,26 +68,24 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
                 raise BadField(f"created folder {d!r} is not a folder of {step.details['path']}")
         want_bool(step.record, "pycache_existed")
 
-    def verify(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def verify(self, env: TargetEnv, details: WriteFileDetails) -> list[str]:
         rel = self._rel(env, details)
-        planned = self.typed_details(details)
         path = env.abs(rel)
         st = env.fs.lstat(rel)
         if st is not None and not stat.S_ISREG(st.st_mode):
             return [f"{path} is not a regular file"]
-        if (st is not None) != bool(planned["replaces_existing"]):
+        if (st is not None) != bool(details["replaces_existing"]):
             return [f"{path} {'appeared' if st is not None else 'disappeared'} since the plan was made"]
         if not is_writable(path if st is not None else os.path.dirname(path)):
             return [f"cannot write {path}: not writable"]
         return []
 
-    def describe(self, env: TargetEnv, details: Mapping[str, Any]) -> list[str]:
+    def describe(self, env: TargetEnv, details: WriteFileDetails) -> list[str]:
         rel = self._rel(env, details)
-        planned = self.typed_details(details)
-        content = str(planned["content"])
+        content = str(details["content"])
         verb = "replace" if env.fs.exists(rel) else "create"
-        lines = [f"{verb} {env.abs(rel)} ({len(content.encode('utf-8'))} bytes, mode {int(planned['mode']):04o}, "
-                 f"sha256 {str(planned['sha256'])[:16]}…) via a temp file + rename"
+        lines = [f"{verb} {env.abs(rel)} ({len(content.encode('utf-8'))} bytes, mode {int(details['mode']):04o}, "
+                 f"sha256 {str(details['sha256'])[:16]}…) via a temp file + rename"
                  + ("; the current file is kept in the stash" if verb == "replace" else "")]
         lines += [f"  + folder {env.abs(d)}" for d in missing_dirs(env.fs, rel)]
         lines += [f"  | {line}" for line in content.splitlines()]
