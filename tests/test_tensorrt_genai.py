@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from checktools import check_json, codes, finding, nvidia_lib_path, site_packages
 from clitools import REPO, assert_one_line_error, run_ortfix
+from ortfix.check.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
+from support.fixtures import (
+    _native_tag,
+    build_stub_lib,
+    build_wheel,
+    fake_nvidia_wheel,
+    fake_ort_gpu_wheel,
+    make_venv,
+    nvidia_cu12_set,
+    pip_install,
+)
 
 COMPAT = REPO / "compat"
 
@@ -80,3 +93,111 @@ def test_a_compat_folder_without_addons_loads_with_no_rows(tmp_path: Path) -> No
     (d / "addons.yaml").unlink()
     matrix = load_matrix(d, use_cache=False)
     assert matrix.addons.tensorrt == () and matrix.addons.genai_cuda_for("1.22.0", 12) is None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# check: the TensorRT block and findings, genai (hermetic wheels, real venvs, the real `ortfix check`)
+# --------------------------------------------------------------------------------------------------------------------
+
+# The SONAMEs of a tensorrt-cuNN-libs wheel's tensorrt_libs/ (plugin and parser NEED libnvinfer), by TensorRT major.
+def _tensorrt_libs_wheel(house: Path, version: str) -> Path:
+    major = version.split(".")[0]
+    libs = {f"lib{n}.so.{major}": f"lib{n}.so.{major}" for n in ("nvinfer", "nvinfer_plugin", "nvonnxparser")}
+    needed = {f"libnvinfer_plugin.so.{major}": [f"libnvinfer.so.{major}"],
+              f"libnvonnxparser.so.{major}": [f"libnvinfer.so.{major}"]}
+    return fake_nvidia_wheel(house, "tensorrt-cu12-libs", version, libs, TENSORRT_WHEEL_DIR, needed=needed)
+
+
+def _genai_wheel(house: Path, package: str, version: str, *, cudart: str | None, requires: str) -> Path:
+    """A wheel laid out like onnxruntime-genai(-cuda): the package folder and, for CUDA, the library whose NEEDED
+    libcudart.so.N says its CUDA major (as in the real 0.11.4 wheel)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        files: dict[str, bytes | Path] = {"onnxruntime_genai/__init__.py": b""}
+        if cudart:
+            files["onnxruntime_genai/libonnxruntime-genai-cuda.so"] = build_stub_lib(
+                Path(tmp) / "libonnxruntime-genai-cuda.so", soname="libonnxruntime-genai-cuda.so", needed=[cudart])
+        return build_wheel(house, package, version, files, requires=[requires], tag=_native_tag())
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("trt-house")
+    fake_ort_gpu_wheel(out, version="1.22.0", tensorrt=True)
+    nvidia_cu12_set(out)
+    _tensorrt_libs_wheel(out, "10.0.1")
+    _genai_wheel(out, "onnxruntime-genai", "0.9.2", cudart=None, requires="onnxruntime>=1.22.0")
+    _genai_wheel(out, "onnxruntime-genai-cuda", "0.15.2", cudart="libcudart.so.13", requires="onnxruntime-gpu>=1.28")
+    return out
+
+
+def _env(tmp_path: Path, house: Path, *extra: str) -> Path:
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
+    if extra:
+        pip_install(python, *extra, find_links=house, no_deps=True)
+    return python
+
+
+_NO_CACHE = {"ORTFIX_NO_CACHE": "1"}
+_TRT_TABLE = "libonnxruntime_providers_tensorrt.so needs"
+
+
+def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path, house: Path) -> None:
+    """Seeds 000/003: a GPU build whose TensorRT nobody installed shows no TensorRT table (six NOT FOUND lines before)
+    and no TensorRT finding; `--with tensorrt` shows the table and says which libraries would not load."""
+    python = _env(tmp_path, house)
+    plain = run_ortfix("check", "--python", str(python), env=_NO_CACHE)
+    assert "Traceback" not in plain.stderr, plain.stderr
+    assert _TRT_TABLE not in plain.stdout and "libnvinfer" not in plain.stdout, plain.stdout
+    asked = run_ortfix("check", "--python", str(python), "--with", "tensorrt", env=_NO_CACHE)
+    assert asked.returncode == 1, asked.stderr
+    assert _TRT_TABLE in asked.stdout and re.search(r"libnvinfer\.so\.10\s+NOT FOUND", asked.stdout), asked.stdout
+    _, doc = check_json(python, "--with", "tensorrt", env=_NO_CACHE)
+    assert {"libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"} <= set(
+        finding(doc, "TRT001")["data"]["sonames"])
+    _, plain_doc = check_json(python, env=_NO_CACHE)
+    assert not {c for c in codes(plain_doc) if c.startswith("TRT")}
+
+
+def test_installed_tensorrt_is_judged_without_being_asked(tmp_path: Path, house: Path) -> None:
+    """tensorrt-cu12-libs 10.0.1 installed (in site-packages/tensorrt_libs, which no loader path names): the table
+    appears, TRT001 names the libraries the loader misses, TRT003 says 10.0.1 is older than ORT 1.22's 10.9."""
+    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.0.1")
+    proc = run_ortfix("check", "--python", str(python), env=_NO_CACHE)
+    assert _TRT_TABLE in proc.stdout, proc.stdout
+    _, doc = check_json(python, env=_NO_CACHE)
+    assert "libnvinfer.so.10" in finding(doc, "TRT001")["data"]["sonames"]
+    assert "10.9" in finding(doc, "TRT003")["summary"]
+    assert "TRT002" not in codes(doc)
+    # the loader path made to name tensorrt_libs (and the NVIDIA wheels): every TensorRT library loads, no TRT001
+    env = {**_NO_CACHE, "LD_LIBRARY_PATH": f"{nvidia_lib_path(tmp_path / 'venv')}:"
+                                           f"{site_packages(tmp_path / 'venv') / TENSORRT_WHEEL_DIR}"}
+    _, found = check_json(python, env=env)
+    assert "TRT001" not in codes(found) and "TRT003" in codes(found)
+
+
+def test_tensorrt_of_another_major_is_trt002(tmp_path: Path) -> None:
+    own = tmp_path / "house"
+    own.mkdir()
+    fake_ort_gpu_wheel(own, version="1.22.0", tensorrt=True)
+    nvidia_cu12_set(own)
+    _tensorrt_libs_wheel(own, "8.6.1")
+    python = _env(tmp_path, own, "tensorrt-cu12-libs==8.6.1")
+    _, doc = check_json(python, env=_NO_CACHE)
+    f = finding(doc, "TRT002")
+    assert f["data"]["soname"] == "libnvinfer.so.10"
+    assert any(p.endswith("libnvinfer.so.8") for p in f["data"]["present"])
+
+
+def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path: Path, house: Path) -> None:
+    cpu = _env(tmp_path / "cpu", house, "onnxruntime-genai==0.9.2")
+    proc = run_ortfix("check", "--python", str(cpu), env=_NO_CACHE)
+    assert "genai       onnxruntime-genai 0.9.2 (CPU)" in proc.stdout, proc.stdout
+    _, doc = check_json(cpu, env=_NO_CACHE)
+    data = finding(doc, "GENAI001")["data"]
+    assert data["installed"] == "onnxruntime-genai" and data["replacement"] == "0.9.2"
+    other = _env(tmp_path / "cu13", house, "onnxruntime-genai-cuda==0.15.2")
+    proc = run_ortfix("check", "--python", str(other), env=_NO_CACHE)
+    assert "onnxruntime-genai-cuda 0.15.2 (CUDA 13)" in proc.stdout, proc.stdout  # read from its library's NEEDED
+    _, doc = check_json(other, env=_NO_CACHE)
+    assert "CUDA 13" in finding(doc, "GENAI002")["summary"] and "GENAI001" not in codes(doc)

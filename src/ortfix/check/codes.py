@@ -47,6 +47,11 @@ class FindingCode(StrEnum):
     TORCH_LIB_ONLY = "WIN003"
     LOGIN_PATH_DIFFERS = "WIN004"
     PROJECT_UNDOES = "PRJ001"
+    TENSORRT_NOT_LOADING = "TRT001"
+    TENSORRT_WRONG_MAJOR = "TRT002"
+    TENSORRT_TOO_OLD = "TRT003"
+    GENAI_CPU = "GENAI001"
+    GENAI_OTHER_CUDA = "GENAI002"
 
 
 # What ortfix's plan can fix, by the kind of action that fixes it: plan/make.py and plan/hook_actions.py take an
@@ -65,4 +70,5 @@ HOOK_FIXES = frozenset({FindingCode.LIB_NOT_ON_PATH, FindingCode.LIB_SHADOWED, F
                         FindingCode.LIB_OTHER_CUDA, FindingCode.LIB_PARTIAL_COPY})  # the environment's libraries first
 PLAN_FIXES = frozenset({*UNINSTALL_FIXES, *INSTALL_FIXES, *REINSTALL_FIXES, *HOOK_FIXES,
                         FindingCode.SONAME_LINK_MISSING,  # a symlink action
-                        FindingCode.PROJECT_UNDOES})  # a project-update action
+                        FindingCode.PROJECT_UNDOES,  # a project-update action
+                        FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA})  # the genai swap (plan/genai.py)

@@ -170,10 +170,19 @@ class LoginPathData(TypedDict):
     dlls: dict[str, list[str | None]]
 
 
+class GenaiData(TypedDict):
+    """GENAI001, GENAI002: the onnxruntime-genai distribution installed, its version, and the onnxruntime-genai-cuda
+    version that fits the build (None: the matrix knows none)."""
+
+    installed: str
+    version: str
+    replacement: str | None
+
+
 FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
                     GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
                     PartialCopyData, SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData,
-                    LoginPathData]
+                    LoginPathData, GenaiData]
 
 
 def _no_data() -> NoData:
@@ -236,6 +245,11 @@ def shadowing(finding: Finding) -> ShadowedData:
 def soname_link(finding: Finding) -> SonameLinkData:
     _expect(finding, (FindingCode.SONAME_LINK_MISSING,))
     return cast(SonameLinkData, finding.data)
+
+
+def genai_swap(finding: Finding) -> GenaiData:
+    _expect(finding, (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA))
+    return cast(GenaiData, finding.data)
 
 
 def other_cuda(finding: Finding) -> OtherCudaData:

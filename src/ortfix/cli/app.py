@@ -141,14 +141,19 @@ def main(debug: bool) -> None:
               help="Look at everything again, even when nothing changed since an identical earlier check.")
 @click.option("--verbose", "-v", is_flag=True,
               help="List every library the provider needs, not only those that are a problem.")
+@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
+              help="Judge an optional part even where none is installed (tensorrt: the TensorRT provider's "
+                   "libraries).")
 def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-          fresh: bool, verbose: bool) -> None:
+          fresh: bool, verbose: bool, with_: tuple[str, ...]) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
 
     Exit status: 0 healthy, 1 problems found, 2 could not run.
 
     Findings come errors first, those `ortfix plan` can fix before the others. The library tables show only the
     libraries that are a problem (not found, shadowed, another CUDA major) and count the rest; --verbose lists all.
+    The TensorRT provider's table and findings appear only where TensorRT libraries are installed or findable, or
+    with --with tensorrt.
 
     An identical earlier check is replayed while nothing it looked at has changed (its probe of the environment
     still runs); --fresh looks at everything again.
@@ -161,7 +166,8 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     """
     from ortfix.cli.fastcheck import check_command
 
-    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose,
+                           with_tensorrt="tensorrt" in with_))
 
 
 @main.command()

@@ -51,12 +51,12 @@ def describe_target(python: str | None) -> TargetDescription:
 
 
 def run_check(python: str | None, *, driver_version: str | None = None,
-              compute_capability: str | None = None) -> CheckResult:
+              compute_capability: str | None = None, with_tensorrt: bool = False) -> CheckResult:
     matrix = load_matrix()
     chosen = choose_target(python)
     facts = gather(chosen.python, matrix, probe_run=prefetch.take(chosen.python), unfinished=unfinished_transactions,
                    driver_version=driver_version, compute_capability=compute_capability)
-    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
+    return CheckResult(facts=facts, findings=diagnose(facts, matrix, with_tensorrt=with_tensorrt), matrix=matrix,
                        target=describe(facts.probe, chosen.chosen_by))
 
 
