@@ -3,8 +3,11 @@ genai findings, and the plan that swaps a CPU onnxruntime-genai beside the GPU O
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from support.fixtures import (
     nvidia_cu12_set,
     pip_install,
 )
+from txtools import assert_same_tree, fresh_process, ortfix, ortfix_json, tree_state
 
 COMPAT = REPO / "compat"
 
@@ -127,6 +131,8 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _tensorrt_libs_wheel(out, "10.0.1")
     _genai_wheel(out, "onnxruntime-genai", "0.9.2", cudart=None, requires="onnxruntime>=1.22.0")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.15.2", cudart="libcudart.so.13", requires="onnxruntime-gpu>=1.28")
+    _genai_wheel(out, "onnxruntime-genai-cuda", "0.9.2", cudart="libcudart.so.12", requires="onnxruntime-gpu>=1.22.0")
+    build_wheel(out, "genai-app", "1.0", {"genai_app/__init__.py": b""}, requires=["onnxruntime-genai>=0.9"])
     return out
 
 
@@ -201,3 +207,66 @@ def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path
     assert "onnxruntime-genai-cuda 0.15.2 (CUDA 13)" in proc.stdout, proc.stdout  # read from its library's NEEDED
     _, doc = check_json(other, env=_NO_CACHE)
     assert "CUDA 13" in finding(doc, "GENAI002")["summary"] and "GENAI001" not in codes(doc)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# plan/apply/rollback: the genai swap (hermetic wheels, real pip, the real `ortfix apply` and `rollback`)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _pip_env(tmp_path: Path, house: Path) -> dict[str, str]:
+    """Only the test's pip configuration (an offline wheelhouse), none of this machine's."""
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nno-index = true\nfind-links = {house}\n")
+    isolated = tmp_path / "no-pip-config"
+    isolated.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "ORTFIX_TEST_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    env.update(PIP_CONFIG_FILE=str(conf), XDG_CONFIG_HOME=str(isolated), XDG_CONFIG_DIRS=str(isolated),
+               ORTFIX_NO_CACHE="1")
+    return env
+
+
+def _genai_venv(tmp_path: Path, house: Path, *extra: str) -> Path:
+    """The GPU build 1.22.0 with the CPU onnxruntime-genai 0.9.2 beside it, in a venv with its own pip."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
+    pip_install(python, "onnxruntime-genai==0.9.2", *extra, find_links=house, no_deps=True)
+    return python
+
+
+def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: Path, house: Path) -> None:
+    python = _genai_venv(tmp_path, house)
+    env = _pip_env(tmp_path, house)
+    plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    by_kind = {a["kind"]: a for a in plan["actions"]}
+    assert by_kind["pip-uninstall"]["details"]["distribution"] == "onnxruntime-genai"
+    assert "GENAI001" in by_kind["pip-uninstall"]["fixes"]
+    install = next(a for a in plan["actions"] if a["kind"] == "pip-install")
+    assert "onnxruntime-genai-cuda==0.9.2" in install["details"]["requirements"]
+    assert not any(r.startswith("onnxruntime-gpu") for r in install["details"]["requirements"])  # ORT stays
+    venv = python.parent.parent
+    before = tree_state(venv)
+    proc = ortfix("apply", "--python", str(python), "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    sp = site_packages(venv)
+    assert (sp / "onnxruntime_genai_cuda-0.9.2.dist-info").is_dir()
+    assert not (sp / "onnxruntime_genai-0.9.2.dist-info").exists()
+    run = fresh_process(python, "import onnxruntime_genai, os; print(os.listdir(os.path.dirname("
+                                "onnxruntime_genai.__file__)))")
+    assert "libonnxruntime-genai-cuda.so" in run.stdout, run.stderr
+    _, after = check_json(python, env=env)
+    assert not {"GENAI001", "GENAI002"} & codes(after)
+    back = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-3000:], back.stderr[-3000:])
+    assert_same_tree(before, tree_state(venv))
+
+
+def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path: Path, house: Path) -> None:
+    python = _genai_venv(tmp_path, house, "genai-app==1.0")
+    plan = ortfix_json("plan", "--python", str(python), env=_pip_env(tmp_path, house), expect=1)
+    assert not any(a["details"].get("distribution") == "onnxruntime-genai" for a in plan["actions"])
+    assert not any("onnxruntime-genai-cuda" in str(a["details"].get("requirements")) for a in plan["actions"])
+    assert any("genai-app 1.0 requires onnxruntime-genai>=0.9" in n for n in plan["notes"]), plan["notes"]

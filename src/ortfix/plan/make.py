@@ -4,7 +4,8 @@
 The least invasive fix wins: make libraries that are already installed findable before downloading anything, reuse
 compatible copies (torch's, the conda prefix's) before installing duplicates, and never touch system folders.
 The parts: model.py (what a plan is), choose_build.py (the ORT build), repairs.py (damaged installs),
-needed_libraries.py (the libraries to provide), hook_actions.py (making them findable).
+needed_libraries.py (the libraries to provide), hook_actions.py (making them findable), genai.py (the
+onnxruntime-genai swap).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.choose_build import installed_build, needs_swap, ranked_builds
+from ortfix.plan.genai import genai_change
 from ortfix.plan.hook_actions import dll_folders, hook_actions, hook_kind, targets_windows
 from ortfix.plan.installer import choose_installer, redirect_notes
 from ortfix.plan.kinds import ActionKind
@@ -104,6 +106,9 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                                                 or installed.cuda_major != target.cuda_major)
         if gpu_dist and other_build and gpu_dist.name not in remove:
             remove.append(gpu_dist.name)
+    genai = genai_change(facts, matrix, by_code, target, installed, required)  # plan/genai.py
+    remove += [n for n in genai.remove if n not in remove]
+    notes += genai.notes
     # 2. libraries: which sonames the (target) build needs, and for each: findable, reusable, or to install
     needs = needed_sonames(facts, matrix, target, installed, swap)
     site = facts.probe.purelib
@@ -165,6 +170,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             if wanted.note:
                 notes.append(wanted.note)
     requirements += [r for r in repairs.requirements.values() if r not in requirements]
+    requirements += [genai.requirement] if genai.requirement else []
     changed = replacements(facts, remove, requirements, required)
     by_name = {r.dist.normalized: r for r in changed}
     inside = os.path.realpath(facts.probe.prefix) + os.sep
@@ -185,7 +191,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})"
              + (f": {taken.line()}" if taken and (taken.needs or taken.new) else ""),),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES), *repairs.remove.get(name, ())})),
+            tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES), *repairs.remove.get(name, ()),
+                          *(genai.fixes if name in genai.remove else ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
@@ -210,7 +217,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         fixes = tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES or c in INSTALL_FIXES),
                               *repairs.installed_by(swap and target is not None, codes),
                               *((Code.GPU_ARCH,) if swap and arch_error else ()),
-                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ())}))
+                              *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ()),
+                              *genai.fixes}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             (*(f"+ {r}" for r in requirements),
