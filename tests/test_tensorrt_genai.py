@@ -19,6 +19,7 @@ from ortfix.check.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from support.fixtures import (
+    NVIDIA_CU12,
     _native_tag,
     build_stub_lib,
     build_wheel,
@@ -28,6 +29,7 @@ from support.fixtures import (
     nvidia_cu12_set,
     pip_install,
 )
+from support.testcache import cache_root, locked
 from txtools import assert_same_tree, fresh_process, ortfix, ortfix_json, tree_state
 
 COMPAT = REPO / "compat"
@@ -270,3 +272,63 @@ def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path:
     assert not any(a["details"].get("distribution") == "onnxruntime-genai" for a in plan["actions"])
     assert not any("onnxruntime-genai-cuda" in str(a["details"].get("requirements")) for a in plan["actions"])
     assert any("genai-app 1.0 requires onnxruntime-genai>=0.9" in n for n in plan["notes"]), plan["notes"]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The one real-wheel scenario: the real onnxruntime-genai 0.9.2 (CPU, 8.8 MB) beside the real onnxruntime-gpu 1.22.0
+# (283 MB, downloaded once into the test cache); the NVIDIA libraries are hermetic stubs (a real download is GBs)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _cached_wheel(requirement: str, prefix: str) -> Path:
+    """The real manylinux wheel of `requirement` (its file name starting with `prefix`), downloaded once with pip
+    into the test cache's ort-wheels folder."""
+    cache = cache_root() / "ort-wheels"
+    found = sorted(cache.glob(f"{prefix}-cp*-manylinux*.whl"))
+    if not found:
+        cache.mkdir(parents=True, exist_ok=True)
+        with locked(cache_root() / "ort-wheels.lock"), tempfile.TemporaryDirectory(dir=cache) as tmp:
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                                   "--no-deps", "--only-binary=:all:", "-d", tmp, requirement],
+                                  capture_output=True, text=True, check=False, timeout=1800)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            for wheel in Path(tmp).glob("*.whl"):
+                os.replace(wheel, cache / wheel.name)
+        found = sorted(cache.glob(f"{prefix}-cp*-manylinux*.whl"))
+    return found[-1]
+
+
+@pytest.mark.realwheels
+def test_real_cpu_genai_beside_real_gpu_ort_is_swapped_imported_and_rolled_back(tmp_path: Path) -> None:
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    ort = _cached_wheel("onnxruntime-gpu==1.22.0", f"onnxruntime_gpu-1.22.0-{tag}")
+    genai = _cached_wheel("onnxruntime-genai==0.9.2", f"onnxruntime_genai-0.9.2-{tag}")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    nvidia_cu12_set(stubs)
+    venv = tmp_path / "real genai"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, str(ort)], check=True)  # with its own requirements (numpy & co.) from the configured index
+    subprocess.run([*pip, "--no-deps", str(genai)], check=True)  # as installed after the GPU build
+    subprocess.run([*pip, "--no-deps", "--no-index", "--find-links", str(stubs),
+                    *(spec.distribution for spec in NVIDIA_CU12)], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    env["ORTFIX_NO_CACHE"] = "1"
+    _, doc = check_json(python, env=env)
+    assert finding(doc, "GENAI001")["data"]["replacement"] == "0.9.2"
+    before = tree_state(venv)
+    applied = ortfix_json("apply", "--python", str(python), "--yes", env=env)
+    assert applied["status"] == "applied", applied.get("verification")
+    sp = site_packages(venv)
+    assert (sp / "onnxruntime_genai_cuda-0.9.2.dist-info").is_dir()
+    assert not (sp / "onnxruntime_genai-0.9.2.dist-info").exists()
+    assert (sp / "onnxruntime_gpu-1.22.0.dist-info").is_dir()  # ORT stays
+    run = fresh_process(python, "import onnxruntime_genai, os\n"
+                                "print(sorted(os.listdir(os.path.dirname(onnxruntime_genai.__file__))))")
+    assert run.returncode == 0 and "libonnxruntime-genai-cuda.so" in run.stdout, run.stderr[-2000:]
+    ortfix_json("rollback", "--python", str(python), "--yes", env=env)
+    assert_same_tree(before, tree_state(venv))
+    assert "libonnxruntime-genai-cuda.so" not in fresh_process(
+        python, "import onnxruntime_genai, os\nprint(os.listdir(os.path.dirname(onnxruntime_genai.__file__)))").stdout
