@@ -131,6 +131,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fake_ort_gpu_wheel(out, version="1.22.0", tensorrt=True)
     nvidia_cu12_set(out)
     _tensorrt_libs_wheel(out, "10.0.1")
+    _tensorrt_libs_wheel(out, "10.9.0")
     _genai_wheel(out, "onnxruntime-genai", "0.9.2", cudart=None, requires="onnxruntime>=1.22.0")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.15.2", cudart="libcudart.so.13", requires="onnxruntime-gpu>=1.28")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.9.2", cudart="libcudart.so.12", requires="onnxruntime-gpu>=1.22.0")
@@ -272,6 +273,32 @@ def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path:
     assert not any(a["details"].get("distribution") == "onnxruntime-genai" for a in plan["actions"])
     assert not any("onnxruntime-genai-cuda" in str(a["details"].get("requirements")) for a in plan["actions"])
     assert any("genai-app 1.0 requires onnxruntime-genai>=0.9" in n for n in plan["notes"]), plan["notes"]
+
+
+def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_path: Path, house: Path) -> None:
+    """`--with tensorrt`: tensorrt-cu12-libs of the build's TensorRT major (10, from the provider's NEEDED) and at least
+    the 10.9 ORT documents for 1.22, its tensorrt_libs/ hooked like the CUDA libraries; apply, load, rollback."""
+    python = _genai_venv(tmp_path, house)
+    env = _pip_env(tmp_path, house)
+    plan = ortfix_json("plan", "--python", str(python), "--with", "tensorrt", env=env, expect=1)
+    install = next(a for a in plan["actions"] if a["kind"] == "pip-install")
+    assert "tensorrt-cu12-libs>=10.9,<11" in install["details"]["requirements"] and "TRT001" in install["fixes"]
+    plain = ortfix_json("plan", "--python", str(python), env=env, expect=1)
+    assert not any("tensorrt-cu12-libs" in str(a["details"]) or "libnvinfer" in str(a["details"])
+                   for a in plain["actions"])  # not asked: not planned
+    venv = python.parent.parent
+    before = tree_state(venv)
+    proc = ortfix("apply", "--python", str(python), "--with", "tensorrt", "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert (site_packages(venv) / "tensorrt_cu12_libs-10.9.0.dist-info").is_dir()
+    _, after = check_json(python, "--with", "tensorrt", env=env)
+    assert "TRT001" not in codes(after) and "TRT003" not in codes(after)
+    run = fresh_process(python, "import ctypes, onnxruntime\nfor n in ('libnvinfer.so.10', 'libnvinfer_plugin.so.10',"
+                                " 'libnvonnxparser.so.10'):\n    ctypes.CDLL(n)\nprint('trt loaded')")
+    assert "trt loaded" in run.stdout, run.stderr[-2000:]
+    back = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-3000:], back.stderr[-3000:])
+    assert_same_tree(before, tree_state(venv))
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -67,8 +67,10 @@ REINSTALL_FIXES = frozenset({FindingCode.ORT_DAMAGED, FindingCode.LIB_DAMAGED,  
                              FindingCode.GPU_ARCH, FindingCode.TORCH_MISMATCH})  # another build in place of this one
 HOOK_FIXES = frozenset({FindingCode.LIB_NOT_ON_PATH, FindingCode.LIB_SHADOWED, FindingCode.LIB_MISSING,
                         FindingCode.LIB_WRONG_MAJOR, FindingCode.SONAME_LINK_MISSING,
-                        FindingCode.LIB_OTHER_CUDA, FindingCode.LIB_PARTIAL_COPY})  # the environment's libraries first
+                        FindingCode.LIB_OTHER_CUDA, FindingCode.LIB_PARTIAL_COPY,
+                        FindingCode.TENSORRT_NOT_LOADING})  # the environment's libraries first
 PLAN_FIXES = frozenset({*UNINSTALL_FIXES, *INSTALL_FIXES, *REINSTALL_FIXES, *HOOK_FIXES,
                         FindingCode.SONAME_LINK_MISSING,  # a symlink action
                         FindingCode.PROJECT_UNDOES,  # a project-update action
-                        FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA})  # the genai swap (plan/genai.py)
+                        FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA,  # the genai swap (plan/genai.py)
+                        FindingCode.TENSORRT_WRONG_MAJOR})  # with --with tensorrt (plan/tensorrt.py)

@@ -37,6 +37,7 @@ from ortfix.plan.neighbours import Replacement, refusal, replacements
 from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
+from ortfix.plan.tensorrt import TENSORRT_CODES, TensorrtChange, tensorrt_change
 from ortfix.system.windows import dll_name_for_soname
 from ortfix.target.locate import externally_managed
 
@@ -152,6 +153,10 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
         hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
 
+    trt = tensorrt_change(facts, matrix, installed, target) if options.with_tensorrt else TensorrtChange()
+    hook_libs.update({s: p for s, p in trt.libraries.items() if s not in hook_libs})  # plan/tensorrt.py
+    notes += trt.notes
+
     # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
     # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.
     replaced: dict[str, WheelSpec] = {}
@@ -171,6 +176,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                 notes.append(wanted.note)
     requirements += [r for r in repairs.requirements.values() if r not in requirements]
     requirements += [genai.requirement] if genai.requirement else []
+    requirements += [trt.requirement] if trt.requirement else []
     changed = replacements(facts, remove, requirements, required)
     by_name = {r.dist.normalized: r for r in changed}
     inside = os.path.realpath(facts.probe.prefix) + os.sep
@@ -218,7 +224,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                               *repairs.installed_by(swap and target is not None, codes),
                               *((Code.GPU_ARCH,) if swap and arch_error else ()),
                               *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ()),
-                              *genai.fixes}))
+                              *genai.fixes, *(c for c in TENSORRT_CODES if c in codes and trt.requirement)}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             (*(f"+ {r}" for r in requirements),
@@ -247,7 +253,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
     # 4. make the libraries findable
     kind = hook_kind(facts, options)
     if hook_libs and kind != "none":
-        actions += hook_actions(facts, kind, hook_libs, codes)
+        actions += hook_actions(facts, kind, hook_libs, {c for c in codes if c not in TENSORRT_CODES or trt.libraries})
     elif hook_libs and targets_windows(facts):
         notes.append("libraries need to be made findable but --hook none was given: put these folders first on PATH: "
                      + ";".join(dll_folders(hook_libs)))
