@@ -48,7 +48,7 @@ def test_driver_queries() -> None:
 def test_cli_validate_ok() -> None:
     proc = run_ortfix("matrix", "validate")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count(": ok") == 3  # ort.yaml, cuda.yaml, errors.yaml
+    assert proc.stdout.count(": ok") == 4  # addons.yaml, ort.yaml, cuda.yaml, errors.yaml
 
 
 def test_cli_show() -> None:
@@ -262,12 +262,14 @@ def _stamp(path: Path, day: str) -> None:
 
 
 def test_data_version_is_the_newest_matrix_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The matrix's data_version is the newest of its two matrix files' (errors.yaml, another kind, does not count);
+    """The matrix's data_version is the newest of its matrix files' (addons.yaml counts; errors.yaml, another kind,
+    does not count);
     an edit to a file is seen through the cache (keyed by path, size and mtime), also when the size stays the same."""
     d = tmp_path / "compat"
     shutil.copytree(COMPAT, d)
     _stamp(d / "ort.yaml", "2020.01.02")
     _stamp(d / "cuda.yaml", "2021.03.04")
+    _stamp(d / "addons.yaml", "2019.01.01")
     _stamp(d / "errors.yaml", "2030.01.01")
     assert load_matrix(d, use_cache=False).data_version == "2021.03.04"
     cache = tmp_path / "cache"

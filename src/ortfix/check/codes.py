@@ -48,6 +48,11 @@ class FindingCode(StrEnum):
     LOGIN_PATH_DIFFERS = "WIN004"
     STORE_PYTHON = "WIN005"
     PROJECT_UNDOES = "PRJ001"
+    TENSORRT_NOT_LOADING = "TRT001"
+    TENSORRT_WRONG_MAJOR = "TRT002"
+    TENSORRT_TOO_OLD = "TRT003"
+    GENAI_CPU = "GENAI001"
+    GENAI_OTHER_CUDA = "GENAI002"
 
 
 # What ortfix's plan can fix, by the kind of action that fixes it: plan/make.py and plan/hook_actions.py take an
@@ -64,8 +69,11 @@ REINSTALL_FIXES = frozenset({FindingCode.ORT_DAMAGED, FindingCode.LIB_DAMAGED,  
 HOOK_FIXES = frozenset({FindingCode.LIB_NOT_ON_PATH, FindingCode.LIB_SHADOWED, FindingCode.LIB_MISSING,
                         FindingCode.LIB_WRONG_MAJOR, FindingCode.SONAME_LINK_MISSING,
                         FindingCode.LIB_OTHER_CUDA, FindingCode.LIB_PARTIAL_COPY,
-                        FindingCode.TORCH_LIB_ONLY})  # the environment's libraries first
+                        FindingCode.TORCH_LIB_ONLY,
+                        FindingCode.TENSORRT_NOT_LOADING})  # the environment's libraries first
 PLAN_FIXES = frozenset({*UNINSTALL_FIXES, *INSTALL_FIXES, *REINSTALL_FIXES, *HOOK_FIXES,
                         FindingCode.SONAME_LINK_MISSING,  # a symlink action
                         FindingCode.PROJECT_UNDOES,  # a project-update action
-                        FindingCode.ZLIBWAPI_MISSING})  # installing a cuDNN 9 build (plan/choose_build.cudnn9_first)
+                        FindingCode.ZLIBWAPI_MISSING,  # installing a cuDNN 9 build (plan/choose_build.cudnn9_first)
+                        FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA,  # the genai swap (plan/genai.py)
+                        FindingCode.TENSORRT_WRONG_MAJOR})  # with --with tensorrt (plan/tensorrt.py)

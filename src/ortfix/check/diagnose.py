@@ -1,11 +1,12 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (`first_screen_order`:
 the errors a plan fixes first). The rules live by what they look at: packages.py (the ORT packages), damaged.py
 (half-done installs), driver_gpu.py (driver and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py
-(torch), windows.py (what only Windows has), winstore.py (the Store Python), project.py (the project around the
-environment); findings.py holds `Finding`."""
+(torch), addons.py (TensorRT and onnxruntime-genai), windows.py (what only Windows has), winstore.py (the Store
+Python), project.py (the project around the environment); findings.py holds `Finding`."""
 
 from __future__ import annotations
 
+from ortfix.check.addons import genai_findings, tensorrt_findings
 from ortfix.check.codes import PLAN_FIXES
 from ortfix.check.damaged import damaged_findings, interrupted_findings, orphaned_findings
 from ortfix.check.driver_gpu import driver_findings
@@ -26,7 +27,9 @@ from ortfix.check.winstore import store_python_findings
 from ortfix.compat.matrix import Matrix
 
 
-def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
+def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> list[Finding]:
+    """The findings of `facts`; `with_tensorrt`: TensorRT was asked for, so its libraries are judged even where none
+    is installed (check/addons.py)."""
     findings: list[Finding] = []
     findings += package_findings(facts)
     findings += damaged_findings(facts)
@@ -39,6 +42,8 @@ def diagnose(facts: Facts, matrix: Matrix) -> list[Finding]:
             if provider.provider == "cuda":
                 findings += library_findings(facts, gpu, provider)
         findings += torch_findings(facts, gpu)
+        findings += tensorrt_findings(facts, matrix, gpu, asked=with_tensorrt)
+    findings += genai_findings(facts, matrix, gpu)
     findings += soname_link_findings(facts)
     if not is_windows(facts):
         cuda = next((p for p in gpu.providers if p.provider == "cuda"), None) if gpu is not None else None

@@ -191,10 +191,20 @@ class LoginPathData(TypedDict):
     dlls: dict[str, list[str | None]]
 
 
+@final
+class GenaiData(TypedDict):
+    """GENAI001, GENAI002: the onnxruntime-genai distribution installed, its version, and the onnxruntime-genai-cuda
+    version that fits the build (None: the matrix knows none)."""
+
+    installed: str
+    version: str
+    replacement: str | None
+
+
 FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
                     GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
                     PartialCopyData, SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData,
-                    LoginPathData]
+                    LoginPathData, GenaiData]
 
 
 def _no_data() -> NoData:
@@ -271,6 +281,14 @@ def soname_link(finding: Finding) -> SonameLinkData:
     _expect(finding, (FindingCode.SONAME_LINK_MISSING,))
     data = finding.data
     if "link" in data:
+        return data
+    raise _shape(finding)
+
+
+def genai_swap(finding: Finding) -> GenaiData:
+    _expect(finding, (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA))
+    data = finding.data
+    if "replacement" in data:
         return data
     raise _shape(finding)
 

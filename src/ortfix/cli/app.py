@@ -145,14 +145,19 @@ def main(debug: bool) -> None:
               help="Look at everything again, even when nothing changed since an identical earlier check.")
 @click.option("--verbose", "-v", is_flag=True,
               help="List every library the provider needs, not only those that are a problem.")
+@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
+              help="Judge an optional part even where none is installed (tensorrt: the TensorRT provider's "
+                   "libraries).")
 def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-          fresh: bool, verbose: bool) -> None:
+          fresh: bool, verbose: bool, with_: tuple[str, ...]) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
 
     Exit status: 0 healthy, 1 problems found, 2 could not run.
 
     Findings come errors first, those `ortfix plan` can fix before the others. The library tables show only the
     libraries that are a problem (not found, shadowed, another CUDA major) and count the rest; --verbose lists all.
+    The TensorRT provider's table and findings appear only where TensorRT libraries are installed or findable, or
+    with --with tensorrt.
 
     An identical earlier check is replayed while nothing it looked at has changed (its probe of the environment
     still runs); --fresh looks at everything again.
@@ -165,7 +170,8 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     """
     from ortfix.cli.fastcheck import check_command
 
-    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose))
+    sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose,
+                           with_tensorrt="tensorrt" in with_))
 
 
 @main.command()
@@ -184,9 +190,12 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
               help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
+@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
+              help="Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
+                   "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
          driver_version: str | None, compute_capability: str | None, hook: HookOption, installer: InstallerOption,
-         project: bool) -> None:
+         project: bool, with_: tuple[str, ...]) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
 
     Exit status: 0 nothing to change, 1 changes are pending or problems remain, 2 could not run.
@@ -205,7 +214,8 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
     result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
-                                          installer=installer, project=project),
+                                          installer=installer, project=project,
+                                          with_tensorrt="tensorrt" in with_),
                       driver_version=driver_version, compute_capability=compute_capability)
     if output is not None:
         from ortfix.outfile import write_output
@@ -477,10 +487,13 @@ def _tx_ui(as_json: bool) -> Any:
               help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
+@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
+              help="Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
+                   "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
           keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: HookOption,
           installer: InstallerOption, driver_version: str | None, compute_capability: str | None, system: bool,
-          project: bool) -> None:
+          project: bool, with_: tuple[str, ...]) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
     Every step is journaled before it runs and has an exact undo. After the last step a fresh process of the
@@ -518,13 +531,16 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     _require_confirmation_possible(yes or dry_run)
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto" or project):
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto" or project
+                                  or with_):
         raise OrtfixError("a saved plan is applied exactly as it is",
-                          hint="--ort-version, --cuda, --hook, --installer and --project only apply when planning now")
+                          hint="--ort-version, --cuda, --hook, --installer, --project and --with only apply when "
+                               "planning now")
     prepared = prepare_apply(python, plan_file,
                              PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
                                          driver_version=driver_version, compute_capability=compute_capability,
-                                         installer=installer, project=project))
+                                         installer=installer, project=project,
+                                         with_tensorrt="tensorrt" in with_))
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
         _echo(render_plan(prepared.plan, prepared.check.target, applying=True), err=as_json)

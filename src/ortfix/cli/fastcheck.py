@@ -24,35 +24,38 @@ if TYPE_CHECKING:
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-                  echo: Callable[[str], None], fresh: bool = False, verbose: bool = False) -> int:
+                  echo: Callable[[str], None], fresh: bool = False, verbose: bool = False,
+                  with_tensorrt: bool = False) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
     An identical earlier check is replayed while nothing it depended on has changed (commands/check.check_output);
-    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem."""
+    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem.
+    `with_tensorrt` (`--with tensorrt`): TensorRT is judged and shown even where none is installed."""
     from ortfix.commands.check import check_output
     from ortfix.versions import validate_machine_options
 
     validate_machine_options(driver_version, compute_capability)
-    output, code = check_output(python, (as_json, driver_version, compute_capability, verbose), fresh=fresh,
-                                full=lambda: _check(python, as_json, driver_version, compute_capability, verbose))
+    key = (as_json, driver_version, compute_capability, verbose, with_tensorrt)
+    output, code = check_output(python, key, fresh=fresh, full=lambda: _check(python, *key))
     echo(output)
     return code
 
 
 def _check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
-           verbose: bool) -> tuple[str, int, str]:
+           verbose: bool, with_tensorrt: bool = False) -> tuple[str, int, str]:
     """(what `check` prints, its exit code, the probe's report it was made from)."""
     from ortfix.cli.output import Command, dump_json, envelope
     from ortfix.cli.render import check_json, render_check
     from ortfix.commands.check import own_environment_note, run_check
 
-    result = run_check(python, driver_version=driver_version, compute_capability=compute_capability)
+    result = run_check(python, driver_version=driver_version, compute_capability=compute_capability,
+                       with_tensorrt=with_tensorrt)
     code = int(result.exit_code)
     if as_json:
         output = dump_json(envelope(Command.CHECK, code, check_json(result)))
     else:
         output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target),
-                              verbose=verbose)
+                              verbose=verbose, with_tensorrt=with_tensorrt)
     return output, code, result.facts.probe.report
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ortfix.check.addons import genai_installs, tensorrt_wanted
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
@@ -92,6 +93,9 @@ def _stack_lines(facts: Facts) -> list[str]:
             lines.append(f"            {o.dir.package_dir}: {build} built for {cuda}{cudnn}")
     if p.torch:
         lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
+    genai = genai_installs(facts)
+    if genai:
+        lines.append(f"genai       {', '.join(g.line for g in genai)}")
     ld = facts.loader.ld_library_path
     lines.append(f"loader      {facts.loader.search_variable}={ld if ld else '(unset)'}"
                  + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
@@ -108,12 +112,16 @@ def _stack_lines(facts: Facts) -> list[str]:
     return lines
 
 
-def _library_lines(facts: Facts, problems: set[str], verbose: bool) -> list[str]:
+def _library_lines(facts: Facts, problems: set[str], verbose: bool, with_tensorrt: bool) -> list[str]:
     """Each provider library's table of what it needs and where the loader finds it. Unless `verbose`, only the rows
-    that are a problem (not found, or in `problems`), and one line counting the rest: the summary fits one screen."""
+    that are a problem (not found, or in `problems`), and one line counting the rest: the summary fits one screen.
+    The TensorRT provider's table only where TensorRT matters (check/addons.tensorrt_wanted)."""
     out = []
+    trt = tensorrt_wanted(facts, with_tensorrt)
     for o in facts.ort:
         for prov in o.providers:
+            if prov.provider == "tensorrt" and not trt:
+                continue
             optional = " (TensorRT provider only; optional)" if prov.provider == "tensorrt" else ""
             out.append(f"{os.path.basename(prov.library)} needs{optional}:")
             if prov.error:
@@ -167,11 +175,11 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
 
 
 def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
-                 own_note: str | None = None, *, verbose: bool = False) -> str:
+                 own_note: str | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
     """The check's report; its first line names the target and how it was chosen. `verbose`: every library row, not
-    only those that are a problem."""
+    only those that are a problem; `with_tensorrt`: the TensorRT provider's table even where none is installed."""
     lines = [target.line(), *_stack_lines(facts)]
-    libs = _library_lines(facts, _problem_libraries(findings), verbose)
+    libs = _library_lines(facts, _problem_libraries(findings), verbose, with_tensorrt)
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):

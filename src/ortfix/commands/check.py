@@ -77,7 +77,7 @@ def describe_target(python: str | None) -> tuple[TargetDescription, ProbeRun]:
 
 
 def run_check(python: str | None, *, driver_version: str | None = None, compute_capability: str | None = None,
-              probe_run: ProbeRun | None = None) -> CheckResult:
+              probe_run: ProbeRun | None = None, with_tensorrt: bool = False) -> CheckResult:
     """`probe_run`: the probe already run for this target (describe_target), else the one started early, if any."""
     from ortfix.check.diagnose import diagnose
     from ortfix.check.facts import gather
@@ -88,7 +88,7 @@ def run_check(python: str | None, *, driver_version: str | None = None, compute_
     facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.python),
                    unfinished=unfinished_transactions, driver_version=driver_version,
                    compute_capability=compute_capability)
-    return CheckResult(facts=facts, findings=diagnose(facts, matrix), matrix=matrix,
+    return CheckResult(facts=facts, findings=diagnose(facts, matrix, with_tensorrt=with_tensorrt), matrix=matrix,
                        target=describe(facts.probe, chosen.chosen_by))
 
 

@@ -27,6 +27,6 @@ def run_plan(python: str | None, options: PlanOptions, *, driver_version: str | 
     options = replace(options, driver_version=driver_version or options.driver_version,
                       compute_capability=compute_capability or options.compute_capability)
     result = run_check(python, driver_version=options.driver_version,
-                       compute_capability=options.compute_capability)
+                       compute_capability=options.compute_capability, with_tensorrt=options.with_tensorrt)
     refuse_own_environment(result.target)
     return PlanResult(check=result, plan=make_plan(result.facts, result.findings, result.matrix, options))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.cachedir import cache_dir, write_json
+from ortfix.compat.addons import ADDONS_KIND, build_addons
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
 from ortfix.compat.schemas import MATRIX_KINDS
@@ -24,7 +25,7 @@ from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
-_CACHE_FORMAT = 6
+_CACHE_FORMAT = 7
 
 
 def default_compat_dir() -> Path:
@@ -74,7 +75,7 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
         for f in files:
             doc = validate_document(_read_bytes(f), str(f))
             kind = doc["kind"]
-            if kind not in MATRIX_KINDS:
+            if kind not in (*MATRIX_KINDS, ADDONS_KIND):
                 continue  # another versioned data file beside the matrix (explain's error patterns)
             if kind in docs:
                 raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
@@ -154,7 +155,8 @@ def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Mat
     data_version = max(str(d["data_version"]) for d in docs.values())
     widely = cuda_doc.get("widely_deployed_driver")
     return Matrix(builds=tuple(builds), cuda=cuda, cudnn=cudnn, data_version=data_version, files=files,
-                  widely_deployed_driver=widely["linux"] if widely else None)
+                  widely_deployed_driver=widely["linux"] if widely else None,
+                  addons=build_addons(docs.get(ADDONS_KIND)))
 
 
 def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
+from ortfix.compat.addons import Addons
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, WheelRequirement, WheelSpec, WheelVersions
 from ortfix.compat.platforms import wheel_platform
 from ortfix.compat.versions import driver_version, same_version
@@ -21,6 +22,7 @@ class Matrix:
     data_version: str
     files: tuple[str, ...] = field(default=())
     widely_deployed_driver: str | None = None  # cuda.yaml's: what a plan with no driver known prefers to run on
+    addons: Addons = field(default_factory=Addons)  # addons.yaml's TensorRT and onnxruntime-genai rows (optional file)
 
     def builds_for(self, version: str) -> list[OrtBuild]:
         try:

@@ -9,6 +9,7 @@ easier to read whole than spread over modules.
 from __future__ import annotations
 
 from ortfix.check.codes import FindingCode
+from ortfix.compat.addons import ADDONS_KIND, ADDONS_SCHEMA
 from ortfix.compat.platforms import WHEEL_PLATFORMS
 from ortfix.strenum import StrEnum
 
@@ -286,4 +287,5 @@ ERROR_PATTERNS_SCHEMA: JsonSchema = {
 }
 
 # Every kind a compat file may have, and its schema.
-SCHEMAS: dict[str, JsonSchema] = {**_MATRIX_SCHEMAS, ERROR_PATTERNS_KIND: ERROR_PATTERNS_SCHEMA}
+SCHEMAS: dict[str, JsonSchema] = {**_MATRIX_SCHEMAS, ADDONS_KIND: ADDONS_SCHEMA,
+                                  ERROR_PATTERNS_KIND: ERROR_PATTERNS_SCHEMA}

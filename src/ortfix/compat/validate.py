@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
+from ortfix.compat.addons import ADDONS_KIND, duplicate_minor
 from ortfix.compat.schemas import MATRIX_KINDS, SCHEMA_VERSION, SCHEMAS, JsonSchema
 from ortfix.compat.versions import driver_version
 from ortfix.errors import OrtfixError
@@ -69,6 +70,13 @@ def _semantic_checks(doc: Mapping[str, Any], node: Node | None, name: str) -> No
     """What a schema cannot say: versions parse, no build listed twice, specifiers parse, `published` is ordered."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+    if doc["kind"] == ADDONS_KIND:
+        twice = duplicate_minor(doc["tensorrt"])
+        if twice is not None:
+            i, j, minor = twice
+            raise OrtfixError(f"{name}:{_line(node, ['tensorrt', i, 'ort', j])}: ORT {minor} is already in an "
+                              f"earlier tensorrt row")
+        return
     if doc["kind"] not in MATRIX_KINDS:
         return
     if doc["kind"] == "ort-releases":

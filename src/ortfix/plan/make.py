@@ -4,7 +4,8 @@
 The least invasive fix wins: make libraries that are already installed findable before downloading anything, reuse
 compatible copies (torch's, the conda prefix's) before installing duplicates, and never touch system folders.
 The parts: model.py (what a plan is), choose_build.py (the ORT build), repairs.py (damaged installs),
-needed_libraries.py (the libraries to provide), hook_actions.py (making them findable).
+needed_libraries.py (the libraries to provide), hook_actions.py (making them findable), genai.py (the
+onnxruntime-genai swap).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.choose_build import cudnn9_first, cudnn9_out_of_reach, installed_build, needs_swap, ranked_builds
+from ortfix.plan.genai import genai_change
 from ortfix.plan.hook_actions import (
     dll_folders,
     hook_actions,
@@ -50,6 +52,7 @@ from ortfix.plan.neighbours import Replacement, refusal, replacements
 from ortfix.plan.project_actions import project_changes
 from ortfix.plan.repairs import find_repairs
 from ortfix.plan.schema import PLAN_SCHEMA
+from ortfix.plan.tensorrt import TENSORRT_CODES, TensorrtChange, tensorrt_change
 from ortfix.system.windows import dll_name_for_soname
 from ortfix.target.locate import externally_managed
 
@@ -120,6 +123,9 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                                                 or installed.cuda_major != target.cuda_major)
         if gpu_dist and other_build and gpu_dist.name not in remove:
             remove.append(gpu_dist.name)
+    genai = genai_change(facts, matrix, by_code, target, installed, required)  # plan/genai.py
+    remove += [n for n in genai.remove if n not in remove]
+    notes += genai.notes
     # 2. libraries: which sonames the (target) build needs, and for each: findable, reusable, or to install
     needs = needed_sonames(facts, matrix, target, installed, swap)
     site = facts.probe.purelib
@@ -165,6 +171,10 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
         hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
 
+    trt = tensorrt_change(facts, matrix, installed, target) if options.with_tensorrt else TensorrtChange()
+    hook_libs.update({s: p for s, p in trt.libraries.items() if s not in hook_libs})  # plan/tensorrt.py
+    notes += trt.notes
+
     # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
     # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.
     replaced: dict[str, WheelSpec] = {}
@@ -183,6 +193,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             if wanted.note:
                 notes.append(wanted.note)
     requirements += [r for r in repairs.requirements.values() if r not in requirements]
+    requirements += [genai.requirement] if genai.requirement else []
+    requirements += [trt.requirement] if trt.requirement else []
     changed = replacements(facts, remove, requirements, required)
     by_name = {r.dist.normalized: r for r in changed}
     inside = os.path.realpath(facts.probe.prefix) + os.sep
@@ -203,7 +215,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
             (f"- {dist.name} {dist.version} ({len(dist.files) or 'all'} files under {dist.location})"
              + (f": {taken.line()}" if taken and (taken.needs or taken.new) else ""),),
             "its files are moved aside into the transaction's stash and moved back on rollback, byte for byte",
-            tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES), *repairs.remove.get(name, ())})),
+            tuple(sorted({*(c for c in codes if c in UNINSTALL_FIXES), *repairs.remove.get(name, ()),
+                          *(genai.fixes if name in genai.remove else ())})),
             {"distribution": dist.name, "version": dist.version, "location": dist.location,
              "dist_info": dist.dist_info}))
 
@@ -230,7 +243,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
                               *((Code.GPU_ARCH,) if swap and arch_error else ()),
                               *((Code.TORCH_MISMATCH,) if share and Code.TORCH_MISMATCH in codes else ()),
                               *((Code.ZLIBWAPI_MISSING,) if swap and Code.ZLIBWAPI_MISSING in codes and target
-                                and (target.cudnn_major or 0) >= 9 else ())}))
+                                and (target.cudnn_major or 0) >= 9 else ()),
+                              *genai.fixes, *(c for c in TENSORRT_CODES if c in codes and trt.requirement)}))
         actions.append(Action(
             ActionKind.PIP_INSTALL, f"install {', '.join(requirements)}",
             (*(f"+ {r}" for r in requirements),
@@ -260,7 +274,8 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
     kind = hook_kind(facts, options)
     beaten = machine_path_shadows(facts, findings) if kind == "user-path" else {}
     if hook_libs and kind != "none":
-        actions += hook_actions(facts, kind, hook_libs, codes - {Code.LIB_SHADOWED} if beaten else codes)
+        trt_codes = {c for c in codes if c not in TENSORRT_CODES or trt.libraries}
+        actions += hook_actions(facts, kind, hook_libs, trt_codes - {Code.LIB_SHADOWED} if beaten else trt_codes)
         notes += [user_path_note(beaten)] if beaten else []
     elif hook_libs and is_store_python(facts):
         notes.append(f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}")

@@ -42,6 +42,7 @@ class PlanOptions:
     compute_capability: str | None = None
     installer: InstallerOption = "auto"
     project: bool = False  # also change the project's files through its own tool (apply --project)
+    with_tensorrt: bool = False  # also provide the TensorRT provider's libraries (--with tensorrt; plan/tensorrt.py)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequ
         del opts["installer"]
     if not opts["project"]:  # likewise
         del opts["project"]
+    if not opts["with_tensorrt"]:  # likewise
+        del opts["with_tensorrt"]
     doc = {"facts": facts_fingerprint, "options": opts,
            "actions": [{"kind": a.kind, "details": dict(a.details)} for a in actions]}
     data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

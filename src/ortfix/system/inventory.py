@@ -127,6 +127,9 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
                     d = os.path.join(nvidia, sub, leaf)
                     if os.path.isdir(d):
                         dirs.append((d, ORIGIN_WHEEL))
+        trt = os.path.join(sp, "tensorrt_libs")  # where tensorrt-cuNN-libs puts libnvinfer.so.N
+        if os.path.isdir(trt):
+            dirs.append((trt, ORIGIN_WHEEL))
     if probe.torch:
         dirs.append((probe.torch.lib_dir, ORIGIN_TORCH))
     if probe.env_kind == "conda":

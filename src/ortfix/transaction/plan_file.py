@@ -49,7 +49,7 @@ _FIELDS = ("schema", "created", "ortfix_version", "python", "prefix", "environme
 _ACTION_FIELDS = ("kind", "summary", "changes", "undo", "fixes", "details")
 _OPTION_FIELDS = ("ort_version", "cuda_major", "hook", "driver_version", "compute_capability")
 # Fields a plan written before they existed lacks: "installer" (then "auto") and the plan's "installer_options".
-_OPTIONAL_OPTION_FIELDS = ("installer", "project")
+_OPTIONAL_OPTION_FIELDS = ("installer", "project", "with_tensorrt")
 _OPTIONAL_FIELDS = ("installer_options",)
 # Optional: the target the plan was made for and how it was chosen (what `plan` printed first). Informational only:
 # apply never takes anything from it (the environment is --python's, and the plan's prefix must be that one).
@@ -92,6 +92,9 @@ def parse_options(doc: object) -> PlanOptions:
     project = doc.get("project", False)
     if not isinstance(project, bool):
         raise BadField("options.project is not true or false")
+    with_tensorrt = doc.get("with_tensorrt", False)
+    if not isinstance(with_tensorrt, bool):
+        raise BadField("options.with_tensorrt is not true or false")
     d = exact_fields({k: v for k, v in doc.items() if k not in _OPTIONAL_OPTION_FIELDS}, _OPTION_FIELDS, "options")
     ort_version = want_opt_str(d, "ort_version", limit=64, where="options")
     cuda = d["cuda_major"]
@@ -108,7 +111,8 @@ def parse_options(doc: object) -> PlanOptions:
     except OrtfixError as exc:
         raise BadField(f"options: {exc.message}") from exc
     return PlanOptions(ort_version=ort_version, cuda_major=cuda, hook=hook, driver_version=driver,
-                       compute_capability=cc, installer=installer, project=project)
+                       compute_capability=cc, installer=installer, project=project,
+                       with_tensorrt=with_tensorrt)
 
 
 def _action(doc: object, n: int) -> PlannedAction:

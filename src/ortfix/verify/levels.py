@@ -24,6 +24,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ortfix import subproc
+from ortfix.check.addons import tensorrt_wanted
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.windows_remedies import (
     MSVC_DLL,
@@ -105,11 +106,6 @@ def provider_sonames(provider: ProviderLoad) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _tensorrt_installed(facts: Facts) -> bool:
-    return any(c.family == "nvinfer" for c in facts.libraries) or any(
-        path for name, path in facts.findable.items() if name.startswith("libnvinfer.so"))
-
-
 def _lib_error(soname: str, error: str | None) -> str:
     text = error or "not loaded"
     return text if text.startswith(soname + ":") else f"{soname}: {text}"
@@ -135,7 +131,7 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
         return _level_loader_windows(facts, python, install, cuda)
     cuda_names = provider_sonames(cuda)
     trt = _provider(install, "tensorrt")
-    trt_names = provider_sonames(trt) if trt and not trt.error and _tensorrt_installed(facts) else []
+    trt_names = provider_sonames(trt) if trt and not trt.error and tensorrt_wanted(facts, False) else []
     resolutions = [*cuda.resolutions, *(trt.resolutions if trt_names and trt else ())]
     # One rule for every release: a library that NEEDs the driver's libcuda.so.1 (cuDNN 9's runtime-compiled
     # engines, directly NEEDed by the 1.20 provider, loaded by the preload hook for others) cannot load on a machine

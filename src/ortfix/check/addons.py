@@ -1,0 +1,148 @@
+"""What runs beside the GPU build: the TensorRT provider's libraries (TRT001-TRT003) and onnxruntime-genai (GENAI001,
+GENAI002). TensorRT is judged only where it matters (`tensorrt_wanted`): its libraries are present, or TensorRT was
+asked for (`--with tensorrt`); a build whose TensorRT nobody installed or wants is no problem and shows no table."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
+from ortfix.check.findings import Finding, GenaiData
+from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES
+from ortfix.compat.matrix import Matrix
+from ortfix.system.elf import NotElf, read_elf
+from ortfix.system.inventory import cuda_major_by_name, soname_major
+from ortfix.target.probe import Distribution
+
+TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
+# Where a tensorrt-cuNN-libs wheel puts its libraries, relative to site-packages.
+TENSORRT_WHEEL_DIR = "tensorrt_libs"
+# The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
+GENAI_CUDA_LIBRARY = "onnxruntime_genai/libonnxruntime-genai-cuda.so"
+
+
+def tensorrt_wanted(facts: Facts, asked: bool) -> bool:
+    """TensorRT matters here: asked for, or some TensorRT library is installed or findable."""
+    return asked or any(c.family in TENSORRT_FAMILIES for c in facts.libraries) or any(
+        path for name, path in facts.findable.items() if name.startswith("libnvinfer.so"))
+
+
+def tensorrt_provider(install: OrtInstall) -> ProviderLoad | None:
+    return next((p for p in install.providers if p.provider == "tensorrt"), None)
+
+
+def tensorrt_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall, *, asked: bool) -> list[Finding]:
+    provider = tensorrt_provider(gpu)
+    if provider is None or provider.error or not tensorrt_wanted(facts, asked):
+        return []
+    needed = next((n for n in provider.needed if n.startswith("libnvinfer.so.")), None)
+    major = soname_major(needed) if needed else None
+    out = []
+    present = sorted({c.path for c in facts.libraries if c.family == "nvinfer" and c.major != major})
+    if major is not None and present and not any(
+            c.family == "nvinfer" and c.major == major for c in facts.libraries):
+        out.append(Finding(
+            FindingCode.TENSORRT_WRONG_MAJOR, Severity.ERROR,
+            f"the TensorRT provider of {gpu.package} {gpu.version} needs TensorRT {major} ({needed}); only another "
+            f"TensorRT major is installed",
+            tuple(present), f"install TensorRT {major} (tensorrt-cu{gpu.cuda_major}-libs {major}.*): "
+            f"`ortfix plan --with tensorrt`", {"soname": needed or "", "present": present}))
+    missing = [r.name for r in provider.missing]
+    if missing:
+        out.append(Finding(
+            FindingCode.TENSORRT_NOT_LOADING, Severity.ERROR,
+            f"{len(missing)} librar{'y' if len(missing) == 1 else 'ies'} of the TensorRT provider would not load: "
+            "ONNX Runtime falls back from TensorrtExecutionProvider silently",
+            tuple(f"{n}: not found by the loader" for n in missing),
+            "`ortfix plan --with tensorrt` installs the TensorRT major the build needs and makes it findable; or drop "
+            "TensorrtExecutionProvider from the providers list", {"sonames": missing}))
+    out += _tensorrt_version_findings(facts, matrix, gpu)
+    return out
+
+
+def _tensorrt_version_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall) -> list[Finding]:
+    """TRT003: the installed tensorrt-cuNN-libs is older than what ORT documents for the build."""
+    row = matrix.addons.tensorrt_for(gpu.version or "")
+    if row is None or row.min_version is None:
+        return []
+    out = []
+    for dist in facts.probe.distributions:
+        if not dist.normalized.startswith("tensorrt-cu") or not dist.normalized.endswith("-libs"):
+            continue
+        try:
+            old = Version(dist.version) < Version(row.min_version)
+        except InvalidVersion:
+            continue
+        if old and Version(dist.version).major == row.major:
+            out.append(Finding(
+                FindingCode.TENSORRT_TOO_OLD, Severity.WARNING,
+                f"{dist.name} {dist.version} is older than TensorRT {row.min_version}, what ONNX Runtime "
+                f"{gpu.version}'s TensorRT provider is documented for",
+                (f"{dist.name} {dist.version} at {dist.location}", f"matrix: {row.source}"),
+                f"install {dist.name}>={row.min_version},<{row.major + 1}"))
+    return out
+
+
+@dataclass(frozen=True)
+class GenaiInstall:
+    dist: Distribution
+    cuda_major: int | None  # onnxruntime-genai-cuda: read from its library's NEEDED libcudart, else None
+
+    @property
+    def line(self) -> str:
+        kind = {GENAI_CPU: "CPU", GENAI_DIRECTML: "DirectML"}.get(self.dist.normalized)
+        built = kind or (f"CUDA {self.cuda_major}" if self.cuda_major else "CUDA ?")
+        return f"{self.dist.name} {self.dist.version} ({built})"
+
+
+def genai_installs(facts: Facts) -> list[GenaiInstall]:
+    """Every onnxruntime-genai distribution installed, with the CUDA major its binary says."""
+    out = []
+    for dist in facts.probe.distributions:
+        if dist.normalized in GENAI_PACKAGES:
+            major = _genai_cuda_major(dist) if dist.normalized == GENAI_CUDA else None
+            out.append(GenaiInstall(dist, major))
+    return out
+
+
+def _genai_cuda_major(dist: Distribution) -> int | None:
+    try:
+        info = read_elf(os.path.join(dist.location, GENAI_CUDA_LIBRARY))
+    except (OSError, NotElf):
+        return None
+    return next((m for m in map(cuda_major_by_name, info.needed) if m is not None), None)
+
+
+def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
+    """GENAI001: the CPU onnxruntime-genai beside the GPU build; GENAI002: genai-cuda of another CUDA major."""
+    if gpu is None or gpu.cuda_major is None:
+        return []
+    out = []
+    replacement = matrix.addons.genai_cuda_for(gpu.version or "", gpu.cuda_major)
+    swap = (f"replace it with {GENAI_CUDA}=={replacement} (CUDA {gpu.cuda_major}): `ortfix plan`" if replacement
+            else f"no {GENAI_CUDA} release the matrix knows is built for CUDA {gpu.cuda_major} and accepts "
+            f"{gpu.package} {gpu.version}")
+    for g in genai_installs(facts):
+        data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
+        if g.dist.normalized == GENAI_CPU:
+            out.append(Finding(
+                FindingCode.GENAI_CPU, Severity.ERROR,
+                f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {gpu.package} it "
+                "says \"CUDA execution provider is not enabled in this build\"", (f"{g.line} at {g.dist.location}",),
+                swap, data))
+            continue
+        major = g.cuda_major
+        if major is None and g.dist.normalized == GENAI_CUDA:
+            row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
+            major = row.cuda_major if row else None
+        if major is not None and major != gpu.cuda_major:
+            out.append(Finding(
+                FindingCode.GENAI_OTHER_CUDA, Severity.ERROR,
+                f"{g.dist.name} {g.dist.version} is built for CUDA {major}, {gpu.package} {gpu.version} for CUDA "
+                f"{gpu.cuda_major}: the process would need both majors' libraries",
+                (f"{g.line} at {g.dist.location}",), swap, data))
+    return out

@@ -1,0 +1,50 @@
+"""The onnxruntime-genai swap: a CPU `onnxruntime-genai` (GENAI001) or an `onnxruntime-genai-cuda` of another CUDA
+major (GENAI002) beside the GPU build is uninstalled and `onnxruntime-genai-cuda` of the target build's CUDA major is
+installed, pinned to the newest release (compat/addons.yaml) whose ORT requirement the target meets, so the swap never
+moves ORT. The neighbour rule holds (plan/neighbours.py): where another installed distribution requires the genai
+package by name, the swap is left out and a note says who."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ortfix.check.codes import FindingCode
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.check.findings import Finding, genai_swap
+from ortfix.check.requires import Need
+from ortfix.compat.addons import GENAI_CUDA
+from ortfix.compat.matrix import Matrix
+from ortfix.plan.model import ChosenBuild
+from ortfix.plan.neighbours import replacements
+
+GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA)
+
+
+@dataclass(frozen=True)
+class GenaiChange:
+    remove: tuple[str, ...] = ()  # the genai distributions to uninstall
+    requirement: str | None = None  # onnxruntime-genai-cuda==V
+    fixes: tuple[FindingCode, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]],
+                 target: ChosenBuild | None, installed: OrtInstall | None, required: Sequence[Need]) -> GenaiChange:
+    findings = [f for code in GENAI_CODES for f in by_code.get(code, [])]
+    if not findings:
+        return GenaiChange()
+    version = target.version if target else (installed.version if installed else None)
+    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
+    pick = matrix.addons.genai_cuda_for(version, cuda) if version and cuda else None
+    if pick is None:
+        return GenaiChange(notes=(f"no {GENAI_CUDA} release the matrix knows is built for CUDA {cuda} and accepts "
+                                  f"onnxruntime-gpu {version}: onnxruntime-genai stays as it is",))
+    remove = tuple(dict.fromkeys(genai_swap(f)["installed"] for f in findings))
+    requirement = f"{GENAI_CUDA}=={pick}"
+    broken = [r for r in replacements(facts, remove, [requirement], required) if r.broken]
+    if broken:
+        who = "; ".join(f"{n.who} requires {n.text}" for r in broken for n in r.broken)
+        return GenaiChange(notes=(f"{', '.join(remove)} stays ({who}): replacing it with {requirement} would break "
+                                  "that requirement",))
+    return GenaiChange(remove, requirement, tuple(sorted({f.code for f in findings})))

@@ -1,0 +1,66 @@
+"""`plan --with tensorrt`: the TensorRT libraries the build's TensorRT provider NEEDs (`libnvinfer.so.N`,
+`libnvonnxparser.so.N`, before 1.23 `libnvinfer_plugin.so.N`), made findable by the same hooks as the CUDA libraries:
+a copy the environment has already is hooked; else `tensorrt-cuNN-libs` of the build's CUDA major is installed,
+pinned to the build's TensorRT major and at least the version ORT documents for it (compat/addons.yaml), and its
+`tensorrt_libs/` copies are hooked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortfix.check.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR, tensorrt_provider
+from ortfix.check.codes import FindingCode
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.compat.matrix import Matrix
+from ortfix.plan.model import ChosenBuild
+from ortfix.system.inventory import parse_lib_name, soname_major
+
+TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_MAJOR)
+
+
+@dataclass(frozen=True)
+class TensorrtChange:
+    requirement: str | None = None  # tensorrt-cuNN-libs>=MIN,<MAJOR+1
+    libraries: Mapping[str, str] = field(default_factory=dict)  # soname → the path the hooks make findable
+    notes: tuple[str, ...] = ()
+
+
+def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
+                    target: ChosenBuild | None) -> TensorrtChange:
+    version = target.version if target else (installed.version if installed else None)
+    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
+    if not version or not cuda:
+        return TensorrtChange(notes=("--with tensorrt: no GPU build to add TensorRT to",))
+    sonames = [n for n in _provider_needed(matrix, installed, version, cuda)
+               if (parsed := parse_lib_name(n)) is not None and parsed[0] in TENSORRT_FAMILIES]
+    major = next((soname_major(n) for n in sonames if n.startswith("libnvinfer.so.")), None)
+    if major is None:
+        return TensorrtChange(notes=(f"--with tensorrt: which TensorRT {version} needs is not known",))
+    libraries: dict[str, str] = {}
+    install = False
+    for soname in sonames:
+        if facts.findable.get(soname):
+            continue
+        own = [c.path for c in facts.libraries if c.inside_env and soname in (c.soname, c.name)]
+        if own:
+            libraries[soname] = own[0]
+            continue
+        install = True
+        libraries[soname] = os.path.join(facts.probe.purelib, TENSORRT_WHEEL_DIR, soname)
+    if not install:
+        return TensorrtChange(libraries=libraries)
+    row = matrix.addons.tensorrt_for(version)
+    low = row.min_version if row and row.major == major and row.min_version else f"{major}.0"
+    return TensorrtChange(f"tensorrt-cu{cuda}-libs>={low},<{major + 1}", libraries)
+
+
+def _provider_needed(matrix: Matrix, installed: OrtInstall | None, version: str, cuda: int) -> tuple[str, ...]:
+    """The TensorRT provider's NEEDED: the installed binary's when it is the build planned, else the matrix's."""
+    provider = tensorrt_provider(installed) if installed is not None else None
+    if (provider is not None and not provider.error and installed is not None and installed.version == version
+            and installed.cuda_major == cuda):
+        return provider.needed
+    rows = [b for b in matrix.builds_for(version) if b.cuda_major == cuda]
+    return rows[0].tensorrt_needed if rows else ()
