@@ -151,6 +151,7 @@ _NO_CACHE = {"ORTFIX_NO_CACHE": "1"}
 _TRT_TABLE = "libonnxruntime_providers_tensorrt.so needs"
 
 
+@pytest.mark.slow
 def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path, house: Path) -> None:
     """Seeds 000/003: a GPU build whose TensorRT nobody installed shows no TensorRT table (six NOT FOUND lines before)
     and no TensorRT finding; `--with tensorrt` shows the table and says which libraries would not load."""
@@ -168,6 +169,7 @@ def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path
     assert not {c for c in codes(plain_doc) if c.startswith("TRT")}
 
 
+@pytest.mark.slow
 def test_installed_tensorrt_is_judged_without_being_asked(tmp_path: Path, house: Path) -> None:
     """tensorrt-cu12-libs 10.0.1 installed (in site-packages/tensorrt_libs, which no loader path names): the table
     appears, TRT001 names the libraries the loader misses, TRT003 says 10.0.1 is older than ORT 1.22's 10.9."""
@@ -185,6 +187,7 @@ def test_installed_tensorrt_is_judged_without_being_asked(tmp_path: Path, house:
     assert "TRT001" not in codes(found) and "TRT003" in codes(found)
 
 
+@pytest.mark.slow
 def test_tensorrt_of_another_major_is_trt002(tmp_path: Path) -> None:
     own = tmp_path / "house"
     own.mkdir()
@@ -198,6 +201,7 @@ def test_tensorrt_of_another_major_is_trt002(tmp_path: Path) -> None:
     assert any(p.endswith("libnvinfer.so.8") for p in f["data"]["present"])
 
 
+@pytest.mark.slow
 def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path: Path, house: Path) -> None:
     cpu = _env(tmp_path / "cpu", house, "onnxruntime-genai==0.9.2")
     proc = run_ortfix("check", "--python", str(cpu), env=_NO_CACHE)
@@ -240,6 +244,7 @@ def _genai_venv(tmp_path: Path, house: Path, *extra: str) -> Path:
     return python
 
 
+@pytest.mark.slow
 def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: Path, house: Path) -> None:
     python = _genai_venv(tmp_path, house)
     env = _pip_env(tmp_path, house)
@@ -267,6 +272,7 @@ def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: P
     assert_same_tree(before, tree_state(venv))
 
 
+@pytest.mark.slow
 def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path: Path, house: Path) -> None:
     python = _genai_venv(tmp_path, house, "genai-app==1.0")
     plan = ortfix_json("plan", "--python", str(python), env=_pip_env(tmp_path, house), expect=1)
@@ -275,6 +281,7 @@ def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path:
     assert any("genai-app 1.0 requires onnxruntime-genai>=0.9" in n for n in plan["notes"]), plan["notes"]
 
 
+@pytest.mark.slow
 def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_path: Path, house: Path) -> None:
     """`--with tensorrt`: tensorrt-cu12-libs of the build's TensorRT major (10, from the provider's NEEDED) and at least
     the 10.9 ORT documents for 1.22, its tensorrt_libs/ hooked like the CUDA libraries; apply, load, rollback."""
