@@ -1,19 +1,99 @@
 """Which CUDA libraries a plan must provide: those the chosen build needs (or, keeping the installed build, those
 the loader misses or finds elsewhere), the installed copies by soname, and the NVIDIA wheels that occupy the folder
-a wheel to install writes into, and the whole cuDNN copy that a cuDNN library to make findable belongs to."""
+a wheel to install writes into, and the whole cuDNN copy that a cuDNN library to make findable belongs to.
+`provide_libraries` is the plan's libraries stage: for each library, findable already, reused, or installed."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
+from ortfix.check.findings import Finding, shadowing
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.plan.hook_actions import targets_windows
 from ortfix.plan.model import ChosenBuild
 from ortfix.system.inventory import LibCopy, parse_lib_name
-from ortfix.system.windows import wheel_dlls
+from ortfix.system.windows import dll_name_for_soname, wheel_dlls
 from ortfix.target.probe import Distribution
+
+
+@dataclass(frozen=True)
+class Provided:
+    to_install: Mapping[str, WheelSpec]  # distribution → the NVIDIA wheel to install
+    hook_libs: Mapping[str, str]  # soname → absolute path to make findable
+    missing: tuple[str, ...]  # needed, not findable, and no NVIDIA wheel is known for it
+
+
+def stack_majors(target: ChosenBuild | None, installed: OrtInstall | None) -> tuple[int | None, int | None]:
+    """The CUDA and cuDNN majors the plan's stack uses: the target's, else the installed build's."""
+    cuda_major = target.cuda_major if target else (installed.cuda_major if installed else None)
+    cudnn_major = target.cudnn_major if target else (installed.cudnn_major if installed else None)
+    return cuda_major, cudnn_major
+
+
+def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]],
+                      target: ChosenBuild | None, installed: OrtInstall | None, swap: bool) -> Provided:
+    """Which sonames the (target) build needs, and for each: findable, reusable, or to install."""
+    site = facts.probe.purelib
+    to_install: dict[str, WheelSpec] = {}
+    hook_libs: dict[str, str] = {}
+    missing_no_wheel: list[str] = []
+    copies = copies_by_soname(facts.libraries)
+    cuda_major, cudnn_major = stack_majors(target, installed)
+    shadowed = {shadowing(f)["soname"]: f for f in by_code.get(Code.LIB_SHADOWED, [])}
+
+    def fits(path: str) -> bool:
+        """A copy built for the target's CUDA major (or one nothing tells the major of): a stack mixes no majors."""
+        major = facts.cuda_major_at(path)
+        return cuda_major is None or major is None or major == cuda_major
+
+    driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
+    windows = targets_windows(facts)
+    for soname in needed_sonames(facts, matrix, target, installed, swap):
+        if facts.loader.key(soname) in driver_libraries:
+            continue
+        found = facts.findable.get(soname)
+        if found and not fits(found):
+            found = None  # the loader finds a copy of another CUDA major: it cannot stand in
+        own = [c for c in copies.get(soname, []) if c.inside_env and fits(c.path)]
+        if found and soname not in shadowed and not (own and not _inside(facts, found)):
+            continue  # the loader already finds a copy: the environment's own, or the only one there is
+        if own:
+            hook_libs[soname] = own[0].path
+            continue
+        if found:  # shadowed but no own copy
+            continue
+        wheel = wheel_for_library(matrix, soname, cuda_major, cudnn_major, windows=windows) if cuda_major else None
+        if wheel is None:
+            missing_no_wheel.append(soname)
+            continue
+        to_install[wheel.distribution] = wheel
+        hook_libs[soname] = _installed_path(site, wheel, soname, windows=windows)
+
+    if windows:  # the PATH hook puts folders first: cuDNN's holds all of it; NVRTC's is loaded by a built name
+        hook_libs = with_nvrtc(hook_libs, facts.libraries, cuda_major)
+    else:
+        cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
+        hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
+    return Provided(to_install, hook_libs, tuple(missing_no_wheel))
+
+
+def _installed_path(site: str, wheel: WheelSpec, soname: str, *, windows: bool) -> str:
+    """Where `wheel` will install the library `soname` in the site-packages folder `site`: on Windows its DLL in the
+    wheel's Windows folder (nvidia\\cublas\\bin), elsewhere the SONAME in its folder (nvidia/cublas/lib)."""
+    if windows and wheel.windows_dir:
+        return os.path.join(site, *wheel.windows_dir.split("/"), dll_name_for_soname(soname) or soname)
+    return os.path.join(site, wheel.dir, soname)
+
+
+def _inside(facts: Facts, path: str) -> bool:
+    """Whether `path` lies in the target environment: an outside copy found first shadows the environment's own
+    (what `check` reports as LIB004 once the build is installed)."""
+    return (os.path.realpath(path) + os.sep).startswith(os.path.realpath(facts.probe.prefix) + os.sep)
 
 
 def needed_sonames(facts: Facts, matrix: Matrix, target: ChosenBuild | None, installed: OrtInstall | None,
