@@ -28,7 +28,7 @@ from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
 from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
-from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
+from ortfix.system.platform import LibraryReader, MachineLoader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import platform_for
 from ortfix.system.project import Project, project_of
 from ortfix.system.uvargs import find_uv
@@ -204,15 +204,7 @@ def gather(
     plat = platform or platform_for(sys.platform)
     # The probe runs while ortfix reads the loader's set-up and the driver (it may already be running: prefetch).
     proc = probe_run or start_probe(python)
-    try:
-        base_driver = plat.detect_driver()
-        driver = (overridden_driver(driver_version, compute_capability, base_driver)
-                  if driver_version or compute_capability else base_driver)
-        machine = plat.machine_loader()
-    except BaseException:
-        if not isinstance(proc, subprocess.CompletedProcess):
-            subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
-        raise
+    driver, machine = _host(plat, proc, driver_version, compute_capability)
     probe = finish_probe(proc, python)
     if probe.system != plat.system:
         raise unsupported(probe.system)
@@ -269,6 +261,21 @@ def gather(
         windows=windows,
         project=project_of(probe.prefix),
     )
+
+
+def _host(plat: Platform, proc: ProbeRun, driver_version: str | None,
+          compute_capability: str | None) -> tuple[DriverFacts, MachineLoader]:
+    """The driver (as `--driver`/`--compute-capability` override it) and the machine's loader set-up, read while the
+    probe `proc` runs; the probe is stopped if reading them fails."""
+    try:
+        base_driver = plat.detect_driver()
+        driver = (overridden_driver(driver_version, compute_capability, base_driver)
+                  if driver_version or compute_capability else base_driver)
+        return driver, plat.machine_loader()
+    except BaseException:
+        if not isinstance(proc, subprocess.CompletedProcess):
+            subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
+        raise
 
 
 def _pip_config(prefix: str, notes: list[str]) -> PipConfig | None:

@@ -7,6 +7,7 @@ link, and LD_LIBRARY_PATH folders that cannot be read."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
@@ -105,6 +106,16 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
             {"soname": name, "present": [c.path for c in others]}))
     out += _other_cuda_major(facts, gpu, provider)
+    out += _shadowed(facts, provider, by_soname, windows=windows)
+    return out
+
+
+def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequence[LibCopy]], *,
+              windows: bool) -> list[Finding]:
+    """LIB004: a library the loader takes from outside the environment although the environment has its own copy
+    (`by_soname`: the copies by the loader's key of their soname)."""
+    key = facts.loader.key
+    out: list[Finding] = []
     prefix = os.path.realpath(facts.probe.prefix) + os.sep
     seen: set[str] = set()
     for res in provider.resolutions:

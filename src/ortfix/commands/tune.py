@@ -39,10 +39,7 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
              timeout: float = 600.0, progress: Callable[[str], None] | None = None,
              probe_run: ProbeRun | None = None) -> TuneResult:
     """`probe_run`: the probe already run for this target (commands/check.describe_target), if any."""
-    from ortfix.system.driver import detect_driver
-    from ortfix.system.ldcache import load_ld_cache
     from ortfix.target.probe import finish_probe, resolve_target, start_probe
-    from ortfix.verify.levels import no_gpu_reason
 
     model = model_file(model, str(model))
     target = resolve_target(python)
@@ -66,7 +63,41 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
                              on_stage=on_stage)
 
     cpu_config = Config("CPU", "cpu")
-    cpu = run("CPU", [cpu_config])
+    version, available, resolved, cpu_results = _cpu_baseline(run("CPU", [cpu_config]), cpu_config, target, model)
+    cuda_results: list[ConfigResult] = []
+    note: str | None = None
+    complete = False
+    grid = configs()
+    startup: float | None = None
+    if CUDA_EP not in available:
+        note = f"this onnxruntime build has no {CUDA_EP} (available: {', '.join(available)})"
+    else:
+        cuda = run("CUDA", grid)
+        cuda_results = results_of(cuda, grid)
+        warmup = cuda.stage("warmup")
+        startup = _number(warmup.get("ms")) if warmup else None
+        note = _cuda_note(cuda, grid, cuda_results)
+        complete = note is None
+        cuda_results = [r for r in cuda_results if not r.error]
+    changing = len(resolved) > 1
+    return TuneResult(
+        python=str(target),
+        model=str(model),
+        onnxruntime=str(version) if version else None,
+        shape_sets=tuple(resolved),
+        runs=runs,
+        results=(*cpu_results, *cuda_results),
+        cuda_complete=complete,
+        cuda_note=note,
+        cuda_startup_ms=startup,
+        recommendation=recommend(cuda_results, changing),
+    )
+
+
+def _cpu_baseline(cpu: RunOutcome, cpu_config: Config, target: Path, model: Path
+                  ) -> tuple[object, list[str], list[Mapping[str, Sequence[int]]], list[ConfigResult]]:
+    """From the CPU run: onnxruntime's version, its available providers, the resolved shape sets and the CPU
+    results; or the error that says why the CPU run cannot be the baseline."""
     imported = cpu.stage("import")
     if imported is None:
         raise OrtfixError(f"the CPU run in {target} {cpu.death()} before importing onnxruntime")
@@ -84,53 +115,34 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
         raise OrtfixError(f"the CPU run {cpu.death()} while timing {model}")
     if cpu_results[0].error:
         raise OrtfixError(f"{model} does not run on the CPU: {one_line(cpu_results[0].error)}")
+    available: list[str] = list(inputs.get("available") or [])
+    return imported.get("version"), available, resolved, cpu_results
 
-    available = list(inputs.get("available") or [])
-    version = imported.get("version")
-    cuda_results: list[ConfigResult] = []
-    note: str | None = None
-    complete = False
-    grid = configs()
-    startup: float | None = None
-    if CUDA_EP not in available:
-        note = f"this onnxruntime build has no {CUDA_EP} (available: {', '.join(available)})"
-    else:
-        cuda = run("CUDA", grid)
-        cuda_results = results_of(cuda, grid)
-        warmup = cuda.stage("warmup")
-        startup = _number(warmup.get("ms")) if warmup else None
-        failed = [r for r in cuda_results if r.error]
-        ran = [r for r in cuda_results if not r.error]
-        if not ran:
-            reason = no_gpu_reason(detect_driver(load_ld_cache()))
-            what = (failed[0].error if failed else None) or f"the process {cuda.death()}"
-            logs = cuda.evidence
-            detail = what + (f"; onnxruntime said: {logs[0]}" if logs else "")
-            note = (f"{reason}, so the CUDA provider cannot start here ({detail})" if reason
-                    else f"the CUDA provider did not run: {detail}")
-        elif failed or len(cuda_results) < len(grid):
-            parts = [f"{len(ran)} of {len(grid)} CUDA configurations ran"]
-            if failed:
-                parts.append(f"{len(failed)} failed (first: {failed[0].config.name}: {failed[0].error})")
-            if len(cuda_results) < len(grid):
-                parts.append(f"{len(grid) - len(cuda_results)} did not run: the process {cuda.death()}")
-            note = "; ".join(parts)
-        else:
-            complete = True
-        cuda_results = ran
-    changing = len(resolved) > 1
-    return TuneResult(
-        python=str(target),
-        model=str(model),
-        onnxruntime=str(version) if version else None,
-        shape_sets=tuple(resolved),
-        runs=runs,
-        results=(*cpu_results, *cuda_results),
-        cuda_complete=complete,
-        cuda_note=note,
-        cuda_startup_ms=startup,
-        recommendation=recommend(cuda_results, changing),
-    )
+
+def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[ConfigResult]) -> str | None:
+    """Why the CUDA run is not complete (no configuration ran, some failed, or some did not run); None when every
+    configuration of `grid` ran."""
+    from ortfix.system.driver import detect_driver
+    from ortfix.system.ldcache import load_ld_cache
+    from ortfix.verify.levels import no_gpu_reason
+
+    failed = [r for r in cuda_results if r.error]
+    ran = [r for r in cuda_results if not r.error]
+    if not ran:
+        reason = no_gpu_reason(detect_driver(load_ld_cache()))
+        what = (failed[0].error if failed else None) or f"the process {cuda.death()}"
+        logs = cuda.evidence
+        detail = what + (f"; onnxruntime said: {logs[0]}" if logs else "")
+        return (f"{reason}, so the CUDA provider cannot start here ({detail})" if reason
+                else f"the CUDA provider did not run: {detail}")
+    if failed or len(cuda_results) < len(grid):
+        parts = [f"{len(ran)} of {len(grid)} CUDA configurations ran"]
+        if failed:
+            parts.append(f"{len(failed)} failed (first: {failed[0].config.name}: {failed[0].error})")
+        if len(cuda_results) < len(grid):
+            parts.append(f"{len(grid) - len(cuda_results)} did not run: the process {cuda.death()}")
+        return "; ".join(parts)
+    return None
 
 
 def _number(value: object) -> float | None:
