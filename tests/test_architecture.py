@@ -136,3 +136,41 @@ def test_long_modules_are_allowed_by_name() -> None:
     stale = sorted(set(LONG_MODULES) - set(over))
     assert not stale, f"no longer over {MAX_LINES} lines: drop them from LONG_MODULES: {stale}"
     assert all(reason.strip() for reason in LONG_MODULES.values())
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def _sent_as_source(path: Path) -> bool:
+    """The probe and the child scripts (target/_*.py, verify/_*.py): sent to another interpreter as the source of one
+    `python -c`, so each stays one file that runs on its own."""
+    return path.parent.name in ("target", "verify") and path.name.startswith("_") and path.name != "__init__.py"
+
+
+def _long_functions(name: str, source: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """The functions (methods and nested functions included) in `source` longer than `limit` lines, from `def` to
+    the last line (decorators, such as click's option declarations, left out)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > limit:
+                found.append(f"{name}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long = [found for name, path in sorted(MODULES.items()) if not _sent_as_source(path)
+            for found in _long_functions(name, path.read_text(encoding="utf-8"))]
+    assert not long, f"split these into named steps (at most {MAX_FUNCTION_LINES} lines each): {long}"
+
+
+def test_the_function_length_rule_catches_a_long_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions("m", f"def f() -> None:\n{body}") == [f"m:1 f ({MAX_FUNCTION_LINES + 1} lines)"]
+    assert _long_functions("m", f"def f() -> None:\n{body[body.index(chr(10)) + 1:]}") == []
+    nested = "class C:\n    def g(self) -> None:\n" + "".join(f"        y{i} = {i}\n"
+                                                          for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions("m", nested) == [f"m:2 g ({MAX_FUNCTION_LINES + 1} lines)"]
+    assert _sent_as_source(PACKAGE / "target" / "_probe.py")
+    assert not _sent_as_source(PACKAGE / "plan" / "make.py")
