@@ -191,7 +191,7 @@ def _facts(tmp_path: Path, windows: WindowsFacts, *, version: str = "1.23.2", mi
     loader = LoaderContext(None, (), (), (), "KnownDLLs", (), search_variable="PATH", fold_case=True)
     return Facts(target=str(tmp_path / "python.exe"), probe=probe, driver=DriverFacts(present=False, version=None),
                  libraries=libraries, ort=(ort,), loader=loader, matrix_version="test", findable={},
-                 windows=windows)
+                 platform=WindowsPlatform(), windows=windows)
 
 
 def _windows(msvc: DllAt, differs: tuple[LoginDifference, ...] = ()) -> WindowsFacts:

@@ -15,7 +15,7 @@ from ortfix.compat.matrix import Matrix
 def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
     out: list[Finding] = []
     driver = facts.driver
-    windows = facts.probe.system == "Windows"
+    windows = facts.platform.is_windows
     if not driver.present:
         out.append(Finding(
             FindingCode.NO_DRIVER, Severity.ERROR, "no NVIDIA driver found: CUDA cannot run on this machine",

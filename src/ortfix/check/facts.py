@@ -24,7 +24,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts, overridden_driver
-from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
+from ortfix.system.inventory import LibCopy, cuda_major_by_name
 from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
@@ -128,6 +128,8 @@ class Facts:
     loader: LoaderContext
     matrix_version: str
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
+    # The target's operating system (system/platform.py): what later stages ask instead of forking on the OS by hand.
+    platform: Platform = field(compare=False)  # one object per check; two checks' facts compare without it
     hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
     uv: str | None = None  # `uv` on PATH (or beside ortfix's interpreter): system/uvargs.find_uv
     pip_config: PipConfig | None = None  # the user's pip configuration for this environment; None: unreadable
@@ -148,11 +150,7 @@ class Facts:
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it
         (libcudnn.so.9; Windows: cudnn64_9.dll), else None."""
-        if self.loader.fold_case:  # Windows
-            from ortfix.system.windows import parse_dll_name
-
-            return parse_dll_name(name)
-        return parse_lib_name(name)
+        return self.platform.parse_library_name(name)
 
     @property
     def active_ort(self) -> OrtInstall | None:
@@ -261,6 +259,7 @@ def gather(
         ),
         matrix_version=matrix.data_version,
         findable=findable,
+        platform=plat,
         hook_files_present=installed.files_present,
         uv=find_uv(),
         pip_config=_pip_config(probe.prefix, notes),

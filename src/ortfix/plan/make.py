@@ -34,7 +34,6 @@ from ortfix.plan.hook_actions import (
     hook_actions,
     hook_kind,
     machine_path_shadows,
-    targets_windows,
     user_path_note,
 )
 from ortfix.plan.installer import choose_installer, redirect_notes
@@ -143,7 +142,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         return cuda_major is None or major is None or major == cuda_major
 
     driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
-    windows = targets_windows(facts)
+    windows = facts.platform.is_windows
     for soname in needs:
         if facts.loader.key(soname) in driver_libraries:
             continue
@@ -279,7 +278,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
         notes += [user_path_note(beaten)] if beaten else []
     elif hook_libs and is_store_python(facts):
         notes.append(f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}")
-    elif hook_libs and targets_windows(facts):
+    elif hook_libs and facts.platform.is_windows:
         notes.append("libraries need to be made findable but --hook none was given: put these folders first on PATH: "
                      + ";".join(dll_folders(hook_libs)))
     elif hook_libs:

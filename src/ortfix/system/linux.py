@@ -41,6 +41,7 @@ class LinuxPlatform:
     """glibc's Linux (see the module docstring); satisfies platform.Platform."""
 
     system = "Linux"
+    is_windows = False
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "libonnxruntime_providers_shared.so"

@@ -92,6 +92,13 @@ class Platform(Protocol):
         ...
 
     @property
+    def is_windows(self) -> bool:
+        """Whether this is Windows: the one answer to "is the target Windows" (`Facts.platform.is_windows`), for the
+        judgements that only Windows has (its own findings, the PATH-based hooks, its loader level); a question
+        that has an answer on every platform is a member of its own instead."""
+        ...
+
+    @property
     def provider_libraries(self) -> Mapping[str, str]:
         """ORT's GPU provider → the file name of its provider library."""
         ...

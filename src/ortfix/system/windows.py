@@ -132,6 +132,7 @@ class WindowsPlatform:
     """Windows (see the module docstring); satisfies platform.Platform."""
 
     system = "Windows"
+    is_windows = True
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "onnxruntime_providers_shared.dll"

@@ -118,7 +118,7 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      fix="`ortfix plan` shows what to install")
     label = f"{install.package or 'onnxruntime'} {install.version or '(unknown version)'}"
     cuda = _provider(install, "cuda")
-    windows = facts.probe.system == "Windows"
+    windows = facts.platform.is_windows
     if cuda is None:
         provider_file = PROVIDER_DLL if windows else "libonnxruntime_providers_cuda.so"
         return Level(1, "loader", Status.FAIL,
@@ -293,10 +293,10 @@ def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, 
         why = "onnxruntime is not installed (level 1)"
         return Level(2, "provider", Status.NOT_RUN, why), Level(3, "numbers", Status.NOT_RUN, why)
     args = {"mode": "verify", "model": str(model), "shapes": dict(shapes) if shapes else None}
-    if facts.probe.system == "Windows":
+    if facts.platform.is_windows:
         conda_hook = None  # a POSIX shell's hook; on Windows the process starts plainly (its PATH as the user's)
     outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout,
-                            env=windows_child_env(facts) if facts.probe.system == "Windows" else None)
+                            env=windows_child_env(facts) if facts.platform.is_windows else None)
     provider = _provider_level(facts, outcome, loader, user_model=user_model, model=model)
     return provider, _numbers_level(outcome, provider)
 
