@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -29,7 +28,7 @@ from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess, unsupported
-from ortfix.system.platforms import platform_for
+from ortfix.system.platforms import host_platform
 from ortfix.system.project import Project, project_of
 from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
@@ -198,8 +197,8 @@ def gather(
 ) -> Facts:
     """The facts about the environment of `python`. `probe_run`: the probe already started for it (else one starts
     now); `unfinished`: what reads the environment's unfinished transactions (None: not looked for); `platform`:
-    the machine's (else the one for sys.platform)."""
-    plat = platform or platform_for(sys.platform)
+    the machine's (else `platforms.host_platform()`)."""
+    plat = platform or host_platform()
     # The probe runs while ortfix reads the loader's set-up and the driver (it may already be running: prefetch).
     proc = probe_run or start_probe(python)
     try:
