@@ -19,12 +19,17 @@ from typing import Any, Union
 
 from ortfix.check.facts import Facts, gather
 from ortfix.compat.load import load_matrix
+from ortfix.system.linux import LinuxPlatform
+from ortfix.system.platform import Platform
+from ortfix.system.windows import WindowsPlatform
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
 FORMAT = "ortfix-test.facts/1"
 
 
 def encode(value: Any) -> Any:
+    if isinstance(value, Platform):
+        return value.system  # read back by decode: the Platform of that system
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if f.name != "report"}  # the probe's raw output repeats everything else
@@ -66,6 +71,8 @@ def decode(kind: Any, data: Any) -> Any:
     if origin in (dict, Mapping, typing.Mapping) or kind is dict:
         value_kind = args[1] if args else Any
         return {k: decode(value_kind, v) for k, v in data.items()}
+    if kind is Platform:
+        return {"Linux": LinuxPlatform, "Windows": WindowsPlatform}[data]()
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         hints = typing.get_type_hints(kind, localns=_LAZY_TYPES)
         return kind(**{f.name: decode(hints[f.name], data[f.name]) for f in dataclasses.fields(kind)
@@ -78,6 +85,7 @@ def decode(kind: Any, data: Any) -> Any:
 def load_facts(name: str) -> Facts:
     doc = json.loads((FACTS_DIR / f"{name}.json").read_text(encoding="utf-8"))
     assert doc["format"] == FORMAT, doc["format"]
+    doc["facts"].setdefault("platform", doc["facts"]["probe"]["system"])  # recorded before Facts carried it
     facts: Facts = decode(Facts, doc["facts"])
     return facts
 

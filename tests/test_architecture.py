@@ -5,6 +5,7 @@ module reaches it), and no module is over 400 lines without saying why in its do
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,41 @@ def test_the_function_length_rule_catches_a_long_function() -> None:
     assert _long_functions("m", nested) == [f"m:2 g ({MAX_FUNCTION_LINES + 1} lines)"]
     assert _sent_as_source(PACKAGE / "target" / "_probe.py")
     assert not _sent_as_source(PACKAGE / "plan" / "make.py")
+# Issue 22: the OS is asked of the platform on the facts (`facts.platform`, system/platform.py), not forked on by hand.
+# The OS branches left outside system/, per file, and why each is still there. A new one fails here: ask the platform
+# (add a member to the Protocol) instead, or add it to this list with its reason.
+OS_BRANCH = re.compile(r'"Windows"|is_windows\b|targets_windows|sys\.platform|os\.name *[!=]=')
+OS_BRANCHES_ALLOWED = {
+    # the host, not the target: ortfix's own process and the files it writes on the machine it runs on
+    "subproc.py": (7, "process groups and job objects differ by host OS (the one subprocess wrapper)"),
+    "cachedir.py": (1, "XDG cache folder on Linux, the OS's own elsewhere (ortfix's cache, not the target's)"),
+    "speed/fsrecord.py": (1, "the recorded-check shortcut needs POSIX stat semantics on the host"),
+    "target/_probe.py": (5, "runs inside the target interpreter, standard library only: cannot import system/"),
+    "target/choose.py": (3, "finding an interpreter on the host's PATH before any target (and platform) exists"),
+    "transaction/lock.py": (6, "host file locking (fcntl or msvcrt)"),
+    "transaction/confine.py": (2, "host confinement: the Windows implementation is chosen at import"),
+    "transaction/confine_windows.py": (5, "host confinement on Windows, with its POSIX fallback for tests"),
+    "transaction/envpaths.py": (4, "host path rules of the environment apply writes into"),
+    "transaction/ownfiles.py": (2, "RECORD paths compare case-insensitively on a Windows host"),
+    "transaction/actions/base.py": (1, "the host environment's scripts folder (bin or Scripts)"),
+    "transaction/actions/files.py": (1, "file ownership is kept only on a POSIX host run as root"),
+    "transaction/actions/user_path.py": (4, "the Windows user PATH exists only on a Windows host (the registry)"),
+    # the target, asked through facts.platform.is_windows: Windows-only rules and actions not yet behind the Protocol
+    "check/diagnose.py": (2, "the Windows matrix columns and partial-cuDNN rule (Linux only) are chosen per OS"),
+    "check/libraries.py": (2, "the Windows search-order explanation of a shadowed library"),
+    "plan/make.py": (2, "Windows DLL folders for hooks and the --hook none advice (make.py is being split)"),
+    "plan/hook_actions.py": (1, "Windows hook kinds (PATH hook, user PATH) beside the Linux ones"),
+    "verify/levels.py": (2, "the Windows loader level runs winloadcheck; its child gets the user's PATH"),
+}
+
+
+def test_os_branches_outside_system_are_only_the_allowed_ones() -> None:
+    found: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("system/"):
+            continue
+        hits = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if OS_BRANCH.search(line))
+        if hits:
+            found[rel] = hits
+    assert found == {rel: count for rel, (count, _why) in OS_BRANCHES_ALLOWED.items()}

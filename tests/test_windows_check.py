@@ -191,7 +191,7 @@ def _facts(tmp_path: Path, windows: WindowsFacts, *, version: str = "1.23.2", mi
     loader = LoaderContext(None, (), (), (), "KnownDLLs", (), search_variable="PATH", fold_case=True)
     return Facts(target=str(tmp_path / "python.exe"), probe=probe, driver=DriverFacts(present=False, version=None),
                  libraries=libraries, ort=(ort,), loader=loader, matrix_version="test", findable={},
-                 windows=windows)
+                 platform=WindowsPlatform(), windows=windows)
 
 
 def _windows(msvc: DllAt, differs: tuple[LoginDifference, ...] = ()) -> WindowsFacts:
@@ -381,3 +381,14 @@ def test_torch_s_cudnn_major_from_its_dlls(tmp_path: Path) -> None:
     lib = str(tmp_path / "torch" / "lib")
     torch = TorchInfo(str(tmp_path / "torch"), "2.7.1+cu128", "12.8", lib, ("cublas64_12.dll", "cudnn64_9.dll"))
     assert torch_cudnn_major(replace(facts, probe=replace(facts.probe, torch=torch))) == 9
+
+
+def test_derived_markers_of_a_windows_target_are_windows_ones(tmp_path: Path) -> None:
+    """A probe report without measured markers: the values derived for a Windows target are what PEP 508 says a
+    Windows interpreter has (sys_platform was 'windows' before the platform answered it)."""
+    from ortfix.check.requires import marker_environment
+
+    facts = _facts(tmp_path, _windows(DllAt("msvcp140.dll", None, None, None)))
+    assert not facts.probe.markers
+    env = marker_environment(facts)
+    assert (env["sys_platform"], env["os_name"], env["platform_system"]) == ("win32", "nt", "Windows")

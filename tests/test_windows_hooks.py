@@ -22,6 +22,7 @@ from ortfix.plan.hook_actions import hook_actions
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import HOOK_CHOICES
 from ortfix.system import hooks, userpath, winhooks
+from ortfix.system.windows import WindowsPlatform
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv, open_env
 from ortfix.transaction.journal import Step, StepState
@@ -497,7 +498,8 @@ def test_plan_chooses_the_windows_fixes_and_apply_accepts_them(tmp_path: Path) -
     site.mkdir(parents=True)
     (prefix / "Scripts").mkdir()
     facts = load_facts("cpu")
-    facts = dataclasses.replace(facts, probe=dataclasses.replace(facts.probe, prefix=str(prefix), purelib=str(site)))
+    linux = dataclasses.replace(facts, probe=dataclasses.replace(facts.probe, prefix=str(prefix), purelib=str(site)))
+    facts = dataclasses.replace(linux, platform=WindowsPlatform())
     bins = {name: str(site / "nvidia" / name / "bin") for name in ("cudnn", "cublas", "cuda_runtime")}
     libs = {"cudnn_ops64_9.dll": bins["cudnn"] + "/cudnn_ops64_9.dll",
             "cudnn64_9.dll": bins["cudnn"] + "/cudnn64_9.dll",
@@ -505,15 +507,15 @@ def test_plan_chooses_the_windows_fixes_and_apply_accepts_them(tmp_path: Path) -
             "cublasLt64_12.dll": bins["cublas"] + "/cublasLt64_12.dll",
             "cudart64_12.dll": bins["cuda_runtime"] + "/cudart64_12.dll"}
     in_order = [bins["cuda_runtime"], bins["cublas"], bins["cudnn"]]  # a DLL's dependencies first
-    user = hook_actions(facts, "user-path", libs, set(), windows=True)
+    user = hook_actions(facts, "user-path", libs, set())
     assert [(a.kind, dict(a.details)) for a in user] == [(ActionKind.USER_PATH, {"entries": in_order})]
-    conda = hook_actions(facts, "conda", libs, set(), windows=True)
+    conda = hook_actions(facts, "conda", libs, set())
     assert [a.details["path"] for a in conda] == [str(p) for p in winhooks.conda_windows_hook_paths(str(prefix))]
-    preload = hook_actions(facts, "preload", libs, set(), windows=True)
+    preload = hook_actions(facts, "preload", libs, set())
     assert [a.details["path"] for a in preload] == [str(p) for p in winhooks.path_hook_paths(str(site))]
     assert f"FOLDERS = {in_order!r}" in preload[0].details["content"]
     with pytest.raises(OrtfixError) as exc:
-        hook_actions(facts, "user-path", libs, set(), windows=False)
+        hook_actions(linux, "user-path", libs, set())
     assert "Windows" in exc.value.one_line()
     env = open_env(sys.executable, str(prefix), str(site), str(site), str(prefix / "Scripts"), "venv")
     try:

@@ -21,6 +21,7 @@ from ortfix.check.findings import Finding
 from ortfix.check.winstore import store_python_findings
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.hook_actions import hook_actions, machine_path_shadows
+from ortfix.system.windows import WindowsPlatform
 from ortfix.target.probe import RegistryPath, WindowsInfo
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
@@ -39,7 +40,8 @@ def _windows_info(*, packaged: bool, machine_path: str = "C:\\Windows\\system32"
 
 def _facts(windows: WindowsInfo) -> Any:
     facts = load_facts("cpu")
-    return dataclasses.replace(facts, probe=dataclasses.replace(facts.probe, windows=windows))
+    return dataclasses.replace(facts, probe=dataclasses.replace(facts.probe, windows=windows),
+                               platform=WindowsPlatform())
 
 
 def _lib_finding(code: FindingCode, data: Mapping[str, Any]) -> Finding:
@@ -52,11 +54,11 @@ def test_a_store_python_gets_win005_and_every_hook_is_refused_in_one_line() -> N
     libs = {"cublas64_12.dll": "C:\\env\\Lib\\site-packages\\nvidia\\cublas\\bin\\cublas64_12.dll"}
     for kind in ("preload", "conda", "user-path"):
         with pytest.raises(OrtfixError) as exc:
-            hook_actions(store, kind, libs, set(), windows=True)
+            hook_actions(store, kind, libs, set())
         line = exc.value.one_line()
         assert exc.value.exit_code == ExitCode.USAGE and "\n" not in line, line
         assert "Microsoft Store Python" in line and "python.org" in line and "nothing was changed" in line, line
-        assert hook_actions(plain, kind, libs, set(), windows=True)  # the same hook elsewhere: its actions
+        assert hook_actions(plain, kind, libs, set())  # the same hook elsewhere: its actions
     unfound = [_lib_finding(FindingCode.LIB_NOT_ON_PATH, {"libraries": {}})]
     (win005,) = store_python_findings(store, unfound)
     assert (win005.code, win005.severity) == (FindingCode.STORE_PYTHON, Severity.ERROR)

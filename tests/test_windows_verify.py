@@ -28,6 +28,7 @@ from factsdata import load_facts
 from ortfix.check.facts import Facts, ProviderLoad
 from ortfix.system.driver import DriverFacts
 from ortfix.system.loader import Resolution
+from ortfix.system.windows import WindowsPlatform
 from ortfix.verify.levels import BUILTIN_MODEL, Level, Status, level_loader, session_levels
 from support.testcache import cache_root
 from support.winstubs import MINGW_GCC, build_stub_dll, exports_imported_by, mingw_missing
@@ -240,7 +241,8 @@ def _windows_facts(provider: Path, lazy: list[str], prefix: Path, version: str =
     cuda = ProviderLoad("cuda", to_windows(provider), (), tuple(
         Resolution(n, "cudnn64_9.dll", None, None, lazy=True) for n in lazy))
     probe = dataclasses.replace(base.probe, system="Windows", prefix=to_windows(prefix))
-    return dataclasses.replace(base, probe=probe, driver=DriverFacts(present=False, version=None),
+    return dataclasses.replace(base, probe=probe, platform=WindowsPlatform(),
+                               driver=DriverFacts(present=False, version=None),
                                ort=(dataclasses.replace(install, version=version, providers=(cuda,)),))
 
 
@@ -382,6 +384,7 @@ import dataclasses, json, sys
 from factsdata import load_facts
 from ortfix.check.facts import ProviderLoad
 from ortfix.system.driver import DriverFacts
+from ortfix.system.windows import WindowsPlatform
 from ortfix.system.winhooks import conda_windows_hook_paths, render_conda_windows_hooks
 from ortfix.verify.levels import level_loader
 
@@ -395,7 +398,8 @@ out = {}
 for name, prefix in (("hooked", hooked), ("plain", plain)):
     probe = dataclasses.replace(base.probe, system="Windows", env_kind="conda", prefix=prefix)
     install = dataclasses.replace(base.ort[0], providers=(ProviderLoad("cuda", provider, (), ()),))
-    facts = dataclasses.replace(base, probe=probe, driver=DriverFacts(present=False, version=None), ort=(install,))
+    facts = dataclasses.replace(base, probe=probe, platform=WindowsPlatform(),
+                                driver=DriverFacts(present=False, version=None), ort=(install,))
     level = level_loader(facts, sys.executable, conda_hook=None)
     out[name] = {"status": level.status.value, "verdict": level.verdict}
 print("RESULT:" + json.dumps(out))

@@ -22,7 +22,7 @@ from ortfix.check.libraries import (
 from ortfix.check.packages import CPU_PACKAGE, package_findings
 from ortfix.check.project import project_findings
 from ortfix.check.torch_compat import torch_findings
-from ortfix.check.windows import is_windows, windows_findings
+from ortfix.check.windows import windows_findings
 from ortfix.check.winstore import store_python_findings
 from ortfix.compat.matrix import Matrix
 
@@ -37,7 +37,7 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
     gpu = gpu_install(facts)
     findings += driver_findings(facts, matrix, gpu)
     if gpu is not None:
-        findings += matrix_agreement_findings(gpu, windows=is_windows(facts))
+        findings += matrix_agreement_findings(gpu, windows=facts.platform.is_windows)
         for provider in gpu.providers:
             if provider.provider == "cuda":
                 findings += library_findings(facts, gpu, provider)
@@ -45,7 +45,7 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
         findings += tensorrt_findings(facts, matrix, gpu, asked=with_tensorrt)
     findings += genai_findings(facts, matrix, gpu)
     findings += soname_link_findings(facts)
-    if not is_windows(facts):
+    if not facts.platform.is_windows:
         cuda = next((p for p in gpu.providers if p.provider == "cuda"), None) if gpu is not None else None
         findings += partial_cudnn_findings(facts, matrix, cuda)
     findings += unreadable_dir_findings(facts)

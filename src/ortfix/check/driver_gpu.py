@@ -15,16 +15,10 @@ from ortfix.compat.matrix import Matrix
 def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
     out: list[Finding] = []
     driver = facts.driver
-    windows = facts.probe.system == "Windows"
     if not driver.present:
         out.append(Finding(
             FindingCode.NO_DRIVER, Severity.ERROR, "no NVIDIA driver found: CUDA cannot run on this machine",
-            (driver.source,) if windows else
-            (driver.source, "checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1"),
-            "install the NVIDIA driver; to prepare an environment for another machine, use "
-            "`ortfix plan --driver VERSION`" if windows else
-            "install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); to prepare "
-            "an environment for another machine, use `ortfix plan --driver VERSION`",
+            (driver.source, *facts.platform.driver_looked_at), facts.platform.no_driver_advice,
             {}))
         return out
     if driver.reboot_needed:
@@ -34,7 +28,7 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
             "the driver was upgraded without a reboot",
             (f"kernel module: {driver.kernel_module} ({driver.source})", f"user-space: {driver.libcuda}"),
             "reboot (or reload the nvidia kernel modules)", {}))
-    os_name = "windows" if windows else "linux"
+    os_name = facts.platform.matrix_os
     if gpu is not None and gpu.cuda_major is not None and driver.version:
         ok = matrix.driver_supports_major(driver.version, gpu.cuda_major, os_name)
         cuda = matrix.cuda_major(gpu.cuda_major)

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -24,12 +23,12 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts, overridden_driver
-from ortfix.system.inventory import LibCopy, cuda_major_by_name, parse_lib_name
+from ortfix.system.inventory import LibCopy, cuda_major_by_name
 from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, MachineLoader, Platform, SimulatedProcess, unsupported
-from ortfix.system.platforms import platform_for
+from ortfix.system.platforms import host_platform
 from ortfix.system.project import Project, project_of
 from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
@@ -128,6 +127,8 @@ class Facts:
     loader: LoaderContext
     matrix_version: str
     findable: Mapping[str, str | None]  # soname → where a bare dlopen finds it today (every soname the matrix knows)
+    # The target's operating system (system/platform.py): what later stages ask instead of forking on the OS by hand.
+    platform: Platform = field(compare=False)  # one object per check; two checks' facts compare without it
     hook_files_present: tuple[str, ...] = ()  # the files ortfix's hooks would occupy that exist already
     uv: str | None = None  # `uv` on PATH (or beside ortfix's interpreter): system/uvargs.find_uv
     pip_config: PipConfig | None = None  # the user's pip configuration for this environment; None: unreadable
@@ -148,11 +149,7 @@ class Facts:
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it
         (libcudnn.so.9; Windows: cudnn64_9.dll), else None."""
-        if self.loader.fold_case:  # Windows
-            from ortfix.system.windows import parse_dll_name
-
-            return parse_dll_name(name)
-        return parse_lib_name(name)
+        return self.platform.parse_library_name(name)
 
     @property
     def active_ort(self) -> OrtInstall | None:
@@ -200,8 +197,8 @@ def gather(
 ) -> Facts:
     """The facts about the environment of `python`. `probe_run`: the probe already started for it (else one starts
     now); `unfinished`: what reads the environment's unfinished transactions (None: not looked for); `platform`:
-    the machine's (else the one for sys.platform)."""
-    plat = platform or platform_for(sys.platform)
+    the machine's (else `platforms.host_platform()`)."""
+    plat = platform or host_platform()
     # The probe runs while ortfix reads the loader's set-up and the driver (it may already be running: prefetch).
     proc = probe_run or start_probe(python)
     driver, machine = _host(plat, proc, driver_version, compute_capability)
@@ -253,6 +250,7 @@ def gather(
         ),
         matrix_version=matrix.data_version,
         findable=findable,
+        platform=plat,
         hook_files_present=installed.files_present,
         uv=find_uv(),
         pip_config=_pip_config(probe.prefix, notes),

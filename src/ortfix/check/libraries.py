@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding
-from ortfix.check.windows import is_windows, search_summary, shadow_vias
+from ortfix.check.windows import search_summary, shadow_vias
 from ortfix.compat.matrix import Matrix
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
@@ -46,7 +46,7 @@ def matrix_agreement_findings(gpu: OrtInstall, *, windows: bool = False) -> list
 def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
     out: list[Finding] = []
     key = facts.loader.key
-    windows = is_windows(facts)
+    windows = facts.platform.is_windows
     by_soname: dict[str, list[LibCopy]] = {}
     for copy in facts.libraries:
         if copy.soname:
@@ -176,7 +176,7 @@ def _file_version(path: str) -> str | None:
 
 
 def _search_summary(facts: Facts) -> str:
-    if is_windows(facts):
+    if facts.platform.is_windows:
         return search_summary(facts)
     ld = facts.loader.ld_library_path
     return (f"loader searched: LD_LIBRARY_PATH={ld if ld else '(unset)'}, {facts.loader.cache}, "

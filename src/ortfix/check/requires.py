@@ -50,9 +50,9 @@ def marker_environment(facts: Facts) -> dict[str, str]:
     version = facts.probe.python_version
     derived = {"python_version": ".".join(version.split(".")[:2]), "python_full_version": version,
                "implementation_version": version,
-               "sys_platform": facts.probe.system.lower(), "platform_system": facts.probe.system,
+               "sys_platform": facts.platform.sys_platform, "platform_system": facts.probe.system,
                "platform_machine": facts.probe.machine,
-               "os_name": "posix" if facts.probe.system != "Windows" else "nt",
+               "os_name": facts.platform.os_name,
                "implementation_name": "cpython", "platform_python_implementation": "CPython",
                "platform_release": "", "platform_version": ""}
     return {**derived, **measured, "extra": ""}

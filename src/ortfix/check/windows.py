@@ -154,10 +154,6 @@ def _login_path(facts: Facts) -> list[Finding]:
         {"dlls": {d.name: [d.now, d.at_login] for d in win.login_differs}})]
 
 
-def is_windows(facts: Facts) -> bool:
-    return facts.windows is not None or facts.probe.system == "Windows"
-
-
 def shadow_vias() -> tuple[str, ...]:
     """The Windows search steps through which a copy outside the environment can win over its own."""
     from ortfix.system.winloader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER

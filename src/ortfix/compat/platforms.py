@@ -13,7 +13,7 @@ _WINDOWS_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def wheel_platform(system: str, machine: str) -> str | None:
-    """The wheel platform tag of a machine: `system` as platform.system() says it ("Linux", "Windows", "Darwin"; the
+    """The wheel platform tag of a machine: `system` as platform.system() says it (Linux, Windows, Darwin; the
     matrix's lowercase os names "linux" and "windows" too), `machine` as platform.machine() says it ("x86_64",
     "aarch64", "AMD64", "ARM64"). An architecture this table does not know keeps its own name (`linux_ppc64le`).
     None for a system no wheel of the matrix is for (macOS)."""

@@ -37,11 +37,6 @@ _CUDNN_SUB_ORDER = ("graph", "ops", "cnn", "adv", "engines", "ext", "heuristic")
 _DLL_NAME = re.compile(r"^([A-Za-z_]+?)(?:64)?_[0-9][0-9_]*\.dll$", re.I)
 
 
-def targets_windows(facts: Facts) -> bool:
-    """Whether the target runs Windows: its probe reported the Windows facts (System32, the registry's Path)."""
-    return facts.probe.windows is not None
-
-
 def hook_kind(facts: Facts, options: PlanOptions) -> str:
     if options.hook != "auto":
         return options.hook
@@ -110,12 +105,10 @@ def user_path_note(beaten: Mapping[str, str]) -> str:
             "folders first in the process itself")
 
 
-def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code], *,
-                 windows: bool | None = None) -> list[Action]:
-    """The actions of hook `kind` for the libraries (name → absolute path); `windows` None: `targets_windows`."""
+def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code]) -> list[Action]:
+    """The actions of hook `kind` for the libraries (name → absolute path)."""
     fixes = tuple(sorted(c for c in codes if c in HOOK_FIXES))
-    if windows is None:
-        windows = targets_windows(facts)
+    windows = facts.platform.is_windows
     if kind == "user-path" and not windows:
         raise OrtfixError("--hook user-path changes the Windows user PATH; this target is not Windows",
                           hint="use --hook auto, conda or preload")

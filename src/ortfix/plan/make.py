@@ -33,7 +33,6 @@ from ortfix.plan.hook_actions import (
     hook_actions,
     hook_kind,
     machine_path_shadows,
-    targets_windows,
     user_path_note,
 )
 from ortfix.plan.installer import choose_installer
@@ -159,7 +158,7 @@ def hook_stage(facts: Facts, options: PlanOptions, findings: Sequence[Finding], 
         return actions, [user_path_note(beaten)] if beaten else []
     if hook_libs and is_store_python(facts):
         return [], [f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}"]
-    if hook_libs and targets_windows(facts):
+    if hook_libs and facts.platform.is_windows:
         return [], ["libraries need to be made findable but --hook none was given: put these folders first on PATH: "
                     + ";".join(dll_folders(hook_libs))]
     if hook_libs:

@@ -14,7 +14,6 @@ from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, shadowing
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.plan.hook_actions import targets_windows
 from ortfix.plan.model import ChosenBuild
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.windows import dll_name_for_soname, wheel_dlls
@@ -52,7 +51,7 @@ def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequen
         return cuda_major is None or major is None or major == cuda_major
 
     driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
-    windows = targets_windows(facts)
+    windows = facts.platform.is_windows
     for soname in needed_sonames(facts, matrix, target, installed, swap):
         if facts.loader.key(soname) in driver_libraries:
             continue

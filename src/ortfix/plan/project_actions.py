@@ -68,8 +68,7 @@ def _nvidia(facts: Facts, target: ChosenBuild, requirements: Sequence[str], mana
                   if d.normalized.startswith("nvidia-") and d.normalized.endswith(suffix)]
     if manager not in TOOLS:
         return wanted
-    platform = "win32" if facts.probe.system == "Windows" else "linux"
-    return [f'{r}; sys_platform == "{platform}"' for r in wanted]
+    return [f'{r}; sys_platform == "{facts.platform.sys_platform}"' for r in wanted]
 
 
 def _files(project: Project, names: Sequence[str]) -> dict[str, str]:

@@ -41,6 +41,13 @@ class LinuxPlatform:
     """glibc's Linux (see the module docstring); satisfies platform.Platform."""
 
     system = "Linux"
+    is_windows = False
+    sys_platform = "linux"
+    os_name = "posix"
+    matrix_os = "linux"
+    driver_looked_at = ("checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1",)
+    no_driver_advice = ("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); "
+                        "to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "libonnxruntime_providers_shared.so"

@@ -92,6 +92,38 @@ class Platform(Protocol):
         ...
 
     @property
+    def is_windows(self) -> bool:
+        """Whether this is Windows: the one answer to "is the target Windows" (`Facts.platform.is_windows`), for the
+        judgements that only Windows has (its own findings, the PATH-based hooks, its loader level); a question
+        that has an answer on every platform is a member of its own instead."""
+        ...
+
+    @property
+    def sys_platform(self) -> str:
+        """`sys.platform` of its targets, as a PEP 508 marker names it ('linux'; Windows: 'win32')."""
+        ...
+
+    @property
+    def os_name(self) -> str:
+        """`os.name` of its targets, as a PEP 508 marker names it ('posix'; Windows: 'nt')."""
+        ...
+
+    @property
+    def matrix_os(self) -> str:
+        """The compatibility matrix's name for this OS (its driver minimums are per OS: 'linux', 'windows')."""
+        ...
+
+    @property
+    def driver_looked_at(self) -> tuple[str, ...]:
+        """What the driver detection read besides the driver's own source, said when no driver is found."""
+        ...
+
+    @property
+    def no_driver_advice(self) -> str:
+        """What to do when no NVIDIA driver is found."""
+        ...
+
+    @property
     def provider_libraries(self) -> Mapping[str, str]:
         """ORT's GPU provider → the file name of its provider library."""
         ...

@@ -3,6 +3,8 @@ added (Linux, Windows)."""
 
 from __future__ import annotations
 
+import sys
+
 from ortfix.system.linux import LinuxPlatform
 from ortfix.system.platform import Platform, unsupported
 
@@ -18,3 +20,8 @@ def platform_for(sys_platform: str) -> Platform:
 
         return WindowsPlatform()
     raise unsupported(_NAMES.get(sys_platform, sys_platform))
+
+
+def host_platform() -> Platform:
+    """The Platform of the machine ortfix runs on (a target is checked on its own machine)."""
+    return platform_for(sys.platform)

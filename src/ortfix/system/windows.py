@@ -132,6 +132,13 @@ class WindowsPlatform:
     """Windows (see the module docstring); satisfies platform.Platform."""
 
     system = "Windows"
+    is_windows = True
+    sys_platform = "win32"
+    os_name = "nt"
+    matrix_os = "windows"
+    driver_looked_at: tuple[str, ...] = ()
+    no_driver_advice = ("install the NVIDIA driver; to prepare an environment for another machine, use "
+                        "`ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "onnxruntime_providers_shared.dll"

@@ -118,9 +118,9 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                      fix="`ortfix plan` shows what to install")
     label = f"{install.package or 'onnxruntime'} {install.version or '(unknown version)'}"
     cuda = _provider(install, "cuda")
-    windows = facts.probe.system == "Windows"
+    windows = facts.platform.is_windows
     if cuda is None:
-        provider_file = PROVIDER_DLL if windows else "libonnxruntime_providers_cuda.so"
+        provider_file = facts.platform.provider_libraries["cuda"]
         return Level(1, "loader", Status.FAIL,
                      f"{label} has no CUDA provider (no {provider_file} in "
                      f"{install.dir.capi}): it is a CPU-only build",
@@ -293,10 +293,11 @@ def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, 
         why = "onnxruntime is not installed (level 1)"
         return Level(2, "provider", Status.NOT_RUN, why), Level(3, "numbers", Status.NOT_RUN, why)
     args = {"mode": "verify", "model": str(model), "shapes": dict(shapes) if shapes else None}
-    if facts.probe.system == "Windows":
+    env = None
+    if facts.platform.is_windows:  # a Windows child: no POSIX conda hook, the PATH a new process gets
         conda_hook = None  # a POSIX shell's hook; on Windows the process starts plainly (its PATH as the user's)
-    outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout,
-                            env=windows_child_env(facts) if facts.probe.system == "Windows" else None)
+        env = windows_child_env(facts)
+    outcome = run_in_target(python, args, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout, env=env)
     provider = _provider_level(facts, outcome, loader, user_model=user_model, model=model)
     return provider, _numbers_level(outcome, provider)
 
