@@ -405,7 +405,7 @@ def test_wheelhouse_shows_pips_progress_bars_on_a_terminal(setup: dict[str, Path
     import os
     import pty
 
-    from txtools import REPO
+    from clitools import REPO
 
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "ortfix", "wheelhouse", "--python", str(setup["cpu"]), "-d",

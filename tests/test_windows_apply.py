@@ -196,9 +196,10 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, gpu: Stage, t
         assert entries[-len(kept):] == kept, entries  # the user's entries kept, in order, %USERPROFILE% unexpanded
         added = {e.lower() for e in entries[:-len(kept)]}  # in front of them
         site = exe.parent / "Lib" / "site-packages"
-        # the folders of the DLLs the provider imports (cuRAND, NVRTC and nvJitLink it does not load: not added)
+        # the folders of the DLLs the provider imports, and NVRTC's: cuDNN 9 loads `nvrtc64_*` by a name it builds
+        # (cuRAND and nvJitLink nothing loads: not added)
         wanted = {to_windows(site / "nvidia" / lib / "bin").lower() for lib in ("cublas", "cudnn", "cufft",
-                                                                                "cuda_runtime")}
+                                                                                "cuda_runtime", "cuda_nvrtc")}
         assert added == wanted, entries
         assert {to_windows(site / s.layout.bin_dir).lower() for s in stubs} >= added
         # a process started afterwards (wine builds its PATH from the registry, as a new login does) gets past loading
