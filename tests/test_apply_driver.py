@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support.fixtures import pip_install
 from txtools import (
     assert_same_tree,
     fresh_process,
@@ -37,23 +35,6 @@ pytestmark = pytest.mark.slow  # every test here builds a venv, runs pip or star
 DRIVER = "550.54.14"  # R550: CUDA 12.4, so CUDA toolkit wheels are capped below 12.5
 OTHER_DRIVER = "535.104.12"
 NOT_VERIFIED = "GPU part not verified: no NVIDIA driver on this machine (the plan assumes driver 550.54.14)"
-
-
-@pytest.fixture(scope="module")
-def venv_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with its own pip (apply runs `<python> -m pip`), made once and copied for each test."""
-    path = tmp_path_factory.mktemp("template") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
-    return path
-
-
-@pytest.fixture()
-def cpu_venv(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> Path:
-    """The CPU onnxruntime, as a build host has it before ortfix swaps it for the GPU build."""
-    venv = tmp_path / "cpu venv"
-    shutil.copytree(venv_template, venv, symlinks=True)
-    pip_install(venv / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
-    return venv
 
 
 @pytest.fixture()
