@@ -584,6 +584,20 @@ def test_probe_runs_from_its_cached_bytecode_and_reports_the_same(tmp_path: Path
     assert probe_argv(sys.executable)[-1] == probe_source()
 
 
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="what root may import from")
+def test_root_takes_no_probe_from_a_cache_under_another_users_folder(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `sudo -E` ortfix's cache folder may be in a user's HOME: that user could swap a folder above it before
+    the target imports from it, so root runs the probe's source instead."""
+    home = tmp_path / "alice"
+    home.mkdir()
+    os.chown(home, 1000, 1000)
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(home / "cache"))
+    assert probe_argv(sys.executable)[-1] == probe_source()
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "root-cache"))
+    assert probe_argv(sys.executable)[-1] != probe_source()  # a cache only root controls is used
+
 def test_probe_falls_back_to_its_source_where_the_cache_cannot_be_imported(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A target that cannot import from the cache folder (a Windows interpreter under wine cannot read a Linux

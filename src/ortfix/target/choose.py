@@ -250,12 +250,19 @@ else:
 
 def _cached_probe(source: str) -> tuple[str, str] | None:
     """(folder, module name) of the probe's source in ortfix's cache folder, written there if needed; None where
-    there is no such folder that only this user can write to."""
+    there is no such folder that only this user can write to. As root, also every folder above it must be root's
+    alone (target/owner.only_root_controls): under `sudo -E` the cache folder may sit in another user's HOME, who
+    could swap a folder on the way before the target imports from it."""
     from ortfix.cachedir import cache_dir, write_text
 
     base = cache_dir()
     if base is None or os.name != "posix":
         return None
+    if os.geteuid() == 0:
+        from ortfix.target.owner import only_root_controls
+
+        if not only_root_controls(str(base)):
+            return None
     import stat
     import zlib  # not hashlib, whose OpenSSL costs 3 ms before the probe can start: the file's text is compared too
 
@@ -266,6 +273,9 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
         st = os.lstat(folder)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
             return None  # code the target runs is taken only from a folder nobody else can write to
+        cached = os.lstat(folder / "__pycache__") if (folder / "__pycache__").exists() else st
+        if not stat.S_ISDIR(cached.st_mode) or cached.st_uid != os.getuid() or cached.st_mode & 0o022:
+            return None  # nor its bytecode
         path = folder / f"{name}.py"
         stale = not path.is_file() or path.read_text(encoding="utf-8") != source
         if stale and not write_text(path, source):

@@ -134,6 +134,11 @@ def _ancestry(path: str) -> Iterator[str]:
             current = parent
 
 
+def only_root_controls(path: str) -> bool:
+    """Whether root alone controls `path` and every folder above it (what a child run as root may import from)."""
+    return all(_controlled_by(p) is None for p in _ancestry(path))
+
+
 def _venv_home(cfg: str) -> str | None:
     """pyvenv.cfg's `home` (where the interpreter's base installation is), as site.py and getpath read it."""
     try:
