@@ -439,6 +439,23 @@ def test_a_child_that_ended_is_not_waited_for_while_what_it_left_holds_its_outpu
     assert [dict(s) for s in outcome.stages] == [{"stage": "import"}]
     assert _alive_with(marker) == []
 
+
+def test_what_on_stage_raises_reaches_the_caller_and_the_child_is_still_drained(marker: str) -> None:
+    """`on_stage` runs on the thread reading the child's stdout: what it raises must not stop that thread (the
+    child would block on a full pipe and the run end as a timeout) and must reach the caller when the run ends."""
+    from ortfix.target import ortrun
+
+    mark = ortrun.MARK + '{"stage": "import"}'
+    script = f"echo '{mark}'; yes line | head -c 2000000; exit 0"
+
+    def broken(_doc: object) -> None:
+        raise BrokenPipeError("stderr went away")
+
+    started = time.monotonic()
+    with pytest.raises(BrokenPipeError, match="stderr went away"):
+        ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=20, on_stage=broken)
+    assert time.monotonic() - started < 15
+
 def test_terminate_group_can_leave_the_pipes_to_their_reader(marker: str) -> None:
     """What makes the timeout above safe, deterministically: ended with close_pipes=False, the child's pipes stay
     open for the thread reading them, which then reads to end-of-file."""

@@ -151,6 +151,7 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, target_python: str | 
     stages: list[Mapping[str, Any]] = []
     out_lines: list[str] = []
     err_lines: list[str] = []
+    failed: list[BaseException] = []  # what `on_stage` raised on the reader thread: raised here once the run ends
 
     def take(line: str) -> None:
         doc = _stage(line)
@@ -158,8 +159,11 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, target_python: str | 
             out_lines.append(line)
             return
         stages.append(doc)
-        if on_stage is not None:
-            on_stage(doc)
+        if on_stage is not None and not failed:
+            try:
+                on_stage(doc)
+            except Exception as exc:  # the pipe is still drained, or the child would block on a full pipe
+                failed.append(exc)
 
     readers = [threading.Thread(target=_drain, args=(proc.stdout, take), daemon=True),
                threading.Thread(target=_drain, args=(proc.stderr, err_lines.append), daemon=True)]
@@ -179,8 +183,10 @@ def stream(argv: Sequence[str], env: Mapping[str, str], *, target_python: str | 
             held = _join(readers, 2.0)
         if not held:  # nobody reads them any more; one still being read stays open (closing it would wait)
             subproc.close_child_pipes(proc)
+    if failed:
+        raise failed[0]
     log = tuple(_ANSI.sub("", line).rstrip("\n") for line in (*list(out_lines), *list(err_lines)))
-    return RunOutcome(tuple(shown or argv), tuple(stages), None if timed_out else proc.returncode,
+    return RunOutcome(tuple(shown or argv), tuple(list(stages)), None if timed_out else proc.returncode,
                       timed_out, log, timeout)
 
 
