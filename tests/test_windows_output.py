@@ -82,6 +82,9 @@ def test_windows_command_lines_are_quoted_for_cmd() -> None:
     assert quote('C:\\a"b\\', True) == '"C:\\a\\"b\\\\"'  # the C runtime's rules: \" and a doubled final backslash
     assert quote("C:\\env\\python.exe", True) == "C:\\env\\python.exe"
     assert quote("/home/a b/python", False) == "'/home/a b/python'"
+    for windows in (True, False):  # a hostile path stays on one line, its control characters escaped
+        quoted = quote("/tmp/x\nrm -rf ~\u2028y\x1b[2J", windows)
+        assert "\n" not in quoted and "\u2028" not in quoted and "\x1b" not in quoted, quoted
 
 
 # -- the MSVC runtime: one remedy ---------------------------------------------------------------------------------

@@ -1,7 +1,11 @@
 """Command lines printed for the user to paste (`Undo:`, `via:`): quoted for the target's shell. A Linux target's
 for a POSIX shell (shlex: single quotes); a Windows target's for cmd and PowerShell: an argument holding a space or
-one of their special characters (`<`, `>`, `&`, `|`, `^`, `%`, ...) in double quotes, with a quote or the backslashes
-before it escaped by the C runtime's rules (subprocess.list2cmdline's), which Python and ortfix read back.
+one of their special characters (`<`, `>`, `&`, `|`, `^`, ...) in double quotes, with a quote or the backslashes
+before it escaped by the C runtime's rules (subprocess.list2cmdline's), which Python and ortfix read back. Double
+quotes do not stop cmd expanding `%NAME%` (nor PowerShell `$name`): such an argument is printed as it is.
+
+A control or line-separator character in an argument (a hostile path) is printed as its escape (safetext.visible):
+the line stays one line on the terminal, at the cost of not being pasteable as it stands.
 
 Where the target is Windows is told by its interpreter's absolute path: "/..." is a POSIX path; "C:\\..." or
 "\\\\server\\..." a Windows one.
@@ -11,6 +15,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+
+from ortfix.safetext import visible
 
 # Characters cmd or PowerShell would read as syntax outside double quotes.
 _WINDOWS_SPECIAL = frozenset(" \t\"&|<>^()%!;,'`$@{}#")
@@ -37,6 +43,7 @@ def _ms_quoted(arg: str) -> str:
 
 def quote(arg: str, windows: bool) -> str:
     """One argument, quoted for the target's shell."""
+    arg = visible(arg)
     if not windows:
         return shlex.quote(arg)
     return arg if arg and not _WINDOWS_SPECIAL.intersection(arg) else _ms_quoted(arg)
