@@ -229,20 +229,10 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
         files = self.typed_details(step.details)["files"]
-        saved = want_dict(step.record, "saved")
-        if set(saved) != set(files):
-            raise BadField("the saved files are not the planned ones")
-        for name, sha in saved.items():
-            if sha != "":
-                want_sha(saved, name)
+        _file_shas(step.record, "saved", files)
         want_sha(step.record, "sidecar_sha256")
         if "after" in step.record:
-            after = want_dict(step.record, "after")
-            if set(after) != set(files):
-                raise BadField("the files after the update are not the planned ones")
-            for name, sha in after.items():
-                if sha != "":
-                    want_sha(after, name)
+            _file_shas(step.record, "after", files)
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
@@ -275,7 +265,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         if before is None:
             said = "it did not exist before the apply"
         elif root.exists(keep):
-            said = f"{keep} exists already, so the version from before the apply stays in the journal only"
+            said = f"{visible(keep)} exists already, so the version from before the apply stays in the journal only"
         else:
             root.write_new(keep, before, 0o644)
             said = f"the version from before the apply is in {visible(keep)}"
@@ -284,6 +274,16 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
     def changes(self, step: Step) -> list[str]:
         planned = self.typed_details(step.details)
         return [f"~ {planned['project']}/{name}" for name in planned["files"]]
+
+
+def _file_shas(record: Mapping[str, object], key: str, files: Mapping[str, str]) -> None:
+    """`record[key]`: a sha256 ("" for an absent file) for each planned file, and for no other."""
+    shas = want_dict(record, key)
+    if set(shas) != set(files):
+        raise BadField(f"the files in {key} are not the planned ones")
+    for name, sha in shas.items():
+        if sha != "":
+            want_sha(shas, name)
 
 
 def _requirement(text: str) -> None:
