@@ -129,6 +129,21 @@ def test_cuda13_build_gets_the_nvidia_13_wheels_and_their_folder_on_the_path_hoo
     assert FindingCode.LIB_MISSING not in {f.code for f in plan.unresolved}
 
 
+
+def test_a_windows_plan_caps_the_nvidia_wheels_by_their_windows_releases(tmp_path: Path) -> None:
+    """The cap that keeps pip off wheels the driver cannot run is read from the win_amd64 releases for a Windows
+    target (the Linux ones were used: NVRTC 13 has releases on Linux that win_amd64 lacks, so the caps differ)."""
+    matrix = load_matrix()
+    driver = "580.65"
+    [nvrtc] = [w for c in matrix.cuda.values() for w in c.wheels if w.distribution == "nvidia-cuda-nvrtc"]
+    windows = matrix.wheel_requirement(nvrtc, driver, "windows", "AMD64").requirement
+    assert windows != matrix.wheel_requirement(nvrtc, driver, "linux", "x86_64").requirement  # the case that tells
+    sp = tmp_path / "Lib" / "site-packages"
+    _provider(sp, ORT_131_IMPORTS)
+    plan, _codes = _plan(_gather(tmp_path, _probe(tmp_path, ort_version="1.31.1"), driver), driver)
+    asked = [r for a in plan.actions if a.kind == "pip-install" for r in a.details["requirements"]]
+    assert windows in asked, asked
+
 def test_path_hook_names_nvrtc_s_folder_with_cudnn_9(tmp_path: Path) -> None:
     """onnxruntime-gpu 1.23.2 with the NVIDIA 12 wheels installed but not findable: cuDNN 9's folder goes on PATH,
     and so does nvidia\\cuda_nvrtc\\bin, which no import names (cuDNN builds nvrtc64_120_0.dll's name itself)."""

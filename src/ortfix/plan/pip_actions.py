@@ -73,7 +73,8 @@ def _requirements(facts: Facts, matrix: Matrix, swap: Swap, genai: GenaiChange, 
         requirements.append(f"{target.package}=={target.version}")
     for wheel in to_install.values():
         if canonicalize_name(wheel.distribution) not in swap.repairs.requirements:  # reinstalled at its own version
-            wanted = matrix.wheel_requirement(wheel, facts.driver.version, "linux", facts.probe.machine)
+            wanted = matrix.wheel_requirement(wheel, facts.driver.version, facts.platform.matrix_os,
+                                            facts.probe.machine)
             requirements.append(wanted.requirement)
             if wanted.note:
                 notes.append(wanted.note)
