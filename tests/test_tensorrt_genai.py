@@ -3,6 +3,7 @@ genai findings, and the plan that swaps a CPU onnxruntime-genai beside the GPU O
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -106,12 +107,12 @@ def test_a_compat_folder_without_addons_loads_with_no_rows(tmp_path: Path) -> No
 # --------------------------------------------------------------------------------------------------------------------
 
 # The SONAMEs of a tensorrt-cuNN-libs wheel's tensorrt_libs/ (plugin and parser NEED libnvinfer), by TensorRT major.
-def _tensorrt_libs_wheel(house: Path, version: str) -> Path:
+def _tensorrt_libs_wheel(house: Path, version: str, distribution: str = "tensorrt-cu12-libs") -> Path:
     major = version.split(".")[0]
     libs = {f"lib{n}.so.{major}": f"lib{n}.so.{major}" for n in ("nvinfer", "nvinfer_plugin", "nvonnxparser")}
     needed = {f"libnvinfer_plugin.so.{major}": [f"libnvinfer.so.{major}"],
               f"libnvonnxparser.so.{major}": [f"libnvinfer.so.{major}"]}
-    return fake_nvidia_wheel(house, "tensorrt-cu12-libs", version, libs, TENSORRT_WHEEL_DIR, needed=needed)
+    return fake_nvidia_wheel(house, distribution, version, libs, TENSORRT_WHEEL_DIR, needed=needed)
 
 
 def _genai_wheel(house: Path, package: str, version: str, *, cudart: str | None, requires: str) -> Path:
@@ -132,6 +133,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nvidia_cu12_set(out)
     _tensorrt_libs_wheel(out, "10.0.1")
     _tensorrt_libs_wheel(out, "10.9.0")
+    _tensorrt_libs_wheel(out, "8.6.1", "tensorrt-libs")  # TensorRT 8's name for the same tensorrt_libs/ folder
     _genai_wheel(out, "onnxruntime-genai", "0.9.2", cudart=None, requires="onnxruntime>=1.22.0")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.15.2", cudart="libcudart.so.13", requires="onnxruntime-gpu>=1.28")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.9.2", cudart="libcudart.so.12", requires="onnxruntime-gpu>=1.22.0")
@@ -214,6 +216,33 @@ def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path
     assert "onnxruntime-genai-cuda 0.15.2 (CUDA 13)" in proc.stdout, proc.stdout  # read from its library's NEEDED
     _, doc = check_json(other, env=_NO_CACHE)
     assert "CUDA 13" in finding(doc, "GENAI002")["summary"] and "GENAI001" not in codes(doc)
+
+
+@pytest.mark.slow
+def test_verify_loads_tensorrt_and_reports_genai(tmp_path: Path, house: Path) -> None:
+    """`verify` with TensorRT installed loads the TensorRT provider's NEEDED (libnvinfer.so.10 & co.) in its fresh
+    process, and reports onnxruntime-genai-cuda: its CUDA major (12, from its library's NEEDED) against ORT's, and
+    whether its CUDA library loads (it NEEDs libcudart.so.12: only where the loader path names the NVIDIA wheels)."""
+    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.9.0", "onnxruntime-genai-cuda==0.9.2")
+    venv = tmp_path / "venv"
+    findable = {**_NO_CACHE, "LD_LIBRARY_PATH": f"{nvidia_lib_path(venv)}:{site_packages(venv) / TENSORRT_WHEEL_DIR}"}
+    doc = json.loads(run_ortfix("verify", "--python", str(python), "--json", env=findable).stdout)
+    loader = doc["levels"][0]
+    assert loader["data"]["tensorrt_checked"], loader
+    trt = {"libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"}
+    assert trt <= set(loader["data"]["tensorrt"]) and trt <= set(loader["data"]["check"]["libraries"]), loader
+    assert not any(loader["data"]["check"]["libraries"][n] for n in trt), loader  # loaded: no error
+    [genai] = doc["genai"]
+    assert (genai["package"], genai["kind"], genai["cuda_major"], genai["ort_cuda_major"]) == (
+        "onnxruntime-genai-cuda", "CUDA", 12, 12)
+    assert (genai["fits"], genai["imported"], genai["library"], genai["ok"]) == (True, "ok", "ok", True), genai
+    plain = run_ortfix("verify", "--python", str(python), env=_NO_CACHE)
+    assert plain.returncode == 1 and "Traceback" not in plain.stderr, plain.stderr
+    assert re.search(r"libnvinfer\.so\.10.*(cannot|not)", plain.stdout), plain.stdout
+    line = next(ln for ln in plain.stdout.splitlines() if ln.startswith("genai"))
+    assert "FAIL" in line and "onnxruntime-genai-cuda 0.9.2 (CUDA 12)" in line and "libcudart.so.12" in line, line
+    [genai] = json.loads(run_ortfix("verify", "--python", str(python), "--json", env=_NO_CACHE).stdout)["genai"]
+    assert genai["fits"] and not genai["ok"] and "libcudart.so.12" in genai["library"], genai
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -305,6 +334,75 @@ def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_pa
     assert "trt loaded" in run.stdout, run.stderr[-2000:]
     back = ortfix("rollback", "--python", str(python), "--yes", env=env)
     assert back.returncode == 0, (back.stdout[-3000:], back.stderr[-3000:])
+    assert_same_tree(before, tree_state(venv))
+
+
+@pytest.mark.slow
+def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_path: Path, house: Path) -> None:
+    """tensorrt-libs 8.6.1 (TensorRT 8, before the cuNN names) owns site-packages/tensorrt_libs, the folder
+    tensorrt-cu12-libs 10.x installs into: it is uninstalled first, as an NVIDIA wheel of another CUDA major in the
+    folder of one to install is, or pip would leave both half-installed in one folder; rollback restores it."""
+    python = _genai_venv(tmp_path, house, "tensorrt-libs==8.6.1")
+    env = _pip_env(tmp_path, house)
+    plan = ortfix_json("plan", "--python", str(python), "--with", "tensorrt", env=env, expect=1)
+    kinds = [a["kind"] for a in plan["actions"]]
+    [first] = [i for i, a in enumerate(plan["actions"])
+               if a["kind"] == "pip-uninstall" and a["details"]["distribution"] == "tensorrt-libs"]
+    assert "tensorrt-cu12-libs installs into the same folder, tensorrt_libs" in plan["actions"][first]["summary"]
+    assert first < kinds.index("pip-install")
+    venv = python.parent.parent
+    before = tree_state(venv)
+    proc = ortfix("apply", "--python", str(python), "--with", "tensorrt", "--yes", env=env)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    sp = site_packages(venv)
+    assert not (sp / "tensorrt_libs-8.6.1.dist-info").exists()
+    assert sorted(p.name for p in (sp / TENSORRT_WHEEL_DIR).glob("lib*.so*")) == [
+        "libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"]
+    back = ortfix("rollback", "--python", str(python), "--yes", env=env)
+    assert back.returncode == 0, (back.stdout[-3000:], back.stderr[-3000:])
+    assert_same_tree(before, tree_state(venv))
+
+
+def _placeholder_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
+    """A source distribution like NVIDIA's placeholder on the default index: its build fetches the real wheel from
+    NVIDIA's own index, and where that is unreachable it fails (here: always, after writing `marker`)."""
+    import io
+    import tarfile
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "placeholder"\nbackend-path = ["."]\n',
+             "placeholder.py": f"open({str(marker)!r}, 'a').write('built')\n"
+                               "raise SystemExit('the real wheel is on another index, which is unreachable')\n",
+             "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"}
+    path = folder / f"{dist}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for rel, text in files.items():
+            info = tarfile.TarInfo(f"{dist}/{rel}")
+            info.size = len(text.encode())
+            tar.addfile(info, io.BytesIO(text.encode()))
+    return path
+
+
+@pytest.mark.slow
+def test_tensorrt_only_as_nvidias_placeholder_sdist_is_one_line_and_changes_nothing(tmp_path: Path,
+                                                                                    house: Path) -> None:
+    """Where pip cannot reach NVIDIA's index, the default index has tensorrt-cu12-libs only as a source package whose
+    build fails: apply stops in its preflight with one line that says where the wheels are, runs none of the sdist's
+    code, and leaves the environment as it was."""
+    links = tmp_path / "links"
+    shutil.copytree(house, links)
+    for wheel in links.glob("tensorrt_cu12_libs-*.whl"):
+        wheel.unlink()
+    marker = tmp_path / "BUILT"
+    _placeholder_sdist(links, "tensorrt-cu12-libs", "10.9.0.34", marker)
+    python = _genai_venv(tmp_path, links)
+    env = _pip_env(tmp_path, links)
+    venv = python.parent.parent
+    before = tree_state(venv)
+    for args in (["apply", "--dry-run"], ["apply", "--yes"]):
+        assert_one_line_error(ortfix(*args, "--python", str(python), "--with", "tensorrt", env=env),
+                              "tensorrt-cu12-libs", "NVIDIA's own package index", "--with tensorrt")
+        assert not marker.exists(), args
     assert_same_tree(before, tree_state(venv))
 
 

@@ -21,6 +21,7 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
                     "evidence": list(lv.evidence), "fix": lv.fix, "data": dict(lv.data)} for lv in result.levels],
         "not_run": [{"level": lv.number, "name": lv.name, "why": lv.verdict}
                     for lv in result.levels if lv.status is Status.NOT_RUN],
+        "genai": [g.to_json() for g in result.genai],
     }
 
 
@@ -40,14 +41,20 @@ def render_verify(result: VerifyResult) -> str:
             lines.append(f"{'':<31}... and {len(lv.evidence) - 12} more (--json has all)")
         if lv.fix and lv.status is Status.FAIL:
             lines.append(f"{'':<31}fix: {lv.fix}")
+    for g in result.genai:
+        lines.append(f"{'genai':<19} {_MARKS[Status.PASS if g.ok else Status.FAIL]:<10} {g.line()}")
+        if not g.ok:
+            lines.append(f"{'':<31}fix: `ortfix plan` shows the onnxruntime-genai package that fits")
     lines.append("")
     failed = [lv for lv in result.levels if lv.status is Status.FAIL]
     not_run = [lv for lv in result.levels if lv.status is Status.NOT_RUN]
-    if failed:
-        lines.append("Failed: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in failed) + ".")
+    bad_genai = [g.package for g in result.genai if not g.ok]
+    if failed or bad_genai:
+        lines.append("Failed: " + ", ".join([*(f"level {lv.number} ({_TITLES[lv.name]})" for lv in failed),
+                                             *bad_genai]) + ".")
     if not_run:
         lines.append("Could not run here: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in not_run)
                      + ".")
-    if not failed and not not_run:
+    if not failed and not not_run and not bad_genai:
         lines.append("The GPU path works: the CUDA provider starts and computes what the CPU computes.")
     return join_lines(lines)

@@ -1,4 +1,5 @@
-"""`ortfix verify`: the three levels (verify/levels.py) run on the target; the result carries its exit code."""
+"""`ortfix verify`: the three levels (verify/levels.py) run on the target, and onnxruntime-genai's state
+(verify/genaicheck.py); the result carries its exit code."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ortfix.commands.check import run_check
 from ortfix.errors import ExitCode
 from ortfix.system import hooks
 from ortfix.target.ortrun import model_file
+from ortfix.verify.genaicheck import GenaiReport, genai_reports
 from ortfix.verify.levels import (
     BUILTIN_MODEL,
     BUILTIN_SHAPES,
@@ -33,10 +35,11 @@ class VerifyResult:
     model: str
     builtin_model: bool
     levels: tuple[Level, ...]
+    genai: tuple[GenaiReport, ...] = ()  # each onnxruntime-genai package installed (verify/genaicheck.py)
 
     @property
     def exit_code(self) -> ExitCode:
-        if any(level.status is Status.FAIL for level in self.levels):
+        if any(level.status is Status.FAIL for level in self.levels) or not all(g.ok for g in self.genai):
             return ExitCode.PROBLEMS
         if any(level.status is Status.NOT_RUN for level in self.levels):
             return ExitCode.INCOMPLETE
@@ -64,4 +67,5 @@ def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping
         model=str(model or BUILTIN_MODEL),
         builtin_model=model is None,
         levels=(loader, provider, numbers),
+        genai=genai_reports(facts, result.matrix, interpreter, conda_hook=conda_hook),
     )

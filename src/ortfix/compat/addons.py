@@ -5,6 +5,7 @@ rows, and every query answers "not known"."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,9 @@ GENAI_CPU = "onnxruntime-genai"
 GENAI_CUDA = "onnxruntime-genai-cuda"
 GENAI_DIRECTML = "onnxruntime-genai-directml"
 GENAI_PACKAGES = (GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML)
+# The distributions that install the TensorRT libraries into site-packages/tensorrt_libs: tensorrt-cuNN-libs (10.x and
+# later) and, before them, tensorrt-libs (8.6, 9.x); normalised names.
+TENSORRT_LIBS_DISTS = re.compile(r"tensorrt(?:-cu\d+)?-libs")
 
 _MINOR = {"type": "string", "pattern": r"^\d+\.\d+$"}
 _VERSION = {"type": "string", "pattern": r"^\d+\.\d+\.\d+$"}

@@ -2,21 +2,22 @@
 major (GENAI002) beside the GPU build is uninstalled and `onnxruntime-genai-cuda` of the target build's CUDA major is
 installed, pinned to the newest release (compat/addons.yaml) whose ORT requirement the target meets, so the swap never
 moves ORT. The neighbour rule holds (plan/neighbours.py): where another installed distribution requires the genai
-package by name, the swap is left out and a note says who."""
+package by name, the swap is left out and a note says who (`genai_breaks`, asked by plan/pip_actions.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
+
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, genai_swap
-from ortfix.check.requires import Need
 from ortfix.compat.addons import GENAI_CUDA
 from ortfix.compat.matrix import Matrix
 from ortfix.plan.model import ChosenBuild
-from ortfix.plan.neighbours import replacements
+from ortfix.plan.neighbours import Replacement
 
 GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA)
 
@@ -30,7 +31,7 @@ class GenaiChange:
 
 
 def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]],
-                 target: ChosenBuild | None, installed: OrtInstall | None, required: Sequence[Need]) -> GenaiChange:
+                 target: ChosenBuild | None, installed: OrtInstall | None) -> GenaiChange:
     findings = [f for code in GENAI_CODES for f in by_code.get(code, [])]
     if not findings:
         return GenaiChange()
@@ -41,10 +42,18 @@ def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Fi
         return GenaiChange(notes=(f"no {GENAI_CUDA} release the matrix knows is built for CUDA {cuda} and accepts "
                                   f"onnxruntime-gpu {version}: onnxruntime-genai stays as it is",))
     remove = tuple(dict.fromkeys(genai_swap(f)["installed"] for f in findings))
-    requirement = f"{GENAI_CUDA}=={pick}"
-    broken = [r for r in replacements(facts, remove, [requirement], required) if r.broken]
-    if broken:
-        who = "; ".join(f"{n.who} requires {n.text}" for r in broken for n in r.broken)
-        return GenaiChange(notes=(f"{', '.join(remove)} stays ({who}): replacing it with {requirement} would break "
-                                  "that requirement",))
-    return GenaiChange(remove, requirement, tuple(sorted({f.code for f in findings})))
+    return GenaiChange(remove, f"{GENAI_CUDA}=={pick}", tuple(sorted({f.code for f in findings})))
+
+
+def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> str | None:
+    """The note that leaves the swap out, where a replacement of the plan's packages stage (plan/pip_actions.py, the
+    one neighbour check) that removes or replaces a genai distribution breaks what another distribution requires."""
+    if genai.requirement is None:
+        return None
+    ours = {canonicalize_name(n) for n in (*genai.remove, GENAI_CUDA)}
+    broken = [r for r in changed if r.broken and r.dist.normalized in ours]
+    if not broken:
+        return None
+    who = "; ".join(f"{n.who} requires {n.text}" for r in broken for n in r.broken)
+    return (f"{', '.join(genai.remove)} stays ({who}): replacing it with {genai.requirement} would break that "
+            "requirement")

@@ -89,7 +89,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
     choice = choose_installer(facts, options.installer)
     swap = choose_swap(facts, by_code, options, installed, target, consumers, alternative=alternative)
     target = swap.target
-    genai = genai_change(facts, matrix, by_code, target, installed, required)  # plan/genai.py
+    genai = genai_change(facts, matrix, by_code, target, installed)  # plan/genai.py
     provided = provide_libraries(facts, matrix, by_code, target, installed, swap.swap)
     trt = tensorrt_change(facts, matrix, installed, target) if options.with_tensorrt else TensorrtChange()
     hook_libs = {**provided.hook_libs,
@@ -102,7 +102,7 @@ def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: P
     # the project around the environment: changed first, so a tool that cannot resolve stops the apply early
     project_actions, project_notes = project_changes(facts, target, list(pip.requirements), options.project)
     actions = [*project_actions, *pip.actions, *links, *hooks]
-    notes = [*genai.notes, *trt.notes, *pip.notes, *hook_notes, *project_notes,
+    notes = [*pip.genai.notes, *trt.notes, *pip.notes, *hook_notes, *project_notes,
              *closing_notes(matrix, options, codes, swap, provided.missing, stack_majors(target, installed)[0])]
     assert all(c in PLAN_FIXES for a in actions for c in a.fixes), "check/codes.py's PLAN_FIXES lists what a plan fixes"
     unresolved = [f for f in findings if f.severity is not Severity.INFO and not _addressed(f, actions)]

@@ -9,9 +9,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ortfix.check.addons import TENSORRT_WHEEL_DIR
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, shadowing
+from ortfix.compat.addons import TENSORRT_LIBS_DISTS
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
@@ -162,12 +164,14 @@ def with_nvrtc(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_maj
 
 
 def occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
-    """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into."""
+    """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into (the
+    NVIDIA wheels' folders by the matrix's rows; tensorrt_libs/ by the TensorRT distributions' names)."""
     rows = {(w.distribution, w.dir) for _major, w in matrix.nvidia_wheels}
     site = os.path.realpath(facts.probe.purelib)
     return [d for d in facts.probe.distributions
             if d.normalized != wheel.distribution and os.path.realpath(d.location) == site
-            and (d.normalized, wheel.dir) in rows]
+            and ((d.normalized, wheel.dir) in rows
+                 or (wheel.dir == TENSORRT_WHEEL_DIR and TENSORRT_LIBS_DISTS.fullmatch(d.normalized)))]
 
 
 def copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:

@@ -18,7 +18,7 @@ from ortfix.check.requires import Need
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
-from ortfix.plan.genai import GenaiChange
+from ortfix.plan.genai import GenaiChange, genai_breaks
 from ortfix.plan.installer import InstallerChoice, redirect_notes
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action
@@ -35,6 +35,7 @@ class PipChanges:
     notes: tuple[str, ...]
     requirements: tuple[str, ...]  # what the install asks for
     broken: tuple[Replacement, ...]  # the replacements that break another installed distribution
+    genai: GenaiChange  # the genai swap planned: the one asked for, or none where it breaks a neighbour (its note)
 
 
 def pip_changes(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]], swap: Swap,
@@ -44,15 +45,20 @@ def pip_changes(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Fin
     remove = list(swap.remove)
     remove += [n for n in genai.remove if n not in remove]
     # NVIDIA wheels of another CUDA major in the folder a wheel to install writes (nvidia-cudnn-cu13 and -cu12 both
-    # own nvidia/cudnn/lib): uninstalled first, or pip would overwrite their files and leave both half-installed.
+    # own nvidia/cudnn/lib; tensorrt-cu13-libs, -cu12-libs and tensorrt-libs all own tensorrt_libs): uninstalled first,
+    # or pip would overwrite their files and leave both half-installed.
     replaced: dict[str, WheelSpec] = {}
-    for wheel in to_install.values():
+    for wheel in (*to_install.values(), *((trt.wheel,) if trt.wheel else ())):
         for occupant in occupying(facts, matrix, wheel):
             if occupant.name not in remove:
                 remove.append(occupant.name)
                 replaced[occupant.name] = wheel
     requirements, notes = _requirements(facts, matrix, swap, genai, trt, to_install)
     changed = replacements(facts, remove, requirements, required)
+    kept = genai_breaks(genai, changed)
+    if kept is not None:  # the genai swap breaks a neighbour: planned without it
+        return pip_changes(facts, matrix, by_code, swap, GenaiChange(notes=(*genai.notes, kept)), trt, to_install,
+                           choice, required)
     actions, outside = uninstall_actions(facts, by_code, swap, genai, remove, replaced, changed)
     notes += outside
     if requirements:
@@ -60,7 +66,7 @@ def pip_changes(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Fin
                                                 [r for r in changed if r.new is not None and r.dist.name not in remove])
         actions.append(install)
         notes += install_notes
-    return PipChanges(tuple(actions), tuple(notes), tuple(requirements), tuple(r for r in changed if r.broken))
+    return PipChanges(tuple(actions), tuple(notes), tuple(requirements), tuple(r for r in changed if r.broken), genai)
 
 
 def _requirements(facts: Facts, matrix: Matrix, swap: Swap, genai: GenaiChange, trt: TensorrtChange,

@@ -14,6 +14,7 @@ from ortfix.check.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR, tensorrt_
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.matrix import Matrix
+from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
 from ortfix.system.inventory import parse_lib_name, soname_major
 
@@ -25,6 +26,7 @@ class TensorrtChange:
     requirement: str | None = None  # tensorrt-cuNN-libs>=MIN,<MAJOR+1
     libraries: Mapping[str, str] = field(default_factory=dict)  # soname → the path the hooks make findable
     notes: tuple[str, ...] = ()
+    wheel: WheelSpec | None = None  # what the requirement installs where (plan/needed_libraries.occupying)
 
 
 def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
@@ -53,7 +55,8 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
         return TensorrtChange(libraries=libraries)
     row = matrix.addons.tensorrt_for(version)
     low = row.min_version if row and row.major == major and row.min_version else f"{major}.0"
-    return TensorrtChange(f"tensorrt-cu{cuda}-libs>={low},<{major + 1}", libraries)
+    wheel = WheelSpec(f"tensorrt-cu{cuda}-libs", f">={low},<{major + 1}", tuple(sonames), TENSORRT_WHEEL_DIR)
+    return TensorrtChange(wheel.distribution + wheel.specifier, libraries, wheel=wheel)
 
 
 def _provider_needed(matrix: Matrix, installed: OrtInstall | None, version: str, cuda: int) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 from packaging.utils import canonicalize_name
 
 from ortfix import subproc
+from ortfix.compat.addons import TENSORRT_LIBS_DISTS
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
 from ortfix.plan.kinds import PipInstallDetails
@@ -184,7 +185,14 @@ def pip_error_line(text: str) -> str:
 
 def no_wheel_hint(message: str, fallback: str) -> str:
     """What to do when the installer found nothing: that it looked at wheels only, and how to supply a package that
-    is only available as source; `fallback` for any other failure."""
+    is only available as source (tensorrt-cuNN-libs: its wheels are on NVIDIA's own index); `fallback` for any other
+    failure."""
+    trt = TENSORRT_LIBS_DISTS.search(message.lower())
+    if trt and any(m in message for m in _NO_MATCH):
+        return (f"{trt.group(0)} is on the default index only as a placeholder source package that fetches its wheel "
+                "from NVIDIA's own package index when built: add NVIDIA's index (NVIDIA's TensorRT installation guide "
+                "names it) as an extra index in your pip configuration and plan again, or leave out --with "
+                "tensorrt; nothing was changed")
     if any(m in message for m in _NO_MATCH):
         return ("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's build "
                 "code runs: a package available only as source needs its wheel built by you (pip wheel NAME -w DIR, "

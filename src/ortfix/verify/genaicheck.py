@@ -1,0 +1,118 @@
+"""`ortfix verify`'s onnxruntime-genai report: for each genai package installed beside ORT, which it is (CPU, CUDA,
+DirectML), its CUDA major against ORT's, and whether it loads in a fresh process of the target started as its user
+starts it (`import onnxruntime, onnxruntime_genai`, then, for onnxruntime-genai-cuda, its CUDA library by path, as
+genai loads it when a model asks for CUDA). No genai installed: no report."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ortfix import subproc
+from ortfix.check.addons import GENAI_CUDA_LIBRARY, genai_installs
+from ortfix.check.facts import Facts
+from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
+from ortfix.compat.matrix import Matrix
+from ortfix.target.launch import launch
+
+_MARK = "ORTFIX-GENAI:"
+# Runs inside the target (any Python 3): standard library only, one JSON line out. argv[1]: the CUDA library's path
+# relative to site-packages ("" when there is none to load).
+_SCRIPT = r"""
+import json, os, sys
+out = {"library": None}
+try:
+    import onnxruntime
+    import onnxruntime_genai
+    out["import"] = "ok"
+except BaseException as e:
+    out["import"] = "%%s: %%s" %% (type(e).__name__, e)
+if sys.argv[1] and out["import"] == "ok":
+    import ctypes
+    here = os.path.dirname(os.path.dirname(os.path.abspath(onnxruntime_genai.__file__)))
+    try:
+        ctypes.CDLL(os.path.join(here, sys.argv[1]))
+        out["library"] = "ok"
+    except OSError as e:
+        out["library"] = str(e) or "not loaded"
+print(%(mark)r + json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class GenaiReport:
+    package: str
+    version: str
+    kind: str  # CPU | CUDA | DirectML
+    cuda_major: int | None  # genai-cuda's: its library's NEEDED libcudart, else the matrix's row
+    ort_cuda_major: int | None
+    imported: str  # "ok", or why `import onnxruntime_genai` failed
+    library: str | None  # genai-cuda's CUDA library: "ok", or why it did not load; None: nothing to load
+
+    @property
+    def fits(self) -> bool:
+        """Built for what ORT runs: the CPU package never is (it has no CUDA provider); DirectML is Windows' own."""
+        if self.kind == "CUDA":
+            return self.cuda_major is not None and self.cuda_major == self.ort_cuda_major
+        return self.kind == "DirectML"
+
+    @property
+    def ok(self) -> bool:
+        return self.fits and self.imported == "ok" and self.library in (None, "ok")
+
+    def line(self) -> str:
+        built = f"CUDA {self.cuda_major if self.cuda_major is not None else '?'}" if self.kind == "CUDA" else self.kind
+        ort = f"ONNX Runtime's CUDA {self.ort_cuda_major}" if self.ort_cuda_major is not None else "ONNX Runtime"
+        fit = ("fits " if self.fits else "does not fit ") + ort
+        if self.imported != "ok":
+            loads = f"import fails: {self.imported}"
+        elif self.library is None:
+            loads = "imports in a fresh process"
+        else:
+            loads = ("its CUDA library loads" if self.library == "ok"
+                     else f"its CUDA library does not load: {self.library}")
+        return f"{self.package} {self.version} ({built}): {fit}; {loads}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "version": self.version, "kind": self.kind, "cuda_major": self.cuda_major,
+                "ort_cuda_major": self.ort_cuda_major, "fits": self.fits, "imported": self.imported,
+                "library": self.library, "ok": self.ok}
+
+
+def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path | None,
+                  timeout: float = 120.0) -> tuple[GenaiReport, ...]:
+    """One report per installed genai package (none installed: none)."""
+    ort = facts.active_ort
+    out = []
+    for g in genai_installs(facts):
+        name = g.dist.normalized
+        kind = {GENAI_CPU: "CPU", GENAI_DIRECTML: "DirectML", GENAI_CUDA: "CUDA"}.get(name, "CUDA")
+        major = g.cuda_major
+        if major is None and kind == "CUDA":
+            row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
+            major = row.cuda_major if row else None
+        library = GENAI_CUDA_LIBRARY if kind == "CUDA" and not facts.platform.is_windows else ""
+        imported, loaded = _load(python, library, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
+        out.append(GenaiReport(g.dist.name, g.dist.version, kind, major, ort.cuda_major if ort else None, imported,
+                               loaded if library else None))
+    return tuple(out)
+
+
+def _load(python: str, library: str, *, prefix: str, conda_hook: Path | None, timeout: float) -> tuple[str, str]:
+    """(import result, library result) from a fresh process of the target."""
+    argv, env = launch(python, _SCRIPT % {"mark": _MARK}, [library.replace("/", os.sep)], prefix=prefix,
+                       conda_hook=conda_hook)
+    proc = subproc.run(argv, target_python=python, env=env, timeout=timeout)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
+    if line is None:
+        why = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+        return f"the check process failed ({why})", "not reached"
+    try:
+        doc = json.loads(line[len(_MARK):])
+    except ValueError:
+        return "the check process printed no valid report", "not reached"
+    imported, library = doc.get("import"), doc.get("library")
+    return (imported if isinstance(imported, str) else "no report",
+            library if isinstance(library, str) else "not reached")
