@@ -2,6 +2,7 @@
 """Read the real onnxruntime-gpu wheels and check compat/ort.yaml against them, or regenerate it from them.
 
     python scripts/ort_wheels.py [--check | --write] [--versions 1.19.2,1.20.2] [--find-links DIR] [--cache DIR]
+    python scripts/ort_wheels.py --addons [--check | --write] --find-links DIR   (compat/addons.yaml: addons_wheels.py)
 
 The releases, the CPython tags and the platforms come from pip itself (`pip index versions` once per Python version
 and platform; `pip download --no-deps --only-binary=:all:` for the wheels), so the index is whatever pip is
@@ -1162,7 +1163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report disagreements, exit 1 if any (the default)")
     mode.add_argument("--write", action="store_true", help="rewrite the wheel-derived fields of the file")
-    parser.add_argument("--file", type=Path, default=DEFAULT_FILE, help="the ort-releases file (compat/ort.yaml)")
+    parser.add_argument("--file", type=Path, help="the ort-releases file (default compat/ort.yaml; with --addons, "
+                                                  "the addons file, default compat/addons.yaml)")
+    parser.add_argument("--addons", action="store_true",
+                        help="check or write compat/addons.yaml from the wheels in the --find-links folders instead "
+                             "(scripts/addons_wheels.py: TensorRT majors, genai CUDA majors and ORT minimums)")
     parser.add_argument("--package", default="onnxruntime-gpu")
     parser.add_argument("--versions", help="comma-separated releases to read (default: every one pip lists)")
     parser.add_argument("--find-links", "--wheelhouse", dest="find_links", type=Path, action="append", default=[],
@@ -1183,10 +1188,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every fact read")
     args = parser.parse_args(argv)
     try:
+        if args.addons:
+            return run_addons_mode(args)
+        args.file = args.file or DEFAULT_FILE
         return run(args)
     except Failure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def run_addons_mode(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from addons_wheels import AddonsFailure, run_addons
+
+    today = datetime.date.today().strftime("%Y.%m.%d")
+    try:
+        return run_addons(args.file or REPO / "compat" / "addons.yaml", [d.resolve() for d in args.find_links],
+                          write=args.write, bump=bump, validate=_validate, today=today)
+    except AddonsFailure as exc:
+        raise Failure(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:

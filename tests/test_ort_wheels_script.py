@@ -430,3 +430,73 @@ def test_the_matrix_agrees_with_a_real_release(tmp_path: Path) -> None:
     out = proc.stdout
     assert "cuda_build: \"12.2\"  [provider RPATH/RUNPATH /usr/local/cuda-12.2]" in out
     assert "onnxruntime_providers_cuda.dll imports cublasLt64_12.dll, cublas64_12.dll, cudnn64_9.dll" in out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# --addons: compat/addons.yaml from the wheels (TensorRT majors, genai CUDA majors and ORT minimums)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _addons_house(tmp: Path) -> Path:
+    """onnxruntime-gpu wheels whose TensorRT provider NEEDs libnvinfer.so.10 (1.21.0, 1.40.0); onnxruntime-genai-cuda
+    0.9.2 (NEEDs libcudart.so.12, requires onnxruntime-gpu>=1.22.0) and 0.19.0 (libcudart.so.13, >=1.40.0)."""
+    house = tmp / "house"
+    house.mkdir()
+    libs = tmp / "libs"
+    libs.mkdir()
+    tag = "cp311-cp311-manylinux_2_27_x86_64"
+    for version in ("1.21.0", "1.40.0"):
+        provider = build_stub_lib(libs / f"trt-{version}.so", soname="libonnxruntime_providers_tensorrt.so",
+                                  needed=("libnvinfer.so.10", "libnvonnxparser.so.10", "libcudart.so.12"))
+        build_wheel(house, PACKAGE, version, {"onnxruntime/__init__.py": b"",
+                                              "onnxruntime/capi/libonnxruntime_providers_tensorrt.so": provider},
+                    tag=tag)
+    for version, cudart, ort in (("0.9.2", "libcudart.so.12", "1.22.0"), ("0.19.0", "libcudart.so.13", "1.40.0")):
+        lib = build_stub_lib(libs / f"genai-{version}.so", soname="libonnxruntime-genai-cuda.so", needed=(cudart,))
+        build_wheel(house, "onnxruntime-genai-cuda", version,
+                    {"onnxruntime_genai/__init__.py": b"", "onnxruntime_genai/libonnxruntime-genai-cuda.so": lib},
+                    requires=[f"onnxruntime-gpu>={ort}", "numpy"], tag=tag)
+    return house
+
+
+def test_addons_mode_reads_the_wheels_and_fills_the_file(tmp_path: Path) -> None:
+    """Planted in a copy of compat/addons.yaml: 1.21's TensorRT major 9 (its wheel NEEDs libnvinfer.so.10) and
+    genai-cuda 0.8.3/0.9.2's CUDA 13 (0.9.2's library NEEDs libcudart.so.12); no row for 1.40 or for genai 0.19.0.
+    --check names each; --write fixes 1.21, splits 0.9.2 off its row (0.8.3, which no wheel here shows, keeps what
+    the file said) and adds the new rows; the result validates and a second --check finds nothing."""
+    house = _addons_house(tmp_path)
+    addons = tmp_path / "addons.yaml"
+    text = (REPO / "compat" / "addons.yaml").read_text()
+    planted = [('{ort: ["1.21"], major: 10,', '{ort: ["1.21"], major: 9,'),
+               ('versions: ["0.8.3", "0.9.2"], cuda_major: 12,', 'versions: ["0.8.3", "0.9.2"], cuda_major: 13,')]
+    for old, new in planted:
+        assert old in text
+        text = text.replace(old, new)
+    addons.write_text(text)
+
+    def script(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(SCRIPT), "--addons", "--file", str(addons), "--find-links",
+                               str(house), *args], capture_output=True, text=True, env=hermetic_env(), timeout=120,
+                              check=False)
+
+    check = script("--check")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "tensorrt 1.21: major: file says 9, wheel says 10" in check.stdout
+    assert "onnxruntime-genai-cuda 0.9.2: cuda_major: file says 13, wheel says 12" in check.stdout
+    assert "tensorrt 1.40: no row" in check.stdout and "onnxruntime-genai-cuda 0.19.0: no row" in check.stdout
+    assert addons.read_text() == text  # --check writes nothing
+    written = script("--write")
+    assert written.returncode == 0, written.stdout + written.stderr
+    validate(addons)
+    doc = yaml.safe_load(addons.read_text())
+    trt = {minor: row for row in doc["tensorrt"] for minor in row["ort"]}
+    assert (trt["1.21"]["major"], trt["1.21"]["min_version"]) == (10, "10.8") and trt["1.40"]["major"] == 10
+    genai = {(row["package"], v): row for row in doc["genai"] for v in row["versions"]}
+    assert (genai[("onnxruntime-genai-cuda", "0.9.2")]["cuda_major"],
+            genai[("onnxruntime-genai-cuda", "0.9.2")]["ort_min"]) == (12, "1.22.0")
+    assert genai[("onnxruntime-genai-cuda", "0.8.3")]["cuda_major"] == 13  # no wheel of it here: as the file says
+    assert (genai[("onnxruntime-genai-cuda", "0.19.0")]["cuda_major"],
+            genai[("onnxruntime-genai-cuda", "0.19.0")]["ort_min"]) == (13, "1.40.0")
+    assert doc["data_version"] != yaml.safe_load(text)["data_version"]
+    again = script("--check")
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -363,6 +363,29 @@ def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_pat
     assert_same_tree(before, tree_state(venv))
 
 
+@pytest.mark.slow
+def test_export_carries_with_tensorrt(tmp_path: Path, house: Path) -> None:
+    """`export --with tensorrt`: the requirements file pins tensorrt-cu12-libs, the Dockerfile puts tensorrt_libs/ on
+    LD_LIBRARY_PATH, the sh script installs it and writes the hook that names its libraries; without it, none of
+    that; a saved plan takes no --with."""
+    python = _genai_venv(tmp_path, house)
+    env = _pip_env(tmp_path, house)
+    folder = str(site_packages(python.parent.parent) / TENSORRT_WHEEL_DIR)
+    reqs = ortfix_json("export", "requirements", "--python", str(python), "--with", "tensorrt", env=env)
+    assert "tensorrt-cu12-libs==10.9.0" in reqs["pins"] and "tensorrt-cu12-libs==10.9.0" in reqs["text"], reqs
+    docker = ortfix_json("export", "dockerfile", "--python", str(python), "--with", "tensorrt", env=env)
+    env_line = next(ln for ln in docker["text"].splitlines() if ln.startswith("ENV LD_LIBRARY_PATH="))
+    assert folder in env_line and "tensorrt-cu12-libs==10.9.0" in docker["text"], docker["text"]
+    sh = ortfix_json("export", "sh", "--python", str(python), "--with", "tensorrt", env=env)
+    assert "'tensorrt-cu12-libs==10.9.0'" in sh["text"] and "tensorrt_libs/libnvinfer.so.10" in sh["text"], sh["text"]
+    plain = ortfix_json("export", "sh", "--python", str(python), env=env)
+    assert "tensorrt" not in plain["text"], plain["text"]
+    plan = tmp_path / "plan.json"
+    ortfix("plan", "--python", str(python), "-o", str(plan), env=env)
+    assert_one_line_error(ortfix("export", "sh", str(plan), "--python", str(python), "--with", "tensorrt", env=env),
+                          "a saved plan is exported exactly as it is")
+
+
 def _placeholder_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
     """A source distribution like NVIDIA's placeholder on the default index: its build fetches the real wheel from
     NVIDIA's own index, and where that is unreachable it fails (here: always, after writing `marker`)."""

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from checktools import site_packages
-from support.fixtures import build_wheel, pip_install
+from support.fixtures import build_wheel, fake_nvidia_wheel, pip_install
 from support.testcache import cache_root
 from txtools import (
     assert_same_tree,
@@ -136,6 +136,27 @@ def test_wheelhouse_failures_are_one_line(setup: dict[str, Path], tmp_path: Path
     one_line_error(ortfix("wheelhouse", "--python", target, "-d", str(tmp_path / "w2"),
                           env=ortfix_env(closed, setup["root"])), "the package index is unreachable",
                    "Connection refused")
+
+
+def test_wheelhouse_carries_with_tensorrt(setup: dict[str, Path], wheelhouse: Path, ortfix_deps: Path,
+                                         tmp_path: Path) -> None:
+    """`wheelhouse --with tensorrt`: the plan's tensorrt-cu12-libs (the TensorRT 10 of onnxruntime-gpu 1.22's
+    provider, at least the 10.9 ORT documents) is downloaded and listed with the plan's reason; without it, not."""
+    trt = tmp_path / "trt"
+    trt.mkdir()
+    libs = {f"lib{n}.so.10": f"lib{n}.so.10" for n in ("nvinfer", "nvinfer_plugin", "nvonnxparser")}
+    fake_nvidia_wheel(trt, "tensorrt-cu12-libs", "10.0.1", libs, "tensorrt_libs")
+    fake_nvidia_wheel(trt, "tensorrt-cu12-libs", "10.9.0", libs, "tensorrt_libs")
+    index = tmp_path / "index.conf"
+    index.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse} {ortfix_deps} {trt}\n")
+    env = ortfix_env(index, setup["root"])
+    doc = ortfix_json("wheelhouse", "--python", str(setup["cpu"]), "-d", str(tmp_path / "with"), "--with", "tensorrt",
+                      env=env)
+    [entry] = [f for f in doc["files"] if f["distribution"].lower().replace("_", "-") == "tensorrt-cu12-libs"]
+    assert entry["file"].startswith("tensorrt_cu12_libs-10.9.0-") and entry["why"].startswith("the plan"), entry
+    assert (tmp_path / "with" / entry["file"]).is_file()
+    plain = ortfix_json("wheelhouse", "--python", str(setup["cpu"]), "-d", str(tmp_path / "without"), env=env)
+    assert not any("tensorrt" in f["distribution"].lower() for f in plain["files"])
 
 
 def test_a_folder_that_is_not_empty_is_refused(setup: dict[str, Path], tmp_path: Path) -> None:

@@ -297,23 +297,24 @@ def _plan_options(func: F) -> F:
             options.cuda("Plan for this CUDA major."),
             options.driver("Plan for a machine with this NVIDIA driver (the image's or the host's)."),
             options.compute_capability("Plan for a GPU of this compute capability."),
-            options.hook("How to make libraries findable."))):
+            options.hook("How to make libraries findable."),
+            options.with_parts("Also provide an optional part (tensorrt: the TensorRT libraries, as `plan --with`)."))):
         func = option(func)
     return func
 
 
 def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major: int | None, hook: HookOption,
-                    driver_version: str | None, compute_capability: str | None) -> Any:
+                    driver_version: str | None, compute_capability: str | None, with_: tuple[str, ...]) -> Any:
     from ortfix.plan.model import PlanOptions
     from ortfix.versions import validate_machine_options, validate_ort_version
 
     validate_machine_options(driver_version, compute_capability)
     validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto"):
+    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or with_):
         raise OrtfixError("a saved plan is exported exactly as it is",
-                          hint="--ort-version, --cuda and --hook only apply when planning now")
+                          hint="--ort-version, --cuda, --hook and --with only apply when planning now")
     return PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook, driver_version=driver_version,
-                       compute_capability=compute_capability)
+                       compute_capability=compute_capability, with_tensorrt="tensorrt" in with_)
 
 
 def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
@@ -344,7 +345,8 @@ def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
 @_plan_options
 def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
            prefix_in_image: str | None, ort_version: str | None, cuda_major: int | None,
-           driver_version: str | None, compute_capability: str | None, hook: HookOption) -> None:
+           driver_version: str | None, compute_capability: str | None, hook: HookOption,
+           with_: tuple[str, ...]) -> None:
     """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
 
     FORMAT: requirements (exact pins, hashes where pip knows every one, a comment per reason), dockerfile (a
@@ -367,7 +369,8 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     from ortfix.commands.export import run_export, undo_path
     from ortfix.export.model import ExportFormat
 
-    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
+    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability,
+                              with_)
     image_prefix = _image_prefix(ExportFormat(fmt), prefix_in_image)
     result = run_export(ExportFormat(fmt), python, plan_file, options, output, image_prefix)
     if result.undo is not None and output is None and not as_json:
@@ -388,7 +391,8 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 @_plan_options
 def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder: Path, platform_tag: str | None,
                python_version: str | None, ort_version: str | None, cuda_major: int | None,
-               driver_version: str | None, compute_capability: str | None, hook: HookOption) -> None:
+               driver_version: str | None, compute_capability: str | None, hook: HookOption,
+               with_: tuple[str, ...]) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
     The plan's packages with their dependencies and ortfix with its own (built from the running checkout or
@@ -412,7 +416,8 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     from ortfix.export.wheelhouse import validate_target
 
     target = validate_target(platform_tag, python_version)
-    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability)
+    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability,
+                              with_)
 
     def terminal(text: str) -> None:  # pip's own output with its progress bars, escaped (pipprogress.terminal_text)
         sys.stderr.write(text)

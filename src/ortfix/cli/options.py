@@ -37,3 +37,7 @@ def hook(help: str) -> Callable[[F], F]:
 def installer(help: str) -> Callable[[F], F]:
     return click.option("--installer", type=click.Choice(list(INSTALLERS)), default="auto", show_default=True,
                         help=help)
+
+
+def with_parts(help: str) -> Callable[[F], F]:
+    return click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True, help=help)

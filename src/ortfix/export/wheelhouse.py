@@ -44,6 +44,7 @@ from ortfix.system.wheelmanifest import (
     ManifestFile,
     sha256_file,
 )
+from ortfix.transaction.actions.resolve import tensorrt_wheel_hint
 
 _PLATFORM = re.compile(r"^[A-Za-z0-9_.]{1,100}$")
 _PY_VERSION = re.compile(r"^3\.[0-9]{1,2}$")
@@ -102,8 +103,8 @@ def _pip_failure(what: str, proc_text: str, target: WheelhouseTarget) -> OrtfixE
                            hint="check your network and `pip config list` (index-url, proxy)")
     if "No matching distribution" in why or "Could not find a version" in why:
         return OrtfixError(f"no wheel of {what}{where}: {why}",
-                           hint="check the name and version, --platform and --python-version; is the index "
-                                "reachable (`pip config list`)?")
+                           hint=tensorrt_wheel_hint(why) or "check the name and version, --platform and "
+                                "--python-version; is the index reachable (`pip config list`)?")
     return OrtfixError(f"pip cannot download {what}{where}: {why}",
                        hint="is the index reachable? check `pip config list` and your network")
 

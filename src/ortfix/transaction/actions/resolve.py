@@ -187,17 +187,26 @@ def no_wheel_hint(message: str, fallback: str) -> str:
     """What to do when the installer found nothing: that it looked at wheels only, and how to supply a package that
     is only available as source (tensorrt-cuNN-libs: its wheels are on NVIDIA's own index); `fallback` for any other
     failure."""
-    trt = TENSORRT_LIBS_DISTS.search(message.lower())
-    if trt and any(m in message for m in _NO_MATCH):
-        return (f"{trt.group(0)} is on the default index only as a placeholder source package that fetches its wheel "
-                "from NVIDIA's own package index when built: add NVIDIA's index (NVIDIA's TensorRT installation guide "
-                "names it) as an extra index in your pip configuration and plan again, or leave out --with "
-                "tensorrt; nothing was changed")
+    trt = tensorrt_wheel_hint(message)
+    if trt is not None:
+        return trt
     if any(m in message for m in _NO_MATCH):
         return ("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's build "
                 "code runs: a package available only as source needs its wheel built by you (pip wheel NAME -w DIR, "
                 "then DIR in your find-links); nothing was changed")
     return fallback
+
+
+def tensorrt_wheel_hint(message: str) -> str | None:
+    """Where no wheel of tensorrt-cuNN-libs was found: the default index has only its placeholder source package,
+    whose build fetches the wheel from NVIDIA's own index (and fails where that is unreachable)."""
+    trt = TENSORRT_LIBS_DISTS.search(message.lower())
+    if trt is None or not any(m in message for m in _NO_MATCH):
+        return None
+    return (f"{trt.group(0)} is on the default index only as a placeholder source package that fetches its wheel "
+            "from NVIDIA's own package index when built: add NVIDIA's index (NVIDIA's TensorRT installation guide "
+            "names it) as an extra index in your pip configuration, or leave out --with tensorrt; nothing was "
+            "changed")
 
 
 def resolve(env: TargetEnv, details: PipInstallDetails, workdir: Path, *,
