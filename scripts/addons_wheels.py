@@ -216,13 +216,13 @@ def compare(text: str, facts: Sequence[Fact]) -> Outcome:
                 problems.append(f"{what}: {k}: file says {_scalar(rows[i].get(k))}, wheel says {_scalar(v)}")
             if differs:
                 listed = "ort" if section == "tensorrt" else "versions"
-                new = _new_row(section, fact, rows[i])
+                split = _new_row(section, fact, rows[i])
                 rows[i][listed] = [x for x in rows[i][listed] if x != fact.key[1]]
                 touched.add(i)
                 if rows[i][listed]:  # split off: the rest of the row keeps what it says
-                    added.append(new)
+                    added.append(split)
                 else:  # the row of this release alone: changed in place
-                    rows[i] = new
+                    rows[i] = split
         for i in sorted(touched):
             first, last = nodes[i].start_mark.line, nodes[i].end_mark.line + 1
             edits.append((first, last, emit(section, rows[i])))

@@ -674,9 +674,10 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
     2 provider  a session created with CUDAExecutionProvider really gets it (session.get_providers())
     3 numbers   a small model runs on CUDA and matches the CPU within tolerance
 
-    A provider that crashes (it does, without an NVIDIA driver) is a verdict, not a crash of ortfix.
+    A provider that crashes (it does, without an NVIDIA driver) is a verdict, not a crash of ortfix. Each installed
+    onnxruntime-genai package is reported too: its build (CPU, CUDA N, DirectML) against ORT's, and whether it loads.
 
-    Exit status: 0 every level passed, 1 a level failed, 2 could not run, 3 nothing failed but some level could
+    Exit status: 0 every level passed, 1 a level failed (or a genai package does not fit or load), 2 could not run, 3 nothing failed but some level could
     not run on this machine (e.g. no NVIDIA driver; the output says which and why).
 
     \b

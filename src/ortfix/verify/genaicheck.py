@@ -1,7 +1,8 @@
 """`ortfix verify`'s onnxruntime-genai report: for each genai package installed beside ORT, which it is (CPU, CUDA,
 DirectML), its CUDA major against ORT's, and whether it loads in a fresh process of the target started as its user
-starts it (`import onnxruntime, onnxruntime_genai`, then, for onnxruntime-genai-cuda, its CUDA library by path, as
-genai loads it when a model asks for CUDA). No genai installed: no report."""
+starts it (`import onnxruntime, onnxruntime_genai`, then, for onnxruntime-genai-cuda, its CUDA library
+`libonnxruntime-genai-cuda.so` by path, as genai loads it when a model asks for CUDA; not yet its Windows DLL). No
+genai installed: no report."""
 
 from __future__ import annotations
 
@@ -93,7 +94,9 @@ def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path
         if major is None and kind == "CUDA":
             row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
             major = row.cuda_major if row else None
-        library = GENAI_CUDA_LIBRARY if kind == "CUDA" and not facts.platform.is_windows else ""
+        # the Linux library genai-cuda loads when a model asks for CUDA, where the package has it (Windows: a DLL)
+        library = (GENAI_CUDA_LIBRARY if kind == "CUDA"
+                   and os.path.isfile(os.path.join(g.dist.location, GENAI_CUDA_LIBRARY)) else "")
         imported, loaded = _load(python, library, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
         out.append(GenaiReport(g.dist.name, g.dist.version, kind, major, ort.cuda_major if ort else None, imported,
                                loaded if library else None))
