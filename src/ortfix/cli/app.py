@@ -677,8 +677,9 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
     A provider that crashes (it does, without an NVIDIA driver) is a verdict, not a crash of ortfix. Each installed
     onnxruntime-genai package is reported too: its build (CPU, CUDA N, DirectML) against ORT's, and whether it loads.
 
-    Exit status: 0 every level passed, 1 a level failed (or a genai package does not fit or load), 2 could not run, 3 nothing failed but some level could
-    not run on this machine (e.g. no NVIDIA driver; the output says which and why).
+    Exit status: 0 every level passed, 1 a level failed (or a genai package does not fit or load), 2 could not
+    run, 3 nothing failed but some level could not run on this machine (e.g. no NVIDIA driver; the output says which
+    and why).
 
     \b
     Examples:

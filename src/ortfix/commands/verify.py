@@ -20,6 +20,7 @@ from ortfix.verify.levels import (
     Status,
     driver_summary,
     level_loader,
+    no_gpu_reason,
     session_levels,
 )
 
@@ -67,5 +68,6 @@ def run_verify(python: str | None, *, model: Path | None = None, shapes: Mapping
         model=str(model or BUILTIN_MODEL),
         builtin_model=model is None,
         levels=(loader, provider, numbers),
-        genai=genai_reports(facts, result.matrix, interpreter, conda_hook=conda_hook),
+        genai=genai_reports(facts, result.matrix, interpreter, conda_hook=conda_hook,
+                            no_driver=no_gpu_reason(facts.driver) is not None),
     )

@@ -51,6 +51,7 @@ class GenaiReport:
     ort_cuda_major: int | None
     imported: str  # "ok", or why `import onnxruntime_genai` failed
     library: str | None  # genai-cuda's CUDA library: "ok", or why it did not load; None: nothing to load
+    needs_driver: bool = False  # it did not load for want of the NVIDIA driver's libcuda.so.1, absent here
 
     @property
     def fits(self) -> bool:
@@ -61,7 +62,7 @@ class GenaiReport:
 
     @property
     def ok(self) -> bool:
-        return self.fits and self.imported == "ok" and self.library in (None, "ok")
+        return self.fits and self.imported == "ok" and (self.library in (None, "ok") or self.needs_driver)
 
     def line(self) -> str:
         built = f"CUDA {self.cuda_major if self.cuda_major is not None else '?'}" if self.kind == "CUDA" else self.kind
@@ -71,6 +72,8 @@ class GenaiReport:
             loads = f"import fails: {self.imported}"
         elif self.library is None:
             loads = "imports in a fresh process"
+        elif self.needs_driver:
+            loads = "its CUDA library needs the NVIDIA driver's libcuda.so.1, absent here: not loaded"
         else:
             loads = ("its CUDA library loads" if self.library == "ok"
                      else f"its CUDA library does not load: {self.library}")
@@ -79,12 +82,13 @@ class GenaiReport:
     def to_json(self) -> dict[str, object]:
         return {"package": self.package, "version": self.version, "kind": self.kind, "cuda_major": self.cuda_major,
                 "ort_cuda_major": self.ort_cuda_major, "fits": self.fits, "imported": self.imported,
-                "library": self.library, "ok": self.ok}
+                "library": self.library, "needs_driver": self.needs_driver, "ok": self.ok}
 
 
-def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path | None,
+def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path | None, no_driver: bool,
                   timeout: float = 120.0) -> tuple[GenaiReport, ...]:
-    """One report per installed genai package (none installed: none)."""
+    """One report per installed genai package (none installed: none). `no_driver`: this machine has no NVIDIA
+    driver, so a library that NEEDs its libcuda.so.1 cannot load here (said, not failed)."""
     ort = facts.active_ort
     out = []
     for g in genai_installs(facts):
@@ -98,8 +102,9 @@ def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path
         library = (GENAI_CUDA_LIBRARY if kind == "CUDA"
                    and os.path.isfile(os.path.join(g.dist.location, GENAI_CUDA_LIBRARY)) else "")
         imported, loaded = _load(python, library, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
+        driver = bool(library) and "libcuda.so.1" in loaded and no_driver
         out.append(GenaiReport(g.dist.name, g.dist.version, kind, major, ort.cuda_major if ort else None, imported,
-                               loaded if library else None))
+                               loaded if library else None, driver))
     return tuple(out)
 
 
