@@ -201,7 +201,7 @@ def compare(text: str, facts: Sequence[Fact]) -> Outcome:
     for section in ("tensorrt", "genai"):
         rows: list[dict[str, Any]] = [dict(r) for r in doc[section]]
         nodes = items[section].value
-        added: list[dict[str, Any]] = []
+        added: dict[int, list[dict[str, Any]]] = {}  # line to insert before -> the new rows, in order
         touched: set[int] = set()
         for fact in (f for f in facts if f.section == section):
             what = f"{section} {fact.key[1]}" if section == "tensorrt" else f"{fact.key[0]} {fact.key[1]}"
@@ -209,7 +209,9 @@ def compare(text: str, facts: Sequence[Fact]) -> Outcome:
             if i is None:
                 problems.append(f"{what}: no row; wheel {fact.wheel} says "
                                 + ", ".join(f"{k} {_scalar(v)}" for k, v in fact.values.items()))
-                added.append(_new_row(section, fact, None))
+                same = [j for j, r in enumerate(rows) if section == "genai" and r["package"] == fact.key[0]]
+                at = nodes[same[-1] if same else -1].end_mark.line + 1  # after its package's rows, else at the end
+                added.setdefault(at, []).append(_new_row(section, fact, None))
                 continue
             differs = {k: v for k, v in fact.values.items() if rows[i].get(k) != v}
             for k, v in differs.items():
@@ -219,17 +221,15 @@ def compare(text: str, facts: Sequence[Fact]) -> Outcome:
                 split = _new_row(section, fact, rows[i])
                 rows[i][listed] = [x for x in rows[i][listed] if x != fact.key[1]]
                 touched.add(i)
-                if rows[i][listed]:  # split off: the rest of the row keeps what it says
-                    added.append(split)
+                if rows[i][listed]:  # split off, right after it: the rest of the row keeps what it says
+                    added.setdefault(nodes[i].end_mark.line + 1, []).append(split)
                 else:  # the row of this release alone: changed in place
                     rows[i] = split
         for i in sorted(touched):
             first, last = nodes[i].start_mark.line, nodes[i].end_mark.line + 1
             edits.append((first, last, emit(section, rows[i])))
-        if added:
-            end = nodes[-1].end_mark.line + 1
-            edits.append((end, end, [ln for row in added for ln in emit(section, row)]))
-    for first, last, new in sorted(edits, reverse=True):
+        edits += [(at, at, [ln for row in new_rows for ln in emit(section, row)]) for at, new_rows in added.items()]
+    for first, last, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         lines[first:last] = new
     return Outcome(problems, lines, bool(edits))
 
@@ -238,13 +238,14 @@ def _new_row(section: str, fact: Fact, old: dict[str, Any] | None) -> dict[str, 
     """The row of one release (minor) the wheel tells about: what it says, the rest kept from the row it leaves."""
     if section == "tensorrt":
         low = old.get("min_version") if old else None
-        return {"ort": [fact.key[1]], "major": fact.values["major"],
-                "min_version": low if low and low.split(".")[0] == str(fact.values["major"]) else None,
-                "source": fact.source if old is None else f"{old['source']}; major read from {fact.wheel}"}
-    return {"package": fact.key[0], "versions": [fact.key[1]],
-            "cuda_major": fact.values.get("cuda_major", old.get("cuda_major") if old else None),
-            "ort_min": fact.values.get("ort_min", old.get("ort_min") if old else None),
-            "source": fact.source if old is None else f"{old['source']}; {fact.source}"}
+        kept = low if low and low.split(".")[0] == str(fact.values["major"]) else None
+        return {"ort": [fact.key[1]], "major": fact.values["major"], "min_version": kept,
+                "source": f"{old['source']}; major: the wheel's NEEDED" if old and kept else fact.source}
+    row = {"package": fact.key[0], "versions": [fact.key[1]],
+           "cuda_major": fact.values.get("cuda_major", old.get("cuda_major") if old else None),
+           "ort_min": fact.values.get("ort_min", old.get("ort_min") if old else None)}
+    from_wheel = {"cuda_major", "ort_min"} <= set(fact.values)
+    return {**row, "source": fact.source if old is None or from_wheel else f"{old['source']}; {fact.source}"}
 
 
 def run_addons(file: Path, folders: Sequence[Path], *, write: bool, bump: Callable[[str, str], str],

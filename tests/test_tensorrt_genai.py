@@ -410,8 +410,8 @@ def _placeholder_sdist(folder: Path, name: str, version: str, marker: Path) -> P
 def test_tensorrt_only_as_nvidias_placeholder_sdist_is_one_line_and_changes_nothing(tmp_path: Path,
                                                                                     house: Path) -> None:
     """Where pip cannot reach NVIDIA's index, the default index has tensorrt-cu12-libs only as a source package whose
-    build fails: apply stops in its preflight with one line that says where the wheels are, runs none of the sdist's
-    code, and leaves the environment as it was."""
+    build fails: apply stops in its preflight (export in its pins) with one line that says where the wheels are, runs
+    none of the sdist's code, and leaves the environment as it was."""
     links = tmp_path / "links"
     shutil.copytree(house, links)
     for wheel in links.glob("tensorrt_cu12_libs-*.whl"):
@@ -422,7 +422,7 @@ def test_tensorrt_only_as_nvidias_placeholder_sdist_is_one_line_and_changes_noth
     env = _pip_env(tmp_path, links)
     venv = python.parent.parent
     before = tree_state(venv)
-    for args in (["apply", "--dry-run"], ["apply", "--yes"]):
+    for args in (["apply", "--dry-run"], ["apply", "--yes"], ["export", "requirements"]):
         assert_one_line_error(ortfix(*args, "--python", str(python), "--with", "tensorrt", env=env),
                               "tensorrt-cu12-libs", "NVIDIA's own package index", "--with tensorrt")
         assert not marker.exists(), args
