@@ -7,8 +7,9 @@ still pays: a replayed `check` took 67, 100 and 127 ms through it and 98, 127 an
 load, measured both at 158 ms.
 The entry point hands the plain forms of `check` here
 (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,
-`--verbose`/`-v`, each at most once); anything else (help, a typo, a repeated option, another command) goes to the
-click CLI, which owns every message about the command line.
+`--verbose`/`-v`, `--with PART`, each at most once); anything else (help, a typo, a repeated option, another command)
+goes to the click CLI, which owns every message about the command line. The values are validated by the function
+click's `check` calls too (commands/inputs.check_request), so both say the same about a bad one.
 Both paths call `check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares
 them).
 """
@@ -16,7 +17,7 @@ them).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
@@ -25,17 +26,19 @@ if TYPE_CHECKING:
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False, verbose: bool = False,
-                  with_tensorrt: bool = False) -> int:
+                  with_: Sequence[str] = ()) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
-    An identical earlier check is replayed while nothing it depended on has changed (commands/check.check_output);
-    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem.
-    `with_tensorrt` (`--with tensorrt`): TensorRT is judged and shown even where none is installed."""
+    The options are validated by commands/inputs.check_request, as they are as click's. An identical earlier check
+    is replayed while nothing it depended on has changed (commands/check.check_output); `fresh` skips that.
+    `verbose`: every library row of the report, not only those that are a problem. `with_` (`--with tensorrt`):
+    TensorRT is judged and shown even where none is installed."""
     from ortfix.commands.check import check_output
-    from ortfix.versions import validate_machine_options
+    from ortfix.commands.inputs import check_request
 
-    validate_machine_options(driver_version, compute_capability)
-    key = (as_json, driver_version, compute_capability, verbose, with_tensorrt)
+    request = check_request(python, driver_version, compute_capability, with_)
+    python = request.python
+    key = (as_json, driver_version, compute_capability, verbose, request.with_tensorrt)
     output, code = check_output(python, key, fresh=fresh, full=lambda: _check(python, *key))
     echo(output)
     return code
