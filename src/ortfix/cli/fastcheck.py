@@ -1,10 +1,14 @@
 """`ortfix check` without importing click.
 
 `check` is the command people run most and the one whose speed is measured (scripts/bench_check.py). This path
-still pays: a replayed `check` took 67, 100 and 127 ms through it and 98, 127 and 178 ms through click
-(ORTFIX_NO_FASTPATH=1) in three runs of scripts/bench_check.py (medians of 15-21 interleaved runs, onnxruntime-gpu
-1.22.0 with its NVIDIA wheels, `import onnxruntime` 200-310 ms, a shared 2-core machine); a fourth, under heavier
-load, measured both at 158 ms.
+still pays (measured again for issue 22, after the options moved to commands/inputs.py): a replayed
+`ortfix check --python V` took 0.74x the wall time (median ratio of 25 pairs; medians 182 against 248 ms) and 0.73x
+the CPU time (99 against 139 ms) of the same command forced through click (ORTFIX_NO_FASTPATH=1), timed as whole
+processes in turn, A B A B, after 2 warm-up runs each; V: the onnxruntime-gpu 1.22.0 venv with its NVIDIA wheels
+(tests/ortvenvs.gpu_venv), on a shared 2-core machine. `check --fresh`, which spends its time on the probe and the ELF
+reads, gains less: 0.95x (15 pairs). Earlier runs of scripts/bench_check.py (its "via click" line) agree: 67/100/127
+ms against 98/127/178 ms replayed.
+
 The entry point hands the plain forms of `check` here
 (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,
 `--verbose`/`-v`, `--with PART`, each at most once); anything else (help, a typo, a repeated option, another command)
