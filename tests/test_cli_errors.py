@@ -92,6 +92,8 @@ def _two_bad(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["export", "sh", "--prefix-in-image", "/x", "--hook", "bogus"], "--hook 'bogus'"),
         (["verify", "--timeout", "0", "--shapes", "1x3"], "--shapes goes with --model"),
         (["wheelhouse", "-d", str(a_file), "--platform", "no!"], "--platform 'no!'"),
+        (["tune", str(a_file), "--runs", "0", "--shapes", "1xz"], "--shapes '1xz'"),
+        (["history", "prune", "--keep", "-1", "--python", ""], "--python ''"),
     ]
 
 

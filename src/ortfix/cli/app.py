@@ -226,20 +226,10 @@ def explain(text: str | None, log_file: Path | None, python: str | None, no_chec
     """
     from ortfix.cli.render import explain_json, render_explain
     from ortfix.commands.explain import run_explain
-    from ortfix.commands.inputs import python_option
+    from ortfix.commands.inputs import explain_request
 
-    python = python_option(python)
-    if text is None:
-        if log_file is not None and str(log_file) != "-":
-            try:
-                text = log_file.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
-        elif log_file is not None or not sys.stdin.isatty():
-            text = sys.stdin.read()
-        else:
-            raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
-    result = run_explain(text, python=python, check=not no_check)
+    request = explain_request(python, text, log_file, sys.stdin, check=not no_check)
+    result = run_explain(request.text, python=request.python, check=request.check)
     _finish(Command.EXPLAIN, result, as_json, explain_json, render_explain)
 
 
@@ -590,19 +580,19 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
 
 @history.command("prune")
 @_target_options
-@click.option("--keep", type=click.IntRange(0), required=True, metavar="N",
-              help="Keep the stashes of the newest N transactions.")
+@click.option("--keep", required=True, metavar="N", help="Keep the stashes of the newest N transactions (0 or more).")
 @click.pass_context
-def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: int) -> None:
+def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: str) -> None:
     """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
     rolled back; their journals stay listed)."""
     from ortfix.cli.render_tx import prune_json, render_prune
     from ortfix.commands.history import run_prune
-    from ortfix.commands.inputs import python_option
+    from ortfix.commands.inputs import prune_keep
 
-    python = python_option(python) or ctx.obj.get("python")
+    given, kept = prune_keep(python, keep)
+    python = given or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
-    result = run_prune(_located(python, as_json), keep)
+    result = run_prune(_located(python, as_json), kept)
     _finish(Command.HISTORY_PRUNE, result, as_json, prune_json, render_prune)
 
 
@@ -657,13 +647,13 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
 @click.option("--shapes", "shapes", multiple=True, metavar="SPEC",
               help="Input shapes: 1x3x224x224 (one input) or NAME=DIMS,NAME=DIMS; repeat the option (or separate "
                    "sets with ';') for changing shapes. The first set is the fixed shape.")
-@click.option("--runs", type=click.IntRange(1, 10000), default=5, show_default=True, metavar="N",
-              help="Timed runs per phase (after the first run).")
+@click.option("--runs", default="5", show_default=True, metavar="N",
+              help="Timed runs per phase (after the first run), 1 to 10000.")
 @click.option("--timeout", default="600", show_default=True, metavar="SECONDS",
               help="Give up on each part (CPU, CUDA) after this long (at least 1).")
 @click.option("--progress/--no-progress", default=None,
               help="Report progress on standard error (default: when it is a terminal).")
-def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: int,
+def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: str,
          timeout: str, progress: bool | None) -> None:
     """Time MODEL on the CPU and on CUDA under the provider options that matter for dynamic shapes.
 
@@ -686,9 +676,9 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
 
     if progress is None:
         progress = sys.stderr.isatty()
-    request = tune_request(python, model, shapes=shapes, timeout=timeout)  # before the target is looked at
+    request = tune_request(python, model, shapes=shapes, runs=runs, timeout=timeout)  # before the target is looked at
     target, probe_run = _described(request.python, as_json)
-    result = run_tune(request.python, request.model, request.shapes, runs=runs, timeout=request.timeout,
+    result = run_tune(request.python, request.model, request.shapes, runs=request.runs, timeout=request.timeout,
                       probe_run=probe_run,
                       progress=(lambda line: _echo(visible(f"ortfix: tune: {line}"), err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

@@ -5,9 +5,9 @@ still pays (measured again for issue 22, after the options moved to commands/inp
 `ortfix check --python V` took 0.74x the wall time (median ratio of 25 pairs; medians 182 against 248 ms) and 0.73x
 the CPU time (99 against 139 ms) of the same command forced through click (ORTFIX_NO_FASTPATH=1), timed as whole
 processes in turn, A B A B, after 2 warm-up runs each; V: the onnxruntime-gpu 1.22.0 venv with its NVIDIA wheels
-(tests/ortvenvs.gpu_venv), on a shared 2-core machine. `check --fresh`, which spends its time on the probe and the ELF
-reads, gains less: 0.95x (15 pairs). Earlier runs of scripts/bench_check.py (its "via click" line) agree: 67/100/127
-ms against 98/127/178 ms replayed.
+(`gpu_venv` of tests/ortvenvs.py), on a shared 2-core machine. `check --fresh`, which spends its time on the probe
+and the ELF reads, gains less: 0.95x (15 pairs). Earlier runs of scripts/bench_check.py (its "via click" line)
+agree: 67/100/127 ms against 98/127/178 ms replayed.
 
 The entry point hands the plain forms of `check` here
 (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,

@@ -9,7 +9,8 @@ Which error wins when several inputs are bad does not depend on their order on t
   2. the machine: --driver, then --compute-capability;
   3. what to plan: --ort-version, --cuda, --hook, --installer, --with;
   4. planning options given with a saved plan (apply, export, wheelhouse: the plan file decides those);
-  5. what the command reads: verify's and tune's --shapes and --model (a missing file), then --timeout;
+  5. what the command reads and how: verify's and tune's --shapes, --model (a missing file), then --runs and
+     --timeout; explain's message (TEXT, --file LOG or standard input); history prune's --keep;
   6. where the result goes: export's --prefix-in-image, wheelhouse's --platform and --python-version, then the
      output itself (-o FILE, -d DIR).
 What a user states about the target comes before how to fix it, the fix before where it is written: the first line
@@ -24,7 +25,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TextIO
 
 from ortfix.errors import OrtfixError
 from ortfix.target.choose import refuse_empty_python
@@ -88,6 +89,15 @@ def seconds(value: str, flag: str = "--timeout") -> float:
     if not (math.isfinite(number) and number >= 1):
         raise OrtfixError(f"{flag} {value}: expected a number of seconds, at least 1")
     return number
+
+
+def count(value: str, flag: str, low: int, high: int | None = None) -> int:
+    """A whole number from `low` to `high` (no upper bound: None)."""
+    within = value.isascii() and value.isdigit() and int(value) >= low and (high is None or int(value) <= high)
+    if not within:
+        bounds = f"from {low} to {high}" if high is not None else f"{low} or more"
+        raise OrtfixError(f"{flag} {value!r}: expected a whole number {bounds}")
+    return int(value)
 
 
 def output_file(path: Path | None, flag: str = "-o") -> Path | None:
@@ -262,23 +272,54 @@ class TuneRequest(NamedTuple):
     python: str | None
     model: Path  # resolved
     shapes: list[ShapeSpec]
+    runs: int
     timeout: float
 
 
-def tune_request(python: str | None, model: Path, *, shapes: Sequence[str], timeout: str) -> TuneRequest:
+def tune_request(python: str | None, model: Path, *, shapes: Sequence[str], runs: str,
+                 timeout: str) -> TuneRequest:
     from ortfix.target.ortrun import model_file
     from ortfix.tune import parse_shapes
 
     python = refuse_empty_python(python)
     specs = parse_shapes(shapes)
-    return TuneRequest(python, model_file(model, str(model)), specs, seconds(timeout))
+    return TuneRequest(python, model_file(model, str(model)), specs, count(runs, "--runs", 1, 10000),
+                       seconds(timeout))
+
+
+class ExplainRequest(NamedTuple):
+    python: str | None
+    text: str
+    check: bool  # also look at this machine (not --no-check)
+
+
+def explain_request(python: str | None, text: str | None, log_file: Path | None, stdin: TextIO,
+                    check: bool) -> ExplainRequest:
+    """The message to explain: TEXT, else the log --file names ('-': standard input), else piped standard input."""
+    python = refuse_empty_python(python)
+    if text is None:
+        if log_file is not None and str(log_file) != "-":
+            try:
+                text = log_file.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
+        elif log_file is not None or not stdin.isatty():
+            text = stdin.read()
+        else:
+            raise OrtfixError("nothing to explain", hint="give the message as an argument, --file LOG, or pipe it in")
+    return ExplainRequest(python, text, check)
+
+
+def prune_keep(python: str | None, keep: str) -> tuple[str | None, int]:
+    """history prune: (--python, --keep N)."""
+    return refuse_empty_python(python), count(keep, "--keep", 0)
 
 
 def python_option(python: str | None) -> str | None:
-    """`--python` of the commands that take nothing else to validate (rollback, history, explain)."""
+    """`--python` of the commands that take nothing else to validate (rollback, history)."""
     return refuse_empty_python(python)
 
 
-__all__ = ["ApplyRequest", "CheckRequest", "ExportRequest", "PlanInputs", "PlanRequest", "TuneRequest", "VerifyRequest",
-           "WheelhouseRequest", "apply_request", "check_request", "export_request", "plan_request", "tune_request",
-           "verify_request", "wheelhouse_request"]
+__all__ = ["ApplyRequest", "CheckRequest", "ExplainRequest", "ExportRequest", "PlanInputs", "PlanRequest",
+           "TuneRequest", "VerifyRequest", "WheelhouseRequest", "apply_request", "check_request", "explain_request",
+           "export_request", "plan_request", "prune_keep", "tune_request", "verify_request", "wheelhouse_request"]
