@@ -206,7 +206,7 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
 
 @main.command()
 @click.argument("text", required=False)
-@click.option("--file", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--file", "log_file", type=click.Path(path_type=Path), metavar="FILE",
               help="Read the log from FILE ('-' for standard input).")
 @click.option("--python", "python", metavar="PATH",
               help="Connect the explanation to this environment's check.")
@@ -282,7 +282,7 @@ def _export_inputs(ort_version: str | None, cuda: str | None, driver_version: st
 @main.command()
 @_target_options
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["requirements", "dockerfile", "sh", "ps1"]))
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
 @click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write FILE (sh/ps1: also its undo script, FILE.undo.sh / FILE.undo.ps1).")
 @click.option("--prefix-in-image", metavar="PATH",
@@ -332,7 +332,7 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 
 @main.command()
 @_target_options
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
 @click.option("-d", "--dest", "folder", required=True, type=click.Path(path_type=Path), metavar="DIRECTORY",
               help="The folder to download into: new or empty (made if missing).")
 @click.option("--platform", "platform_tag", metavar="TAG",
@@ -421,7 +421,7 @@ def _tx_ui(as_json: bool) -> Any:
 
 @main.command()
 @_target_options
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
 @click.option("--dry-run", is_flag=True, help="Print every command and file change it would make; change nothing.")
 @click.option("--keep-on-failure", is_flag=True,
@@ -603,7 +603,7 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: s
 
 @main.command()
 @_target_options
-@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--model", type=click.Path(path_type=Path), metavar="FILE",
               help="Check with this ONNX model instead of ortfix's built-in one.")
 @click.option("--shapes", "shapes", metavar="SPEC",
               help="Input shapes for --model, e.g. 1x3x224x224 or input_ids=1x128,mask=1x128 (dynamic dimensions "
@@ -643,7 +643,7 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
 
 @main.command()
 @_target_options
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=click.Path(path_type=Path))
 @click.option("--shapes", "shapes", multiple=True, metavar="SPEC",
               help="Input shapes: 1x3x224x224 (one input) or NAME=DIMS,NAME=DIMS; repeat the option (or separate "
                    "sets with ';') for changing shapes. The first set is the fixed shape.")

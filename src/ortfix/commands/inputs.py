@@ -8,7 +8,8 @@ Which error wins when several inputs are bad does not depend on their order on t
   1. the environment: --python (an empty path);
   2. the machine: --driver, then --compute-capability;
   3. what to plan: --ort-version, --cuda, --hook, --installer, --with;
-  4. planning options given with a saved plan (apply, export, wheelhouse: the plan file decides those);
+  4. the saved plan (apply, export, wheelhouse): a folder given as PLAN.json, then planning options given with it
+     (the plan file decides those);
   5. what the command reads and how: verify's and tune's --shapes, --model (a missing file), then --runs and
      --timeout; explain's message (TEXT, --file LOG or standard input); history prune's --keep;
   6. where the result goes: export's --prefix-in-image, wheelhouse's --platform and --python-version, then the
@@ -166,8 +167,11 @@ def plan_options(given: PlanInputs) -> PlanOptions:
 
 def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: str, flags: str,
                       also_given: bool = False) -> None:
-    """Step 4: a saved plan is applied (exported) exactly as it is; the options that only shape a new plan are
-    refused beside it (the machine may be repeated: commands/apply._same_machine)."""
+    """Step 4: a saved plan is a file (what it holds is read when it is used: transaction/plan_file.py), applied
+    (exported) exactly as it is; the options that only shape a new plan are refused beside it (the machine may be
+    repeated: commands/apply._same_machine)."""
+    if plan_file is not None and plan_file.is_dir():
+        raise OrtfixError(f"{plan_file}: a folder, not a plan file", hint="give the file `ortfix plan -o` wrote")
     if plan_file is not None and (options.ort_version or options.cuda_major or options.hook != "auto" or also_given):
         raise OrtfixError(f"a saved plan is {verb} exactly as it is", hint=f"{flags} only apply when planning now")
 
