@@ -139,3 +139,30 @@ def test_the_choices_help_shows_are_the_ones_accepted() -> None:
     for wrong in ("nan", "inf", "0.5", "x", ""):
         with pytest.raises(OrtfixError, match="expected a number of seconds, at least 1"):
             inputs.seconds(wrong)
+
+
+def test_click_validates_no_option_value() -> None:
+    """Every value is validated once, by commands/inputs.py: click only splits the command line (strings, flags, and
+    paths it does not look at), so no click type or callback decides first which bad value is reported. export's
+    FORMAT argument is the one click choice: it names what the command does, as a subcommand would."""
+    import click
+
+    from ortfix.cli.app import main
+
+    def walk(command: click.Command, path: str) -> list[tuple[str, click.Parameter]]:
+        found = [(f"{path} {p.name}", p) for p in command.params]
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                found += walk(sub, f"{path} {name}")
+        return found
+
+    checked = 0
+    for where, param in walk(main, "ortfix"):
+        if (isinstance(param, click.Option) and param.is_flag) or where == "ortfix export fmt":
+            continue
+        checked += 1
+        assert param.callback is None, where
+        assert isinstance(param.type, (click.types.StringParamType, click.Path)), (where, param.type)
+        if isinstance(param.type, click.Path):
+            assert param.type.file_okay and param.type.dir_okay and not param.type.exists, where
+    assert checked > 40
