@@ -76,3 +76,93 @@ def test_error_envelope_names_a_subcommand_given_after_options(tmp_path: Path) -
     proc = run_ortfix("history", "--python", str(venv), "show", "not-an-id", "--json")
     assert_one_line_error(proc, "is not a transaction id")
     assert json.loads(proc.stdout)["command"] == "history show"
+
+
+# Two (or three) bad inputs: the first in commands/inputs.py's order wins, whatever their order on the command line
+# (environment, machine, what to plan, a saved plan's conflicts, what is read, where the result goes).
+def _two_bad(tmp_path: Path) -> list[tuple[list[str], str]]:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    return [
+        (["plan", "--hook", "bogus", "--driver", "x"], "--driver 'x'"),
+        (["plan", "--driver", "x", "--hook", "bogus"], "--driver 'x'"),
+        (["plan", "--cuda", "9", "--python", ""], "--python ''"),
+        (["plan", "-o", str(tmp_path), "--ort-version", "zz"], "--ort-version 'zz'"),
+        (["apply", str(a_file), "--cuda", "abc", "--yes"], "--cuda 'abc'"),
+        (["export", "sh", "--prefix-in-image", "/x", "--hook", "bogus"], "--hook 'bogus'"),
+        (["verify", "--timeout", "0", "--shapes", "1x3"], "--shapes goes with --model"),
+        (["wheelhouse", "-d", str(a_file), "--platform", "no!"], "--platform 'no!'"),
+        (["tune", str(a_file), "--runs", "0", "--shapes", "1xz"], "--shapes '1xz'"),
+        (["history", "prune", "--keep", "-1", "--python", ""], "--python ''"),
+    ]
+
+
+def test_of_two_bad_inputs_the_first_in_the_documented_order_wins(tmp_path: Path) -> None:
+    for args, fragment in _two_bad(tmp_path):
+        proc = run_ortfix(*args)
+        assert_one_line_error(proc, fragment)
+        assert proc.stdout == ""
+
+
+def test_of_two_bad_check_inputs_both_paths_name_the_same(tmp_path: Path) -> None:
+    """The click-free `check` (cli/fastcheck.py) takes this command line, and says what click's `check` says."""
+    from ortfix.cli.invocation import parse_check
+
+    args = ["check", "--with", "bogus", "--compute-capability", "eight", "--driver", "x", "--python",
+            str(tmp_path / "nope")]
+    assert parse_check(args) is not None
+    fast = run_ortfix(*args)
+    slow = run_ortfix(*args, env={"ORTFIX_NO_FASTPATH": "1"})
+    assert assert_one_line_error(fast, "--driver 'x'") == assert_one_line_error(slow, "--driver 'x'")
+
+
+def test_the_choices_help_shows_are_the_ones_accepted() -> None:
+    """--help lists the choices (cli/options.py); commands/inputs.py is what accepts them: the same lists."""
+    from ortfix.cli import options
+    from ortfix.commands import inputs
+    from ortfix.errors import OrtfixError
+
+    for listed, accept, flag in ((options.HOOKS, inputs.hook, "--hook"), (options.INSTALLERS, inputs.installer,
+                                                                          "--installer")):
+        assert [accept(value) for value in listed] == list(listed)
+        for wrong in ("", listed[0].upper(), "bogus"):
+            with pytest.raises(OrtfixError, match=f"^{flag} '{wrong}': not one of {', '.join(listed)}$"):
+                accept(wrong)
+    assert inputs.with_tensorrt(list(options.WITH)) is True and inputs.with_tensorrt([]) is False
+    with pytest.raises(OrtfixError, match=r"^--with 'TensorRT': not one of tensorrt$"):
+        inputs.with_tensorrt(["TensorRT"])
+    assert [inputs.cuda_major(v) for v in ("10", "12", "20", None)] == [10, 12, 20, None]
+    for wrong in ("9", "21", "1e1", "١٢", "-12", ""):
+        with pytest.raises(OrtfixError, match=r"^--cuda .*: not a CUDA major$"):
+            inputs.cuda_major(wrong)
+    assert inputs.seconds("1") == 1.0
+    for wrong in ("nan", "inf", "0.5", "x", ""):
+        with pytest.raises(OrtfixError, match="expected a number of seconds, at least 1"):
+            inputs.seconds(wrong)
+
+
+def test_click_validates_no_option_value() -> None:
+    """Every value is validated once, by commands/inputs.py: click only splits the command line (strings, flags, and
+    paths it does not look at), so no click type or callback decides first which bad value is reported. export's
+    FORMAT argument is the one click choice: it names what the command does, as a subcommand would."""
+    import click
+
+    from ortfix.cli.app import main
+
+    def walk(command: click.Command, path: str) -> list[tuple[str, click.Parameter]]:
+        found = [(f"{path} {p.name}", p) for p in command.params]
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                found += walk(sub, f"{path} {name}")
+        return found
+
+    checked = 0
+    for where, param in walk(main, "ortfix"):
+        if (isinstance(param, click.Option) and param.is_flag) or where == "ortfix export fmt":
+            continue
+        checked += 1
+        assert param.callback is None, where
+        assert isinstance(param.type, (click.types.StringParamType, click.Path)), (where, param.type)
+        if isinstance(param.type, click.Path):
+            assert param.type.file_okay and param.type.dir_okay and not param.type.exists, where
+    assert checked > 40

@@ -26,15 +26,16 @@ def gpu_venv(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path
 
 def test_plain_forms_are_taken_and_the_rest_left_to_click() -> None:
     assert parse_check(["check"]) == {"python": None, "as_json": False, "driver_version": None,
-                                      "compute_capability": None, "fresh": False, "verbose": False}
+                                      "compute_capability": None, "fresh": False, "verbose": False, "with_": ()}
     assert parse_check(["check", "--python", "/x y", "--json", "--driver=550.54.14",
-                        "--compute-capability", "8.6", "--fresh", "--verbose"]) == {
+                        "--compute-capability", "8.6", "--fresh", "--verbose", "--with", "tensorrt"]) == {
         "python": "/x y", "as_json": True, "driver_version": "550.54.14", "compute_capability": "8.6",
-        "fresh": True, "verbose": True}
+        "fresh": True, "verbose": True, "with_": ("tensorrt",)}
     assert (parse_check(["check", "-v"]) or {}).get("verbose") is True
     for argv in (["plan"], ["check", "--help"], ["check", "-h"], ["check", "--python"], ["check", "--jsn"],
                  ["check", "--json", "--json"], ["check", "--fresh", "--fresh"], ["check", "--python=", "x"],
                  ["check", "--python", "--json"], ["check", "-v", "--verbose"], ["check", "-vv"],
+                 ["check", "--with", "tensorrt", "--with", "tensorrt"], ["check", "--with"],
                  ["check", "extra"], []):
         assert parse_check(argv) is None, argv
 

@@ -7,7 +7,6 @@ each, and spreading the click declarations over several modules would only hide 
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,8 +24,7 @@ from ortfix.safetext import visible, visible_lines
 if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
     from ortfix.cli.invocation import Invocation
-    from ortfix.export.model import ExportFormat
-    from ortfix.plan.model import HookOption, InstallerOption
+    from ortfix.commands.inputs import PlanInputs
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,18 +38,10 @@ def _echo(text: str, err: bool = False) -> None:
     click.echo(fit(visible_lines(text), sys.stderr if err else sys.stdout), err=err)
 
 
-def _python_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """--python "" is refused here, for every command that takes --python (an empty value would otherwise read as
-    "not given" wherever a command falls back with `python or ...`)."""
-    from ortfix.target.choose import refuse_empty_python
-
-    return refuse_empty_python(value)
-
-
 def _target_options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")(func)
     func = click.option(
-        "--python", "python", metavar="PATH", callback=_python_given,
+        "--python", "python", metavar="PATH",
         help="Interpreter (or environment folder) to work on; default: the activated venv/conda env "
              "(VIRTUAL_ENV, CONDA_PREFIX), else the python3 on PATH.")(func)
     return func
@@ -86,13 +76,6 @@ def run(invocation: Invocation) -> int:
         _echo("Aborted!", err=True)
         return 1
     return code if isinstance(code, int) else 0
-
-
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    """--timeout: click's FloatRange lets nan and inf through."""
-    if not math.isfinite(value):
-        raise OrtfixError(f"--timeout {value}: expected a number of seconds, at least 1")
-    return value
 
 
 class _Result(Protocol):
@@ -145,9 +128,7 @@ def main(debug: bool) -> None:
               help="Look at everything again, even when nothing changed since an identical earlier check.")
 @click.option("--verbose", "-v", is_flag=True,
               help="List every library the provider needs, not only those that are a problem.")
-@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
-              help="Judge an optional part even where none is installed (tensorrt: the TensorRT provider's "
-                   "libraries).")
+@options.with_("Judge an optional part even where none is installed (tensorrt: the TensorRT provider's libraries).")
 def check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
           fresh: bool, verbose: bool, with_: tuple[str, ...]) -> None:
     """Detect the ONNX Runtime GPU stack and explain what is wrong.
@@ -171,12 +152,12 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     from ortfix.cli.fastcheck import check_command
 
     sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose,
-                           with_tensorrt="tensorrt" in with_))
+                           with_=with_))
 
 
 @main.command()
 @_target_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Save the plan as JSON for a later `ortfix apply FILE` (a new file, renamed into place).")
 @options.ort_version("Plan for this onnxruntime-gpu version.")
 @options.cuda("Plan for this CUDA major.")
@@ -190,11 +171,10 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
               help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
-@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
-              help="Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
-                   "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
-def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda_major: int | None,
-         driver_version: str | None, compute_capability: str | None, hook: HookOption, installer: InstallerOption,
+@options.with_("Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
+               "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
+def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda: str | None,
+         driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
          project: bool, with_: tuple[str, ...]) -> None:
     """Preview the exact changes that would fix the GPU path. Nothing is touched.
 
@@ -207,16 +187,12 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
       ortfix plan --driver 535.104.12 --compute-capability 8.6
     """
     from ortfix.cli.render import plan_document, render_plan
+    from ortfix.commands.inputs import PlanInputs, plan_request
     from ortfix.commands.plan import PlanResult, run_plan
-    from ortfix.plan.model import PlanOptions
-    from ortfix.versions import validate_machine_options, validate_ort_version
 
-    validate_machine_options(driver_version, compute_capability)
-    validate_ort_version(ort_version)
-    result = run_plan(python, PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
-                                          installer=installer, project=project,
-                                          with_tensorrt="tensorrt" in with_),
-                      driver_version=driver_version, compute_capability=compute_capability)
+    python, options, output = plan_request(python, PlanInputs(ort_version, cuda, hook, installer, driver_version,
+                                                              compute_capability, project, with_), output)
+    result = run_plan(python, options)
     if output is not None:
         from ortfix.outfile import write_output
 
@@ -230,9 +206,9 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
 
 @main.command()
 @click.argument("text", required=False)
-@click.option("--file", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--file", "log_file", type=click.Path(path_type=Path), metavar="FILE",
               help="Read the log from FILE ('-' for standard input).")
-@click.option("--python", "python", metavar="PATH", callback=_python_given,
+@click.option("--python", "python", metavar="PATH",
               help="Connect the explanation to this environment's check.")
 @click.option("--no-check", is_flag=True, help="Only explain the text; do not look at this machine.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON document instead of text.")
@@ -250,18 +226,10 @@ def explain(text: str | None, log_file: Path | None, python: str | None, no_chec
     """
     from ortfix.cli.render import explain_json, render_explain
     from ortfix.commands.explain import run_explain
+    from ortfix.commands.inputs import explain_request
 
-    if text is None:
-        if log_file is not None and str(log_file) != "-":
-            try:
-                text = log_file.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
-        elif log_file is not None or not sys.stdin.isatty():
-            text = sys.stdin.read()
-        else:
-            raise OrtfixError("nothing to explain", hint='give the message as an argument, --file LOG, or pipe it in')
-    result = run_explain(text, python=python, check=not no_check)
+    request = explain_request(python, text, log_file, sys.stdin, check=not no_check)
+    result = run_explain(request.text, python=request.python, check=request.check)
     _finish(Command.EXPLAIN, result, as_json, explain_json, render_explain)
 
 
@@ -298,54 +266,33 @@ def _plan_options(func: F) -> F:
             options.driver("Plan for a machine with this NVIDIA driver (the image's or the host's)."),
             options.compute_capability("Plan for a GPU of this compute capability."),
             options.hook("How to make libraries findable."),
-            options.with_parts("Also provide an optional part (tensorrt: the TensorRT libraries, as `plan --with`)."))):
+            options.with_("Also provide an optional part (tensorrt: the TensorRT libraries, as `plan --with`)."))):
         func = option(func)
     return func
 
 
-def _export_options(plan_file: Path | None, ort_version: str | None, cuda_major: int | None, hook: HookOption,
-                    driver_version: str | None, compute_capability: str | None, with_: tuple[str, ...]) -> Any:
-    from ortfix.plan.model import PlanOptions
-    from ortfix.versions import validate_machine_options, validate_ort_version
+def _export_inputs(ort_version: str | None, cuda: str | None, driver_version: str | None,
+                   compute_capability: str | None, hook: str, with_: tuple[str, ...]) -> PlanInputs:
+    """What export and wheelhouse plan with (_plan_options)."""
+    from ortfix.commands.inputs import PlanInputs
 
-    validate_machine_options(driver_version, compute_capability)
-    validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or with_):
-        raise OrtfixError("a saved plan is exported exactly as it is",
-                          hint="--ort-version, --cuda, --hook and --with only apply when planning now")
-    return PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook, driver_version=driver_version,
-                       compute_capability=compute_capability, with_tensorrt="tensorrt" in with_)
-
-
-def _image_prefix(fmt: ExportFormat, given: str | None) -> str | None:
-    """--prefix-in-image: validated, dockerfile only; without it a dockerfile's paths stay the exporting env's."""
-    from ortfix.export.dockerfile import validate_image_prefix
-    from ortfix.export.model import ExportFormat
-
-    if given is None:
-        if fmt is ExportFormat.DOCKERFILE:
-            _echo("ortfix: warning: the paths are the exporting environment's; if the image's environment is "
-                  "elsewhere, name it with --prefix-in-image PATH", err=True)
-        return None
-    if fmt is not ExportFormat.DOCKERFILE:
-        raise OrtfixError(f"--prefix-in-image is for dockerfile, not {fmt}",
-                          hint="the other formats run in the environment they were made for")
-    return validate_image_prefix(given)
+    return PlanInputs(ort_version=ort_version, cuda=cuda, hook=hook, driver_version=driver_version,
+                      compute_capability=compute_capability, with_=with_)
 
 
 @main.command()
 @_target_options
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["requirements", "dockerfile", "sh", "ps1"]))
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
+@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
               help="Write FILE (sh/ps1: also its undo script, FILE.undo.sh / FILE.undo.ps1).")
 @click.option("--prefix-in-image", metavar="PATH",
               help="dockerfile: the environment's path in the image (absolute, no ':'); its library folders are "
                    "mapped there. Default: the exporting environment's path (with a warning).")
 @_plan_options
 def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, output: Path | None,
-           prefix_in_image: str | None, ort_version: str | None, cuda_major: int | None,
-           driver_version: str | None, compute_capability: str | None, hook: HookOption,
+           prefix_in_image: str | None, ort_version: str | None, cuda: str | None,
+           driver_version: str | None, compute_capability: str | None, hook: str,
            with_: tuple[str, ...]) -> None:
     """Write the plan for places where ortfix does not run at fix time. Nothing in the target changes.
 
@@ -367,14 +314,19 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
     from ortfix.cli.output import Command
     from ortfix.cli.render_export import export_json, render_export
     from ortfix.commands.export import run_export, undo_path
+    from ortfix.commands.inputs import export_request
     from ortfix.export.model import ExportFormat
 
-    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability,
-                              with_)
-    image_prefix = _image_prefix(ExportFormat(fmt), prefix_in_image)
-    result = run_export(ExportFormat(fmt), python, plan_file, options, output, image_prefix)
+    request = export_request(python, fmt, plan_file,
+                             _export_inputs(ort_version, cuda, driver_version, compute_capability, hook, with_),
+                             prefix_in_image=prefix_in_image, output=output)
+    if request.format is ExportFormat.DOCKERFILE and request.image_prefix is None:
+        _echo("ortfix: warning: the paths are the exporting environment's; if the image's environment is "
+              "elsewhere, name it with --prefix-in-image PATH", err=True)
+    result = run_export(request.format, request.python, request.plan_file, request.options, request.output,
+                        request.image_prefix)
     if result.undo is not None and output is None and not as_json:
-        name = undo_path(Path(f"fix.{fmt}"), ExportFormat(fmt))
+        name = undo_path(Path(f"fix.{fmt}"), request.format)
         _echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
                    f"fix.{fmt} and {name}", err=True)
     _finish(Command.EXPORT, result, as_json, export_json, render_export)
@@ -382,16 +334,16 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
 
 @main.command()
 @_target_options
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
-@click.option("-d", "--dest", "folder", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
+@click.option("-d", "--dest", "folder", required=True, type=click.Path(path_type=Path), metavar="DIRECTORY",
               help="The folder to download into: new or empty (made if missing).")
 @click.option("--platform", "platform_tag", metavar="TAG",
               help="Wheels for this platform (e.g. manylinux_2_28_x86_64, win_amd64); default: the target's.")
 @click.option("--python-version", metavar="X.Y", help="Wheels for this CPython version; default: the target's.")
 @_plan_options
 def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder: Path, platform_tag: str | None,
-               python_version: str | None, ort_version: str | None, cuda_major: int | None,
-               driver_version: str | None, compute_capability: str | None, hook: HookOption,
+               python_version: str | None, ort_version: str | None, cuda: str | None,
+               driver_version: str | None, compute_capability: str | None, hook: str,
                with_: tuple[str, ...]) -> None:
     """Download everything the plan needs for an offline machine, and ortfix itself, into DIR.
 
@@ -411,13 +363,13 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
     """
     from ortfix.cli.output import Command
     from ortfix.cli.render_export import render_wheelhouse, wheelhouse_json
+    from ortfix.commands.inputs import wheelhouse_request
     from ortfix.commands.wheelhouse import run_wheelhouse
     from ortfix.export.pipprogress import DownloadProgress
-    from ortfix.export.wheelhouse import validate_target
 
-    target = validate_target(platform_tag, python_version)
-    options = _export_options(plan_file, ort_version, cuda_major, hook, driver_version, compute_capability,
-                              with_)
+    request = wheelhouse_request(python, plan_file,
+                                 _export_inputs(ort_version, cuda, driver_version, compute_capability, hook, with_),
+                                 folder=folder, platform_tag=platform_tag, python_version=python_version)
 
     def terminal(text: str) -> None:  # pip's own output with its progress bars, escaped (pipprogress.terminal_text)
         sys.stderr.write(text)
@@ -425,7 +377,8 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
 
     progress = DownloadProgress(line=lambda line: _echo(visible(f"ortfix: wheelhouse: {line}"), err=True),
                                 terminal=terminal if sys.stderr.isatty() else None)
-    result = run_wheelhouse(python, plan_file, options, folder, target, progress)
+    result = run_wheelhouse(request.python, request.plan_file, request.options, request.folder, request.target,
+                            progress)
     _finish(Command.WHEELHOUSE, result, as_json, wheelhouse_json, render_wheelhouse)
 
 
@@ -471,7 +424,7 @@ def _tx_ui(as_json: bool) -> Any:
 
 @main.command()
 @_target_options
-@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path), metavar="[PLAN.json]")
+@click.argument("plan_file", required=False, type=click.Path(path_type=Path), metavar="[PLAN.json]")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when standard input is not a terminal).")
 @click.option("--dry-run", is_flag=True, help="Print every command and file change it would make; change nothing.")
 @click.option("--keep-on-failure", is_flag=True,
@@ -492,12 +445,11 @@ def _tx_ui(as_json: bool) -> Any:
               help="Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
                    "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
                    "rolled back with the rest.")
-@click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True,
-              help="Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
-                   "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
+@options.with_("Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
+               "tensorrt-cuNN-libs, made findable like the CUDA libraries).")
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
-          keep_on_failure: bool, ort_version: str | None, cuda_major: int | None, hook: HookOption,
-          installer: InstallerOption, driver_version: str | None, compute_capability: str | None, system: bool,
+          keep_on_failure: bool, ort_version: str | None, cuda: str | None, hook: str,
+          installer: str, driver_version: str | None, compute_capability: str | None, system: bool,
           project: bool, with_: tuple[str, ...]) -> None:
     """Fix the GPU path: plan, show the plan, ask, then apply it as one transaction.
 
@@ -530,22 +482,12 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
     from ortfix.commands.apply import prepare_apply, run_apply
-    from ortfix.plan.model import PlanOptions
-    from ortfix.versions import validate_machine_options, validate_ort_version
+    from ortfix.commands.inputs import PlanInputs, apply_request
 
     _require_confirmation_possible(yes or dry_run)
-    validate_machine_options(driver_version, compute_capability)
-    validate_ort_version(ort_version)
-    if plan_file is not None and (ort_version or cuda_major or hook != "auto" or installer != "auto" or project
-                                  or with_):
-        raise OrtfixError("a saved plan is applied exactly as it is",
-                          hint="--ort-version, --cuda, --hook, --installer, --project and --with only apply when "
-                               "planning now")
-    prepared = prepare_apply(python, plan_file,
-                             PlanOptions(ort_version=ort_version, cuda_major=cuda_major, hook=hook,
-                                         driver_version=driver_version, compute_capability=compute_capability,
-                                         installer=installer, project=project,
-                                         with_tensorrt="tensorrt" in with_))
+    request = apply_request(python, plan_file, PlanInputs(ort_version, cuda, hook, installer, driver_version,
+                                                          compute_capability, project, with_))
+    prepared = prepare_apply(*request)
     ask = not (yes or dry_run) and not prepared.plan.empty
     if not as_json or ask:
         _echo(render_plan(prepared.plan, prepared.check.target, applying=True), err=as_json)
@@ -581,11 +523,12 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool, ve
       ortfix rollback 20251122T193012345Z-a1b2 --yes
     """
     from ortfix.cli.render_tx import render_rollback, render_rollback_preview, rollback_json
+    from ortfix.commands.inputs import python_option
     from ortfix.commands.rollback import run_rollback
     from ortfix.transaction.journal import Transaction
 
     _require_confirmation_possible(yes)
-    target = _located(python, as_json)
+    target = _located(python_option(python), as_json)
 
     def confirm(tx: Transaction) -> bool:
         if yes:
@@ -609,8 +552,10 @@ def history(ctx: click.Context, python: str | None, as_json: bool) -> None:
       ortfix history show 20251122T193012345Z-a1b2
       ortfix history prune --keep 3
     """
+    from ortfix.commands.inputs import python_option
+
     ctx.ensure_object(dict)
-    ctx.obj.update(python=python, as_json=as_json)
+    ctx.obj.update(python=python_option(python), as_json=as_json)
     if ctx.invoked_subcommand is not None:
         return
     from ortfix.cli.render_tx import history_json, render_history
@@ -628,8 +573,9 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
     """Show one transaction: every step, its state, what it changed, the verification and any rollback."""
     from ortfix.cli.render_tx import render_show, show_json
     from ortfix.commands.history import run_history_show
+    from ortfix.commands.inputs import python_option
 
-    python = python or ctx.obj.get("python")
+    python = python_option(python) or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
     result = run_history_show(_located(python, as_json), tx_id)
     _finish(Command.HISTORY_SHOW, result, as_json, show_json, render_show)
@@ -637,18 +583,19 @@ def history_show(ctx: click.Context, python: str | None, as_json: bool, tx_id: s
 
 @history.command("prune")
 @_target_options
-@click.option("--keep", type=click.IntRange(0), required=True, metavar="N",
-              help="Keep the stashes of the newest N transactions.")
+@click.option("--keep", required=True, metavar="N", help="Keep the stashes of the newest N transactions (0 or more).")
 @click.pass_context
-def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: int) -> None:
+def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: str) -> None:
     """Free the disk: delete the stashes of all but the newest N finished transactions (they can no longer be
     rolled back; their journals stay listed)."""
     from ortfix.cli.render_tx import prune_json, render_prune
     from ortfix.commands.history import run_prune
+    from ortfix.commands.inputs import prune_keep
 
-    python = python or ctx.obj.get("python")
+    given, kept = prune_keep(python, keep)
+    python = given or ctx.obj.get("python")
     as_json = as_json or bool(ctx.obj.get("as_json"))
-    result = run_prune(_located(python, as_json), keep)
+    result = run_prune(_located(python, as_json), kept)
     _finish(Command.HISTORY_PRUNE, result, as_json, prune_json, render_prune)
 
 
@@ -659,14 +606,14 @@ def history_prune(ctx: click.Context, python: str | None, as_json: bool, keep: i
 
 @main.command()
 @_target_options
-@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--model", type=click.Path(path_type=Path), metavar="FILE",
               help="Check with this ONNX model instead of ortfix's built-in one.")
 @click.option("--shapes", "shapes", metavar="SPEC",
               help="Input shapes for --model, e.g. 1x3x224x224 or input_ids=1x128,mask=1x128 (dynamic dimensions "
                    "default to 1).")
-@click.option("--timeout", type=click.FloatRange(1), default=300, show_default=True, metavar="SECONDS",
-              callback=_finite_seconds, help="Give up on the session check after this long.")
-def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: float) -> None:
+@click.option("--timeout", default="300", show_default=True, metavar="SECONDS",
+              help="Give up on the session check after this long (at least 1).")
+def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | None, timeout: str) -> None:
     """Prove the GPU path works, level by level, each in a fresh process of the target interpreter.
 
     \b
@@ -688,40 +635,31 @@ def verify(python: str | None, as_json: bool, model: Path | None, shapes: str | 
       ortfix verify --model model.onnx --shapes 1x3x224x224
     """
     from ortfix.cli.render_verify import render_verify, verify_json
+    from ortfix.commands.inputs import verify_request
     from ortfix.commands.verify import run_verify
-    from ortfix.target.ortrun import model_file
-    from ortfix.tune import parse_shapes
 
-    if shapes is not None and model is None:
-        raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
-    spec = None
-    if shapes is not None:
-        sets = parse_shapes([shapes])
-        if len(sets) != 1:
-            raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
-        spec = sets[0]
-    if model is not None:  # the command line's own mistakes first, before the target is looked at
-        model = model_file(model, f"--model {model}")
-    target, probe_run = _described(python, as_json)
-    result = run_verify(python, model=model, shapes=spec, timeout=timeout, probe_run=probe_run)
+    request = verify_request(python, model=model, shapes=shapes, timeout=timeout)  # before the target is looked at
+    target, probe_run = _described(request.python, as_json)
+    result = run_verify(request.python, model=request.model, shapes=request.shapes, timeout=request.timeout,
+                        probe_run=probe_run)
     _finish(Command.VERIFY, result, as_json, lambda r: {**verify_json(r), "interpreter": target.to_json()},
             render_verify)
 
 
 @main.command()
 @_target_options
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=click.Path(path_type=Path))
 @click.option("--shapes", "shapes", multiple=True, metavar="SPEC",
               help="Input shapes: 1x3x224x224 (one input) or NAME=DIMS,NAME=DIMS; repeat the option (or separate "
                    "sets with ';') for changing shapes. The first set is the fixed shape.")
-@click.option("--runs", type=click.IntRange(1, 10000), default=5, show_default=True, metavar="N",
-              help="Timed runs per phase (after the first run).")
-@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True, metavar="SECONDS",
-              callback=_finite_seconds, help="Give up on each part (CPU, CUDA) after this long.")
+@click.option("--runs", default="5", show_default=True, metavar="N",
+              help="Timed runs per phase (after the first run), 1 to 10000.")
+@click.option("--timeout", default="600", show_default=True, metavar="SECONDS",
+              help="Give up on each part (CPU, CUDA) after this long (at least 1).")
 @click.option("--progress/--no-progress", default=None,
               help="Report progress on standard error (default: when it is a terminal).")
-def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: int,
-         timeout: float, progress: bool | None) -> None:
+def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...], runs: str,
+         timeout: str, progress: bool | None) -> None:
     """Time MODEL on the CPU and on CUDA under the provider options that matter for dynamic shapes.
 
     CUDA options tried: cudnn_conv_algo_search EXHAUSTIVE/HEURISTIC/DEFAULT x cudnn_conv_use_max_workspace 1/0 x
@@ -738,15 +676,14 @@ def tune(python: str | None, as_json: bool, model: Path, shapes: tuple[str, ...]
       ortfix tune bert.onnx --shapes "input_ids=1x128,attention_mask=1x128;input_ids=8x64,attention_mask=8x64"
     """
     from ortfix.cli.render_tune import render_tune, tune_json
+    from ortfix.commands.inputs import tune_request
     from ortfix.commands.tune import run_tune
-    from ortfix.target.ortrun import model_file
-    from ortfix.tune import parse_shapes
 
     if progress is None:
         progress = sys.stderr.isatty()
-    specs = parse_shapes(shapes)  # the command line's own mistakes first, before the target is looked at
-    model = model_file(model, str(model))
-    target, probe_run = _described(python, as_json)
-    result = run_tune(python, model, specs, runs=runs, timeout=timeout, probe_run=probe_run,
+    request = tune_request(python, model, shapes=shapes, runs=runs, timeout=timeout)  # before the target is looked at
+    target, probe_run = _described(request.python, as_json)
+    result = run_tune(request.python, request.model, request.shapes, runs=request.runs, timeout=request.timeout,
+                      probe_run=probe_run,
                       progress=(lambda line: _echo(visible(f"ortfix: tune: {line}"), err=True)) if progress else None)
     _finish(Command.TUNE, result, as_json, lambda r: {**tune_json(r), "interpreter": target.to_json()}, render_tune)

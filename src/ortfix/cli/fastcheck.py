@@ -1,14 +1,19 @@
 """`ortfix check` without importing click.
 
 `check` is the command people run most and the one whose speed is measured (scripts/bench_check.py). This path
-still pays: a replayed `check` took 67, 100 and 127 ms through it and 98, 127 and 178 ms through click
-(ORTFIX_NO_FASTPATH=1) in three runs of scripts/bench_check.py (medians of 15-21 interleaved runs, onnxruntime-gpu
-1.22.0 with its NVIDIA wheels, `import onnxruntime` 200-310 ms, a shared 2-core machine); a fourth, under heavier
-load, measured both at 158 ms.
+still pays (measured again for issue 22, after the options moved to commands/inputs.py): a replayed
+`ortfix check --python V` took 0.74x the wall time (median ratio of 25 pairs; medians 182 against 248 ms) and 0.73x
+the CPU time (99 against 139 ms) of the same command forced through click (ORTFIX_NO_FASTPATH=1), timed as whole
+processes in turn, A B A B, after 2 warm-up runs each; V: the onnxruntime-gpu 1.22.0 venv with its NVIDIA wheels
+(`gpu_venv` of tests/ortvenvs.py), on a shared 2-core machine. `check --fresh`, which spends its time on the probe
+and the ELF reads, gains less: 0.95x (15 pairs). Earlier runs of scripts/bench_check.py (its "via click" line)
+agree: 67/100/127 ms against 98/127/178 ms replayed.
+
 The entry point hands the plain forms of `check` here
 (cli/invocation.parse_check: `--python P`, `--json`, `--driver V`, `--compute-capability X.Y`, `--fresh`,
-`--verbose`/`-v`, each at most once); anything else (help, a typo, a repeated option, another command) goes to the
-click CLI, which owns every message about the command line.
+`--verbose`/`-v`, `--with PART`, each at most once); anything else (help, a typo, a repeated option, another command)
+goes to the click CLI, which owns every message about the command line. The values are validated by the function
+click's `check` calls too (commands/inputs.check_request), so both say the same about a bad one.
 Both paths call `check_command`, so they print the same thing and exit the same way (tests/test_fastcheck.py compares
 them).
 """
@@ -16,7 +21,7 @@ them).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
@@ -25,17 +30,19 @@ if TYPE_CHECKING:
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False, verbose: bool = False,
-                  with_tensorrt: bool = False) -> int:
+                  with_: Sequence[str] = ()) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
-    An identical earlier check is replayed while nothing it depended on has changed (commands/check.check_output);
-    `fresh` skips that. `verbose`: every library row of the report, not only those that are a problem.
-    `with_tensorrt` (`--with tensorrt`): TensorRT is judged and shown even where none is installed."""
+    The options are validated by commands/inputs.check_request, as they are as click's. An identical earlier check
+    is replayed while nothing it depended on has changed (commands/check.check_output); `fresh` skips that.
+    `verbose`: every library row of the report, not only those that are a problem. `with_` (`--with tensorrt`):
+    TensorRT is judged and shown even where none is installed."""
     from ortfix.commands.check import check_output
-    from ortfix.versions import validate_machine_options
+    from ortfix.commands.inputs import check_request
 
-    validate_machine_options(driver_version, compute_capability)
-    key = (as_json, driver_version, compute_capability, verbose, with_tensorrt)
+    request = check_request(python, driver_version, compute_capability, with_)
+    python = request.python
+    key = (as_json, driver_version, compute_capability, verbose, request.with_tensorrt)
     output, code = check_output(python, key, fresh=fresh, full=lambda: _check(python, *key))
     echo(output)
     return code

@@ -22,7 +22,8 @@ PREFETCHED = ("check", "plan")
 _SUBCOMMANDS = {"history": ("show", "prune"), "matrix": ("show", "validate")}
 # The plain forms of `check` the click-free path takes: flags, and options with one value, each at most once.
 _CHECK_FLAGS = {"--json": "as_json", "--fresh": "fresh", "--verbose": "verbose", "-v": "verbose"}
-_CHECK_VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability"}
+_CHECK_VALUED = {"--python": "python", "--driver": "driver_version", "--compute-capability": "compute_capability",
+                 "--with": "with_"}
 
 
 class Invocation:
@@ -81,7 +82,7 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
     if not argv or argv[0] != "check":
         return None
     opts: dict[str, Any] = {"python": None, "as_json": False, "driver_version": None, "compute_capability": None,
-                            "fresh": False, "verbose": False}
+                            "fresh": False, "verbose": False, "with_": ()}
     seen: set[str] = set()
     i = 1
     while i < len(argv):
@@ -100,6 +101,6 @@ def parse_check(argv: Sequence[str]) -> dict[str, Any] | None:
         if key in seen or (value is not None and (not value or value.startswith("-"))):
             return None
         seen.add(key)
-        opts[key] = True if value is None else value
+        opts[key] = True if value is None else (value,) if key == "with_" else value
         i += 1
     return opts

@@ -1,6 +1,8 @@
 """The options several commands share, each declared once: its name, parameter, type, metavar and default. What
 each command says about it in its help differs (planning now, applying, assuming a machine), so the help text is
-the caller's. The values are validated once, by the command functions (commands/), not here."""
+the caller's. The values are validated once, by the command functions (commands/inputs.py), not here: every option
+is a plain string to click, and the metavar shows what it takes (click's own types would validate in click, and
+before everything else)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,14 @@ from typing import Any, TypeVar
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
+# What --help shows; commands/inputs.py accepts exactly these (tests/test_cli_errors.py compares them).
 HOOKS = ("auto", "conda", "preload", "user-path", "none")
 INSTALLERS = ("auto", "pip", "uv")
+WITH = ("tensorrt",)
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return f"[{'|'.join(values)}]"
 
 
 def ort_version(help: str) -> Callable[[F], F]:
@@ -19,7 +27,7 @@ def ort_version(help: str) -> Callable[[F], F]:
 
 
 def cuda(help: str) -> Callable[[F], F]:
-    return click.option("--cuda", "cuda_major", type=click.IntRange(10, 20), metavar="MAJOR", help=help)
+    return click.option("--cuda", "cuda", metavar="MAJOR", help=f"{help}  [10<=x<=20]")
 
 
 def driver(help: str) -> Callable[[F], F]:
@@ -31,13 +39,13 @@ def compute_capability(help: str) -> Callable[[F], F]:
 
 
 def hook(help: str) -> Callable[[F], F]:
-    return click.option("--hook", type=click.Choice(list(HOOKS)), default="auto", show_default=True, help=help)
+    return click.option("--hook", metavar=_choices(HOOKS), default="auto", show_default=True, help=help)
 
 
 def installer(help: str) -> Callable[[F], F]:
-    return click.option("--installer", type=click.Choice(list(INSTALLERS)), default="auto", show_default=True,
-                        help=help)
+    return click.option("--installer", metavar=_choices(INSTALLERS), default="auto", show_default=True, help=help)
 
 
-def with_parts(help: str) -> Callable[[F], F]:
-    return click.option("--with", "with_", type=click.Choice(["tensorrt"]), multiple=True, help=help)
+def with_(help: str) -> Callable[[F], F]:
+    """`--with PART`, repeatable."""
+    return click.option("--with", "with_", metavar=_choices(WITH), multiple=True, help=help)

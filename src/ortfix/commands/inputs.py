@@ -1,0 +1,331 @@
+"""The command line's values, validated once: each command's options become its request value here (`check_request`,
+`plan_request`, ...), for the click CLI (cli/app.py maps its options onto these functions and nothing more) and the
+click-free `check` (cli/fastcheck.py) alike. A value that is not what it stands for is an OrtfixError (exit 2),
+before anything runs and before the target is looked at. The shapes of versions are versions.py's, shared with a
+saved plan's fields.
+
+Which error wins when several inputs are bad does not depend on their order on the command line; it is the first of:
+  1. the environment: --python (an empty path);
+  2. the machine: --driver, then --compute-capability;
+  3. what to plan: --ort-version, --cuda, --hook, --installer, --with;
+  4. the saved plan (apply, export, wheelhouse): a folder given as PLAN.json, then planning options given with it
+     (the plan file decides those);
+  5. what the command reads and how: verify's and tune's --shapes, --model (a missing file), then --runs and
+     --timeout; explain's message (TEXT, --file LOG or standard input); history prune's --keep;
+  6. where the result goes: export's --prefix-in-image, wheelhouse's --platform and --python-version, then the
+     output itself (-o FILE, -d DIR).
+What a user states about the target comes before how to fix it, the fix before where it is written: the first line
+names the most basic mistake. click still reports first what only it knows (an unknown option, a missing value or
+argument, a FORMAT that is not one); tests/test_cli_errors.py pins the order on both paths.
+
+Imported by the click-free `check`: only its part is light (no dataclasses, no plan model at import)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple, TextIO
+
+from ortfix.errors import OrtfixError
+from ortfix.target.choose import refuse_empty_python
+from ortfix.versions import validate_machine_options, validate_ort_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.export.model import ExportFormat
+    from ortfix.export.wheelhouse import WheelhouseTarget
+    from ortfix.plan.model import HookOption, InstallerOption, PlanOptions
+    from ortfix.tune import ShapeSpec
+
+# The optional parts `--with` names (check: judged; plan, apply: provided).
+WITH_PARTS = ("tensorrt",)
+CUDA_MAJORS = (10, 20)  # the --cuda values that can name a CUDA major at all (the matrix says which have builds)
+
+
+def _one_of(flag: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise OrtfixError(f"{flag} {value!r}: not one of {', '.join(choices)}", hint=f"e.g. {flag} {choices[0]}")
+    return value
+
+
+def hook(value: str) -> HookOption:
+    """`--hook`: how to make libraries findable."""
+    from ortfix.plan.model import HOOK_CHOICES, hook_option
+
+    return hook_option(_one_of("--hook", value, HOOK_CHOICES)) or "auto"
+
+
+def installer(value: str) -> InstallerOption:
+    """`--installer`: who installs packages."""
+    from ortfix.plan.model import INSTALLER_CHOICES, installer_option
+
+    return installer_option(_one_of("--installer", value, INSTALLER_CHOICES)) or "auto"
+
+
+def with_tensorrt(values: Sequence[str]) -> bool:
+    """`--with PART` (repeatable): whether TensorRT was named."""
+    for value in values:
+        _one_of("--with", value, WITH_PARTS)
+    return "tensorrt" in values
+
+
+def cuda_major(value: str | None) -> int | None:
+    """`--cuda MAJOR`: a number from 10 to 20."""
+    if value is None:
+        return None
+    low, high = CUDA_MAJORS
+    if not (value.isascii() and value.isdigit() and low <= int(value) <= high):
+        raise OrtfixError(f"--cuda {value!r}: not a CUDA major", hint=f"a number from {low} to {high}, e.g. 12")
+    return int(value)
+
+
+def seconds(value: str, flag: str = "--timeout") -> float:
+    """A number of seconds, at least 1 (nan and inf refused)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= 1):
+        raise OrtfixError(f"{flag} {value}: expected a number of seconds, at least 1")
+    return number
+
+
+def count(value: str, flag: str, low: int, high: int | None = None) -> int:
+    """A whole number from `low` to `high` (no upper bound: None)."""
+    within = value.isascii() and value.isdigit() and int(value) >= low and (high is None or int(value) <= high)
+    if not within:
+        bounds = f"from {low} to {high}" if high is not None else f"{low} or more"
+        raise OrtfixError(f"{flag} {value!r}: expected a whole number {bounds}")
+    return int(value)
+
+
+def output_file(path: Path | None, flag: str = "-o") -> Path | None:
+    """A file to write: not a folder, in a folder that exists (said before the work, not after it). Whether it can
+    really be written is known only when it is (outfile.write_output says so then)."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise OrtfixError(f"{flag} {path}: a folder, not a file", hint="give the name of the file to write")
+    folder = path.parent
+    if not folder.is_dir():
+        raise OrtfixError(f"cannot write {path}: no folder {folder}", hint="choose another file or folder")
+    return path
+
+
+def dest_folder(path: Path, flag: str = "-d") -> Path:
+    """A folder to fill: new or a folder (whether it is empty and writable is checked when it is made)."""
+    if os.path.lexists(path) and not path.is_dir():
+        raise OrtfixError(f"{flag} {path}: not a folder", hint="choose a new or empty folder")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# each command's request: its options, validated in the module's order
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class CheckRequest(NamedTuple):
+    python: str | None
+    driver_version: str | None
+    compute_capability: str | None
+    with_tensorrt: bool
+
+
+def check_request(python: str | None, driver_version: str | None = None, compute_capability: str | None = None,
+                  with_: Sequence[str] = ()) -> CheckRequest:
+    python = refuse_empty_python(python)
+    validate_machine_options(driver_version, compute_capability)
+    return CheckRequest(python, driver_version, compute_capability, with_tensorrt(with_))
+
+
+class PlanInputs(NamedTuple):
+    """The options a plan is made with, as the command line gave them (plan, apply, export, wheelhouse)."""
+
+    ort_version: str | None = None
+    cuda: str | None = None
+    hook: str = "auto"
+    installer: str = "auto"
+    driver_version: str | None = None
+    compute_capability: str | None = None
+    project: bool = False
+    with_: Sequence[str] = ()
+
+
+def plan_options(given: PlanInputs) -> PlanOptions:
+    """`given`, validated (steps 2 and 3)."""
+    from ortfix.plan.model import PlanOptions
+
+    validate_machine_options(given.driver_version, given.compute_capability)
+    validate_ort_version(given.ort_version)
+    return PlanOptions(ort_version=given.ort_version, cuda_major=cuda_major(given.cuda), hook=hook(given.hook),
+                       installer=installer(given.installer), driver_version=given.driver_version,
+                       compute_capability=given.compute_capability, project=given.project,
+                       with_tensorrt=with_tensorrt(given.with_))
+
+
+def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: str, flags: str,
+                      also_given: bool = False) -> None:
+    """Step 4: a saved plan is a file (what it holds is read when it is used: transaction/plan_file.py), applied
+    (exported) exactly as it is; the options that only shape a new plan are refused beside it (the machine may be
+    repeated: commands/apply._same_machine)."""
+    if plan_file is not None and plan_file.is_dir():
+        raise OrtfixError(f"{plan_file}: a folder, not a plan file", hint="give the file `ortfix plan -o` wrote")
+    if plan_file is not None and (options.ort_version or options.cuda_major or options.hook != "auto" or also_given):
+        raise OrtfixError(f"a saved plan is {verb} exactly as it is", hint=f"{flags} only apply when planning now")
+
+
+class PlanRequest(NamedTuple):
+    python: str | None
+    options: PlanOptions
+    output: Path | None
+
+
+def plan_request(python: str | None, given: PlanInputs, output: Path | None = None) -> PlanRequest:
+    python = refuse_empty_python(python)
+    plan = plan_options(given)
+    return PlanRequest(python, plan, output_file(output))
+
+
+class ApplyRequest(NamedTuple):
+    python: str | None
+    plan_file: Path | None
+    options: PlanOptions
+
+
+def apply_request(python: str | None, plan_file: Path | None, given: PlanInputs) -> ApplyRequest:
+    python = refuse_empty_python(python)
+    plan = plan_options(given)
+    _saved_plan_alone(plan_file, plan, "applied", "--ort-version, --cuda, --hook, --installer, --project and --with",
+                      also_given=plan.installer != "auto" or plan.project or plan.with_tensorrt)
+    return ApplyRequest(python, plan_file, plan)
+
+
+class ExportRequest(NamedTuple):
+    python: str | None
+    format: ExportFormat
+    plan_file: Path | None
+    options: PlanOptions
+    image_prefix: str | None  # dockerfile only; None: the exporting environment's paths
+    output: Path | None
+
+
+def export_request(python: str | None, fmt: str, plan_file: Path | None, given: PlanInputs, *,
+                   prefix_in_image: str | None, output: Path | None) -> ExportRequest:
+    from ortfix.export.dockerfile import validate_image_prefix
+    from ortfix.export.model import ExportFormat
+
+    python = refuse_empty_python(python)
+    plan = plan_options(given)
+    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
+                      also_given=plan.with_tensorrt)
+    export_format = ExportFormat(fmt)
+    image_prefix = None
+    if prefix_in_image is not None:
+        if export_format is not ExportFormat.DOCKERFILE:
+            raise OrtfixError(f"--prefix-in-image is for dockerfile, not {export_format}",
+                              hint="the other formats run in the environment they were made for")
+        image_prefix = validate_image_prefix(prefix_in_image)
+    return ExportRequest(python, export_format, plan_file, plan, image_prefix, output_file(output))
+
+
+class WheelhouseRequest(NamedTuple):
+    python: str | None
+    plan_file: Path | None
+    options: PlanOptions
+    target: WheelhouseTarget
+    folder: Path
+
+
+def wheelhouse_request(python: str | None, plan_file: Path | None, given: PlanInputs, *, folder: Path,
+                       platform_tag: str | None, python_version: str | None) -> WheelhouseRequest:
+    from ortfix.export.wheelhouse import validate_target
+
+    python = refuse_empty_python(python)
+    plan = plan_options(given)
+    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
+                      also_given=plan.with_tensorrt)
+    target = validate_target(platform_tag, python_version)
+    return WheelhouseRequest(python, plan_file, plan, target, dest_folder(folder))
+
+
+class VerifyRequest(NamedTuple):
+    python: str | None
+    model: Path | None  # resolved; None: the built-in model
+    shapes: ShapeSpec | None
+    timeout: float
+
+
+def verify_request(python: str | None, *, model: Path | None, shapes: str | None, timeout: str) -> VerifyRequest:
+    from ortfix.target.ortrun import model_file
+    from ortfix.tune import parse_shapes
+
+    python = refuse_empty_python(python)
+    if shapes is not None and model is None:
+        raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
+    spec = None
+    if shapes is not None:
+        sets = parse_shapes([shapes])
+        if len(sets) != 1:
+            raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
+        spec = sets[0]
+    resolved = model_file(model, f"--model {model}") if model is not None else None
+    return VerifyRequest(python, resolved, spec, seconds(timeout))
+
+
+class TuneRequest(NamedTuple):
+    python: str | None
+    model: Path  # resolved
+    shapes: list[ShapeSpec]
+    runs: int
+    timeout: float
+
+
+def tune_request(python: str | None, model: Path, *, shapes: Sequence[str], runs: str,
+                 timeout: str) -> TuneRequest:
+    from ortfix.target.ortrun import model_file
+    from ortfix.tune import parse_shapes
+
+    python = refuse_empty_python(python)
+    specs = parse_shapes(shapes)
+    return TuneRequest(python, model_file(model, str(model)), specs, count(runs, "--runs", 1, 10000),
+                       seconds(timeout))
+
+
+class ExplainRequest(NamedTuple):
+    python: str | None
+    text: str
+    check: bool  # also look at this machine (not --no-check)
+
+
+def explain_request(python: str | None, text: str | None, log_file: Path | None, stdin: TextIO,
+                    check: bool) -> ExplainRequest:
+    """The message to explain: TEXT, else the log --file names ('-': standard input), else piped standard input."""
+    python = refuse_empty_python(python)
+    if text is None:
+        if log_file is not None and str(log_file) != "-":
+            try:
+                text = log_file.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
+        elif log_file is not None or not stdin.isatty():
+            text = stdin.read()
+        else:
+            raise OrtfixError("nothing to explain", hint="give the message as an argument, --file LOG, or pipe it in")
+    return ExplainRequest(python, text, check)
+
+
+def prune_keep(python: str | None, keep: str) -> tuple[str | None, int]:
+    """history prune: (--python, --keep N)."""
+    return refuse_empty_python(python), count(keep, "--keep", 0)
+
+
+def python_option(python: str | None) -> str | None:
+    """`--python` of the commands that take nothing else to validate (rollback, history)."""
+    return refuse_empty_python(python)
+
+
+__all__ = ["ApplyRequest", "CheckRequest", "ExplainRequest", "ExportRequest", "PlanInputs", "PlanRequest",
+           "TuneRequest", "VerifyRequest", "WheelhouseRequest", "apply_request", "check_request", "explain_request",
+           "export_request", "plan_request", "prune_keep", "tune_request", "verify_request", "wheelhouse_request"]
