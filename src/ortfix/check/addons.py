@@ -15,7 +15,7 @@ from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES
 from ortfix.compat.matrix import Matrix
 from ortfix.system.elf import NotElf, read_elf
-from ortfix.system.inventory import cuda_major_by_name, soname_major
+from ortfix.system.inventory import cuda_major_by_name
 from ortfix.target.probe import Distribution
 
 TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
@@ -28,7 +28,13 @@ GENAI_CUDA_LIBRARY = "onnxruntime_genai/libonnxruntime-genai-cuda.so"
 def tensorrt_wanted(facts: Facts, asked: bool) -> bool:
     """TensorRT matters here: asked for, or some TensorRT library is installed or findable."""
     return asked or any(c.family in TENSORRT_FAMILIES for c in facts.libraries) or any(
-        path for name, path in facts.findable.items() if name.startswith("libnvinfer.so"))
+        path for name, path in facts.findable.items() if is_nvinfer(facts, name))
+
+
+def is_nvinfer(facts: Facts, name: str) -> bool:
+    """`name` is TensorRT's core library as the target's platform spells it (libnvinfer.so.10; nvinfer_10.dll)."""
+    parsed = facts.parse_library_name(name)
+    return parsed is not None and parsed[0] == "nvinfer"
 
 
 def tensorrt_provider(install: OrtInstall) -> ProviderLoad | None:
@@ -39,8 +45,8 @@ def tensorrt_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall, *, asked: b
     provider = tensorrt_provider(gpu)
     if provider is None or provider.error or not tensorrt_wanted(facts, asked):
         return []
-    needed = next((n for n in provider.needed if n.startswith("libnvinfer.so.")), None)
-    major = soname_major(needed) if needed else None
+    needed = next((n for n in provider.needed if is_nvinfer(facts, n)), None)
+    major = facts.platform.library_major(needed) if needed else None
     out = []
     present = sorted({c.path for c in facts.libraries if c.family == "nvinfer" and c.major != major})
     if major is not None and present and not any(
