@@ -24,7 +24,9 @@ import pytest
 from ortfix.check.codes import FindingCode
 from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts
+from ortfix.check.findings import Finding
 from ortfix.compat.load import load_matrix
+from ortfix.plan.genai import genai_change
 from ortfix.plan.make import make_plan
 from ortfix.plan.model import Plan, PlanOptions
 from ortfix.system.windows import dll_name_for_soname, parse_dll_name
@@ -201,3 +203,71 @@ def test_under_wine_tensorrt_is_judged_hooked_loaded_and_rolled_back(tmp_path: P
     assert_same_tree(before, tree_state(home))
     assert "provider loaded" not in w.run("-c", _load_after_import(provider), exe=home / "python.exe").stdout
     shutil.rmtree(home, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# onnxruntime-genai on Windows: onnxruntime-genai-directml beside onnxruntime-directml, genai-cuda beside the GPU build
+# --------------------------------------------------------------------------------------------------------------------
+
+def test_the_directml_genai_rows_pair_with_the_directml_ort_their_metadata_names() -> None:
+    """Requires-Dist of the real onnxruntime-genai-directml win_amd64 wheels (read 2026-11-26): 0.10.0 needs
+    onnxruntime-directml>=1.22.0, 0.11.4 >=1.23.2, 0.14.1 (the newest) >=1.26.0."""
+    addons = load_matrix().addons
+    assert addons.genai_directml_for("1.22.0") == "0.10.0"
+    assert addons.genai_directml_for("1.23.1") == "0.10.0"  # 0.11.4 needs 1.23.2
+    assert addons.genai_directml_for("1.23.2") == "0.11.4"
+    assert addons.genai_directml_for("1.31.0") == "0.14.1"
+    assert addons.genai_directml_for("1.18.1") is None
+
+
+def _directml_target(root: Path, *, ort: str, genai: str = "0.11.4") -> Facts:
+    """onnxruntime-directml `ort` for Windows (DirectML.dll in capi, no CUDA provider) with the CPU onnxruntime-genai
+    `genai` beside it."""
+    sp = root / "Lib" / "site-packages"
+    build_stub_dll(sp / "onnxruntime" / "capi" / "DirectML.dll")
+    build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_shared.dll")
+    probe = _probe(root, ort_version=ort, distributions=[("onnxruntime-genai", genai)])
+    dists = probe["distributions"]
+    assert isinstance(dists, list)
+    dists[0].update(name="onnxruntime-directml", normalized="onnxruntime-directml",
+                    dist_info=str(sp / f"onnxruntime_directml-{ort}.dist-info"))
+    ort_dirs = probe["onnxruntime_dirs"]
+    assert isinstance(ort_dirs, list)
+    ort_dirs[0]["build_info"]["package_name"] = "onnxruntime-directml"
+    return _gather(root, probe, DRIVER_CUDA12)
+
+
+def test_cpu_genai_beside_directml_names_genai_directml(tmp_path: Path) -> None:
+    facts = _directml_target(tmp_path, ort="1.23.2")
+    findings = {f.code: f for f in diagnose(facts, load_matrix())}
+    genai = findings[FindingCode.GENAI_CPU]
+    assert genai.data == {"installed": "onnxruntime-genai", "version": "0.11.4", "replacement": "0.11.4"}
+    assert "onnxruntime-directml" in genai.summary and "DirectML" in genai.summary, genai.summary
+    assert "onnxruntime-genai-directml==0.11.4" in genai.fix, genai.fix
+
+
+def test_directml_moved_to_the_gpu_build_takes_genai_to_genai_cuda(tmp_path: Path) -> None:
+    """The plan replaces onnxruntime-directml with onnxruntime-gpu (ORT004): the CPU genai goes with it, to
+    onnxruntime-genai-cuda of the GPU build's CUDA major and an ORT requirement 1.23.2 meets (as on Linux)."""
+    facts = _directml_target(tmp_path, ort="1.23.2")
+    matrix = load_matrix()
+    findings = diagnose(facts, matrix)
+    plan = make_plan(facts, findings, matrix, PlanOptions(driver_version=DRIVER_CUDA12))
+    removed = [a.details["distribution"] for a in plan.actions if a.kind == "pip-uninstall"]
+    assert "onnxruntime-genai" in removed and "onnxruntime-directml" in removed, plan.actions
+    asked = _requirements(plan)
+    assert "onnxruntime-genai-cuda==0.11.4" in asked and "onnxruntime-gpu==1.23.2" in asked, asked
+    assert FindingCode.GENAI_CPU not in {f.code for f in plan.unresolved}
+
+
+def test_where_directml_stays_the_cpu_genai_becomes_genai_directml(tmp_path: Path) -> None:
+    """No GPU build planned (none chosen, none installed): the genai stage pairs genai with the onnxruntime-directml
+    that stays, onnxruntime-genai-directml of the newest release 1.22.0 accepts."""
+    facts = _directml_target(tmp_path, ort="1.22.0", genai="0.9.2")
+    matrix = load_matrix()
+    by_code: dict[str, list[Finding]] = {}
+    for f in diagnose(facts, matrix):
+        by_code.setdefault(f.code, []).append(f)
+    change = genai_change(facts, matrix, by_code, None, None, ())
+    assert change.remove == ("onnxruntime-genai",) and change.requirement == "onnxruntime-genai-directml==0.10.0"
+    assert change.fixes == (FindingCode.GENAI_CPU,)
