@@ -1,12 +1,12 @@
-"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC and nvJitLink per
-major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`, `cudnn64_9.dll`,
-`cudnn_ops_infer64_8.dll`...; compared case-insensitively), the machine's loader folders (System32, the Windows
-folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every copy of every DLL that matters
-(the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's
-`Library\\bin`, System32, every PATH folder, now and at the next login), ortfix's PATH hook and conda scripts
-(winhooks.py), and the simulated process (winloader.py, set up from the probe: the exe's folder, System32 and the
-Windows folder, the current folder, PATH as the target process has it, conda's default-dirs mode, the Store Python),
-put together behind `platform.Platform`."""
+"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC, nvJitLink and TensorRT
+per major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`,
+`cudnn64_9.dll`, `cudnn_ops_infer64_8.dll`, `nvinfer_10.dll`...; compared case-insensitively), the machine's loader
+folders (System32, the Windows folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every
+copy of every DLL that matters (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, TensorRT's
+`tensorrt_libs`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's `Library\\bin`, System32, every PATH folder, now and at
+the next login), ortfix's PATH hook and conda scripts (winhooks.py), and the simulated process (winloader.py, set up
+from the probe: the exe's folder, System32 and the Windows folder, the current folder, PATH as the target process
+has it, conda's default-dirs mode, the Store Python), put together behind `platform.Platform`."""
 
 from __future__ import annotations
 
