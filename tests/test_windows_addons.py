@@ -269,3 +269,18 @@ def test_where_directml_stays_the_cpu_genai_becomes_genai_directml(tmp_path: Pat
     change = genai_change(facts, matrix, by_code, None, None, ())
     assert change.remove == ("onnxruntime-genai",) and change.requirement == "onnxruntime-genai-directml==0.10.0"
     assert change.fixes == (FindingCode.GENAI_CPU,)
+
+
+def test_windows_genai_cuda_s_cuda_major_is_read_from_its_dll(tmp_path: Path) -> None:
+    """onnxruntime-genai-cuda for Windows ships onnxruntime_genai\\onnxruntime-genai-cuda.dll, which imports
+    cudart64_N.dll (0.11.4: cudart64_12.dll, read with pefile): a release the matrix does not know, built for CUDA
+    13, beside the CUDA 12 build is GENAI002, told by the DLL alone."""
+    sp = tmp_path / "Lib" / "site-packages"
+    build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_shared.dll")
+    build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll",
+                   needed=("cublas64_12.dll", "cudart64_12.dll", "onnxruntime_providers_shared.dll"))
+    build_stub_dll(sp / "onnxruntime_genai" / "onnxruntime-genai-cuda.dll", needed=("cudart64_13.dll",))
+    probe = _probe(tmp_path, ort_version="1.22.0", distributions=[("onnxruntime-genai-cuda", "0.99.0")])
+    facts = _gather(tmp_path, probe, DRIVER_CUDA12)
+    other = {f.code: f for f in diagnose(facts, load_matrix())}[FindingCode.GENAI_OTHER_CUDA]
+    assert "built for CUDA 13" in other.summary and "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in other.evidence[0]
