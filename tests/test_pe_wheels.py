@@ -16,6 +16,7 @@ import pytest
 
 from ortfix.compat.load import load_matrix
 from ortfix.system.pe import read_pe
+from ortfix.system.windows import dll_name_for_soname
 from support.testcache import cache_root
 
 # The runtime every release imports besides its CUDA DLLs (windows.md: "besides KERNEL32, MSVCP140, VCRUNTIME140,
@@ -127,3 +128,25 @@ def test_the_matrix_names_the_windows_dlls_of_windows_md() -> None:
         assert row.wheel.windows_dir == "nvidia/cudnn/bin"  # cu13 too: the same folder as the cu12 cuDNN
     every = [name for _, w in wheels.values() for name in w.dlls] + [n for r in matrix.cudnn for n in r.wheel.dlls]
     assert "zlibwapi.dll" not in {n.lower() for n in every}  # no wheel ships it
+
+
+# windows-dlls.md, "TensorRT": what onnxruntime_providers_tensorrt.dll imports of TensorRT, by release (written by
+# hand from the wheels' import tables; no "64" in TensorRT's names).
+TENSORRT_IMPORTS = {"1.18.1": ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll"),
+                    "1.22.0": ("nvinfer_10.dll", "nvinfer_plugin_10.dll", "nvonnxparser_10.dll"),
+                    "1.28.0": ("nvinfer_10.dll", "nvonnxparser_10.dll")}
+
+
+@pytest.mark.realwheels
+@pytest.mark.parametrize("version", list(TENSORRT_IMPORTS))
+def test_the_tensorrt_providers_imports_are_the_matrix_s_sonames_as_dlls(version: str) -> None:
+    """The real provider imports exactly the TensorRT DLLs windows-dlls.md lists, and ortfix's Windows names of the
+    matrix's TensorRT SONAMEs for that release (what `plan --with tensorrt` provides) are those DLLs."""
+    info = read_pe(version, data=_read_member(ort_windows_wheel(version),
+                                              "onnxruntime/capi/onnxruntime_providers_tensorrt.dll"))
+    trt = tuple(n for n in info.needed if n.lower().startswith(("nvinfer", "nvonnxparser")))
+    assert trt == TENSORRT_IMPORTS[version], info.needed
+    [build] = [b for b in load_matrix(use_cache=False).builds
+               if version in b.versions and b.package == "onnxruntime-gpu" and b.index == "default"]
+    mapped = {dll_name_for_soname(s) for s in build.tensorrt_needed if s.startswith(("libnvinfer", "libnvonnx"))}
+    assert mapped == set(TENSORRT_IMPORTS[version]), build.tensorrt_needed

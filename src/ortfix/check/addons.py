@@ -14,8 +14,6 @@ from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES
 from ortfix.compat.matrix import Matrix
-from ortfix.system.elf import NotElf, read_elf
-from ortfix.system.inventory import cuda_major_by_name, soname_major
 from ortfix.target.probe import Distribution
 
 TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
@@ -23,12 +21,20 @@ TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
 TENSORRT_WHEEL_DIR = "tensorrt_libs"
 # The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
 GENAI_CUDA_LIBRARY = "onnxruntime_genai/libonnxruntime-genai-cuda.so"
+# Its win_amd64 wheel's DLL, which imports cudart64_N.dll (0.11.4: cudart64_12.dll, read with pefile).
+GENAI_CUDA_DLL = "onnxruntime_genai/onnxruntime-genai-cuda.dll"
 
 
 def tensorrt_wanted(facts: Facts, asked: bool) -> bool:
     """TensorRT matters here: asked for, or some TensorRT library is installed or findable."""
     return asked or any(c.family in TENSORRT_FAMILIES for c in facts.libraries) or any(
-        path for name, path in facts.findable.items() if name.startswith("libnvinfer.so"))
+        path for name, path in facts.findable.items() if is_nvinfer(facts, name))
+
+
+def is_nvinfer(facts: Facts, name: str) -> bool:
+    """`name` is TensorRT's core library as the target's platform spells it (libnvinfer.so.10; nvinfer_10.dll)."""
+    parsed = facts.parse_library_name(name)
+    return parsed is not None and parsed[0] == "nvinfer"
 
 
 def tensorrt_provider(install: OrtInstall) -> ProviderLoad | None:
@@ -39,8 +45,8 @@ def tensorrt_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall, *, asked: b
     provider = tensorrt_provider(gpu)
     if provider is None or provider.error or not tensorrt_wanted(facts, asked):
         return []
-    needed = next((n for n in provider.needed if n.startswith("libnvinfer.so.")), None)
-    major = soname_major(needed) if needed else None
+    needed = next((n for n in provider.needed if is_nvinfer(facts, n)), None)
+    major = facts.platform.library_major(needed) if needed else None
     out = []
     present = sorted({c.path for c in facts.libraries if c.family == "nvinfer" and c.major != major})
     if major is not None and present and not any(
@@ -104,17 +110,24 @@ def genai_installs(facts: Facts) -> list[GenaiInstall]:
     out = []
     for dist in facts.probe.distributions:
         if dist.normalized in GENAI_PACKAGES:
-            major = _genai_cuda_major(dist) if dist.normalized == GENAI_CUDA else None
+            major = _genai_cuda_major(facts, dist) if dist.normalized == GENAI_CUDA else None
             out.append(GenaiInstall(dist, major))
     return out
 
 
-def _genai_cuda_major(dist: Distribution) -> int | None:
-    try:
-        info = read_elf(os.path.join(dist.location, GENAI_CUDA_LIBRARY))
-    except (OSError, NotElf):
-        return None
-    return next((m for m in map(cuda_major_by_name, info.needed) if m is not None), None)
+def _genai_cuda_major(facts: Facts, dist: Distribution) -> int | None:
+    """The N of the CUDA runtime genai-cuda's library needs, read with the target platform's reader: libcudart.so.N
+    of the Linux library, cudart64_N.dll of the Windows DLL; None when neither can be read."""
+    reader = facts.platform.new_reader()
+    errors: tuple[type[Exception], ...] = (OSError, *facts.platform.read_errors)
+    for rel in (GENAI_CUDA_LIBRARY, GENAI_CUDA_DLL):
+        try:
+            info = reader.read(os.path.join(dist.location, *rel.split("/")))
+        except errors:
+            continue
+        runtimes = [p for p in map(facts.parse_library_name, info.needed) if p and p[0] == "cudart" and p[1]]
+        return runtimes[0][1][0] if runtimes else None
+    return None
 
 
 def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:

@@ -1,8 +1,9 @@
 """Facts → findings: the entry point that runs the rules in order and sorts what they find (`first_screen_order`:
 the errors a plan fixes first). The rules live by what they look at: packages.py (the ORT packages), damaged.py
 (half-done installs), driver_gpu.py (driver and GPU), libraries.py (the CUDA libraries and sonames), torch_compat.py
-(torch), addons.py (TensorRT and onnxruntime-genai), windows.py (what only Windows has), winstore.py (the Store
-Python), project.py (the project around the environment); findings.py holds `Finding`."""
+(torch), addons.py (TensorRT and onnxruntime-genai; genai_directml.py: genai beside onnxruntime-directml),
+windows.py (what only Windows has), winstore.py (the Store Python), project.py (the project around the environment);
+findings.py holds `Finding`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ortfix.check.damaged import damaged_findings, interrupted_findings, orphane
 from ortfix.check.driver_gpu import driver_findings
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
+from ortfix.check.genai_directml import genai_directml_findings
 from ortfix.check.libraries import (
     library_findings,
     matrix_agreement_findings,
@@ -44,6 +46,7 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
         findings += torch_findings(facts, gpu)
         findings += tensorrt_findings(facts, matrix, gpu, asked=with_tensorrt)
     findings += genai_findings(facts, matrix, gpu)
+    findings += genai_directml_findings(facts, matrix, gpu)  # beside onnxruntime-directml (Windows)
     findings += soname_link_findings(facts)
     if not facts.platform.is_windows:
         cuda = next((p for p in gpu.providers if p.provider == "cuda"), None) if gpu is not None else None

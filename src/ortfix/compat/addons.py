@@ -116,6 +116,18 @@ class Addons:
         return str(max(fits)) if fits else None
 
 
+    def genai_directml_for(self, ort_version: str) -> str | None:
+        """The newest onnxruntime-genai-directml version whose onnxruntime-directml requirement the installed
+        onnxruntime-directml `ort_version` meets; None when none is known."""
+        try:
+            ort = Version(ort_version)
+        except InvalidVersion:
+            return None
+        fits = [Version(v) for r in self.genai if r.package == GENAI_DIRECTML and Version(r.ort_min) <= ort
+                for v in r.versions]
+        return str(max(fits)) if fits else None
+
+
 def build_addons(doc: Mapping[str, Any] | None) -> Addons:
     """The typed rows of a validated addons document (None: no such file, no rows)."""
     if doc is None:

@@ -1,8 +1,9 @@
 """The onnxruntime-genai swap: a CPU `onnxruntime-genai` (GENAI001) or an `onnxruntime-genai-cuda` of another CUDA
 major (GENAI002) beside the GPU build is uninstalled and `onnxruntime-genai-cuda` of the target build's CUDA major is
 installed, pinned to the newest release (compat/addons.yaml) whose ORT requirement the target meets, so the swap never
-moves ORT. The neighbour rule holds (plan/neighbours.py): where another installed distribution requires the genai
-package by name, the swap is left out and a note says who (`genai_breaks`, asked by plan/pip_actions.py)."""
+moves ORT; where onnxruntime-directml stays (Windows, no GPU build planned), `onnxruntime-genai-directml` the same
+way. The neighbour rule holds (plan/neighbours.py): where another installed distribution requires the genai package
+by name, the swap is left out and a note says who (`genai_breaks`, asked by plan/pip_actions.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from packaging.utils import canonicalize_name
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, genai_swap
-from ortfix.compat.addons import GENAI_CUDA
+from ortfix.check.genai_directml import directml_install
+from ortfix.compat.addons import GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
 from ortfix.plan.model import ChosenBuild
 from ortfix.plan.neighbours import Replacement
@@ -25,7 +27,7 @@ GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA)
 @dataclass(frozen=True)
 class GenaiChange:
     remove: tuple[str, ...] = ()  # the genai distributions to uninstall
-    requirement: str | None = None  # onnxruntime-genai-cuda==V
+    requirement: str | None = None  # onnxruntime-genai-cuda==V (or onnxruntime-genai-directml==V)
     fixes: tuple[FindingCode, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -35,14 +37,11 @@ def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Fi
     findings = [f for code in GENAI_CODES for f in by_code.get(code, [])]
     if not findings:
         return GenaiChange()
-    version = target.version if target else (installed.version if installed else None)
-    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
-    pick = matrix.addons.genai_cuda_for(version, cuda) if version and cuda else None
-    if pick is None:
-        return GenaiChange(notes=(f"no {GENAI_CUDA} release the matrix knows is built for CUDA {cuda} and accepts "
-                                  f"onnxruntime-gpu {version}: onnxruntime-genai stays as it is",))
+    requirement, why_not = _replacement(facts, matrix, target, installed)
+    if requirement is None:
+        return GenaiChange(notes=(f"{why_not}: onnxruntime-genai stays as it is",))
     remove = tuple(dict.fromkeys(genai_swap(f)["installed"] for f in findings))
-    return GenaiChange(remove, f"{GENAI_CUDA}=={pick}", tuple(sorted({f.code for f in findings})))
+    return GenaiChange(remove, requirement, tuple(sorted({f.code for f in findings})))
 
 
 def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> str | None:
@@ -50,10 +49,29 @@ def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> str | No
     one neighbour check) that removes or replaces a genai distribution breaks what another distribution requires."""
     if genai.requirement is None:
         return None
-    ours = {canonicalize_name(n) for n in (*genai.remove, GENAI_CUDA)}
+    ours = {canonicalize_name(n) for n in (*genai.remove, GENAI_CUDA, GENAI_DIRECTML)}
     broken = [r for r in changed if r.broken and r.dist.normalized in ours]
     if not broken:
         return None
     who = "; ".join(f"{n.who} requires {n.text}" for r in broken for n in r.broken)
     return (f"{', '.join(genai.remove)} stays ({who}): replacing it with {genai.requirement} would break that "
             "requirement")
+
+
+def _replacement(facts: Facts, matrix: Matrix, target: ChosenBuild | None,
+                 installed: OrtInstall | None) -> tuple[str | None, str]:
+    """The genai requirement that fits where ONNX Runtime ends up: onnxruntime-genai-cuda of the GPU build's CUDA
+    major; where onnxruntime-directml stays (Windows, no GPU build planned) onnxruntime-genai-directml. Else None
+    and why."""
+    version = target.version if target else (installed.version if installed else None)
+    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
+    dml = directml_install(facts, installed) if target is None else None
+    if dml is not None:
+        pick = matrix.addons.genai_directml_for(dml.version or "")
+        return ((f"{GENAI_DIRECTML}=={pick}", "") if pick else
+                (None, f"no {GENAI_DIRECTML} release the matrix knows accepts {dml.package} {dml.version}"))
+    pick = matrix.addons.genai_cuda_for(version, cuda) if version and cuda else None
+    if pick is None:
+        return None, (f"no {GENAI_CUDA} release the matrix knows is built for CUDA {cuda} and accepts "
+                      f"onnxruntime-gpu {version}")
+    return f"{GENAI_CUDA}=={pick}", ""

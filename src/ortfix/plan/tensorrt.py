@@ -1,8 +1,9 @@
 """`plan --with tensorrt`: the TensorRT libraries the build's TensorRT provider NEEDs (`libnvinfer.so.N`,
-`libnvonnxparser.so.N`, before 1.23 `libnvinfer_plugin.so.N`), made findable by the same hooks as the CUDA libraries:
-a copy the environment has already is hooked; else `tensorrt-cuNN-libs` of the build's CUDA major is installed,
-pinned to the build's TensorRT major and at least the version ORT documents for it (compat/addons.yaml), and its
-`tensorrt_libs/` copies are hooked."""
+`libnvonnxparser.so.N`, before 1.23 `libnvinfer_plugin.so.N`; on Windows the DLLs `nvinfer_N.dll`,
+`nvonnxparser_N.dll`, `nvinfer_plugin_N.dll`), made findable by the same hooks as the CUDA libraries (Windows: the PATH
+hook): a copy the environment has already is hooked; else `tensorrt-cuNN-libs` of the build's CUDA major is
+installed, pinned to the build's TensorRT major and at least the version ORT documents for it (compat/addons.yaml),
+and its `tensorrt_libs/` copies are hooked (its DLLs on Windows too: the wheel has no bin folder)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ortfix.check.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR, tensorrt_provider
+from ortfix.check.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR, is_nvinfer, tensorrt_provider
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
-from ortfix.system.inventory import parse_lib_name, soname_major
 
 TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_MAJOR)
 
@@ -35,9 +35,9 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
     cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
     if not version or not cuda:
         return TensorrtChange(notes=("--with tensorrt: no GPU build to add TensorRT to",))
-    sonames = [n for n in _provider_needed(matrix, installed, version, cuda)
-               if (parsed := parse_lib_name(n)) is not None and parsed[0] in TENSORRT_FAMILIES]
-    major = next((soname_major(n) for n in sonames if n.startswith("libnvinfer.so.")), None)
+    sonames = [n for n in platform_names(facts, _provider_needed(matrix, installed, version, cuda))
+               if (parsed := facts.parse_library_name(n)) is not None and parsed[0] in TENSORRT_FAMILIES]
+    major = next((facts.platform.library_major(n) for n in sonames if is_nvinfer(facts, n)), None)
     if major is None:
         return TensorrtChange(notes=(f"--with tensorrt: which TensorRT {version} needs is not known",))
     libraries: dict[str, str] = {}
@@ -45,7 +45,9 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
     for soname in sonames:
         if facts.findable.get(soname):
             continue
-        own = [c.path for c in facts.libraries if c.inside_env and soname in (c.soname, c.name)]
+        key = facts.platform.library_key(soname)
+        own = [c.path for c in facts.libraries
+               if c.inside_env and key in {facts.platform.library_key(n) for n in (c.soname or "", c.name)}]
         if own:
             libraries[soname] = own[0]
             continue
@@ -57,6 +59,13 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
     low = row.min_version if row and row.major == major and row.min_version else f"{major}.0"
     wheel = WheelSpec(f"tensorrt-cu{cuda}-libs", f">={low},<{major + 1}", tuple(sonames), TENSORRT_WHEEL_DIR)
     return TensorrtChange(wheel.distribution + wheel.specifier, libraries, wheel=wheel)
+
+
+def platform_names(facts: Facts, names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` as the target's platform spells them: the matrix lists SONAMEs (libnvinfer.so.10), a Windows target
+    loads DLLs (nvinfer_10.dll); an installed provider's own imports are spelled so already."""
+    spelled = (s if facts.parse_library_name(s) else facts.platform.library_name(s) for s in names)
+    return tuple(n for n in spelled if n)
 
 
 def _provider_needed(matrix: Matrix, installed: OrtInstall | None, version: str, cuda: int) -> tuple[str, ...]:

@@ -1,12 +1,12 @@
-"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC and nvJitLink per
-major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`, `cudnn64_9.dll`,
-`cudnn_ops_infer64_8.dll`...; compared case-insensitively), the machine's loader folders (System32, the Windows
-folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every copy of every DLL that matters
-(the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's
-`Library\\bin`, System32, every PATH folder, now and at the next login), ortfix's PATH hook and conda scripts
-(winhooks.py), and the simulated process (winloader.py, set up from the probe: the exe's folder, System32 and the
-Windows folder, the current folder, PATH as the target process has it, conda's default-dirs mode, the Store Python),
-put together behind `platform.Platform`."""
+"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC, nvJitLink and TensorRT
+per major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`,
+`cudnn64_9.dll`, `cudnn_ops_infer64_8.dll`, `nvinfer_10.dll`...; compared case-insensitively), the machine's loader
+folders (System32, the Windows folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every
+copy of every DLL that matters (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, TensorRT's
+`tensorrt_libs`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's `Library\\bin`, System32, every PATH folder, now and at
+the next login), ortfix's PATH hook and conda scripts (winhooks.py), and the simulated process (winloader.py, set up
+from the probe: the exe's folder, System32 and the Windows folder, the current folder, PATH as the target process
+has it, conda's default-dirs mode, the Store Python), put together behind `platform.Platform`."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ _FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cuspa
              "nvrtc-builtins", "nvJitLink", "nvblas", "nvinfer", "nvinfer_plugin", "nvonnxparser")
 _BY_LOWER = {f.lower(): f for f in _FAMILIES}
 _DLL = re.compile(r"^(?P<family>[a-z_-]+?)(?:64)?_(?P<version>\d+)(?:_(?P<patch>\d+))?\.dll$", re.IGNORECASE)
+# TensorRT's DLLs carry the major after an underscore only (nvinfer_10.dll, nvinfer_plugin_10.dll,
+# nvonnxparser_10.dll: the imports of onnxruntime_providers_tensorrt.dll in the onnxruntime_gpu win_amd64 wheels).
+TENSORRT_DLL_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
+# Where tensorrt-cuNN-libs puts its DLLs, relative to site-packages: its package folder, as on Linux (no bin folder;
+# NVIDIA/TensorRT python/packaging/libs_wheel: package_data "*.dll*" of the package tensorrt_libs).
+TENSORRT_LIBS_DIR = "tensorrt_libs"
 # Families whose three-digit number is major and minor (cudart64_110.dll is CUDA 11.0; nvrtc64_120_0.dll 12.0).
 _MAJOR_MINOR = ("cudart", "nvrtc", "nvrtc-builtins", "nvJitLink")
 # Whose major names the CUDA major (cuFFT is one ahead: cufft64_11.dll ships with CUDA 12).
@@ -97,6 +103,8 @@ def dll_name_for_soname(soname: str) -> str | None:
         return f"{family}{'64' if family == 'nvrtc' else ''}_{parts[0]}{minor}_0.dll"
     if family == "cudart" and len(parts) > 1:
         return f"cudart64_{parts[0]}{parts[1]}.dll"
+    if family in TENSORRT_DLL_FAMILIES:
+        return f"{family}_{parts[0]}.dll"  # TensorRT 10's zip and wheels: nvinfer_10.dll, no "64"
     if family in _FAMILIES or family == "cudnn" or family.startswith("cudnn_"):
         return f"{family}64_{parts[0]}.dll"
     return None
@@ -237,6 +245,8 @@ def candidate_dirs(probe: ProbeFacts) -> list[_ScanDir]:
         for sub in subs:
             dirs.append(_ScanDir(os.path.join(nvidia, sub, "bin"), ORIGIN_WHEEL))
             dirs.append(_ScanDir(os.path.join(nvidia, sub, "bin", "x86_64"), ORIGIN_WHEEL))  # CUDA 13's cu13
+    for sp in dict.fromkeys((*probe.site_packages, probe.purelib, probe.platlib)):
+        dirs.append(_ScanDir(os.path.join(sp, TENSORRT_LIBS_DIR), ORIGIN_WHEEL))  # tensorrt-cuNN-libs' DLLs
     if probe.torch:
         dirs.append(_ScanDir(probe.torch.lib_dir, ORIGIN_TORCH))
     if probe.env_kind == "conda":

@@ -1,0 +1,42 @@
+"""onnxruntime-genai beside onnxruntime-directml (Windows): the CPU `onnxruntime-genai` there has no DirectML
+(DmlExecutionProvider), so it is GENAI001 too, and the package that fits is `onnxruntime-genai-directml` of the
+newest release whose onnxruntime-directml requirement the installed one meets (compat/addons.yaml). Judged only where
+the active ONNX Runtime is onnxruntime-directml; beside a GPU build check/addons.py judges genai."""
+
+from __future__ import annotations
+
+from ortfix.check.addons import genai_installs
+from ortfix.check.codes import FindingCode, Severity
+from ortfix.check.facts import Facts, OrtInstall
+from ortfix.check.findings import Finding, GenaiData
+from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
+from ortfix.compat.matrix import Matrix
+
+DIRECTML_PACKAGE = "onnxruntime-directml"
+
+
+def directml_install(facts: Facts, gpu: OrtInstall | None) -> OrtInstall | None:
+    """The active ONNX Runtime when it is onnxruntime-directml and no GPU build is: what genai pairs with."""
+    active = facts.active_ort
+    return active if gpu is None and active is not None and active.package == DIRECTML_PACKAGE else None
+
+
+def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
+    """GENAI001 for the CPU onnxruntime-genai beside onnxruntime-directml, naming onnxruntime-genai-directml."""
+    dml = directml_install(facts, gpu)
+    if dml is None:
+        return []
+    replacement = matrix.addons.genai_directml_for(dml.version or "")
+    swap = (f"replace it with {GENAI_DIRECTML}=={replacement} (for {dml.package} {dml.version}); `ortfix plan` "
+            f"moves ONNX Runtime to onnxruntime-gpu and this to {GENAI_CUDA}" if replacement
+            else f"no {GENAI_DIRECTML} release the matrix knows accepts {dml.package} {dml.version}")
+    out = []
+    for g in genai_installs(facts):
+        if g.dist.normalized != GENAI_CPU:
+            continue
+        data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
+        out.append(Finding(
+            FindingCode.GENAI_CPU, Severity.ERROR,
+            f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {dml.package} it has no "
+            "DirectML (DmlExecutionProvider)", (f"{g.line} at {g.dist.location}",), swap, data))
+    return out
