@@ -266,7 +266,7 @@ def test_where_directml_stays_the_cpu_genai_becomes_genai_directml(tmp_path: Pat
     by_code: dict[str, list[Finding]] = {}
     for f in diagnose(facts, matrix):
         by_code.setdefault(f.code, []).append(f)
-    change = genai_change(facts, matrix, by_code, None, None, ())
+    change = genai_change(facts, matrix, by_code, None, None)
     assert change.remove == ("onnxruntime-genai",) and change.requirement == "onnxruntime-genai-directml==0.10.0"
     assert change.fixes == (FindingCode.GENAI_CPU,)
 
