@@ -124,7 +124,7 @@ LONG_MODULES = {
     "ortfix.target.probe": "the probe report's types, Windows part included, each parsed strictly in one place",
     "ortfix.cli.app": "mostly the commands' help texts; the command bodies are a few lines each",
     "ortfix.transaction.confine": "PosixEnvRoot and the descriptor-level *at helpers it alone is built from",
-    "ortfix.transaction.confine_windows": "the whole EnvRoot interface for Windows, one lifecycle",
+    "ortfix.system.windows.confine": "the whole EnvRoot interface for Windows, one lifecycle",
     "ortfix.check.facts": "the facts' types, gathering them and the per-install analysis that reads them",
 }
 
@@ -188,8 +188,6 @@ OS_BRANCHES_ALLOWED = {
     "target/choose.py": (3, "finding an interpreter on the host's PATH before any target (and platform) exists"),
     "transaction/lock.py": (6, "host file locking (fcntl or msvcrt)"),
     "transaction/confine.py": (2, "host confinement: the Windows implementation is chosen at import"),
-    "transaction/confine_windows.py": (5, "host confinement on Windows, with its POSIX fallback for tests"),
-    "transaction/envpaths.py": (4, "host path rules of the environment apply writes into"),
     "transaction/ownfiles.py": (2, "RECORD paths compare case-insensitively on a Windows host"),
     "transaction/actions/base.py": (1, "the host environment's scripts folder (bin or Scripts)"),
     "transaction/actions/files.py": (1, "file ownership is kept only on a POSIX host run as root"),

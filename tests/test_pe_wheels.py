@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ortfix.compat.load import load_matrix
-from ortfix.system.pe import read_pe
+from ortfix.system.windows.pe import read_pe
 from support.testcache import cache_root
 
 # The runtime every release imports besides its CUDA DLLs (windows.md: "besides KERNEL32, MSVCP140, VCRUNTIME140,

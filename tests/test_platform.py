@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from ortfix.errors import OrtfixError
-from ortfix.system.elfcache import ElfReader
-from ortfix.system.ldcache import load_ld_cache
-from ortfix.system.ldso import find_interpreter, system_search_dirs
-from ortfix.system.linux import LinuxPlatform
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import load_ld_cache
+from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux.platform import LinuxPlatform
 from ortfix.system.loader import LinuxLoader, LoaderConfig
 from ortfix.system.platform import Platform
 from ortfix.system.platforms import platform_for

@@ -271,8 +271,8 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
 def test_windows_envroot_without_wine(tmp_path: Path) -> None:
     """WindowsEnvRoot's walk and operations, run on this system (O_NOFOLLOW descriptors stand in for the pinned
     handles): the same refusals where wine is not installed."""
-    from ortfix.transaction.confine_windows import WindowsEnvRoot
-    from ortfix.transaction.envpaths import ConfinementError
+    from ortfix.system.envpaths import ConfinementError
+    from ortfix.system.windows.confine import WindowsEnvRoot
 
     env, outside = tmp_path / "env", tmp_path / "outside"
     env.mkdir()

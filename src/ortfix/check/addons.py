@@ -14,8 +14,8 @@ from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES
 from ortfix.compat.matrix import Matrix
-from ortfix.system.elf import NotElf, read_elf
 from ortfix.system.inventory import cuda_major_by_name, soname_major
+from ortfix.system.linux.elf import NotElf, read_elf
 from ortfix.target.probe import Distribution
 
 TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")

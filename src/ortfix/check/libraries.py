@@ -185,7 +185,7 @@ def _search_summary(facts: Facts) -> str:
 
 def parse_dll_name(name: str) -> tuple[str, tuple[int, ...]] | None:
     """system.windows.parse_dll_name, imported only when a Windows target is judged (keeps Linux checks light)."""
-    from ortfix.system.windows import parse_dll_name as parse
+    from ortfix.system.windows.platform import parse_dll_name as parse
 
     return parse(name)
 

@@ -156,6 +156,6 @@ def _login_path(facts: Facts) -> list[Finding]:
 
 def shadow_vias() -> tuple[str, ...]:
     """The Windows search steps through which a copy outside the environment can win over its own."""
-    from ortfix.system.winloader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER
+    from ortfix.system.windows.loader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER
 
     return (VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER, VIA_CURRENT_FOLDER)

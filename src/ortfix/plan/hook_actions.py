@@ -1,7 +1,7 @@
 """The actions that make libraries findable, libraries in load order (a library's dependencies first).
 
 Linux: the preload hook (a venv: load them by absolute path when onnxruntime is imported) or the conda
-activate.d/deactivate.d hooks (put their folders first on LD_LIBRARY_PATH). Windows (system/winhooks.py): ORT finds
+activate.d/deactivate.d hooks (put their folders first on LD_LIBRARY_PATH). Windows (system/windows/hooks.py): ORT finds
 its provider's DLLs through PATH, so every choice puts the folders of the NVIDIA `bin` dirs on PATH: the PATH hook
 (`--hook preload`, the default outside conda: prepended when onnxruntime is imported), conda's activate.d/deactivate.d
 scripts for cmd, PowerShell and bash (`--hook conda`, the default in a conda environment), or the user PATH in the
@@ -24,8 +24,9 @@ from ortfix.check.winstore import refuse_store_hook
 from ortfix.errors import OrtfixError
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
-from ortfix.system import hooks, winhooks
+from ortfix.system import hooks
 from ortfix.system.inventory import parse_lib_name
+from ortfix.system.windows import hooks as winhooks
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",

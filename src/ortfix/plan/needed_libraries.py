@@ -16,7 +16,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
 from ortfix.system.inventory import LibCopy, parse_lib_name
-from ortfix.system.windows import dll_name_for_soname, wheel_dlls
+from ortfix.system.windows.platform import dll_name_for_soname, wheel_dlls
 from ortfix.target.probe import Distribution
 
 

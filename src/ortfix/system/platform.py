@@ -2,7 +2,7 @@
 how the OS loader resolves a library (simulated), how libraries are named and read (ELF or PE: `LibraryReader`),
 the library search variable, where the loader looks by default, the driver and the library copies on the machine,
 and which hooks can make libraries findable. `check/facts.py` reaches these only through a `Platform`; Linux is
-`system/linux.py`, Windows `system/windows.py`, chosen by `system/platforms.py` (`platform_for`)."""
+`system/linux/platform.py`, Windows `system/windows/platform.py`, chosen by `system/platforms.py` (`platform_for`)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ortfix.system.linux import LinuxPlatform
+from ortfix.system.linux.platform import LinuxPlatform
 from ortfix.system.platform import Platform, unsupported
 
 _NAMES = {"cygwin": "Cygwin", "darwin": "Darwin"}
@@ -16,7 +16,9 @@ def platform_for(sys_platform: str) -> Platform:
     if sys_platform.startswith("linux"):
         return LinuxPlatform()
     if sys_platform == "win32":
-        from ortfix.system.windows import WindowsPlatform  # deferred: Linux checks never import pefile's reader
+        from ortfix.system.windows.platform import (
+            WindowsPlatform,  # deferred: Linux checks never import pefile's reader
+        )
 
         return WindowsPlatform()
     raise unsupported(_NAMES.get(sys_platform, sys_platform))

@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.envpaths import (
+from ortfix.system.envpaths import (
     ConfinementError,
     Kept,
     by_folder,
@@ -40,7 +40,7 @@ from ortfix.transaction.envpaths import (
     require_trusted_owner,
     write_all,
 )
-from ortfix.transaction.envpaths import rel_parts as _parts
+from ortfix.system.envpaths import rel_parts as _parts
 
 _T = TypeVar("_T")
 # POSIX's flags (getattr: this module is imported on Windows too, where PosixEnvRoot is never used)
@@ -457,7 +457,7 @@ def open_for_reading(path: str | os.PathLike[str]) -> int:
     """A file opened read-only by its path, never through a final link (or, on Windows, a reparse point): a journal
     `check` reads, the lock `check` probes. The caller closes the descriptor."""
     if sys.platform == "win32":
-        from ortfix.transaction.confine_windows import open_without_reparse
+        from ortfix.system.windows.confine import open_without_reparse
 
         return open_without_reparse(os.fspath(path))
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -466,7 +466,7 @@ def open_for_reading(path: str | os.PathLike[str]) -> int:
 # The environment's confined root on this system: descriptors and *at() calls on POSIX, pinned handles and reparse
 # point checks on Windows (confine_windows.py), one interface.
 if sys.platform == "win32":
-    from ortfix.transaction.confine_windows import WindowsEnvRoot as EnvRoot
+    from ortfix.system.windows.confine import WindowsEnvRoot as EnvRoot
 else:
     EnvRoot = PosixEnvRoot
 

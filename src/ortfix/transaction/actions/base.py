@@ -33,7 +33,8 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
-from ortfix.system import hooks, winhooks
+from ortfix.system import hooks
+from ortfix.system.windows import hooks as winhooks
 from ortfix.transaction.confine import ConfinementError, EnvRoot
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore
@@ -91,7 +92,7 @@ class TargetEnv:
                 **self._windows_hook_rels()}
 
     def _windows_hook_rels(self) -> dict[str, str]:
-        """The Windows hooks (system/winhooks.py): the PATH hook's module and .pth, conda's six scripts."""
+        """The Windows hooks (system/windows/hooks.py): the PATH hook's module and .pth, conda's six scripts."""
         module, pth = winhooks.path_hook_paths(self.purelib)
         rels = {self.rel(str(module)): "PATH hook module", self.rel(str(pth)): "PATH hook .pth"}
         for path in winhooks.conda_windows_hook_paths(self.prefix):

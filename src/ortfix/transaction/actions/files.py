@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Union
 
 from ortfix.errors import OrtfixError
+from ortfix.system.envpaths import Kept
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.confine import EnvRoot
-from ortfix.transaction.envpaths import Kept
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
 PYC_CACHE = "__pycache__"

@@ -1,6 +1,6 @@
 """The user-path handler (Windows): add the environment's NVIDIA DLL folders at the front of the user PATH
-(`HKCU\\Environment` value `Path`, its type kept; see system/userpath.py), and undo by removing exactly the entries
-this step added.
+(`HKCU\\Environment` value `Path`, its type kept; see system/windows/userpath.py), and undo by removing exactly the
+entries this step added.
 
 The undo record (journaled before the registry is touched) holds whether the value existed, its type, and the entries
 this step adds: those that were not there already (an entry the user had before is never ours to remove). Reverse is
@@ -19,7 +19,8 @@ from typing import TypedDict
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_bool, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, UserPathDetails
-from ortfix.system import userpath, winhooks
+from ortfix.system.windows import hooks as winhooks
+from ortfix.system.windows import userpath
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.undo_notes import Cause, UndoNote

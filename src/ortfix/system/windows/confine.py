@@ -42,7 +42,7 @@ from functools import cache
 from typing import TypeVar, cast
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.envpaths import (
+from ortfix.system.envpaths import (
     TEMP_NAME_START,
     ConfinementError,
     Kept,

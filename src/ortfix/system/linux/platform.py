@@ -15,11 +15,11 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.system import hooks, inventory
 from ortfix.system.driver import DriverFacts, detect_driver
-from ortfix.system.elf import NotElf
-from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
-from ortfix.system.ldcache import LdCache, load_ld_cache
-from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux.elf import NotElf
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import LdCache, load_ld_cache
+from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.loader import LinuxLoader, LoaderConfig, LoadReport, unreadable_dirs
 from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts

@@ -33,10 +33,15 @@ from ortfix.system.inventory import (
     LibCopy,
 )
 from ortfix.system.loader import LoadReport
-from ortfix.system.pe import PeError, PeInfo, PeReader
 from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
-from ortfix.system.winhooks import conda_windows_hook_paths, path_hook_paths, read_conda_windows_hook, read_path_hook
-from ortfix.system.winloader import WindowsLoader, WindowsLoaderConfig
+from ortfix.system.windows.hooks import (
+    conda_windows_hook_paths,
+    path_hook_paths,
+    read_conda_windows_hook,
+    read_path_hook,
+)
+from ortfix.system.windows.loader import WindowsLoader, WindowsLoaderConfig
+from ortfix.system.windows.pe import PeError, PeInfo, PeReader
 from ortfix.target.probe import ProbeFacts
 
 DRIVER_LIBRARIES = ("nvcuda.dll", "nvml.dll", "nvcudart_hybrid64.dll")  # installed by the driver, never a wheel
