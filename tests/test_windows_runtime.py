@@ -38,7 +38,7 @@ import json, os, subprocess, sys, threading, time
 from dataclasses import replace
 from ortfix.errors import OrtfixError
 from ortfix.transaction import lock
-from ortfix.transaction.confine import EnvRoot
+from ortfix.system.confine import EnvRoot
 from ortfix.transaction.journal import Transaction, TxStatus, encode, new_id, now_iso, sha256_bytes
 from ortfix.transaction.store import TransactionStore, interrupted_transactions
 

@@ -171,6 +171,11 @@ def open_without_reparse(path: str) -> int:
     return _open_checked_file(os.path.abspath(path))
 
 
+def open_for_reading(path: str | os.PathLike[str]) -> int:
+    """confine's `open_for_reading` on Windows: `open_without_reparse`. The caller closes the descriptor."""
+    return open_without_reparse(os.fspath(path))
+
+
 def replace_retrying(src: str, dst: str, *, seconds: float = REPLACE_RETRY_SECONDS) -> None:
     """os.replace, retried while another process has `dst` (or `src`) open: a sharing violation on Windows."""
     deadline = time.monotonic() + seconds

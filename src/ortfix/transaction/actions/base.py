@@ -24,7 +24,6 @@ package's `__init__`). Nothing here imports click or prints: output goes through
 from __future__ import annotations
 
 import os
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,8 +33,9 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
 from ortfix.system import hooks
+from ortfix.system.confine import ConfinementError, EnvRoot
+from ortfix.system.host import HOST
 from ortfix.system.windows import hooks as winhooks
-from ortfix.transaction.confine import ConfinementError, EnvRoot
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
@@ -103,7 +103,7 @@ class TargetEnv:
 def scripts_folder(prefix: str) -> str:
     """Where installers put an environment's scripts: `Scripts` on Windows (venv, conda and python.org alike), `bin`
     elsewhere. ortfix runs on the target's own machine, so the host's platform is the target's."""
-    return os.path.join(prefix, "Scripts" if sys.platform == "win32" else "bin")
+    return os.path.join(prefix, HOST.scripts_folder)
 
 
 def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str, env_kind: str, *,

@@ -12,7 +12,6 @@ deleted. Plans are per platform: anywhere but Windows the handler refuses with o
 from __future__ import annotations
 
 import ntpath
-import sys
 from collections.abc import Mapping
 from typing import TypedDict
 
@@ -33,11 +32,6 @@ class UserPathRecord(TypedDict):
     existed: bool  # the value existed before this step
     value_type: str  # a userpath.ValueType: the type it had (or was created with)
     added: list[str]  # the entries this step adds (those not in the value already), in order
-
-
-def _not_windows() -> OrtfixError:
-    return OrtfixError(f"this step changes the Windows user PATH ({_WHERE}); this is {sys.platform}",
-                       hint="plans are per platform: make and apply the plan on the Windows machine")
 
 
 def _inside(folder: str, prefix: str) -> bool:
@@ -78,9 +72,7 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
                 raise BadField(f"added entry {entry!r} is not one the step planned")
 
     def verify(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
-        if sys.platform != "win32":
-            return [_not_windows().one_line()]
-        try:
+        try:  # off Windows, reading the user PATH is the one-line error of a plan made for another platform
             current = userpath.read_user_path()
             new, _ = userpath.added_value(current.value, details["entries"])
             if new is not None:
@@ -96,8 +88,6 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
                 "afterwards see it", *(f"  + {e}" for e in entries)]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> UserPathRecord:
-        if sys.platform != "win32":
-            raise _not_windows()
         entries = self.typed_details(step.details)["entries"]
         current = userpath.read_user_path()
         new, added = userpath.added_value(current.value, entries)
@@ -117,8 +107,6 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
         record = self.typed_record(step)
         if "added" not in record or not record["added"]:
             return []
-        if sys.platform != "win32":
-            raise _not_windows()
         current = userpath.read_user_path()
         new, removed = userpath.removed_value(current.value, record["added"])
         # A step cut off before its write added nothing: no warning for entries it never put there.
