@@ -62,7 +62,8 @@ def _cudnn_sub_rank(family: str) -> int:
     return 1 + (_CUDNN_SUB_ORDER.index(part) if part in _CUDNN_SUB_ORDER else _CUDNN_SUB_ORDER.index("ext"))
 
 
-def _order(hook_libs: Mapping[str, str]) -> list[str]:
+def load_order(hook_libs: Mapping[str, str]) -> list[str]:
+    """The paths of the libraries (name → path) in the order they load: a library before those that need it."""
     def key(soname: str) -> tuple[int, int, str]:
         family = _family(soname)
         base = family.split("_")[0] if family.startswith("cudnn") else family
@@ -77,7 +78,7 @@ def _order(hook_libs: Mapping[str, str]) -> list[str]:
 
 def dll_folders(hook_libs: Mapping[str, str]) -> list[str]:
     """The folders of the DLLs to make findable, in load order, each once (Windows paths)."""
-    return list(dict.fromkeys(ntpath.dirname(p) for p in _order(hook_libs)))
+    return list(dict.fromkeys(ntpath.dirname(p) for p in load_order(hook_libs)))
 
 
 def machine_path_shadows(facts: Facts, findings: Sequence[Finding]) -> dict[str, str]:
@@ -116,7 +117,7 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
     if windows:
         return _windows_actions(facts, kind, dll_folders(hook_libs), fixes)
     if kind == "conda":
-        dirs = list(dict.fromkeys(os.path.dirname(p) for p in _order(hook_libs)))
+        dirs = list(dict.fromkeys(os.path.dirname(p) for p in load_order(hook_libs)))
         activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)
         return [
             _write(str(activate), hooks.render_conda_activate(dirs, facts.probe.prefix),
@@ -127,7 +128,7 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
         ]
     site = facts.probe.purelib
     module, pth = hooks.preload_paths(site)
-    libs = _order(hook_libs)
+    libs = load_order(hook_libs)
     return [
         _write(str(module), hooks.render_preload_module(libs, site),
                f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "

@@ -6,7 +6,7 @@ and which hooks can make libraries findable. `check/facts.py` reaches these only
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -161,6 +161,56 @@ class Platform(Protocol):
     @property
     def read_errors(self) -> tuple[type[Exception], ...]:
         """What the reader raises for a file that is not a library of this platform."""
+        ...
+
+    @property
+    def library_names_are_sonames(self) -> bool:
+        """Whether this platform names libraries by the SONAMEs the matrix lists (Linux). Where it does not, the
+        matrix's needed lists and the sub-libraries of a cuDNN wheel cannot be compared with the files on disk."""
+        ...
+
+    @property
+    def shadow_vias(self) -> tuple[str, ...]:
+        """The loader's search steps through which a copy outside the environment can win over its own (LIB004)."""
+        ...
+
+    @property
+    def versions_identify_copies(self) -> bool:
+        """Whether two copies that carry the same version are the same build (Windows' FileVersion: torch\\lib's
+        copy of the toolkit's DLL), so one that shadows another of its version is nothing to fix."""
+        ...
+
+    @property
+    def findable_advice(self) -> str:
+        """What to do about needed libraries that are installed but not on the loader's path (LIB001)."""
+        ...
+
+    @property
+    def shadow_advice(self) -> str:
+        """What to do about a copy outside the environment that wins over its own (LIB004)."""
+        ...
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        """The loader's search as the evidence of a library finding says it."""
+        ...
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        """`--hook none`: how the user makes the libraries at `paths` (in load order) findable themselves."""
+        ...
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        """The NVIDIA pip wheel that ships the library `name` (a SONAME, or this platform's name of it)."""
+        ...
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        """Where `wheel` will put the library the matrix names `soname` below the site-packages folder `site`."""
+        ...
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        """`hook_libs` (name → path) with what a hook must make findable beside them: Linux, the whole cuDNN copy
+        (cuDNN loads its sub-libraries itself); Windows, NVRTC beside cuDNN (loaded by a name cuDNN builds)."""
         ...
 
     def new_reader(self) -> LibraryReader:

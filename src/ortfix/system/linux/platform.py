@@ -7,7 +7,7 @@ One object serves one check: the machine's loader set-up is read once, on first 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from types import MappingProxyType
 
@@ -16,6 +16,7 @@ from ortfix.compat.model import WheelSpec
 from ortfix.system import hooks, inventory
 from ortfix.system.driver import DriverFacts, detect_driver
 from ortfix.system.inventory import LibCopy
+from ortfix.system.linux import libraries
 from ortfix.system.linux.elf import NotElf
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache, load_ld_cache
@@ -56,6 +57,29 @@ class LinuxPlatform:
     preload_variable: str | None = "LD_PRELOAD"
     activation_note = "LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)"
     read_errors: tuple[type[Exception], ...] = (NotElf,)
+
+    library_names_are_sonames = True
+    shadow_vias = libraries.SHADOW_VIAS
+    versions_identify_copies = False
+    findable_advice = libraries.FINDABLE_ADVICE
+    shadow_advice = libraries.SHADOW_ADVICE
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        return libraries.search_summary(search_path, index_source, default_dirs)
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        return libraries.no_hook_advice(paths)
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        return libraries.wheel_for_library(matrix, name, cuda_major, cudnn_major)
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        return libraries.installed_library_path(site, wheel, soname)
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        return libraries.whole_cudnn(hook_libs, copies, cudnn_wheel)
 
     def new_reader(self) -> ElfReader:
         return ElfReader()

@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -34,12 +34,14 @@ from ortfix.system.inventory import (
 )
 from ortfix.system.loader import LoadReport
 from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.windows import libraries
 from ortfix.system.windows.hooks import (
     conda_windows_hook_paths,
     path_hook_paths,
     read_conda_windows_hook,
     read_path_hook,
 )
+from ortfix.system.windows.libraries import FAMILIES, dll_name_for_soname, wheel_dlls
 from ortfix.system.windows.loader import WindowsLoader, WindowsLoaderConfig
 from ortfix.system.windows.pe import PeError, PeInfo, PeReader
 from ortfix.target.probe import ProbeFacts
@@ -51,9 +53,8 @@ ORIGIN_SYSTEM = "System32"
 ORIGIN_PATH = "PATH"
 ORIGIN_LOGIN_PATH = "PATH at login"
 
-# <family>[64]_<version>[_<n>].dll; the families as the Linux inventory spells them (cublasLt, nvJitLink).
-_FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cusparse", "cusolver", "nvrtc",
-             "nvrtc-builtins", "nvJitLink", "nvblas", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+# <family>[64]_<version>[_<n>].dll; the families as the Linux inventory spells them (libraries.FAMILIES).
+_FAMILIES = FAMILIES
 _BY_LOWER = {f.lower(): f for f in _FAMILIES}
 _DLL = re.compile(r"^(?P<family>[a-z_-]+?)(?:64)?_(?P<version>\d+)(?:_(?P<patch>\d+))?\.dll$", re.IGNORECASE)
 # Families whose three-digit number is major and minor (cudart64_110.dll is CUDA 11.0; nvrtc64_120_0.dll 12.0).
@@ -86,32 +87,6 @@ def cuda_major_by_dll_name(name: str) -> int | None:
     if not parsed or parsed[0] not in _CUDA_MAJOR_BY_NAME:
         return None
     return parsed[1][0] + _CUDA_MAJOR_BY_NAME[parsed[0]]
-
-
-def dll_name_for_soname(soname: str) -> str | None:
-    """The Windows DLL name of a Linux SONAME the matrix lists (libcudart.so.11.0 → cudart64_110.dll,
-    libnvrtc.so.12 → nvrtc64_120_0.dll, libnvJitLink.so.12 → nvJitLink_120_0.dll, libcudnn_graph.so.9 →
-    cudnn_graph64_9.dll); None for one with no Windows counterpart."""
-    m = re.match(r"^lib(?P<family>[A-Za-z_-]+)\.so\.(?P<version>\d+(?:\.\d+)*)$", soname)
-    if not m:
-        return None
-    family = m.group("family")
-    parts = m.group("version").split(".")
-    if family in ("nvrtc", "nvJitLink"):
-        minor = parts[1] if len(parts) > 1 else "0"
-        return f"{family}{'64' if family == 'nvrtc' else ''}_{parts[0]}{minor}_0.dll"
-    if family == "cudart" and len(parts) > 1:
-        return f"cudart64_{parts[0]}{parts[1]}.dll"
-    if family in _FAMILIES or family == "cudnn" or family.startswith("cudnn_"):
-        return f"{family}64_{parts[0]}.dll"
-    return None
-
-
-def wheel_dlls(wheel: WheelSpec) -> tuple[str, ...]:
-    """The DLLs an NVIDIA wheel installs on Windows: the matrix's list where it has one, else its SONAMEs' names."""
-    if wheel.dlls:
-        return wheel.dlls
-    return tuple(n for n in (dll_name_for_soname(s) for s in wheel.sonames) if n)
 
 
 def driver_version_from_file_version(version: tuple[int, ...] | None) -> str | None:
@@ -153,6 +128,29 @@ class WindowsPlatform:
     activation_note = ("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
                        "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
+
+    library_names_are_sonames = False
+    shadow_vias = libraries.SHADOW_VIAS
+    versions_identify_copies = True
+    findable_advice = libraries.FINDABLE_ADVICE
+    shadow_advice = libraries.SHADOW_ADVICE
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        return libraries.search_summary(search_path, default_dirs)
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        return libraries.no_hook_advice(paths)
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        return libraries.wheel_for_library(matrix, name, cuda_major, cudnn_major)
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        return libraries.installed_library_path(site, wheel, soname)
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        return libraries.with_nvrtc(hook_libs, copies, cuda_major)
 
     def new_reader(self) -> PeReader:
         return PeReader()
