@@ -186,7 +186,6 @@ OS_BRANCHES_ALLOWED = {
     "target/_probe.py": (5, "runs inside the target interpreter, standard library only: cannot import system/"),
     "transaction/ownfiles.py": (1, "the rule's copy generated into the exported steps program, which runs on its own"),
     # the target, asked through facts.platform.is_windows: Windows-only rules and actions not yet behind the Protocol
-    "plan/hook_actions.py": (1, "Windows hook kinds (PATH hook, user PATH) beside the Linux ones"),
     "verify/levels.py": (2, "the Windows loader level runs winloadcheck; its child gets the user's PATH"),
 }
 

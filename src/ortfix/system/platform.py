@@ -37,6 +37,15 @@ class InstalledHooks:
     files_present: tuple[str, ...]  # the files ortfix's hooks would occupy that exist already
 
 
+@dataclass(frozen=True)
+class HookFile:
+    """One file of a hook that makes libraries findable, rendered: where it goes, its content, and what it does."""
+
+    path: str
+    content: str
+    summary: str
+
+
 class BinaryInfo(Protocol):
     """What the facts read of any library file (an ELF `ElfInfo`, a PE `PeInfo`)."""
 
@@ -211,6 +220,21 @@ class Platform(Protocol):
                        cudnn_wheel: WheelSpec | None) -> dict[str, str]:
         """`hook_libs` (name → path) with what a hook must make findable beside them: Linux, the whole cuDNN copy
         (cuDNN loads its sub-libraries itself); Windows, NVRTC beside cuDNN (loaded by a name cuDNN builds)."""
+        ...
+
+    @property
+    def hook_kinds(self) -> tuple[str, ...]:
+        """The `--hook` kinds this platform offers besides auto and none ('conda', 'preload'; Windows also
+        'user-path', a step of its own rather than a file)."""
+        ...
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        """The folders of the libraries at `paths` (in load order), in that order, each once."""
+        ...
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        """The files of hook `kind` ('conda' or 'preload') that make the libraries at `paths` (in load order)
+        findable in the environment at `prefix` (its site-packages folder `site`)."""
         ...
 
     def new_reader(self) -> LibraryReader:

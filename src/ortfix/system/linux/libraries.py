@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.system import hooks
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH
+from ortfix.system.platform import HookFile
 
 # The loader's steps through which a copy outside the environment can win over its own (LIB004).
 SHADOW_VIAS = (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH)
@@ -59,3 +61,25 @@ def whole_cudnn(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], wheel: 
         for name in names:
             out.setdefault(name, os.path.join(folder, name))
     return out
+
+
+def hook_folders(paths: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(os.path.dirname(p) for p in paths))
+
+
+def hook_files(kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+    """The conda activate.d/deactivate.d hooks (their folders first on LD_LIBRARY_PATH), or the preload hook (a venv:
+    the libraries loaded by absolute path when onnxruntime is imported)."""
+    if kind == "conda":
+        dirs = hook_folders(paths)
+        activate, deactivate = hooks.conda_hook_paths(prefix)
+        return (HookFile(str(activate), hooks.render_conda_activate(dirs, prefix),
+                         f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH"),
+                HookFile(str(deactivate), hooks.render_conda_deactivate(prefix),
+                         "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly"))
+    module, pth = hooks.preload_paths(site)
+    libs = list(paths)
+    return (HookFile(str(module), hooks.render_preload_module(libs, site),
+                     f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "
+                     "onnxruntime is imported"),
+            HookFile(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up"))

@@ -22,7 +22,7 @@ from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache, load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.loader import LinuxLoader, LoaderConfig, LoadReport, unreadable_dirs
-from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
@@ -69,6 +69,14 @@ class LinuxPlatform:
 
     def no_hook_advice(self, paths: Sequence[str]) -> str:
         return libraries.no_hook_advice(paths)
+
+    hook_kinds = ("conda", "preload")
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        return libraries.hook_folders(paths)
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        return libraries.hook_files(kind, paths, prefix, site)
 
     def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
                           cudnn_major: int | None) -> WheelSpec | None:

@@ -14,6 +14,8 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH
+from ortfix.system.platform import HookFile
+from ortfix.system.windows import hooks as winhooks
 from ortfix.system.windows.loader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER
 
 # The families of the CUDA libraries' DLLs, as the Linux inventory spells them (cublasLt, nvJitLink).
@@ -101,3 +103,29 @@ def wheel_dlls(wheel: WheelSpec) -> tuple[str, ...]:
     if wheel.dlls:
         return wheel.dlls
     return tuple(n for n in (dll_name_for_soname(s) for s in wheel.sonames) if n)
+
+
+def hook_folders(paths: Sequence[str]) -> list[str]:
+    """The folders of the DLLs to make findable, in load order, each once (Windows paths)."""
+    return list(dict.fromkeys(ntpath.dirname(p) for p in paths))
+
+
+def hook_files(kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+    """ORT finds its provider's DLLs through PATH, so each hook puts the DLLs' folders first on it: conda's
+    activate.d/deactivate.d scripts for cmd, PowerShell and bash, or the PATH hook (prepended when onnxruntime is
+    imported)."""
+    dirs = hook_folders(paths)
+    if kind == "conda":
+        out = []
+        for path, content in zip(winhooks.conda_windows_hook_paths(prefix),
+                                 winhooks.render_conda_windows_hooks(dirs, prefix)):
+            shell = {".bat": "cmd", ".ps1": "PowerShell", ".sh": "bash"}[path.suffix]
+            summary = (f"conda {path.parent.name} script for {shell}: "
+                       + (f"put {len(dirs)} folder(s) first on PATH" if path.parent.name == "activate.d"
+                          else "restore PATH exactly"))
+            out.append(HookFile(str(path), content, summary))
+        return tuple(out)
+    module, pth = winhooks.path_hook_paths(site)
+    return (HookFile(str(module), winhooks.render_path_hook_module(dirs, site),
+                     f"PATH hook: put {len(dirs)} folder(s) first on PATH when onnxruntime is imported"),
+            HookFile(str(pth), winhooks.render_path_hook_pth(), "activate the PATH hook at interpreter start-up"))

@@ -33,7 +33,7 @@ from ortfix.system.inventory import (
     LibCopy,
 )
 from ortfix.system.loader import LoadReport
-from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.system.windows import libraries
 from ortfix.system.windows.hooks import (
     conda_windows_hook_paths,
@@ -140,6 +140,14 @@ class WindowsPlatform:
 
     def no_hook_advice(self, paths: Sequence[str]) -> str:
         return libraries.no_hook_advice(paths)
+
+    hook_kinds = ("conda", "preload", "user-path")
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        return libraries.hook_folders(paths)
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        return libraries.hook_files(kind, paths, prefix, site)
 
     def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
                           cudnn_major: int | None) -> WheelSpec | None:
