@@ -320,7 +320,7 @@ print(json.dumps(out))
 
 def test_an_installer_left_running_is_seen_on_windows() -> None:
     """An interrupted apply's pip that still runs must stop a rollback: Windows has no /proc, so the running process
-    and its image are asked of the kernel (subproc.running_image)."""
+    and its image are asked of the kernel (system/windows/host.py's running_image)."""
     w = win_python()
     proc = w.run("-c", _STILL_RUNNING)
     assert proc.returncode == 0, proc.stderr[-3000:]

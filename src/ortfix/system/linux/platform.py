@@ -1,6 +1,7 @@
-"""The Linux platform: glibc's loader (simulated by loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
-SONAMEs (inventory.py's naming rules), the driver (driver.py) and the conda activation and preload hooks (hooks.py),
-put together behind the `Platform` Protocol of platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
+"""The Linux platform: glibc's loader (simulated by system/loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
+SONAMEs (system/inventory.py's naming rules), the driver (system/driver.py) and the conda activation and preload hooks
+(system/hooks.py; what later stages ask about libraries and hooks: libraries.py), put together behind the `Platform`
+Protocol of system/platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
 LD_PRELOAD, libonnxruntime_providers_shared.so, libpython). It only delegates: the behaviour lives in those modules.
 One object serves one check: the machine's loader set-up is read once, on first use."""
 

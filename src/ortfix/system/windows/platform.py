@@ -4,9 +4,10 @@ major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `n
 folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every copy of every DLL that matters
 (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's
 `Library\\bin`, System32, every PATH folder, now and at the next login), ortfix's PATH hook and conda scripts
-(winhooks.py), and the simulated process (winloader.py, set up from the probe: the exe's folder, System32 and the
+(hooks.py), and the simulated process (loader.py, set up from the probe: the exe's folder, System32 and the
 Windows folder, the current folder, PATH as the target process has it, conda's default-dirs mode, the Store Python),
-put together behind `platform.Platform`."""
+put together behind `system/platform.Platform`; what later stages ask about libraries and hooks is
+libraries.py's."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ Every kind has a handler with the same contract (after conda's PathAction):
   was cut off half-way (Ctrl-C, kill -9, power loss). Returns a note (`undo_notes.UndoNote`) for each path it could
   not put back exactly, with its cause.
 
-Every file operation goes through the environment's `EnvRoot` (confine.py): paths are relative to the prefix and are
-walked without following any link, at the moment of use. Commands are built here from typed values; nothing from a
-plan or journal is ever executed as an argument list.
+Every file operation goes through the environment's `EnvRoot` (system/confine.py): paths are relative to the prefix
+and are walked without following any link, at the moment of use. Commands are built here from typed values;
+nothing from a plan or journal is ever executed as an argument list.
 
 `HANDLERS` maps a kind to its handler; a new kind is one more module and one more `register()` call (in the
 package's `__init__`). Nothing here imports click or prints: output goes through the context's callbacks.
