@@ -179,13 +179,14 @@ def test_the_function_length_rule_catches_a_long_function() -> None:
     assert _sent_as_source(PACKAGE / "target" / "_probe.py")
     assert not _sent_as_source(PACKAGE / "plan" / "make.py")
 # Issue 22: the OS is asked of the platform on the facts (`facts.platform`, system/platform.py), not forked on by hand.
-# The OS branches left outside system/, per file, and why each is still there. A new one fails here: ask the platform
-# (add a member to the Protocol) instead, or add it to this list with its reason.
+# The host's OS is asked of system/host.py (HOST), the target's of `facts.platform`. The OS branches left outside
+# system/, per file, and why each is still there. A new one fails here: ask the platform or the host (add a member to
+# its Protocol) instead, or add it to this list with its reason.
 OS_BRANCH = re.compile(r'"Windows"|is_windows\b|targets_windows|sys\.platform|os\.name *[!=]=')
 OS_BRANCHES_ALLOWED = {
     "target/_probe.py": (5, "runs inside the target interpreter, standard library only: cannot import system/"),
     "transaction/ownfiles.py": (1, "the rule's copy generated into the exported steps program, which runs on its own"),
-    # the target, asked through facts.platform.is_windows: Windows-only rules and actions not yet behind the Protocol
+    # the target, asked through facts.platform.is_windows: verify's fresh-process check is verify-layer code per OS
     "verify/levels.py": (2, "the Windows loader level runs winloadcheck; its child gets the user's PATH"),
 }
 

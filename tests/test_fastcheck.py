@@ -83,7 +83,7 @@ def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
 WINDOWS_ONLY = {"ortfix.system.windows.facts", "ortfix.check.windows_remedies", "ortfix.system.windows.platform",
                 "ortfix.system.windows.loader", "ortfix.system.windows.hooks", "ortfix.system.windows.pe",
                 "ortfix.system.windows.userpath", "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls",
-                "ortfix.system.windows.confine"}
+                "ortfix.system.windows.confine", "ortfix.system.windows.libraries", "ortfix.system.windows.host"}
 _MODULES_AFTER_CHECK = """
 import sys
 from ortfix.__main__ import entry
