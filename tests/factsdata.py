@@ -19,9 +19,9 @@ from typing import Any, Union
 
 from ortfix.check.facts import Facts, gather
 from ortfix.compat.load import load_matrix
-from ortfix.system.linux import LinuxPlatform
+from ortfix.system.linux.platform import LinuxPlatform
 from ortfix.system.platform import Platform
-from ortfix.system.windows import WindowsPlatform
+from ortfix.system.windows.platform import WindowsPlatform
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
 FORMAT = "ortfix-test.facts/1"
@@ -45,7 +45,7 @@ def encode(value: Any) -> Any:
 def _lazy_types() -> dict[str, Any]:
     """Names the facts annotate with but import only for type checking (check/facts.py keeps the Windows-only
     modules out of a Linux check)."""
-    from ortfix.check import winfacts
+    from ortfix.system.windows import facts as winfacts
 
     return dict(vars(winfacts))
 

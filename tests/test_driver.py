@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ortfix.system.driver import detect_driver, parse_gpu_query, parse_nvidia_smi_csv, parse_proc_version
-from ortfix.system.ldcache import LdCache
+from ortfix.system.linux.ldcache import LdCache
 
 DATA = Path(__file__).parent / "data" / "driver"
 

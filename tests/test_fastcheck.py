@@ -81,9 +81,10 @@ def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
 # What a Linux check never needs: the Windows facts, loaders, hooks and PE reader, and the transaction layer (its
 # journal pulls in `secrets`). check/windows.py is not among them yet: check/diagnose.py and check/libraries.py import
 # its Windows rules at the top (whether the target is Windows is `facts.platform.is_windows` now).
-WINDOWS_ONLY = {"ortfix.check.winfacts", "ortfix.check.windows_remedies", "ortfix.system.windows",
-                "ortfix.system.winloader", "ortfix.system.winhooks", "ortfix.system.pe", "ortfix.system.userpath",
-                "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls", "ortfix.transaction.confine_windows"}
+WINDOWS_ONLY = {"ortfix.system.windows.facts", "ortfix.check.windows_remedies", "ortfix.system.windows.platform",
+                "ortfix.system.windows.loader", "ortfix.system.windows.hooks", "ortfix.system.windows.pe",
+                "ortfix.system.windows.userpath", "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls",
+                "ortfix.system.windows.confine", "ortfix.system.windows.libraries", "ortfix.system.windows.host"}
 _MODULES_AFTER_CHECK = """
 import sys
 from ortfix.__main__ import entry

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.system.ldcache import load_ld_cache, parse_ld_cache
+from ortfix.system.linux.ldcache import load_ld_cache, parse_ld_cache
 
 
 @pytest.mark.skipif(not Path("/etc/ld.so.cache").exists() or not shutil.which("ldconfig"), reason="no ld.so.cache")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ortfix.system.elfcache import ElfReader
-from ortfix.system.ldcache import load_ld_cache
-from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import load_ld_cache
+from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.loader import VIA_LOADED, LinuxLoader, LoaderConfig
 from support.fixtures import build_stub_lib, ld_so_list
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ortfix.compat.load import load_matrix
-from ortfix.system.pe import read_pe
-from ortfix.system.windows import dll_name_for_soname
+from ortfix.system.windows.libraries import dll_name_for_soname
+from ortfix.system.windows.pe import read_pe
 from support.testcache import cache_root
 
 # The runtime every release imports besides its CUDA DLLs (windows.md: "besides KERNEL32, MSVCP140, VCRUNTIME140,

@@ -213,7 +213,8 @@ def test_the_recorder_misses_nothing_the_audit_hooks_see(envs: dict[str, Env], t
     and the only programs it starts are the probe, ld.so and the GPU query."""
     from ortfix.cli.fastcheck import _check
     from ortfix.speed import fsrecord
-    from ortfix.system import elf, loader
+    from ortfix.system import loader
+    from ortfix.system.linux import elf
 
     env = envs["replay"]
     for key, value in env.env.items():

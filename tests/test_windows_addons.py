@@ -29,7 +29,8 @@ from ortfix.compat.load import load_matrix
 from ortfix.plan.genai import genai_change
 from ortfix.plan.make import make_plan
 from ortfix.plan.model import Plan, PlanOptions
-from ortfix.system.windows import dll_name_for_soname, parse_dll_name
+from ortfix.system.windows.libraries import dll_name_for_soname
+from ortfix.system.windows.platform import parse_dll_name
 from support.fixtures import build_wheel
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs

@@ -213,7 +213,7 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, gpu: Stage, t
 
 def test_stub_wheels_match_the_matrix_and_the_real_provider(gpu: Stage) -> None:
     from ortfix.compat.load import load_matrix
-    from ortfix.system.pe import read_pe
+    from ortfix.system.windows.pe import read_pe
 
     exe, stubs = gpu
     site = exe.parent / "Lib" / "site-packages"

@@ -26,13 +26,13 @@ import pytest
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, LoaderContext, OrtInstall, ProviderLoad
 from ortfix.check.windows import windows_findings
-from ortfix.check.winfacts import DllAt, LoginDifference, WindowsFacts, windows_facts
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import ORIGIN_TORCH, ORIGIN_WHEEL, LibCopy
 from ortfix.system.loader import Resolution
-from ortfix.system.pe import PeReader
-from ortfix.system.windows import (
+from ortfix.system.windows.facts import DllAt, LoginDifference, WindowsFacts, windows_facts
+from ortfix.system.windows.pe import PeReader
+from ortfix.system.windows.platform import (
     WindowsPlatform,
     cuda_major_by_dll_name,
     dll_name_for_soname,

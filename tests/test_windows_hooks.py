@@ -21,8 +21,10 @@ from ortfix.errors import OrtfixError
 from ortfix.plan.hook_actions import hook_actions
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import HOOK_CHOICES
-from ortfix.system import hooks, userpath, winhooks
-from ortfix.system.windows import WindowsPlatform
+from ortfix.system import hooks
+from ortfix.system.windows import hooks as winhooks
+from ortfix.system.windows import userpath
+from ortfix.system.windows.platform import WindowsPlatform
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv, open_env
 from ortfix.transaction.journal import Step, StepState
@@ -404,7 +406,7 @@ for action in args["do"]:
             result = subprocess.run(["reg", "query", "HKCU\\Environment", "/v", "Path"], capture_output=True,
                                     text=True, stdin=subprocess.DEVNULL).stdout
         elif what == "login-path":
-            from ortfix.system.userpath import new_login_path
+            from ortfix.system.windows.userpath import new_login_path
             result = new_login_path()
         elif what == "execute-anyway":
             result = {"record": handler.execute(env, step(action[1]), ctx)}

@@ -22,9 +22,9 @@ import pytest
 
 from ortfix.check.codes import FindingCode
 from ortfix.check.windows import windows_findings
-from ortfix.check.winfacts import DllAt
 from ortfix.cli import streams
 from ortfix.cli.cmdline import join, quote
+from ortfix.system.windows.facts import DllAt
 from support.fixtures import make_venv
 from txtools import ortfix as run_ortfix
 from wintools import WinPython, to_windows, win_python

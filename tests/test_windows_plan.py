@@ -1,5 +1,6 @@
 """`check` and `plan` for Windows layouts, judged on Linux by ortfix's own code: the real Windows platform
-(system/windows.py: the DLL scan, FileVersion read from the version resource, the simulated loader) over folders of
+(system/windows/platform.py:
+the DLL scan, FileVersion read from the version resource, the simulated loader) over folders of
 real PE DLLs built with mingw-w64 (support/winstubs.py: real file names, real imports, FileVersion resources), and
 a probe report shaped as the probe writes it for a Windows CPython. Nothing of the code under test is replaced.
 
@@ -31,8 +32,8 @@ from ortfix.explain.patterns import explain_text, load_default_patterns
 from ortfix.explain.windows_dlls import about_dll
 from ortfix.plan.make import make_plan
 from ortfix.plan.model import Plan, PlanOptions
-from ortfix.system.pe import PeReader
-from ortfix.system.windows import WindowsPlatform
+from ortfix.system.windows.pe import PeReader
+from ortfix.system.windows.platform import WindowsPlatform
 from support.winstubs import build_stub_dll, mingw_missing
 
 DRIVER_CUDA12 = "552.44"  # a Windows driver of the CUDA 12.4 era

@@ -38,7 +38,7 @@ import json, os, subprocess, sys, threading, time
 from dataclasses import replace
 from ortfix.errors import OrtfixError
 from ortfix.transaction import lock
-from ortfix.transaction.confine import EnvRoot
+from ortfix.system.confine import EnvRoot
 from ortfix.transaction.journal import Transaction, TxStatus, encode, new_id, now_iso, sha256_bytes
 from ortfix.transaction.store import TransactionStore, interrupted_transactions
 
@@ -271,8 +271,8 @@ def test_transaction_machinery_on_windows(tmp_path: Path) -> None:
 def test_windows_envroot_without_wine(tmp_path: Path) -> None:
     """WindowsEnvRoot's walk and operations, run on this system (O_NOFOLLOW descriptors stand in for the pinned
     handles): the same refusals where wine is not installed."""
-    from ortfix.transaction.confine_windows import WindowsEnvRoot
-    from ortfix.transaction.envpaths import ConfinementError
+    from ortfix.system.envpaths import ConfinementError
+    from ortfix.system.windows.confine import WindowsEnvRoot
 
     env, outside = tmp_path / "env", tmp_path / "outside"
     env.mkdir()
@@ -320,7 +320,7 @@ print(json.dumps(out))
 
 def test_an_installer_left_running_is_seen_on_windows() -> None:
     """An interrupted apply's pip that still runs must stop a rollback: Windows has no /proc, so the running process
-    and its image are asked of the kernel (subproc.running_image)."""
+    and its image are asked of the kernel (system/windows/host.py's running_image)."""
     w = win_python()
     proc = w.run("-c", _STILL_RUNNING)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -28,7 +28,7 @@ from factsdata import load_facts
 from ortfix.check.facts import Facts, ProviderLoad
 from ortfix.system.driver import DriverFacts
 from ortfix.system.loader import Resolution
-from ortfix.system.windows import WindowsPlatform
+from ortfix.system.windows.platform import WindowsPlatform
 from ortfix.verify.levels import BUILTIN_MODEL, Level, Status, level_loader, session_levels
 from support.testcache import cache_root
 from support.winstubs import MINGW_GCC, build_stub_dll, exports_imported_by, mingw_missing
@@ -384,8 +384,8 @@ import dataclasses, json, sys
 from factsdata import load_facts
 from ortfix.check.facts import ProviderLoad
 from ortfix.system.driver import DriverFacts
-from ortfix.system.windows import WindowsPlatform
-from ortfix.system.winhooks import conda_windows_hook_paths, render_conda_windows_hooks
+from ortfix.system.windows.platform import WindowsPlatform
+from ortfix.system.windows.hooks import conda_windows_hook_paths, render_conda_windows_hooks
 from ortfix.verify.levels import level_loader
 
 provider, dirs, hooked, plain = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]

@@ -1,5 +1,6 @@
-"""The Windows loader simulation (system/winloader.py) on real DLLs built with mingw-w64, and checked against wine's
-real loader: the same trees loaded by a Windows CPython under wine, which reports the file each module came from."""
+"""The Windows loader simulation (system/windows/loader.py) on real DLLs built with mingw-w64, and checked against
+wine's real loader: the same trees loaded by a Windows CPython under wine, which reports the file each module came
+from."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from typing import Any
 import pytest
 
 from ortfix.system.loader import VIA_LOADED, LoadReport
-from ortfix.system.pe import PeReader
-from ortfix.system.winloader import (
+from ortfix.system.windows.loader import (
     VIA_API_SET,
     VIA_APPLICATION_FOLDER,
     VIA_CURRENT_FOLDER,
@@ -33,6 +33,7 @@ from ortfix.system.winloader import (
     WindowsLoader,
     WindowsLoaderConfig,
 )
+from ortfix.system.windows.pe import PeReader
 from support import winstubs
 
 
@@ -418,7 +419,7 @@ def test_the_simulation_predicts_wines_loader(wine_tree: tuple[Tree, object, str
 
 
 def _needed(path: Path) -> tuple[str, ...]:
-    from ortfix.system.pe import read_pe
+    from ortfix.system.windows.pe import read_pe
 
     return tuple(n for n in read_pe(str(path)).needed if n.lower() not in ("kernel32.dll", "msvcrt.dll"))
 

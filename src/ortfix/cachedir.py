@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from pathlib import Path
+
+from ortfix.system.host import HOST
 
 
 def cache_dir() -> Path | None:
@@ -19,13 +20,7 @@ def cache_dir() -> Path | None:
     override = os.environ.get("ORTFIX_CACHE_DIR")
     if override:
         return Path(override)
-    if sys.platform.startswith("linux"):
-        # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "ortfix"
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("ortfix", appauthor=False))
+    return HOST.cache_base()
 
 
 def write_json(path: Path, doc: object) -> bool:

@@ -39,7 +39,7 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
     gpu = gpu_install(facts)
     findings += driver_findings(facts, matrix, gpu)
     if gpu is not None:
-        findings += matrix_agreement_findings(gpu, windows=facts.platform.is_windows)
+        findings += matrix_agreement_findings(gpu, sonames=facts.platform.library_names_are_sonames)
         for provider in gpu.providers:
             if provider.provider == "cuda":
                 findings += library_findings(facts, gpu, provider)
@@ -48,7 +48,7 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
     findings += genai_findings(facts, matrix, gpu)
     findings += genai_directml_findings(facts, matrix, gpu)  # beside onnxruntime-directml (Windows)
     findings += soname_link_findings(facts)
-    if not facts.platform.is_windows:
+    if facts.platform.library_names_are_sonames:  # the matrix lists cuDNN's sub-libraries by SONAME
         cuda = next((p for p in gpu.providers if p.provider == "cuda"), None) if gpu is not None else None
         findings += partial_cudnn_findings(facts, matrix, cuda)
     findings += unreadable_dir_findings(facts)

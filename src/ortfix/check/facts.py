@@ -24,7 +24,7 @@ from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import LibCopy, cuda_major_by_name
-from ortfix.system.linux import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
+from ortfix.system.linux.platform import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, MachineLoader, Platform, SimulatedProcess, unsupported
@@ -34,7 +34,7 @@ from ortfix.system.uvargs import find_uv
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
 if TYPE_CHECKING:
-    from ortfix.check.winfacts import WindowsFacts
+    from ortfix.system.windows.facts import WindowsFacts
 
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
 
@@ -225,8 +225,8 @@ def gather(
     ort = tuple(_analyze_ort(d, probe, matrix, plat, fresh_process, reader, preloaded) for d in probe.ort_dirs)
     findable = _findable(fresh_process(), preloaded, matrix, ort, plat)
     windows = None
-    if probe.windows is not None:  # only a Windows target: check/winfacts.py is not imported for another
-        from ortfix.check.winfacts import windows_facts
+    if probe.windows is not None:  # only a Windows target: system/windows/facts.py is not imported for another
+        from ortfix.system.windows.facts import windows_facts
 
         windows = windows_facts(probe, plat, lambda path: plat.new_process(probe, path, reader), ld_path, prepend,
                                 reader, (r for o in ort for p in o.providers for r in p.resolutions))

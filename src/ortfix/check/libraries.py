@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding
-from ortfix.check.windows import search_summary, shadow_vias
 from ortfix.compat.matrix import Matrix
 from ortfix.system.inventory import LibCopy, parse_lib_name
-from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_LOADED
+from ortfix.system.loader import VIA_LOADED
 
 
-def matrix_agreement_findings(gpu: OrtInstall, *, windows: bool = False) -> list[Finding]:
+def matrix_agreement_findings(gpu: OrtInstall, *, sonames: bool = True) -> list[Finding]:
     provider = next((p for p in gpu.providers if p.provider == "cuda"), None)
     if not gpu.builds:
         return [Finding(
@@ -27,7 +26,7 @@ def matrix_agreement_findings(gpu: OrtInstall, *, windows: bool = False) -> list
             "its requirements were read from the binary itself",
             (f"{provider.library}: NEEDED {', '.join(provider.needed)}" if provider else gpu.dir.capi,),
             "none needed; update ortfix for a matrix that knows this release", {})]
-    if provider is None or provider.error or windows:  # the matrix's needed lists are Linux SONAMEs
+    if provider is None or provider.error or not sonames:  # the matrix's needed lists are Linux SONAMEs
         return []
     build = gpu.builds[0]
     actual = {n for n in provider.needed if parse_lib_name(n)}
@@ -46,7 +45,7 @@ def matrix_agreement_findings(gpu: OrtInstall, *, windows: bool = False) -> list
 def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> list[Finding]:
     out: list[Finding] = []
     key = facts.loader.key
-    windows = facts.platform.is_windows
+    plat = facts.platform
     by_soname: dict[str, list[LibCopy]] = {}
     for copy in facts.libraries:
         if copy.soname:
@@ -68,7 +67,7 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
         if copies:
             not_on_path.append((res.name, copies))
             continue
-        family = parse_dll_name(res.name) if windows else parse_lib_name(res.name)
+        family = plat.parse_library_name(res.name)
         others = [c for c in facts.libraries if family and c.family == family[0] and c.soname
                   and key(c.soname) != key(res.name)]
         if others:
@@ -84,9 +83,7 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             f"{len(not_on_path)} needed librar{'y is' if len(not_on_path) == 1 else 'ies are'} installed but not on "
             f"the loader's path: {names}",
             (*evidence, _search_summary(facts)),
-            "make them findable: ortfix's PATH hook (prepends their folders to PATH when onnxruntime is imported), "
-            "a conda activate.d hook, or the user PATH" if windows else
-            "make them findable: a preload hook (venv) or conda activate.d hook that points at the folders above",
+            plat.findable_advice,
             {"libraries": {n: [c.path for c in cs] for n, cs in not_on_path}}))
     if missing_entirely:
         evidence = tuple(f"{n}: no copy anywhere ortfix looked" for n in missing_entirely)
@@ -106,15 +103,14 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
             {"soname": name, "present": [c.path for c in others]}))
     out += _other_cuda_major(facts, gpu, provider)
-    out += _shadowed(facts, provider, by_soname, windows=windows)
+    out += _shadowed(facts, provider, by_soname)
     return out
 
 
-def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequence[LibCopy]], *,
-              windows: bool) -> list[Finding]:
+def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequence[LibCopy]]) -> list[Finding]:
     """LIB004: a library the loader takes from outside the environment although the environment has its own copy
     (`by_soname`: the copies by the loader's key of their soname)."""
-    key = facts.loader.key
+    key, plat = facts.loader.key, facts.platform
     out: list[Finding] = []
     prefix = os.path.realpath(facts.probe.prefix) + os.sep
     seen: set[str] = set()
@@ -122,25 +118,24 @@ def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequ
         if res.path is None or res.name in seen or res.via == VIA_LOADED:
             continue
         seen.add(res.name)
-        if res.via not in (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, *(shadow_vias() if windows else ())):
+        if res.via not in plat.shadow_vias:
             continue
         if (os.path.normcase(os.path.realpath(res.path)) + os.sep).startswith(os.path.normcase(prefix)):
             continue
         own = [c for c in by_soname.get(key(res.name), []) if c.inside_env and
                os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]
-        if not own or not (parse_dll_name(res.name) if windows else parse_lib_name(res.name)):
+        if not own or not plat.parse_library_name(res.name):
             continue
         loaded_version = next((c.version for c in facts.libraries if os.path.normcase(c.path) ==
                                os.path.normcase(res.path)), None) or _file_version(res.path)
-        if windows and loaded_version and all(c.version == loaded_version for c in own):
+        if plat.versions_identify_copies and loaded_version and all(c.version == loaded_version for c in own):
             continue  # the same FileVersion (torch\\lib's copy of the toolkit's DLL): identical, nothing to fix
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
             f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
             (f"loaded: {res.path} (version {loaded_version or 'unknown'})",
              *(f"environment's copy: {c.path} (version {c.version or 'unknown'})" for c in own)),
-            "put the environment's folder first: ortfix's PATH hook or a conda activate.d hook" if windows else
-            "put the environment's folder first: conda activate.d hook or preload hook",
+            plat.shadow_advice,
             {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
     return out
 
@@ -176,18 +171,8 @@ def _file_version(path: str) -> str | None:
 
 
 def _search_summary(facts: Facts) -> str:
-    if facts.platform.is_windows:
-        return search_summary(facts)
-    ld = facts.loader.ld_library_path
-    return (f"loader searched: LD_LIBRARY_PATH={ld if ld else '(unset)'}, {facts.loader.cache}, "
-            f"{', '.join(facts.loader.default_dirs)}")
-
-
-def parse_dll_name(name: str) -> tuple[str, tuple[int, ...]] | None:
-    """system.windows.parse_dll_name, imported only when a Windows target is judged (keeps Linux checks light)."""
-    from ortfix.system.windows import parse_dll_name as parse
-
-    return parse(name)
+    loader = facts.loader
+    return facts.platform.search_summary(loader.ld_library_path, loader.cache, loader.default_dirs)
 
 
 def soname_link_findings(facts: Facts) -> list[Finding]:

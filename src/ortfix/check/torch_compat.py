@@ -60,7 +60,7 @@ def torch_cudnn_major(facts: Facts) -> int | None:
         if lib.startswith("libcudnn.so."):
             return soname_major(lib)
         if lib.lower().startswith("cudnn64_"):  # Windows: torch\lib\cudnn64_9.dll
-            from ortfix.system.windows import parse_dll_name
+            from ortfix.system.windows.platform import parse_dll_name
 
             dll = parse_dll_name(lib)
             if dll and dll[0] == "cudnn":

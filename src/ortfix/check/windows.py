@@ -18,14 +18,6 @@ MSVC_FROM_ORT = Version("1.22")
 CUDNN8_DLL = "cudnn64_8.dll"
 
 
-def search_summary(facts: Facts) -> str:
-    """The Windows search a provider's imports go through, for the evidence of LIB00x findings."""
-    loader = facts.loader
-    path = loader.ld_library_path
-    return (f"Windows searched (LOAD_WITH_ALTERED_SEARCH_PATH): the provider's folder, "
-            f"{', '.join(loader.default_dirs)}, the current folder, then PATH={path if path else '(unset)'}")
-
-
 def windows_findings(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
     if facts.windows is None:
         return []
@@ -152,10 +144,3 @@ def _login_path(facts: Facts) -> list[Finding]:
         "start a new terminal (or sign out and in) if the user or machine Path was changed; otherwise remove the "
         "folder that holds the other copy from the Path",
         {"dlls": {d.name: [d.now, d.at_login] for d in win.login_differs}})]
-
-
-def shadow_vias() -> tuple[str, ...]:
-    """The Windows search steps through which a copy outside the environment can win over its own."""
-    from ortfix.system.winloader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER
-
-    return (VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER, VIA_CURRENT_FOLDER)

@@ -123,7 +123,7 @@ def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[
     """Why the CUDA run is not complete (no configuration ran, some failed, or some did not run); None when every
     configuration of `grid` ran."""
     from ortfix.system.driver import detect_driver
-    from ortfix.system.ldcache import load_ld_cache
+    from ortfix.system.linux.ldcache import load_ld_cache
     from ortfix.verify.levels import no_gpu_reason
 
     failed = [r for r in cuda_results if r.error]

@@ -1,18 +1,14 @@
-"""The actions that make libraries findable, libraries in load order (a library's dependencies first).
-
-Linux: the preload hook (a venv: load them by absolute path when onnxruntime is imported) or the conda
-activate.d/deactivate.d hooks (put their folders first on LD_LIBRARY_PATH). Windows (system/winhooks.py): ORT finds
-its provider's DLLs through PATH, so every choice puts the folders of the NVIDIA `bin` dirs on PATH: the PATH hook
-(`--hook preload`, the default outside conda: prepended when onnxruntime is imported), conda's activate.d/deactivate.d
-scripts for cmd, PowerShell and bash (`--hook conda`, the default in a conda environment), or the user PATH in the
-registry (`--hook user-path`, never chosen by default: it changes every program the user starts). Hook files are
-written with their content, digest and mode; the user PATH is a step of its own (`ActionKind.USER_PATH`)."""
+"""The actions that make libraries findable, libraries in load order (a library's dependencies first). The hook
+files are the target platform's (`Platform.hook_files`: Linux, the preload hook or conda's activate.d/deactivate.d
+hooks on LD_LIBRARY_PATH, system/linux/libraries.py; Windows, where ORT finds its provider's DLLs through PATH, the
+PATH hook or conda's scripts for cmd, PowerShell and bash, system/windows/libraries.py), written with their content,
+digest and mode. A platform that offers `--hook user-path` (Windows: the user PATH in the registry, never chosen by
+default: it changes every program the user starts) gets it as a step of its own (`ActionKind.USER_PATH`)."""
 
 from __future__ import annotations
 
 import hashlib
 import ntpath
-import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -24,7 +20,6 @@ from ortfix.check.winstore import refuse_store_hook
 from ortfix.errors import OrtfixError
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
-from ortfix.system import hooks, winhooks
 from ortfix.system.inventory import parse_lib_name
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
@@ -61,7 +56,8 @@ def _cudnn_sub_rank(family: str) -> int:
     return 1 + (_CUDNN_SUB_ORDER.index(part) if part in _CUDNN_SUB_ORDER else _CUDNN_SUB_ORDER.index("ext"))
 
 
-def _order(hook_libs: Mapping[str, str]) -> list[str]:
+def load_order(hook_libs: Mapping[str, str]) -> list[str]:
+    """The paths of the libraries (name → path) in the order they load: a library before those that need it."""
     def key(soname: str) -> tuple[int, int, str]:
         family = _family(soname)
         base = family.split("_")[0] if family.startswith("cudnn") else family
@@ -72,11 +68,6 @@ def _order(hook_libs: Mapping[str, str]) -> list[str]:
         return (rank, _cudnn_sub_rank(family) if base == "cudnn" else 0, soname)
 
     return [hook_libs[s] for s in sorted(hook_libs, key=key)]
-
-
-def dll_folders(hook_libs: Mapping[str, str]) -> list[str]:
-    """The folders of the DLLs to make findable, in load order, each once (Windows paths)."""
-    return list(dict.fromkeys(ntpath.dirname(p) for p in _order(hook_libs)))
 
 
 def machine_path_shadows(facts: Facts, findings: Sequence[Finding]) -> dict[str, str]:
@@ -106,66 +97,29 @@ def user_path_note(beaten: Mapping[str, str]) -> str:
 
 
 def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code]) -> list[Action]:
-    """The actions of hook `kind` for the libraries (name → absolute path)."""
+    """The actions of hook `kind` for the libraries (name → absolute path): the platform's hook files, or the user
+    PATH step."""
     fixes = tuple(sorted(c for c in codes if c in HOOK_FIXES))
-    windows = facts.platform.is_windows
-    if kind == "user-path" and not windows:
+    plat = facts.platform
+    if kind == "user-path" and kind not in plat.hook_kinds:
         raise OrtfixError("--hook user-path changes the Windows user PATH; this target is not Windows",
                           hint="use --hook auto, conda or preload")
-    if windows:
-        return _windows_actions(facts, kind, dll_folders(hook_libs), fixes)
-    if kind == "conda":
-        dirs = list(dict.fromkeys(os.path.dirname(p) for p in _order(hook_libs)))
-        activate, deactivate = hooks.conda_hook_paths(facts.probe.prefix)
-        return [
-            _write(str(activate), hooks.render_conda_activate(dirs, facts.probe.prefix),
-                   f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH", fixes,
-                   facts.hook_files_present),
-            _write(str(deactivate), hooks.render_conda_deactivate(facts.probe.prefix),
-                   "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly", fixes, facts.hook_files_present),
-        ]
-    site = facts.probe.purelib
-    module, pth = hooks.preload_paths(site)
-    libs = _order(hook_libs)
-    return [
-        _write(str(module), hooks.render_preload_module(libs, site),
-               f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "
-               "onnxruntime is imported", fixes, facts.hook_files_present),
-        _write(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up", fixes,
-               facts.hook_files_present),
-    ]
-
-
-def _windows_actions(facts: Facts, kind: str, dirs: list[str], fixes: tuple[str, ...]) -> list[Action]:
     refuse_store_hook(facts, kind)  # a packaged process searches no PATH: every Windows hook would fail its verify
-    present = facts.hook_files_present
+    paths = load_order(hook_libs)
     if kind == "user-path":
-        details: UserPathDetails = {"entries": dirs}
-        return [Action(
-            ActionKind.USER_PATH,
-            f"add {len(dirs)} folder(s) at the front of the user PATH (HKCU\\Environment, for programs started "
-            "afterwards)", tuple(f"+ user PATH {d}" for d in dirs),
-            "exactly the entries added are removed again; every other entry (and any the user adds meanwhile) stays",
-            fixes, dict(details))]
-    if kind == "conda":
-        prefix = facts.probe.prefix
-        scripts = winhooks.render_conda_windows_hooks(dirs, prefix)
-        actions = []
-        for path, content in zip(winhooks.conda_windows_hook_paths(prefix), scripts):
-            shell = {".bat": "cmd", ".ps1": "PowerShell", ".sh": "bash"}[path.suffix]
-            summary = (f"conda {path.parent.name} script for {shell}: "
-                       + (f"put {len(dirs)} folder(s) first on PATH" if path.parent.name == "activate.d"
-                          else "restore PATH exactly"))
-            actions.append(_write(str(path), content, summary, fixes, present))
-        return actions
-    site = facts.probe.purelib
-    module, pth = winhooks.path_hook_paths(site)
-    return [
-        _write(str(module), winhooks.render_path_hook_module(dirs, site),
-               f"PATH hook: put {len(dirs)} folder(s) first on PATH when onnxruntime is imported", fixes, present),
-        _write(str(pth), winhooks.render_path_hook_pth(), "activate the PATH hook at interpreter start-up", fixes,
-               present),
-    ]
+        return [_user_path_action(plat.hook_folders(paths), fixes)]
+    return [_write(f.path, f.content, f.summary, fixes, facts.hook_files_present)
+            for f in plat.hook_files(kind, paths, facts.probe.prefix, facts.probe.purelib)]
+
+
+def _user_path_action(dirs: list[str], fixes: tuple[str, ...]) -> Action:
+    details: UserPathDetails = {"entries": dirs}
+    return Action(
+        ActionKind.USER_PATH,
+        f"add {len(dirs)} folder(s) at the front of the user PATH (HKCU\\Environment, for programs started "
+        "afterwards)", tuple(f"+ user PATH {d}" for d in dirs),
+        "exactly the entries added are removed again; every other entry (and any the user adds meanwhile) stays",
+        fixes, dict(details))
 
 
 def _write(path: str, content: str, summary: str, fixes: tuple[str, ...], present: tuple[str, ...]) -> Action:

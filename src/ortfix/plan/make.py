@@ -29,9 +29,9 @@ from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.choose_build import cudnn9_first, cudnn9_out_of_reach, ranked_builds
 from ortfix.plan.genai import genai_change
 from ortfix.plan.hook_actions import (
-    dll_folders,
     hook_actions,
     hook_kind,
+    load_order,
     machine_path_shadows,
     user_path_note,
 )
@@ -158,12 +158,9 @@ def hook_stage(facts: Facts, options: PlanOptions, findings: Sequence[Finding], 
         return actions, [user_path_note(beaten)] if beaten else []
     if hook_libs and is_store_python(facts):
         return [], [f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}"]
-    if hook_libs and facts.platform.is_windows:
-        return [], ["libraries need to be made findable but --hook none was given: put these folders first on PATH: "
-                    + ";".join(dll_folders(hook_libs))]
     if hook_libs:
-        return [], ["libraries need to be made findable but --hook none was given: set LD_LIBRARY_PATH to "
-                    + ":".join(sorted({os.path.dirname(p) for p in hook_libs.values()}))]
+        return [], ["libraries need to be made findable but --hook none was given: "
+                    + facts.platform.no_hook_advice(load_order(hook_libs))]
     return [], []
 
 

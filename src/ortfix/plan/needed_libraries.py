@@ -1,7 +1,8 @@
 """Which CUDA libraries a plan must provide: those the chosen build needs (or, keeping the installed build, those
 the loader misses or finds elsewhere), the installed copies by soname, and the NVIDIA wheels that occupy the folder
-a wheel to install writes into, and the whole cuDNN copy that a cuDNN library to make findable belongs to.
-`provide_libraries` is the plan's libraries stage: for each library, findable already, reused, or installed."""
+a wheel to install writes into. `provide_libraries` is the plan's libraries stage: for each library, findable
+already, reused, or installed; which wheel ships a library, where it puts it and what a hook must make findable
+beside it (the whole cuDNN copy; NVRTC on Windows) are the target platform's answers (`Facts.platform`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from ortfix.compat.addons import TENSORRT_LIBS_DISTS
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
-from ortfix.system.inventory import LibCopy, parse_lib_name
-from ortfix.system.windows import dll_name_for_soname, wheel_dlls
+from ortfix.system.inventory import LibCopy
 from ortfix.target.probe import Distribution
 
 
@@ -53,7 +53,7 @@ def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequen
         return cuda_major is None or major is None or major == cuda_major
 
     driver_libraries = {facts.loader.key(n) for n in facts.loader.driver_libraries}
-    windows = facts.platform.is_windows
+    plat = facts.platform
     for soname in needed_sonames(facts, matrix, target, installed, swap):
         if facts.loader.key(soname) in driver_libraries:
             continue
@@ -68,27 +68,16 @@ def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequen
             continue
         if found:  # shadowed but no own copy
             continue
-        wheel = wheel_for_library(matrix, soname, cuda_major, cudnn_major, windows=windows) if cuda_major else None
+        wheel = plat.wheel_for_library(matrix, soname, cuda_major, cudnn_major) if cuda_major else None
         if wheel is None:
             missing_no_wheel.append(soname)
             continue
         to_install[wheel.distribution] = wheel
-        hook_libs[soname] = _installed_path(site, wheel, soname, windows=windows)
+        hook_libs[soname] = plat.installed_library_path(site, wheel, soname)
 
-    if windows:  # the PATH hook puts folders first: cuDNN's holds all of it; NVRTC's is loaded by a built name
-        hook_libs = with_nvrtc(hook_libs, facts.libraries, cuda_major)
-    else:
-        cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
-        hook_libs = whole_cudnn(hook_libs, facts.libraries, cudnn_row.wheel if cudnn_row else None)
+    cudnn_row = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major and cuda_major else None
+    hook_libs = plat.hook_libraries(hook_libs, facts.libraries, cuda_major, cudnn_row.wheel if cudnn_row else None)
     return Provided(to_install, hook_libs, tuple(missing_no_wheel))
-
-
-def _installed_path(site: str, wheel: WheelSpec, soname: str, *, windows: bool) -> str:
-    """Where `wheel` will install the library `soname` in the site-packages folder `site`: on Windows its DLL in the
-    wheel's Windows folder (nvidia\\cublas\\bin), elsewhere the SONAME in its folder (nvidia/cublas/lib)."""
-    if windows and wheel.windows_dir:
-        return os.path.join(site, *wheel.windows_dir.split("/"), dll_name_for_soname(soname) or soname)
-    return os.path.join(site, wheel.dir, soname)
 
 
 def _inside(facts: Facts, path: str) -> bool:
@@ -131,38 +120,6 @@ def _is_missing_or_shadowed(facts: Facts, installed: OrtInstall, name: str) -> b
     return bool(own and found and os.path.realpath(found) not in {os.path.realpath(c.path) for c in own})
 
 
-def wheel_for_library(matrix: Matrix, name: str, cuda_major: int, cudnn_major: int | None, *,
-                      windows: bool) -> WheelSpec | None:
-    """The NVIDIA pip wheel that ships the library `name` for this CUDA (and cuDNN) major: a SONAME, or on Windows
-    also a DLL name, compared case-insensitively with the DLLs the win_amd64 wheel installs (cublasLt64_13.dll is
-    nvidia-cublas 13's, in nvidia/cu13/bin/x86_64), which a kept build's missing imports are named by."""
-    wheel = matrix.wheel_for_soname(name, cuda_major, cudnn_major)
-    if wheel is not None or not windows:
-        return wheel
-    cudnn = matrix.cudnn_wheel(cudnn_major, cuda_major) if cudnn_major is not None else None
-    cuda = matrix.cuda_major(cuda_major)
-    candidates: tuple[WheelSpec, ...] = (*((cudnn.wheel,) if cudnn else ()), *(cuda.wheels if cuda else ()))
-    for candidate in candidates:
-        if name.lower() in {d.lower() for d in wheel_dlls(candidate)}:
-            return candidate
-    return None
-
-
-def with_nvrtc(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None) -> dict[str, str]:
-    """Windows: `hook_libs` (DLL name → path) with the environment's own NVRTC DLLs of `cuda_major` when it makes a
-    cuDNN DLL findable. cuDNN 9's runtime-compiled engines load NVRTC by a name they build (nvrtc64_%d%d_0.dll), by
-    bare name through PATH, so nvidia\\cuda_nvrtc\\bin (CUDA 12; CUDA 13's nvidia\\cu13\\bin\\x86_64) must be on it
-    too, although no import names it."""
-    out = dict(hook_libs)
-    if not any(name.lower().startswith("cudnn") for name in hook_libs):
-        return out
-    for c in copies:
-        if (c.family == "nvrtc" and c.soname and c.inside_env
-                and (cuda_major is None or c.cuda_major in (None, cuda_major))):
-            out.setdefault(c.soname, c.path)
-    return out
-
-
 def occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distribution]:
     """Installed NVIDIA distributions, other than `wheel`'s, whose files live in the folder `wheel` installs into (the
     NVIDIA wheels' folders by the matrix's rows; tensorrt_libs/ by the TensorRT distributions' names)."""
@@ -179,26 +136,4 @@ def copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:
     for c in copies:
         if c.soname:
             out.setdefault(c.soname, []).append(c)
-    return out
-
-
-def whole_cudnn(hook_libs: Mapping[str, str], copies: Sequence[LibCopy], wheel: WheelSpec | None) -> dict[str, str]:
-    """`hook_libs` (SONAME → path) with every library of each cuDNN copy it names: the libcudnn*.so.N of the same
-    major in that folder (what the installed wheel holds, not only what the matrix lists: 9.28 has
-    libcudnn_engines_tensor_ir and libcudnn_ext), or, for a folder the plan's wheel fills (`wheel`, nothing installed
-    there yet), the SONAMEs that wheel ships. cuDNN loads its sub-libraries itself, by SONAME; a process that maps the
-    environment's libcudnn but none of its sub-libraries gets them from LD_LIBRARY_PATH first, where a shadowing copy
-    of another version may sit (cuDNN 9.1's libcudnn_graph beside 9.28's libcudnn: it aborts)."""
-    out = dict(hook_libs)
-    for soname, path in hook_libs.items():
-        parsed = parse_lib_name(soname)
-        if not parsed or not parsed[0].startswith("cudnn") or not parsed[1]:
-            continue
-        major, folder = parsed[1][0], os.path.dirname(path)
-        there = [c for c in copies if c.directory == folder and c.family.startswith("cudnn") and c.major == major
-                 and c.soname == c.name]
-        names = [c.name for c in there] if there else list(wheel.sonames if wheel and soname in wheel.sonames
-                                                                else ())
-        for name in names:
-            out.setdefault(name, os.path.join(folder, name))
     return out

@@ -30,10 +30,10 @@ import io
 import os
 import re
 import stat as statmod
-import sys
 from collections.abc import Iterator, Sequence
 
 from ortfix.system import listing
+from ortfix.system.host import HOST
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the path of a cached `check`
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _real_open = builtins.open
 
 
 def supported() -> bool:
-    return sys.version_info >= (3, 11) and os.name == "posix"
+    return HOST.records_checks
 
 
 def _volatile(path: str) -> bool:

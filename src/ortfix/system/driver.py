@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortfix import subproc
-from ortfix.system.ldcache import LdCache
+from ortfix.system.linux.ldcache import LdCache
 
 _NVRM = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _LIBCUDA_VERSIONED = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")

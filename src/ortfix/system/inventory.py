@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ortfix.compat.matrix import Matrix
-from ortfix.system.elf import NotElf, cudnn_version_mark
-from ortfix.system.elfcache import ElfReader
-from ortfix.system.ldcache import LdCache
+from ortfix.system.linux.elf import NotElf, cudnn_version_mark
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import LdCache
 from ortfix.target.probe import ProbeFacts
 
 # lib<family>.so[.<version>]: the families ORT's CUDA and TensorRT providers use.

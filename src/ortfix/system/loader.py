@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ortfix.system import elf as elfmod
-from ortfix.system.elfcache import ElfReader
-from ortfix.system.ldcache import LdCache
+from ortfix.system.linux import elf as elfmod
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import LdCache
 
 VIA_LOADED = "already loaded"
 VIA_RPATH = "DT_RPATH"

@@ -2,11 +2,11 @@
 how the OS loader resolves a library (simulated), how libraries are named and read (ELF or PE: `LibraryReader`),
 the library search variable, where the loader looks by default, the driver and the library copies on the machine,
 and which hooks can make libraries findable. `check/facts.py` reaches these only through a `Platform`; Linux is
-`system/linux.py`, Windows `system/windows.py`, chosen by `system/platforms.py` (`platform_for`)."""
+`system/linux/platform.py`, Windows `system/windows/platform.py`, chosen by `system/platforms.py` (`platform_for`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -35,6 +35,15 @@ class InstalledHooks:
     search_prepend: tuple[str, ...]  # folders put first on the library search path on activation
     preloaded: tuple[str, ...]  # libraries loaded by absolute path at interpreter start-up
     files_present: tuple[str, ...]  # the files ortfix's hooks would occupy that exist already
+
+
+@dataclass(frozen=True)
+class HookFile:
+    """One file of a hook that makes libraries findable, rendered: where it goes, its content, and what it does."""
+
+    path: str
+    content: str
+    summary: str
 
 
 class BinaryInfo(Protocol):
@@ -161,6 +170,71 @@ class Platform(Protocol):
     @property
     def read_errors(self) -> tuple[type[Exception], ...]:
         """What the reader raises for a file that is not a library of this platform."""
+        ...
+
+    @property
+    def library_names_are_sonames(self) -> bool:
+        """Whether this platform names libraries by the SONAMEs the matrix lists (Linux). Where it does not, the
+        matrix's needed lists and the sub-libraries of a cuDNN wheel cannot be compared with the files on disk."""
+        ...
+
+    @property
+    def shadow_vias(self) -> tuple[str, ...]:
+        """The loader's search steps through which a copy outside the environment can win over its own (LIB004)."""
+        ...
+
+    @property
+    def versions_identify_copies(self) -> bool:
+        """Whether two copies that carry the same version are the same build (Windows' FileVersion: torch\\lib's
+        copy of the toolkit's DLL), so one that shadows another of its version is nothing to fix."""
+        ...
+
+    @property
+    def findable_advice(self) -> str:
+        """What to do about needed libraries that are installed but not on the loader's path (LIB001)."""
+        ...
+
+    @property
+    def shadow_advice(self) -> str:
+        """What to do about a copy outside the environment that wins over its own (LIB004)."""
+        ...
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        """The loader's search as the evidence of a library finding says it."""
+        ...
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        """`--hook none`: how the user makes the libraries at `paths` (in load order) findable themselves."""
+        ...
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        """The NVIDIA pip wheel that ships the library `name` (a SONAME, or this platform's name of it)."""
+        ...
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        """Where `wheel` will put the library the matrix names `soname` below the site-packages folder `site`."""
+        ...
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        """`hook_libs` (name → path) with what a hook must make findable beside them: Linux, the whole cuDNN copy
+        (cuDNN loads its sub-libraries itself); Windows, NVRTC beside cuDNN (loaded by a name cuDNN builds)."""
+        ...
+
+    @property
+    def hook_kinds(self) -> tuple[str, ...]:
+        """The `--hook` kinds this platform offers besides auto and none ('conda', 'preload'; Windows also
+        'user-path', a step of its own rather than a file)."""
+        ...
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        """The folders of the libraries at `paths` (in load order), in that order, each once."""
+        ...
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        """The files of hook `kind` ('conda' or 'preload') that make the libraries at `paths` (in load order)
+        findable in the environment at `prefix` (its site-packages folder `site`)."""
         ...
 
     def new_reader(self) -> LibraryReader:

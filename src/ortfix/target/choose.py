@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.system.host import HOST
 
 PROBE_SOURCE = Path(__file__).with_name("_probe.py")
 # How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
@@ -28,7 +29,7 @@ PROJECT_FILES = ("pyproject.toml", "uv.lock", "poetry.lock", "pdm.lock")
 PROJECT_VENV = ".venv"
 # The names looked up on PATH when nothing names an environment, in this order, as `uv` does: python3 anywhere on
 # PATH first, then python. Windows has no python3.exe worth running (the Store's alias opens the Store).
-PATH_NAMES = ("python.exe",) if os.name == "nt" else ("python3", "python")
+PATH_NAMES = HOST.python_names
 # Chosen by the user (the command line, an activated environment), as opposed to found on PATH: only those may be
 # ortfix's own environment for `plan` and `apply` (see commands.refuse_own_environment).
 EXPLICIT = (BY_OPTION, BY_VIRTUAL_ENV, BY_CONDA_PREFIX)
@@ -256,9 +257,9 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
     from ortfix.cachedir import cache_dir, write_text
 
     base = cache_dir()
-    if base is None or os.name != "posix":
+    if base is None or not HOST.has_owners:
         return None
-    if os.geteuid() == 0:
+    if HOST.runs_as_root():
         from ortfix.target.owner import only_root_controls
 
         if not only_root_controls(str(base)):
@@ -303,16 +304,12 @@ def start_probe(python: Path) -> subprocess.Popen[str]:
                           hint="is it a Python interpreter? --python names the one to work on") from exc
 
 
-# Windows' MAX_PATH: a path of this many characters or more (its terminating NUL counted) is refused by the Win32
-# calls that start a program or open a file, unless long paths are enabled (and even then by some).
-MAX_PATH = 260
-
-
 def max_path_error(path: str, what: str) -> OrtfixError | None:
     """On Windows, the error for a path too long for MAX_PATH (None when it is not, or not on Windows)."""
-    if os.name != "nt" or len(path) < MAX_PATH or path.startswith("\\\\?\\"):
+    limit = HOST.max_path
+    if limit is None or len(path) < limit or path.startswith("\\\\?\\"):
         return None
     return OrtfixError(f"{path} {what}: its path is {len(path)} characters, over Windows' MAX_PATH limit of "
-                       f"{MAX_PATH - 1}",
+                       f"{limit - 1}",
                        hint="use an environment at a shorter path, or enable long paths (LongPathsEnabled=1 under "
                             "HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, as Python's installer offers)")

@@ -6,7 +6,8 @@ apply:    lock → preflight (writable, disk space, the installer's own dry-run 
           newest first.
 
 The pieces: env.py (the environment opened for changes), preflight.py, runner.py (the step runner and the test-only
-fault injection), rollback.py, prune.py; actions/ (one handler per kind of step); journal.py, confine.py, lock.py.
+fault injection), rollback.py, prune.py; actions/ (one handler per kind of step); journal.py, lock.py; file access
+through system/confine.py.
 """
 
 from __future__ import annotations

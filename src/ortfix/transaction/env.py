@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
-    """The environment opened for changes (its root descriptor held; see confine.py). A system Python is changed only
-    when the user says so (`--system`): its hooks and packages affect every program that uses it."""
+    """The environment opened for changes (its root descriptor held; see system/confine.py). A system Python is changed
+    only when the user says so (`--system`): its hooks and packages affect every program that uses it."""
     p = facts.probe
     if p.env_kind == "system" and not system:
         raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "

@@ -13,9 +13,10 @@ scripts' standard-library steps program applies `RULE_PY`, the same rule generat
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
+
+from ortfix.system.host import HOST
 
 # Where wheels put their data files (the "data" scheme is the prefix itself; these are the folders used in practice:
 # man pages in share/, headers in include/, configuration in etc/). An install may create them.
@@ -30,7 +31,7 @@ _INTERPRETER = re.compile(INTERPRETER_FILES, re.IGNORECASE)
 
 def _fold(path: str) -> str:
     """A path as this platform compares it: Windows folds case and takes "\\" for "/"."""
-    return path.replace("\\", "/").lower() if os.name == "nt" else path
+    return HOST.fold_path(path)
 
 
 def is_own_file(rel: str, sites: Iterable[str], scripts: str) -> bool:

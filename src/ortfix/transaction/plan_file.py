@@ -37,9 +37,9 @@ from ortfix.fields import (
 )
 from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions, hook_option, installer_option
 from ortfix.plan.schema import PLAN_SCHEMA
+from ortfix.system.confine import read_regular, require_trusted_owner
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import open_env, scripts_folder
-from ortfix.transaction.confine import read_regular, require_trusted_owner
 from ortfix.transaction.journal import loads_json
 from ortfix.versions import validate_machine_options, validate_ort_version
 

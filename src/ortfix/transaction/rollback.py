@@ -24,7 +24,7 @@ from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
 
 _FREE_CODE = """import sys
-from ortfix.transaction.confine import EnvRoot
+from ortfix.system.confine import EnvRoot
 with EnvRoot(sys.argv[1]) as root:
     for rel in sys.argv[2:]:
         root.remove_tree(rel)

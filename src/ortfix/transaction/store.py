@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.confine import EnvRoot, open_for_reading, read_regular, require_trusted_owner, write_all
+from ortfix.system.confine import EnvRoot, open_for_reading, read_regular, require_trusted_owner, write_all
 from ortfix.transaction.journal import (
     OPEN_STATUSES,
     StepState,

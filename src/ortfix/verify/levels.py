@@ -39,7 +39,7 @@ from ortfix.check.windows_remedies import (
 from ortfix.errors import OrtfixError
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
-from ortfix.system.winhooks import read_conda_windows_hook
+from ortfix.system.windows.hooks import read_conda_windows_hook
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
 from ortfix.verify.cudnncheck import CUDNN_FIX, CUDNN_VERDICT
 from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs

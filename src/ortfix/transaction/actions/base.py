@@ -13,9 +13,9 @@ Every kind has a handler with the same contract (after conda's PathAction):
   was cut off half-way (Ctrl-C, kill -9, power loss). Returns a note (`undo_notes.UndoNote`) for each path it could
   not put back exactly, with its cause.
 
-Every file operation goes through the environment's `EnvRoot` (confine.py): paths are relative to the prefix and are
-walked without following any link, at the moment of use. Commands are built here from typed values; nothing from a
-plan or journal is ever executed as an argument list.
+Every file operation goes through the environment's `EnvRoot` (system/confine.py): paths are relative to the prefix
+and are walked without following any link, at the moment of use. Commands are built here from typed values;
+nothing from a plan or journal is ever executed as an argument list.
 
 `HANDLERS` maps a kind to its handler; a new kind is one more module and one more `register()` call (in the
 package's `__init__`). Nothing here imports click or prints: output goes through the context's callbacks.
@@ -24,7 +24,6 @@ package's `__init__`). Nothing here imports click or prints: output goes through
 from __future__ import annotations
 
 import os
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,8 +32,10 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
-from ortfix.system import hooks, winhooks
-from ortfix.transaction.confine import ConfinementError, EnvRoot
+from ortfix.system import hooks
+from ortfix.system.confine import ConfinementError, EnvRoot
+from ortfix.system.host import HOST
+from ortfix.system.windows import hooks as winhooks
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
@@ -91,7 +92,7 @@ class TargetEnv:
                 **self._windows_hook_rels()}
 
     def _windows_hook_rels(self) -> dict[str, str]:
-        """The Windows hooks (system/winhooks.py): the PATH hook's module and .pth, conda's six scripts."""
+        """The Windows hooks (system/windows/hooks.py): the PATH hook's module and .pth, conda's six scripts."""
         module, pth = winhooks.path_hook_paths(self.purelib)
         rels = {self.rel(str(module)): "PATH hook module", self.rel(str(pth)): "PATH hook .pth"}
         for path in winhooks.conda_windows_hook_paths(self.prefix):
@@ -102,7 +103,7 @@ class TargetEnv:
 def scripts_folder(prefix: str) -> str:
     """Where installers put an environment's scripts: `Scripts` on Windows (venv, conda and python.org alike), `bin`
     elsewhere. ortfix runs on the target's own machine, so the host's platform is the target's."""
-    return os.path.join(prefix, "Scripts" if sys.platform == "win32" else "bin")
+    return os.path.join(prefix, HOST.scripts_folder)
 
 
 def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str, env_kind: str, *,

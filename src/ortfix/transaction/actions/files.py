@@ -8,14 +8,14 @@ import errno
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Union
 
 from ortfix.errors import OrtfixError
+from ortfix.system.confine import EnvRoot
+from ortfix.system.envpaths import Kept
+from ortfix.system.host import HOST
 from ortfix.transaction.actions.base import TargetEnv
-from ortfix.transaction.confine import EnvRoot
-from ortfix.transaction.envpaths import Kept
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
 PYC_CACHE = "__pycache__"
@@ -84,7 +84,7 @@ def make_dir(fs: EnvRoot, rel: str, meta: Sequence[int]) -> None:
     fs.mkdir(rel, int(meta[0]) & 0o1777)
     # Running as root, the folder gets its recorded owner back, but only when that is the environment's owner: the
     # record comes from the journal, and must not hand a folder to anyone else.
-    if sys.platform != "win32" and os.geteuid() == 0 and len(meta) == 3 and meta[1] == fs.uid:
+    if HOST.runs_as_root() and len(meta) == 3 and meta[1] == fs.uid:
         with contextlib.suppress(OSError):
             fs.chown(rel, int(meta[1]), int(meta[2]))
 

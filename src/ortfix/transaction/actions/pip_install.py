@@ -30,6 +30,7 @@ from ortfix.fields import (
     want_str_list,
 )
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
+from ortfix.system.confine import check_rel
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
@@ -53,7 +54,6 @@ from ortfix.transaction.actions.resolve import (
     uv_installed,
 )
 from ortfix.transaction.actions.snapshot import diff_snapshots, take_snapshot
-from ortfix.transaction.confine import check_rel
 from ortfix.transaction.journal import Step
 from ortfix.transaction.ownfiles import DATA_FOLDERS
 from ortfix.transaction.store import TransactionStore

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, distribution_name, want_dict, want_int, want_list, want_sha, want_str
 from ortfix.plan.kinds import ActionKind, PipUninstallDetails
+from ortfix.system.confine import ConfinementError, check_rel
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.dists import record_paths
 from ortfix.transaction.actions.files import (
@@ -20,7 +21,6 @@ from ortfix.transaction.actions.files import (
     remove_empty_dirs,
     written_again,
 )
-from ortfix.transaction.confine import ConfinementError, check_rel
 from ortfix.transaction.journal import Step
 from ortfix.transaction.undo_notes import Cause, UndoNote
 

@@ -27,6 +27,7 @@ from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_dict, want_int, want_list, want_sha, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, ProjectUpdateDetails, RequirementEdit
 from ortfix.safetext import first_control, visible
+from ortfix.system.confine import EnvRoot
 from ortfix.system.project import (
     PYPROJECT,
     REQUIREMENT_FILE,
@@ -38,7 +39,6 @@ from ortfix.system.project import (
     tool_refusal,
 )
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
-from ortfix.transaction.confine import EnvRoot
 from ortfix.transaction.journal import Step, sha256_bytes
 from ortfix.transaction.undo_notes import Cause, UndoNote
 

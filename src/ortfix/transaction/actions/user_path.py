@@ -1,6 +1,6 @@
 """The user-path handler (Windows): add the environment's NVIDIA DLL folders at the front of the user PATH
-(`HKCU\\Environment` value `Path`, its type kept; see system/userpath.py), and undo by removing exactly the entries
-this step added.
+(`HKCU\\Environment` value `Path`, its type kept; see system/windows/userpath.py), and undo by removing exactly the
+entries this step added.
 
 The undo record (journaled before the registry is touched) holds whether the value existed, its type, and the entries
 this step adds: those that were not there already (an entry the user had before is never ours to remove). Reverse is
@@ -12,14 +12,14 @@ deleted. Plans are per platform: anywhere but Windows the handler refuses with o
 from __future__ import annotations
 
 import ntpath
-import sys
 from collections.abc import Mapping
 from typing import TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_bool, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, UserPathDetails
-from ortfix.system import userpath, winhooks
+from ortfix.system.windows import hooks as winhooks
+from ortfix.system.windows import userpath
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.undo_notes import Cause, UndoNote
@@ -32,11 +32,6 @@ class UserPathRecord(TypedDict):
     existed: bool  # the value existed before this step
     value_type: str  # a userpath.ValueType: the type it had (or was created with)
     added: list[str]  # the entries this step adds (those not in the value already), in order
-
-
-def _not_windows() -> OrtfixError:
-    return OrtfixError(f"this step changes the Windows user PATH ({_WHERE}); this is {sys.platform}",
-                       hint="plans are per platform: make and apply the plan on the Windows machine")
 
 
 def _inside(folder: str, prefix: str) -> bool:
@@ -77,9 +72,7 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
                 raise BadField(f"added entry {entry!r} is not one the step planned")
 
     def verify(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
-        if sys.platform != "win32":
-            return [_not_windows().one_line()]
-        try:
+        try:  # off Windows, reading the user PATH is the one-line error of a plan made for another platform
             current = userpath.read_user_path()
             new, _ = userpath.added_value(current.value, details["entries"])
             if new is not None:
@@ -95,8 +88,6 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
                 "afterwards see it", *(f"  + {e}" for e in entries)]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> UserPathRecord:
-        if sys.platform != "win32":
-            raise _not_windows()
         entries = self.typed_details(step.details)["entries"]
         current = userpath.read_user_path()
         new, added = userpath.added_value(current.value, entries)
@@ -116,8 +107,6 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
         record = self.typed_record(step)
         if "added" not in record or not record["added"]:
             return []
-        if sys.platform != "win32":
-            raise _not_windows()
         current = userpath.read_user_path()
         new, removed = userpath.removed_value(current.value, record["added"])
         # A step cut off before its write added nothing: no warning for entries it never put there.

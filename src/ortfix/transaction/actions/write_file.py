@@ -11,6 +11,8 @@ from typing import TypedDict
 
 from ortfix.fields import BadField, want_bool, want_int, want_sha, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, WriteFileDetails
+from ortfix.system.confine import check_rel
+from ortfix.system.envpaths import TEMP_NAME_START
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
 from ortfix.transaction.actions.files import (
     PYC_CACHE,
@@ -20,8 +22,6 @@ from ortfix.transaction.actions.files import (
     parent_dirs,
     remove_empty_dirs,
 )
-from ortfix.transaction.confine import check_rel
-from ortfix.transaction.envpaths import TEMP_NAME_START
 from ortfix.transaction.journal import Step, sha256_bytes
 from ortfix.transaction.undo_notes import Cause, UndoNote
 

@@ -11,9 +11,10 @@ Paths come in as absolute paths (from the probe, a plan or a journal) and are tu
 `EnvRoot.rel`, which refuses `..`, NUL bytes and anything that does not lie below the root. Links that stay inside the
 environment (a venv's `lib64 -> lib`) are resolved once there; the walk itself never follows one.
 
-This is the POSIX implementation, `PosixEnvRoot`; on Windows `EnvRoot` is confine_windows.WindowsEnvRoot (pinned
-folder handles and reparse point checks), with the same interface. What both share (ConfinementError, relative paths,
-reading a regular file back, the owner check) is envpaths.py's, re-exported here.
+This is the POSIX implementation, `PosixEnvRoot`; on Windows it is system/windows/confine.py's `WindowsEnvRoot`
+(pinned folder handles and reparse point checks), with the same interface; system/confine.py chooses the host's as
+`EnvRoot`. What both share (ConfinementError, relative paths, reading a regular file back, the owner check) is
+system/envpaths.py's.
 
 One module although over 400 lines: `PosixEnvRoot` and the descriptor-level `*at` helpers it alone is built from are
 one concept, confined file access; split, the helpers would be a module with a single user.
@@ -25,25 +26,23 @@ import errno
 import hashlib
 import os
 import stat
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.envpaths import (
+from ortfix.system.envpaths import (
     ConfinementError,
     Kept,
     by_folder,
     check_rel,
     read_regular,
-    require_trusted_owner,
     write_all,
 )
-from ortfix.transaction.envpaths import rel_parts as _parts
+from ortfix.system.envpaths import rel_parts as _parts
 
 _T = TypeVar("_T")
-# POSIX's flags (getattr: this module is imported on Windows too, where PosixEnvRoot is never used)
+# POSIX's flags (getattr: importable anywhere, as the tests of system/windows/confine.py need)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -261,6 +260,12 @@ class PosixEnvRoot:
                 raise
         return read_regular(fd, self.abs(rel), limit)
 
+    def open_file(self, rel: str) -> int:
+        """`rel` opened for reading and writing (created when missing), never through a link."""
+        with self.parent(rel) as (dfd, name):
+            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644,
+                           dir_fd=dfd)
+
     def sha256(self, rel: str) -> str | None:
         """sha256 of a regular file's content; "link:<target>" for a link; None when missing or another kind."""
         try:
@@ -454,21 +459,6 @@ def _remove_tree_at(parent_fd: int, name: str) -> None:
 
 
 def open_for_reading(path: str | os.PathLike[str]) -> int:
-    """A file opened read-only by its path, never through a final link (or, on Windows, a reparse point): a journal
-    `check` reads, the lock `check` probes. The caller closes the descriptor."""
-    if sys.platform == "win32":
-        from ortfix.transaction.confine_windows import open_without_reparse
-
-        return open_without_reparse(os.fspath(path))
+    """A file opened read-only by its path, never through a final link: a journal `check` reads, the lock `check`
+    probes. The caller closes the descriptor."""
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-
-
-# The environment's confined root on this system: descriptors and *at() calls on POSIX, pinned handles and reparse
-# point checks on Windows (confine_windows.py), one interface.
-if sys.platform == "win32":
-    from ortfix.transaction.confine_windows import WindowsEnvRoot as EnvRoot
-else:
-    EnvRoot = PosixEnvRoot
-
-__all__ = ["ConfinementError", "EnvRoot", "Kept", "PosixEnvRoot", "check_rel", "open_for_reading", "read_regular",
-           "require_trusted_owner", "write_all"]

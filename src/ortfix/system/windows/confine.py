@@ -1,5 +1,5 @@
-"""File operations confined to the environment's folder on Windows: `WindowsEnvRoot`, the interface of confine.py's
-`PosixEnvRoot` built from what Windows has instead of directory descriptors and `*at()` calls.
+"""File operations confined to the environment's folder on Windows: `WindowsEnvRoot`, the interface of
+linux/confine.py's `PosixEnvRoot` built from what Windows has instead of directory descriptors and `*at()` calls.
 
 How a path below the root is reached: every folder on the way, the root included, is opened with
 `CreateFileW(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)` (the entry itself, never what a symbolic
@@ -25,7 +25,7 @@ Off Windows (the tests on Linux) the same code runs with O_NOFOLLOW descriptors 
 
 One module although over 400 lines: it is the whole EnvRoot interface (about thirty operations that apply, rollback
 and the store use) for one system, plus the few handle-level helpers only it uses; split, either half would be a
-module with a single user, as in confine.py.
+module with a single user, as in linux/confine.py.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from functools import cache
 from typing import TypeVar, cast
 
 from ortfix.errors import OrtfixError
-from ortfix.transaction.envpaths import (
+from ortfix.system.envpaths import (
     TEMP_NAME_START,
     ConfinementError,
     Kept,
@@ -169,6 +169,11 @@ def _open_checked_file(path: str, *, write: bool = False) -> int:
 def open_without_reparse(path: str) -> int:
     """A regular file opened read-only by its path, refused (ConfinementError) when it is a reparse point."""
     return _open_checked_file(os.path.abspath(path))
+
+
+def open_for_reading(path: str | os.PathLike[str]) -> int:
+    """confine's `open_for_reading` on Windows: `open_without_reparse`. The caller closes the descriptor."""
+    return open_without_reparse(os.fspath(path))
 
 
 def replace_retrying(src: str, dst: str, *, seconds: float = REPLACE_RETRY_SECONDS) -> None:

@@ -1,13 +1,14 @@
-"""The Linux platform: glibc's loader (simulated by loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
-SONAMEs (inventory.py's naming rules), the driver (driver.py) and the conda activation and preload hooks (hooks.py),
-put together behind the `Platform` Protocol of platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
+"""The Linux platform: glibc's loader (simulated by system/loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
+SONAMEs (system/inventory.py's naming rules), the driver (system/driver.py) and the conda activation and preload hooks
+(system/hooks.py; what later stages ask about libraries and hooks: libraries.py), put together behind the `Platform`
+Protocol of system/platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
 LD_PRELOAD, libonnxruntime_providers_shared.so, libpython). It only delegates: the behaviour lives in those modules.
 One object serves one check: the machine's loader set-up is read once, on first use."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from types import MappingProxyType
 
@@ -15,13 +16,14 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.system import hooks, inventory
 from ortfix.system.driver import DriverFacts, detect_driver
-from ortfix.system.elf import NotElf
-from ortfix.system.elfcache import ElfReader
 from ortfix.system.inventory import LibCopy
-from ortfix.system.ldcache import LdCache, load_ld_cache
-from ortfix.system.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux import libraries
+from ortfix.system.linux.elf import NotElf
+from ortfix.system.linux.elfcache import ElfReader
+from ortfix.system.linux.ldcache import LdCache, load_ld_cache
+from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.loader import LinuxLoader, LoaderConfig, LoadReport, unreadable_dirs
-from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
@@ -56,6 +58,37 @@ class LinuxPlatform:
     preload_variable: str | None = "LD_PRELOAD"
     activation_note = "LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)"
     read_errors: tuple[type[Exception], ...] = (NotElf,)
+
+    library_names_are_sonames = True
+    shadow_vias = libraries.SHADOW_VIAS
+    versions_identify_copies = False
+    findable_advice = libraries.FINDABLE_ADVICE
+    shadow_advice = libraries.SHADOW_ADVICE
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        return libraries.search_summary(search_path, index_source, default_dirs)
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        return libraries.no_hook_advice(paths)
+
+    hook_kinds = ("conda", "preload")
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        return libraries.hook_folders(paths)
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        return libraries.hook_files(kind, paths, prefix, site)
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        return libraries.wheel_for_library(matrix, name, cuda_major, cudnn_major)
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        return libraries.installed_library_path(site, wheel, soname)
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        return libraries.whole_cudnn(hook_libs, copies, cudnn_wheel)
 
     def new_reader(self) -> ElfReader:
         return ElfReader()

@@ -40,7 +40,7 @@ from functools import lru_cache
 
 from ortfix.strenum import StrEnum
 from ortfix.system.loader import VIA_LOADED, LoadReport, Resolution, folder_listing
-from ortfix.system.pe import PeError, PeInfo, PeReader
+from ortfix.system.windows.pe import PeError, PeInfo, PeReader
 
 VIA_API_SET = "API set"
 VIA_KNOWN_DLLS = "KnownDLLs"

@@ -1,4 +1,4 @@
-"""What every confined file access shares, on POSIX (confine.py) and on Windows (confine_windows.py): the error a
+"""What every confined file access shares, on POSIX (linux/confine.py) and on Windows (windows/confine.py): the error a
 path leading outside the environment raises, the check that turns a relative path into its components, reading back a
 regular file, and whether a file ortfix reads back has a trusted owner.
 

@@ -1,12 +1,13 @@
-"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC, nvJitLink and TensorRT
-per major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`,
+"""The Windows platform: PE DLLs (pe.py), the DLL names of CUDA, cuBLAS, cuFFT, cuDNN, NVRTC, nvJitLink and
+TensorRT per major (windows.md's table: `cudart64_12.dll`, `cudart64_110.dll` = CUDA 11.0, `nvrtc64_120_0.dll`,
 `cudnn64_9.dll`, `cudnn_ops_infer64_8.dll`, `nvinfer_10.dll`...; compared case-insensitively), the machine's loader
 folders (System32, the Windows folder), the driver (nvcuda.dll's version resource; NVML only in a subprocess), every
-copy of every DLL that matters (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`, TensorRT's
-`tensorrt_libs`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's `Library\\bin`, System32, every PATH folder, now and at
-the next login), ortfix's PATH hook and conda scripts (winhooks.py), and the simulated process (winloader.py, set up
-from the probe: the exe's folder, System32 and the Windows folder, the current folder, PATH as the target process
-has it, conda's default-dirs mode, the Store Python), put together behind `platform.Platform`."""
+copy of every DLL that matters (the NVIDIA wheels' `nvidia\\<lib>\\bin` and `nvidia\\cu13\\bin\\x86_64`,
+TensorRT's `tensorrt_libs`, `torch\\lib`, `%CUDA_PATH%\\bin`, conda's `Library\\bin`, System32, every PATH folder,
+now and at the next login), ortfix's PATH hook and conda scripts (hooks.py), and the simulated process (loader.py,
+set up from the probe: the exe's folder, System32 and the Windows folder, the current folder, PATH as the target
+process has it, conda's default-dirs mode, the Store Python), put together behind `system/platform.Platform`; what
+later stages ask about libraries and hooks is libraries.py's."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -33,10 +34,17 @@ from ortfix.system.inventory import (
     LibCopy,
 )
 from ortfix.system.loader import LoadReport
-from ortfix.system.pe import PeError, PeInfo, PeReader
-from ortfix.system.platform import InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
-from ortfix.system.winhooks import conda_windows_hook_paths, path_hook_paths, read_conda_windows_hook, read_path_hook
-from ortfix.system.winloader import WindowsLoader, WindowsLoaderConfig
+from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.windows import libraries
+from ortfix.system.windows.hooks import (
+    conda_windows_hook_paths,
+    path_hook_paths,
+    read_conda_windows_hook,
+    read_path_hook,
+)
+from ortfix.system.windows.libraries import FAMILIES, dll_name_for_soname, wheel_dlls
+from ortfix.system.windows.loader import WindowsLoader, WindowsLoaderConfig
+from ortfix.system.windows.pe import PeError, PeInfo, PeReader
 from ortfix.target.probe import ProbeFacts
 
 DRIVER_LIBRARIES = ("nvcuda.dll", "nvml.dll", "nvcudart_hybrid64.dll")  # installed by the driver, never a wheel
@@ -46,14 +54,10 @@ ORIGIN_SYSTEM = "System32"
 ORIGIN_PATH = "PATH"
 ORIGIN_LOGIN_PATH = "PATH at login"
 
-# <family>[64]_<version>[_<n>].dll; the families as the Linux inventory spells them (cublasLt, nvJitLink).
-_FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cusparse", "cusolver", "nvrtc",
-             "nvrtc-builtins", "nvJitLink", "nvblas", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+# <family>[64]_<version>[_<n>].dll; the families as the Linux inventory spells them (libraries.FAMILIES).
+_FAMILIES = FAMILIES
 _BY_LOWER = {f.lower(): f for f in _FAMILIES}
 _DLL = re.compile(r"^(?P<family>[a-z_-]+?)(?:64)?_(?P<version>\d+)(?:_(?P<patch>\d+))?\.dll$", re.IGNORECASE)
-# TensorRT's DLLs carry the major after an underscore only (nvinfer_10.dll, nvinfer_plugin_10.dll,
-# nvonnxparser_10.dll: the imports of onnxruntime_providers_tensorrt.dll in the onnxruntime_gpu win_amd64 wheels).
-TENSORRT_DLL_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
 # Where tensorrt-cuNN-libs puts its DLLs, relative to site-packages: its package folder, as on Linux (no bin folder;
 # NVIDIA/TensorRT python/packaging/libs_wheel: package_data "*.dll*" of the package tensorrt_libs).
 TENSORRT_LIBS_DIR = "tensorrt_libs"
@@ -87,34 +91,6 @@ def cuda_major_by_dll_name(name: str) -> int | None:
     if not parsed or parsed[0] not in _CUDA_MAJOR_BY_NAME:
         return None
     return parsed[1][0] + _CUDA_MAJOR_BY_NAME[parsed[0]]
-
-
-def dll_name_for_soname(soname: str) -> str | None:
-    """The Windows DLL name of a Linux SONAME the matrix lists (libcudart.so.11.0 → cudart64_110.dll,
-    libnvrtc.so.12 → nvrtc64_120_0.dll, libnvJitLink.so.12 → nvJitLink_120_0.dll, libcudnn_graph.so.9 →
-    cudnn_graph64_9.dll); None for one with no Windows counterpart."""
-    m = re.match(r"^lib(?P<family>[A-Za-z_-]+)\.so\.(?P<version>\d+(?:\.\d+)*)$", soname)
-    if not m:
-        return None
-    family = m.group("family")
-    parts = m.group("version").split(".")
-    if family in ("nvrtc", "nvJitLink"):
-        minor = parts[1] if len(parts) > 1 else "0"
-        return f"{family}{'64' if family == 'nvrtc' else ''}_{parts[0]}{minor}_0.dll"
-    if family == "cudart" and len(parts) > 1:
-        return f"cudart64_{parts[0]}{parts[1]}.dll"
-    if family in TENSORRT_DLL_FAMILIES:
-        return f"{family}_{parts[0]}.dll"  # TensorRT 10's zip and wheels: nvinfer_10.dll, no "64"
-    if family in _FAMILIES or family == "cudnn" or family.startswith("cudnn_"):
-        return f"{family}64_{parts[0]}.dll"
-    return None
-
-
-def wheel_dlls(wheel: WheelSpec) -> tuple[str, ...]:
-    """The DLLs an NVIDIA wheel installs on Windows: the matrix's list where it has one, else its SONAMEs' names."""
-    if wheel.dlls:
-        return wheel.dlls
-    return tuple(n for n in (dll_name_for_soname(s) for s in wheel.sonames) if n)
 
 
 def driver_version_from_file_version(version: tuple[int, ...] | None) -> str | None:
@@ -156,6 +132,37 @@ class WindowsPlatform:
     activation_note = ("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
                        "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
+
+    library_names_are_sonames = False
+    shadow_vias = libraries.SHADOW_VIAS
+    versions_identify_copies = True
+    findable_advice = libraries.FINDABLE_ADVICE
+    shadow_advice = libraries.SHADOW_ADVICE
+
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+        return libraries.search_summary(search_path, default_dirs)
+
+    def no_hook_advice(self, paths: Sequence[str]) -> str:
+        return libraries.no_hook_advice(paths)
+
+    hook_kinds = ("conda", "preload", "user-path")
+
+    def hook_folders(self, paths: Sequence[str]) -> list[str]:
+        return libraries.hook_folders(paths)
+
+    def hook_files(self, kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple[HookFile, ...]:
+        return libraries.hook_files(kind, paths, prefix, site)
+
+    def wheel_for_library(self, matrix: Matrix, name: str, cuda_major: int,
+                          cudnn_major: int | None) -> WheelSpec | None:
+        return libraries.wheel_for_library(matrix, name, cuda_major, cudnn_major)
+
+    def installed_library_path(self, site: str, wheel: WheelSpec, soname: str) -> str:
+        return libraries.installed_library_path(site, wheel, soname)
+
+    def hook_libraries(self, hook_libs: Mapping[str, str], copies: Sequence[LibCopy], cuda_major: int | None,
+                       cudnn_wheel: WheelSpec | None) -> dict[str, str]:
+        return libraries.with_nvrtc(hook_libs, copies, cuda_major)
 
     def new_reader(self) -> PeReader:
         return PeReader()

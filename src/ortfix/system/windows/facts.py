@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ortfix.system.loader import Resolution
-from ortfix.system.pe import PeError, PeInfo
 from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess
+from ortfix.system.windows.pe import PeError, PeInfo
 from ortfix.target.probe import ProbeFacts
 
 MSVC_RUNTIME = "msvcp140.dll"

@@ -3,8 +3,8 @@ runs do not re-read (or even import the parser for) libraries that have not chan
 
 from __future__ import annotations
 
-from ortfix.system.elf import ElfInfo, read_elf
 from ortfix.system.filecache import ParsedFileCache
+from ortfix.system.linux.elf import ElfInfo, read_elf
 
 
 class ElfReader(ParsedFileCache[ElfInfo]):

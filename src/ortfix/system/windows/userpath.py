@@ -162,3 +162,27 @@ if sys.platform == "win32":
         result = ctypes.c_size_t(0)
         return bool(send(_HWND_BROADCAST, _WM_SETTINGCHANGE, 0, "Environment", _SMTO_ABORTIFHUNG, 5000,
                          ctypes.byref(result)))
+else:
+    def _not_windows() -> OrtfixError:
+        return OrtfixError(f"this step changes the Windows user PATH ({REGISTRY_KEY}\\{VALUE_NAME}); this is "
+                           f"{sys.platform}",
+                           hint="plans are per platform: make and apply the plan on the Windows machine")
+
+    def read_user_path() -> UserPath:
+        """Off Windows there is no user PATH: the one-line error a Windows plan's step gets there."""
+        raise _not_windows()
+
+    def read_machine_path() -> UserPath:
+        raise _not_windows()
+
+    def new_login_path() -> str:
+        raise _not_windows()
+
+    def expanded(value: str) -> str:
+        raise _not_windows()
+
+    def write_user_path(value: str | None, value_type: ValueType) -> None:
+        raise _not_windows()
+
+    def broadcast_environment_change() -> bool:
+        raise _not_windows()

@@ -1,0 +1,97 @@
+"""The host seam on Linux (`LinuxHost`) and the POSIX base it shares with any other POSIX system (`PosixHost`):
+process groups and signals, `flock`, POSIX owners. Chosen by system/host.py."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send sig to the process group; False when it has no process left."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member became another user's (setuid): nothing more ortfix can do
+        return False
+    return True
+
+
+class PosixHost:
+    """A POSIX host (see system/host.py's `Host` for what each member answers)."""
+
+    scripts_folder = "bin"
+    # python3 anywhere on PATH first, then python, as `uv` does.
+    python_names = ("python3", "python")
+    max_path: int | None = None
+    has_owners = True
+    records_checks = sys.version_info >= (3, 11)
+    new_session = True
+    creation_flags = 0
+    held_errnos = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK)
+    unlink_while_open = True
+
+    def runs_as_root(self) -> bool:
+        return os.geteuid() == 0
+
+    def cache_base(self) -> Path:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("ortfix", appauthor=False))
+
+    def fold_path(self, path: str) -> str:
+        return path
+
+    def after_start(self, proc: subprocess.Popen[str]) -> None:
+        """Nothing to hold: `new_session` made the child the leader of a process group of its own."""
+
+    def end_tree(self, proc: subprocess.Popen[str], timeout: float) -> None:
+        pgid = proc.pid  # start_new_session=True: the child is the leader of a group with its own pid as id
+        deadline = time.monotonic() + max(timeout, 0.0)
+        if _signal_group(pgid, signal.SIGTERM):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            # The leader may be gone while others of its group are still ending.
+            while time.monotonic() < deadline and _signal_group(pgid, 0):
+                time.sleep(0.02)
+            _signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored: only a hung kernel task
+            proc.wait(timeout=max(timeout, 1.0))
+
+    def release(self, proc: subprocess.Popen[str]) -> None:
+        """Nothing was held."""
+
+    def installer_alive(self, pid: int, python: str) -> bool:
+        """The process's command line (/proc) runs `python` with pip."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        args = [c.decode(errors="replace") for c in cmdline if c]
+        return any(a == python for a in args) and ("pip" in args or "install" in args)
+
+    def try_lock(self, fd: int, *, shared: bool) -> None:
+        import fcntl
+
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+
+    def unlock(self, fd: int) -> None:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class LinuxHost(PosixHost):
+    """Linux: as any POSIX host, with the XDG cache folder."""
+
+    def cache_base(self) -> Path:
+        # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "ortfix"
