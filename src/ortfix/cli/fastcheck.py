@@ -15,12 +15,13 @@ them).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
@@ -71,3 +72,17 @@ def run(opts: dict[str, Any]) -> int:
     code = check_command(**opts, echo=echo)
     sys.stdout.flush()
     return code
+
+
+def end(code: int) -> NoReturn:
+    """End the process with `code` once what it printed is out and the atexit handlers have run, without the
+    interpreter's teardown (freeing every module and object one by one: a sixth of a fresh check's CPU time, 17 ms
+    of a replayed one's, on the machine of the figures above). Nothing of a check needs it: its files are written
+    and closed before it prints, and it starts no thread."""
+    import atexit
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()  # what a normal exit runs (prefetch's clean-up), and reports, before the teardown
+    sys.stderr.flush()
+    os._exit(code)

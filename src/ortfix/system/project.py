@@ -28,8 +28,7 @@ TOOLS = tuple(LOCK_FILES.values())  # the project managers ortfix runs for apply
 PYPROJECT = "pyproject.toml"
 REQUIREMENT_FILE = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
 # Every name project_of reads (one pattern: the listing is recorded by what it matched, system/listing.py).
-PROJECT_FILE = re.compile(r"(pyproject\.toml|uv\.lock|poetry\.lock|pdm\.lock|"
-                          r"(requirements|constraints)[\w.-]*\.(txt|in))\Z")
+PROJECT_FILE = re.compile(listing.PROJECT_FILES)
 # The distributions that are ONNX Runtime builds (the CPU package first).
 CPU_PACKAGE = "onnxruntime"
 ORT_NAME = re.compile(r"^onnxruntime(-[a-z0-9-]+)?$|^ort-nightly(-[a-z0-9-]+)?$")
