@@ -13,8 +13,8 @@ def entry() -> None:
     from ortfix.cli.invocation import Invocation
 
     invocation = Invocation(sys.argv[1:])
-    fast = invocation.check is not None and not os.environ.get("ORTFIX_NO_FASTPATH")
-    if fast:
+    fast = None if os.environ.get("ORTFIX_NO_FASTPATH") else invocation.check  # cli/fastcheck.py's options
+    if fast is not None:
         import gc
 
         gc.disable()  # a check is short and makes few cycles: collecting cost a fresh check 10% of its time
@@ -22,10 +22,10 @@ def entry() -> None:
         from ortfix.speed import prefetch
 
         prefetch.start(invocation.prefetch)
-        if fast:
+        if fast is not None:
             from ortfix.cli import fastcheck
 
-            fastcheck.end(fastcheck.run(invocation.check))
+            fastcheck.end(fastcheck.run(fast))
         from ortfix.cli.app import run
 
         sys.exit(run(invocation))

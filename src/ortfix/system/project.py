@@ -11,7 +11,6 @@ trusted."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -79,6 +78,8 @@ def project_of(prefix: str) -> Project | None:
     files = tuple(n for n in names if os.path.isfile(os.path.join(folder, n)))
     if not files:
         return None
+    import hashlib  # here: every check asks, most environments have no project, and hashlib costs 2-3 ms
+
     mentions: list[Mention] = []
     problems: list[str] = []
     pyproject: TomlTable = {}
