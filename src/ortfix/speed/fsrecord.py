@@ -15,7 +15,9 @@ An observation is `[op, path, answer]`, JSON-ready. Answers are chosen to change
   changes it) — a folder's times are not part of a plain stat, or /tmp would invalidate everything;
 - /proc and /sys: timestamps mean nothing there, so the content (or the names listed) is compared;
 - the names of a folder that match a pattern (system/listing.py, wrapped too): those names, so that a busy folder
-  holding an environment (/tmp) invalidates nothing unless a matching entry comes or goes.
+  holding an environment (/tmp) invalidates nothing unless a matching entry comes or goes. The saved observations
+  are read back from a file, which is untrusted: only a pattern listing.WATCHED names is compiled again, and an
+  observation of any other shape is a full check.
 What was looked at under `ignored` (ortfix's own cache folder) is not recorded. Domain modules know nothing of
 this: an in-process cache that answers without a wrapped call is emptied by the caller before recording
 (replay.SavedCheck.record), and what a child process looked at is noted there too. The entries a scandir yields are
