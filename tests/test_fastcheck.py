@@ -108,6 +108,8 @@ def test_check_imports_nothing_windows_only_or_transactional(gpu_venv: Path, ext
     assert loaded & WINDOWS_ONLY == set()
     assert {m for m in loaded if m.startswith("ortfix.transaction")} == set()
     assert "secrets" not in loaded
+    # nor what only some environments need: hashlib's OpenSSL binding (a hook, a project file), platform ($LIB)
+    assert loaded & {"hashlib", "_hashlib", "platform"} == set()
 
 
 def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp_path: Path) -> None:
