@@ -85,14 +85,14 @@ WINDOWS_ONLY = {"ortfix.system.windows.facts", "ortfix.check.windows_remedies", 
                 "ortfix.system.windows.loader", "ortfix.system.windows.hooks", "ortfix.system.windows.pe",
                 "ortfix.system.windows.userpath", "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls",
                 "ortfix.system.windows.confine", "ortfix.system.windows.libraries", "ortfix.system.windows.host"}
+# At exit (the fast path ends with os._exit, after the atexit handlers: fastcheck.end).
 _MODULES_AFTER_CHECK = """
+import atexit
 import sys
 from ortfix.__main__ import entry
 sys.argv = ["ortfix", *sys.argv[1:]]
-try:
-    entry()
-except SystemExit as end:
-    sys.stderr.write("\\nexit %s modules: %s\\n" % (end.code, " ".join(sorted(sys.modules))))
+atexit.register(lambda: sys.stderr.write("\\nmodules: %s\\n" % " ".join(sorted(sys.modules))))
+entry()
 """
 
 
@@ -104,9 +104,27 @@ def test_check_imports_nothing_windows_only_or_transactional(gpu_venv: Path, ext
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     proc = subprocess.run([sys.executable, "-c", _MODULES_AFTER_CHECK, "check", "--python", str(gpu_venv), *extra],
                           capture_output=True, text=True, cwd=REPO, env=env, check=False)
-    assert "\nexit 1 modules: " in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 1 and "\nmodules: " in proc.stderr, proc.stderr[-2000:]
     loaded = set(proc.stderr.rsplit("modules: ", 1)[1].split())
     assert "ortfix.check.facts" in loaded or not extra  # the fresh check really gathered the facts
     assert loaded & WINDOWS_ONLY == set()
     assert {m for m in loaded if m.startswith("ortfix.transaction")} == set()
     assert "secrets" not in loaded
+    # nor what only some environments need: hashlib's OpenSSL binding (a hook, a project file), platform ($LIB)
+    assert loaded & {"hashlib", "_hashlib", "platform"} == set()
+
+
+def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp_path: Path) -> None:
+    """fastcheck.end skips the interpreter's teardown (os._exit): what was printed (more than a pipe holds) still
+    arrives whole, the exit code is the one given, and the atexit handlers run, after the check's own output."""
+    script = ("import atexit, sys\n"
+              "from ortfix.cli import fastcheck\n"
+              "atexit.register(lambda: sys.stderr.write('handler ran\\n'))\n"
+              "sys.stdout.write('x' * 300000)\n"
+              "sys.stderr.write('partial line without a newline')\n"
+              "fastcheck.end(3)\n"
+              "sys.stdout.write('never')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.returncode == 3
+    assert proc.stdout == "x" * 300000
+    assert proc.stderr == "partial line without a newline" + "handler ran\n"

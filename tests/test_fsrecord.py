@@ -138,3 +138,30 @@ def test_newest_change(tmp_path: Path) -> None:
 def test_missing_and_unreadable_answers_are_errors() -> None:
     assert fsrecord.answer("stat", "/nonexistent/x") == ["e", 2]
     assert fsrecord.answer("list", "/nonexistent") == ["e", 2]
+
+
+def test_a_saved_pattern_is_compiled_only_when_it_is_a_watched_one(tmp_path: Path) -> None:
+    """The observations come back from a file (untrusted): a listing's pattern is one system/listing.py names, never
+    one of the file's choosing (one that does not parse raised re.error, a traceback; one that never finishes matching
+    would hang every check), and a malformed observation is a full check, not an error."""
+    import re
+
+    from ortfix.system import listing
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    folder = str(tmp_path)
+    assert fsrecord.still_true([[f"match:{listing.PROJECT_FILES}", folder, ["names", ["pyproject.toml"]]]])
+    assert not fsrecord.still_true([["match:(", folder, ["names", []]]])
+    # it would answer exactly what was saved: still refused
+    assert not fsrecord.still_true([["match:.*", folder, ["names", ["notes.txt", "pyproject.toml"]]]])
+    assert not fsrecord.still_true([["match:(a+)+\\Z", folder, ["names", []]]])
+    for malformed in ([5, folder, []], ["stat", folder], ["stat", 7, []], ["stat", folder, "d"], "stat"):
+        assert not fsrecord.still_true([malformed]), malformed
+    # and a listing by a pattern that is not watched is never saved
+    with fsrecord.recording() as rec:
+        assert listing.names_matching(folder, re.compile(r"notes\.txt\Z")) == ["notes.txt"]
+    assert rec.unrepeatable is not None and "not watched" in rec.unrepeatable
+    with fsrecord.recording() as rec:
+        assert listing.names_matching(folder, re.compile(listing.PROJECT_FILES)) == ["pyproject.toml"]
+    assert rec.unrepeatable is None

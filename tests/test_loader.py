@@ -169,3 +169,15 @@ def test_the_elf_cache_keeps_one_file_per_folder(tmp_path: Path) -> None:
     again = Unparsed(cache)
     assert list(again.read(str(b)).needed) == ["liba.so.1"]
     assert list(again._shards) == [str(tmp_path / "b")]  # only b's folder was read
+
+
+@pytest.mark.skipif(not hasattr(os, "uname"), reason="ld.so's tokens are a POSIX matter")
+def test_runpath_tokens_expand_as_ld_so_expands_them() -> None:
+    """$ORIGIN, $LIB and $PLATFORM (also in braces), ld.so's dynamic string tokens; the platform module they need is
+    imported only when one of the last two appears."""
+    from ortfix.system.loader import _expand_tokens
+
+    machine = os.uname().machine
+    lib = "lib64" if os.path.isdir("/lib64") and machine in ("x86_64", "aarch64") else "lib"
+    assert _expand_tokens("$ORIGIN/../${LIB}/x/$PLATFORM", "/o") == f"/o/../{lib}/x/{machine}"
+    assert _expand_tokens("${ORIGIN}/y", "/o") == "/o/y"

@@ -23,6 +23,16 @@ def cache_dir() -> Path | None:
     return HOST.cache_base()
 
 
+def digest(data: bytes) -> str:
+    """The hex BLAKE2b digest (32 bytes) cache files are named and keyed by. From CPython's own _blake2 module:
+    hashlib imports its OpenSSL binding first, which cost every `check` 2-3 ms."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=32).hexdigest()
+
+
 def write_json(path: Path, doc: object) -> bool:
     """Write a cache file atomically (temp file in the same folder, then os.replace), so a reader never sees half of
     one; False, and nothing left behind, when it cannot be written."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.speed import prefetch
@@ -27,13 +26,17 @@ if TYPE_CHECKING:
     from ortfix.transaction.store import InterruptedTransaction
 
 
-class CheckResult(NamedTuple):
-    """A NamedTuple, not a frozen dataclass: importing dataclasses (inspect, ast, dis) cost a replayed check 10 ms."""
+class CheckResult:
+    """A plain class, not a frozen dataclass or a NamedTuple: importing dataclasses (inspect, ast, dis) cost a
+    replayed check 10 ms, and typing 2 ms."""
 
-    facts: Facts
-    findings: list[Finding]
-    matrix: Matrix
-    target: TargetDescription
+    __slots__ = ("facts", "findings", "matrix", "target")
+
+    def __init__(self, facts: Facts, findings: list[Finding], matrix: Matrix, target: TargetDescription) -> None:
+        self.facts = facts
+        self.findings = findings
+        self.matrix = matrix
+        self.target = target
 
     @property
     def exit_code(self) -> ExitCode:

@@ -15,7 +15,9 @@ An observation is `[op, path, answer]`, JSON-ready. Answers are chosen to change
   changes it) — a folder's times are not part of a plain stat, or /tmp would invalidate everything;
 - /proc and /sys: timestamps mean nothing there, so the content (or the names listed) is compared;
 - the names of a folder that match a pattern (system/listing.py, wrapped too): those names, so that a busy folder
-  holding an environment (/tmp) invalidates nothing unless a matching entry comes or goes.
+  holding an environment (/tmp) invalidates nothing unless a matching entry comes or goes. The saved observations
+  are read back from a file, which is untrusted: only a pattern listing.WATCHED names is compiled again, and an
+  observation of any other shape is a full check.
 What was looked at under `ignored` (ortfix's own cache folder) is not recorded. Domain modules know nothing of
 this: an in-process cache that answers without a wrapped call is emptied by the caller before recording
 (replay.SavedCheck.record), and what a child process looked at is noted there too. The entries a scandir yields are
@@ -88,7 +90,7 @@ def answer(op: str, path: str) -> list[Any]:
             st = _real_stat(path)
             return ["l", st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns]
         if op.startswith("match:"):  # system/listing.py: only the names that match are an answer
-            pattern = re.compile(op.split(":", 1)[1])
+            pattern = _watched(op.split(":", 1)[1])
             return ["names", sorted(n for n in _real_listdir(path) if pattern.match(n))]
         if op == "read":
             if _volatile(path):
@@ -102,6 +104,14 @@ def answer(op: str, path: str) -> list[Any]:
     except OSError as exc:
         return _error(exc)
     raise ValueError(f"unknown observation {op!r}")
+
+
+def _watched(text: str) -> re.Pattern[str]:
+    """The pattern `text`, if it is one listing.WATCHED names (a saved observation is untrusted: nothing else is
+    compiled); ValueError otherwise."""
+    if text not in listing.WATCHED:
+        raise ValueError(f"a listing by a pattern that is not watched: {text!r}")
+    return re.compile(text)
 
 
 class Recorder:
@@ -188,6 +198,8 @@ def _scandir(path: Any = ".") -> Any:
 
 
 def _names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
+    if _active is not None and pattern.pattern not in listing.WATCHED:
+        _active.unrepeatable = f"a listing by a pattern that is not watched (system/listing.py): {pattern.pattern!r}"
     try:
         names = sorted(n for n in _real_listdir(folder) if pattern.match(n))
     except OSError as exc:
@@ -270,9 +282,15 @@ def recording(ignored: Sequence[str] = ()) -> Iterator[Recorder]:
 def still_true(observations: Sequence[Observation]) -> bool:
     """Whether looking again answers exactly what was recorded."""
     try:
-        return all(answer(op, path) == ans for op, path, ans in observations)
+        return all(_well_formed(seen) and answer(seen[0], seen[1]) == seen[2] for seen in observations)
     except (ValueError, TypeError):
         return False
+
+
+def _well_formed(seen: object) -> bool:
+    """An observation as `Recorder.observations` makes them (a saved one is read back from a file: untrusted)."""
+    return (isinstance(seen, list) and len(seen) == 3 and isinstance(seen[0], str) and isinstance(seen[1], str)
+            and isinstance(seen[2], list))
 
 
 def newest_change_ns(observations: Sequence[Observation]) -> int:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ortfix import __version__
-from ortfix.cachedir import cache_dir, write_json
+from ortfix.cachedir import cache_dir, digest, write_json
 from ortfix.speed import fsrecord, prefetch
 from ortfix.target.choose import choose_target
 
@@ -108,8 +108,6 @@ def saved_check(python: str | None, options: Sequence[str | bool | None]) -> Sav
 
 
 def _key(target: Path, options: Sequence[str | bool | None]) -> str:
-    import hashlib
-
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ortfix/, with its subpackages
     code = []
     folders = [""]
@@ -128,7 +126,7 @@ def _key(target: Path, options: Sequence[str | bool | None]) -> str:
         sorted((k, v) for k, v in os.environ.items() if k not in _ENV_NOISE),
         os.getcwd(), os.getuid(), os.getgid(), sorted(os.getgroups()),
     ]
-    return hashlib.sha256(json.dumps(material).encode("ascii")).hexdigest()
+    return digest(json.dumps(material).encode("ascii"))
 
 
 def _prune(folder: Path) -> None:

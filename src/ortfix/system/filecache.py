@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ortfix.cachedir import cache_dir, write_json
+from ortfix.cachedir import cache_dir, digest, write_json
 
 InfoT = TypeVar("InfoT")
 _MAX_ENTRIES = 2000  # per folder
@@ -38,9 +38,7 @@ class ParsedFileCache(ABC, Generic[InfoT]):
     def _shard_file(self, folder: str) -> Path | None:
         if self._folder is None:
             return None
-        import hashlib
-
-        return self._folder / (hashlib.sha256(os.fsencode(folder)).hexdigest()[:24] + ".json")
+        return self._folder / (digest(os.fsencode(folder))[:24] + ".json")
 
     def _shard(self, folder: str) -> dict[str, dict[str, object]]:
         entries = self._shards.get(folder)

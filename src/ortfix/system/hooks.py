@@ -20,8 +20,6 @@ preload module, which is why that one can also carry paths that are not valid UT
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -95,6 +93,8 @@ def active_conda_hook(prefix: str, env_kind: str) -> Path | None:
 def hook_var(kind: str, variable: str, prefix: str) -> str:
     """`ORTFIX_<KIND>_<VARIABLE>_<hash of the prefix>`: one per environment, so that stacked activations (`conda
     activate --stack`) of two hooked environments each take back their own."""
+    import hashlib  # here: a check imports this module, and hashlib's OpenSSL binding costs 2-3 ms
+
     return f"ORTFIX_{kind}_{variable}_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
@@ -298,6 +298,8 @@ def preload_libraries(text: str, site_packages: str) -> list[str] | None:
     if not m:
         return None
     try:
+        import ast  # here: every check imports this module, and only one with a preload module needs ast (2 ms)
+
         entries = ast.literal_eval(m.group(1))
     except (ValueError, SyntaxError):
         return None

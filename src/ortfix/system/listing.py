@@ -11,6 +11,12 @@ from __future__ import annotations
 import os
 import re
 
+# Every name system/project.py's project_of reads.
+PROJECT_FILES = r"(pyproject\.toml|uv\.lock|poetry\.lock|pdm\.lock|(requirements|constraints)[\w.-]*\.(txt|in))\Z"
+# The only patterns a replay compiles. It reads the pattern back from a saved file, which is untrusted: a pattern of
+# that file's choosing could fail to parse, or never finish matching. A listing by any other pattern is not replayed.
+WATCHED = frozenset({PROJECT_FILES})
+
 
 def names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
     """The sorted names of `folder`'s entries that `pattern` matches (OSError when it cannot be listed)."""

@@ -16,7 +16,6 @@ booleans are pip's spellings (yes/no, true/false, on/off, 1/0, y/n, t/f).
 
 from __future__ import annotations
 
-import configparser
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,6 +97,8 @@ def config_files(prefix: str, environ: Mapping[str, str], *, windows: bool) -> l
 
 
 def _read_file(path: str) -> dict[str, dict[str, str]]:
+    import configparser  # here: every check looks for pip's files, most machines have none, and it costs 1.5 ms
+
     parser = configparser.RawConfigParser()
     try:
         with open(path, encoding="utf-8") as f:

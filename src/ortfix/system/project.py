@@ -11,7 +11,6 @@ trusted."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -28,8 +27,7 @@ TOOLS = tuple(LOCK_FILES.values())  # the project managers ortfix runs for apply
 PYPROJECT = "pyproject.toml"
 REQUIREMENT_FILE = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
 # Every name project_of reads (one pattern: the listing is recorded by what it matched, system/listing.py).
-PROJECT_FILE = re.compile(r"(pyproject\.toml|uv\.lock|poetry\.lock|pdm\.lock|"
-                          r"(requirements|constraints)[\w.-]*\.(txt|in))\Z")
+PROJECT_FILE = re.compile(listing.PROJECT_FILES)
 # The distributions that are ONNX Runtime builds (the CPU package first).
 CPU_PACKAGE = "onnxruntime"
 ORT_NAME = re.compile(r"^onnxruntime(-[a-z0-9-]+)?$|^ort-nightly(-[a-z0-9-]+)?$")
@@ -80,6 +78,8 @@ def project_of(prefix: str) -> Project | None:
     files = tuple(n for n in names if os.path.isfile(os.path.join(folder, n)))
     if not files:
         return None
+    import hashlib  # here: every check asks, most environments have no project, and hashlib costs 2-3 ms
+
     mentions: list[Mention] = []
     problems: list[str] = []
     pyproject: TomlTable = {}

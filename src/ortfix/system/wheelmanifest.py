@@ -9,7 +9,6 @@ reads the same fields for ortfix's own install."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -40,6 +39,8 @@ class ManifestFile(TypedDict):
 
 
 def sha256_file(path: str) -> str:
+    import hashlib  # here: a check imports this module, hashes nothing, and hashlib costs 2-3 ms
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
