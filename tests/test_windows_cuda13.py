@@ -4,11 +4,12 @@ missing `cublasLt64_13.dll` → `ortfix plan` installs the NVIDIA 13 wheels and 
 PATH hook → `ortfix apply` installs the real wheels (pip under wine, from a local wheelhouse only) and a fresh Windows
 process gets past every DLL load to the absent driver → `ortfix rollback` leaves the install as it was, byte for byte.
 
-One scenario, every assertion in it: the real NVIDIA 13 win_amd64 wheels are 1.2 GB (2.9 GB installed), downloaded
-once per machine into the test cache at the exact versions below (`pip download --platform win_amd64 --no-deps`),
-keyed by those versions. The versions are those a Windows user's pip picks for the plan's requirements with driver
-R580 (the newest win_amd64 release of each; NVRTC capped below 13.1 for the driver's PTX JIT): a version given here
-that the plan's requirement refuses makes apply's pip fail, which the test reports."""
+One scenario, every assertion in it: the real NVIDIA 13 win_amd64 wheels the plan installs are 1.1 GB (1.7 GB
+installed), downloaded with onnxruntime-gpu once per machine into the test cache at the exact versions below (`pip
+download --platform win_amd64 --no-deps`), keyed by those versions. The versions are those a Windows user's pip picks
+for the plan's requirements with driver R580 (the newest win_amd64 release of each; NVRTC capped below 13.1 for the
+driver's PTX JIT): a version given here that the plan's requirement refuses makes apply's pip fail, which the test
+reports."""
 
 from __future__ import annotations
 
@@ -29,9 +30,8 @@ from wintools import WinPython, to_windows, win_python
 pytestmark = pytest.mark.realwheels
 ORT = "1.31.1"
 DRIVER = "580.88"  # R580: the first CUDA 13 driver branch
-NVIDIA_13 = ("nvidia-cuda-runtime==13.5.37", "nvidia-cublas==13.10.0.20", "nvidia-cufft==12.5.0.14",
-             "nvidia-curand==10.4.5.25", "nvidia-cuda-nvrtc==13.0.88", "nvidia-nvjitlink==13.5.37",
-             "nvidia-cudnn-cu13==9.28.1.4")
+NVIDIA_13 = ("nvidia-cublas==13.10.0.20", "nvidia-cufft==12.5.0.14", "nvidia-cuda-nvrtc==13.0.88",
+             "nvidia-nvjitlink==13.5.37", "nvidia-cudnn-cu13==9.28.1.4")  # nvJitLink: cuFFT's Requires-Dist
 # cuDNN 9's sub-libraries in every 9.x wheel (unzip -l of the win_amd64 wheels; it loads them by name)
 CUDNN9_SUBS = ("cudnn_adv64_9.dll", "cudnn_cnn64_9.dll", "cudnn_engines_precompiled64_9.dll",
                "cudnn_engines_runtime_compiled64_9.dll", "cudnn_graph64_9.dll", "cudnn_heuristic64_9.dll",
@@ -40,7 +40,7 @@ CU13_BIN = ("nvidia", "cu13", "bin", "x86_64")  # the DLL folder of every NVIDIA
 
 
 def cu13_wheelhouse() -> Path:
-    """The cached folder of onnxruntime-gpu ORT and the NVIDIA 13 wheels for win_amd64 (1.3 GB, downloaded once)."""
+    """The cached folder of onnxruntime-gpu ORT and the NVIDIA 13 wheels for win_amd64 (1.2 GB, downloaded once)."""
     requirements = (f"onnxruntime-gpu=={ORT}", *NVIDIA_13)
     key = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()[:12]
     house = cache_root() / f"win-cu13-{key}"
