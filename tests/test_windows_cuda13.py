@@ -2,7 +2,8 @@
 onnxruntime-gpu 1.31.1 win_amd64 installed by the target's own pip with no NVIDIA wheel → `ortfix check` names the
 missing `cublasLt64_13.dll` → `ortfix plan` installs the NVIDIA 13 wheels and puts `nvidia\\cu13\\bin\\x86_64` on the
 PATH hook → `ortfix apply` installs the real wheels (pip under wine, from a local wheelhouse only) and a fresh Windows
-process gets past every DLL load to the absent driver → `ortfix rollback` leaves the install as it was, byte for byte.
+process gets past every DLL load to its first CUDA call (no driver) → `ortfix rollback` leaves the install as it
+was, byte for byte.
 
 One scenario, every assertion in it: the real NVIDIA 13 win_amd64 wheels the plan installs are 1.1 GB (1.7 GB
 installed), downloaded with onnxruntime-gpu once per machine into the test cache at the exact versions below (`pip
