@@ -31,6 +31,12 @@ from wintools import WinPython, to_windows, win_python
 pytestmark = pytest.mark.realwheels
 Stage = tuple[Path, list[winwheels.StubWheel]]  # the target's python.exe, the NVIDIA wheels installed
 DRIVER = "552.44"  # a Windows driver of the CUDA 12.4 era: runs the CUDA 12 build
+# What apply's fresh-process check loads by bare name for onnxruntime-gpu 1.23.2 (it imports cuDNN 9, so nothing of
+# ORT's own is loaded on demand): the sub-libraries every cuDNN 9 loads by name (the 9.1 wheel's set), whichever hook
+# made them findable (issue 21: the PATH hook counted 14, their imports as well, --hook user-path 1, none of them).
+CUDNN9_BY_NAME = frozenset({"cudnn_adv64_9.dll", "cudnn_cnn64_9.dll", "cudnn_engines_precompiled64_9.dll",
+                            "cudnn_engines_runtime_compiled64_9.dll", "cudnn_graph64_9.dll",
+                            "cudnn_heuristic64_9.dll", "cudnn_ops64_9.dll"})
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +68,13 @@ def _ortfix(w: WinPython, *args: str, houses: list[Path], expect: int,
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     doc: dict[str, Any] = json.loads(proc.stdout)
     return doc
+
+
+def _loaded_by_name(applied: Mapping[str, Any]) -> set[str]:
+    """The DLLs apply's verification loaded by bare name (all of them loaded: the apply succeeded)."""
+    loader = applied["verification"]["loader"]
+    assert loader["ok"], loader
+    return {PureWindowsPath(n).name for n in loader["libraries"]} - {"onnxruntime_providers_cuda.dll"}
 
 
 def _codes(doc: Mapping[str, Any]) -> set[str]:
@@ -118,6 +131,7 @@ def test_gpu_build_with_unfound_nvidia_dlls_gets_the_path_hook(w: WinPython, gpu
                       expect=0)
     steps = applied["transaction"]["steps"]
     assert [s["kind"] for s in steps] == ["write-file", "write-file"], steps  # the hook's module and .pth: no install
+    assert _loaded_by_name(applied) == CUDNN9_BY_NAME
     hook = (exe.parent / "Lib" / "site-packages" / "_ortfix_dllpath.py").read_text(encoding="utf-8")
     folders = ast.literal_eval(next(ln for ln in hook.splitlines() if ln.startswith("FOLDERS = "))[10:])
     # cuDNN 9 loads nvrtc64_120_0.dll by a name it builds, never imported: its folder is on the hook too (issue 21)
@@ -189,6 +203,7 @@ def test_user_path_entries_added_and_removed_exactly(w: WinPython, gpu: Stage, t
                           "--system", houses=houses, expect=0, env=env)
         steps = applied["transaction"]["steps"]
         assert [s["kind"] for s in steps] == ["user-path"], steps
+        assert _loaded_by_name(applied) == CUDNN9_BY_NAME  # the same as the PATH hook's
         value = _user_path(w, prefix)
         assert value is not None and value[0] == "REG_EXPAND_SZ", value
         entries = value[1].split(";")

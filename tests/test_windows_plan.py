@@ -39,10 +39,11 @@ from support.winstubs import build_stub_dll, mingw_missing
 DRIVER_CUDA12 = "552.44"  # a Windows driver of the CUDA 12.4 era
 DRIVER_CUDA13 = "580.88"  # R580: runs CUDA 13
 # What onnxruntime_providers_cuda.dll imports besides the system's: 1.16 (CUDA 11, cuDNN 8; windows.md's table) and
-# 1.29-1.31 (CUDA 13: cuDNN, cuFFT and NVRTC are loaded on demand, not imported).
+# 1.31.1 (read off its real win_amd64 provider with pefile: cuBLAS only; cudart is linked in, cuRAND not imported;
+# cuDNN, cuFFT and NVRTC are loaded on demand).
 ORT_116_IMPORTS = ("cublasLt64_11.dll", "cublas64_11.dll", "cudnn64_8.dll", "curand64_10.dll", "cufft64_10.dll",
                    "cudart64_110.dll")
-ORT_131_IMPORTS = ("cublasLt64_13.dll", "cublas64_13.dll", "curand64_10.dll", "cudart64_13.dll")
+ORT_131_IMPORTS = ("cublasLt64_13.dll", "cublas64_13.dll")
 CU13_BIN = ("nvidia", "cu13", "bin", "x86_64")  # every NVIDIA 13 win_amd64 wheel's DLL folder (its file list)
 
 
@@ -124,8 +125,8 @@ def test_cuda13_build_gets_the_nvidia_13_wheels_and_their_folder_on_the_path_hoo
     assert FindingCode.LIB_MISSING in codes, codes
     assert not [n for n in plan.notes if "no NVIDIA pip wheel is known" in n], plan.notes
     # The build's imports and what it loads on demand (cuFFT, cuDNN, NVRTC): ort.yaml's CUDA 13 set, not ORT itself.
-    assert sorted(_requirement_names(plan)) == ["nvidia-cublas", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime",
-                                                "nvidia-cudnn-cu13", "nvidia-cufft", "nvidia-curand"], plan.actions
+    assert sorted(_requirement_names(plan)) == ["nvidia-cublas", "nvidia-cuda-nvrtc", "nvidia-cudnn-cu13",
+                                                "nvidia-cufft"], plan.actions
     assert _hook_folders(plan) == [str(sp.joinpath(*CU13_BIN)), str(sp / "nvidia" / "cudnn" / "bin")]
     assert FindingCode.LIB_MISSING not in {f.code for f in plan.unresolved}
 

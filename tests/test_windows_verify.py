@@ -239,7 +239,7 @@ def _windows_facts(provider: Path, lazy: list[str], prefix: Path, version: str =
     base = load_facts("e120")
     install = base.ort[0]
     cuda = ProviderLoad("cuda", to_windows(provider), (), tuple(
-        Resolution(n, "cudnn64_9.dll", None, None, lazy=True) for n in lazy))
+        Resolution(n, "cudnn64_9.dll", None, None, lazy=True) for n in lazy), by_name=tuple(lazy))
     probe = dataclasses.replace(base.probe, system="Windows", prefix=to_windows(prefix))
     return dataclasses.replace(base, probe=probe, platform=WindowsPlatform(),
                                driver=DriverFacts(present=False, version=None),
@@ -297,6 +297,7 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     ok = level(v12, ["cudnn_graph64_9.dll"], both)
     assert ok.status is Status.PASS, (ok.verdict, ok.evidence)
     assert ok.load_check is not None and ok.load_check.platform == "windows"
+    assert [lib.soname for lib in ok.load_check.libraries][1:] == ["cudnn_graph64_9.dll"]  # loaded by name
 
     missing = level(v12, ["cudnn_graph64_9.dll"], to_windows(root / "cudnn"))
     assert missing.status is Status.FAIL

@@ -73,6 +73,10 @@ class ProviderLoad:
     # The libraries among them that NEED the driver's own libraries (directly or through another): they cannot load
     # on a machine without the NVIDIA driver, whatever the environment holds.
     needs_driver: tuple[str, ...] = ()
+    # The libraries loaded later by bare name: the build's on-demand loads and cuDNN's sub-libraries, named by the
+    # build and its cuDNN major alone (not by where this process's PATH let the simulation find cuDNN), and not the
+    # libraries those import (they load with them).
+    by_name: tuple[str, ...] = ()
 
     @property
     def missing(self) -> list[Resolution]:
@@ -468,22 +472,24 @@ def simulate_provider(
         resolutions = list(report.resolutions[1:])  # [0] is the provider itself, opened by path
         for name in lazy:
             resolutions += loader.dlopen(name, library, lazy=True).resolutions
+        subs: tuple[str, ...] = ()
         if cudnn_major is not None:
             row = next((c for c in matrix.cudnn if c.major == cudnn_major), None)
             names = plat.wheel_libraries(row.wheel) if row else ()
             main = next((n for n in names if _family_major(plat, (n,), "cudnn") == cudnn_major), None)
+            # cuDNN loads its sub-libraries itself, by bare name, the first time an operation needs them.
+            subs = tuple(n for n in names if main and n != main)
             cudnn_path = next((r.path for r in resolutions if main and r.path
                                and plat.library_key(r.name) == plat.library_key(main)), None)
             if cudnn_path:
-                # cuDNN loads its sub-libraries itself, by bare name, the first time an operation needs them.
-                for name in names:
-                    if name != main:
-                        resolutions += loader.dlopen(name, cudnn_path, lazy=True).resolutions
+                for name in subs:
+                    resolutions += loader.dlopen(name, cudnn_path, lazy=True).resolutions
         needed = reader.read(library).needed
     except _read_errors(plat) as exc:
         return ProviderLoad(provider, library, (), (), error=str(exc))
     return ProviderLoad(provider, library, needed, tuple(resolutions),
-                        needs_driver=_needing_driver(resolutions, reader, plat))
+                        needs_driver=_needing_driver(resolutions, reader, plat),
+                        by_name=tuple(dict.fromkeys((*lazy, *subs))))
 
 
 def _needing_driver(resolutions: Sequence[Resolution], reader: LibraryReader, plat: Platform) -> tuple[str, ...]:

@@ -139,8 +139,8 @@ def render_apply(result: ApplyResult) -> str:
 
 def counted(check: LoadCheck) -> str:
     """What a Windows load check counted, for the count to be read right: the CUDA provider (its imports load with
-    it, uncounted) and the DLLs loaded later by bare name that check saw resolve (cuDNN's sub-libraries...): the
-    more folders a hook makes searchable, the more of those there are to count."""
+    it, uncounted) and the DLLs loaded later by bare name (the build's on-demand loads, cuDNN's sub-libraries), which
+    the build and its cuDNN major name: the same count whichever hook made them findable."""
     if check.platform != "windows":
         return ""
     later = sum(1 for lib in check.libraries if not lib.soname.lower().endswith(PROVIDER_DLL))

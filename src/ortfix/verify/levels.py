@@ -218,7 +218,7 @@ def windows_child_env(facts: Facts) -> dict[str, str] | None:
 def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: ProviderLoad) -> Level:
     """Level 1 on Windows (verify/winloadcheck.py): the provider loaded as onnxruntime loads it, the libraries loaded
     later by bare name as cuDNN and onnxruntime load them, then the C++ runtime the process got."""
-    by_name = list(dict.fromkeys(r.name for r in cuda.resolutions if r.lazy))
+    by_name = list(cuda.by_name)
     no_driver = no_gpu_reason(facts.driver) is not None
     skipped = [n for n in by_name if no_driver and (is_driver_dll(n) or n in cuda.needs_driver)]
     check = replace(check_loadable_windows(python, cuda.library, [n for n in by_name if n not in skipped],
