@@ -13,6 +13,10 @@ def entry() -> None:
     from ortfix.cli.invocation import Invocation
 
     invocation = Invocation(sys.argv[1:])
+    if invocation.lang:  # the click-free `check` speaks it too
+        from ortfix.i18n import set_language
+
+        set_language(invocation.lang)
     try:
         from ortfix.speed import prefetch
 
