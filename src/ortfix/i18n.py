@@ -18,7 +18,7 @@ English source is not used. Nothing here ever fails a command.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,7 +126,7 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     return _translations().ngettext(singular, plural, n)
 
 
-def N_(message: str) -> str:  # noqa: N802 (gettext's name for a marker)
+def N_(message: str) -> str:
     """Mark a string for the catalog without translating it: it is translated where it is printed."""
     return message
 
@@ -160,6 +160,28 @@ class Msg:
             return _(self.template).format(**values)
         except (KeyError, IndexError, ValueError):
             return self.template.format(**values)
+
+
+class Joined(Msg):
+    """Values joined by a separator (a list of wheels, of GPUs), each translated with the sentence around it."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, separator: str, items: Sequence[str | int | Msg]) -> None:
+        super().__init__(separator)
+        self.items = tuple(items)
+
+    def __str__(self) -> str:
+        return self.template.join(str(i) for i in self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Joined) and (self.template, self.items) == (other.template, other.items)
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
+    def text(self) -> str:
+        return self.template.join(i.text() if isinstance(i, Msg) else str(i) for i in self.items)
 
 
 def tr(template: str, **values: str | int | Msg) -> str:

@@ -30,7 +30,7 @@ Sources (read 2026-11-24):
 
 from __future__ import annotations
 
-from ortfix.i18n import Msg, N_
+from ortfix.i18n import N_, Msg
 
 # onnxruntime-gpu releases from this one on need msvcp140.dll of at least MSVC_MIN_VERSION.
 MSVC_MIN_ORT = "1.22"
@@ -71,3 +71,11 @@ ZLIBWAPI_REMEDY = N_(  # compat/errors.yaml's cudnn8-zlibwapi-missing says the s
     "to choose one); cuDNN 9 does not use zlibwapi.dll. Staying on cuDNN 8 (onnxruntime-gpu 1.18 or older) means "
     "putting an x64 zlibwapi.dll (zlib built with ZLIB_WINAPI) in a folder on PATH yourself"
 )
+
+
+def msvc_version_ok(version: tuple[int, ...] | None) -> bool | None:
+    """Whether an msvcp140.dll FileVersion (14, 44, 35211, 0) is new enough for onnxruntime-gpu >= MSVC_MIN_ORT;
+    None when the version is not known."""
+    if version is None or len(version) < 2:
+        return None
+    return tuple(version[:2]) >= MSVC_MIN_VERSION

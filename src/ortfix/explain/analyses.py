@@ -13,7 +13,7 @@ the compiler, glibc, architecture or WSL a message points at (explain/hints.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from ortfix.compat.schemas import Analysis
@@ -22,6 +22,7 @@ from ortfix.explain.hints import glibcxx, wheel_platform, wsl
 from ortfix.explain.majors import library_major
 from ortfix.explain.pip_version import pip_version
 from ortfix.explain.windows_dlls import windows_dll
+from ortfix.i18n import Msg
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -144,7 +145,7 @@ def _driver(ctx: AnalysisContext) -> list[str]:
     return out
 
 
-AnalysisFunction = Callable[["AnalysisContext"], list[str]]
+AnalysisFunction = Callable[["AnalysisContext"], "Sequence[str | Msg]"]
 
 
 def analysis_function(name: Analysis) -> AnalysisFunction:

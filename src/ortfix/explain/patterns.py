@@ -26,7 +26,7 @@ from ortfix.errors import OrtfixError
 from ortfix.explain.analyses import ANALYSES, analysis_function
 from ortfix.explain.context import AnalysisContext, MatrixOnDemand
 from ortfix.explain.message_os import MessageOs, message_os
-from ortfix.i18n import Msg, _, text
+from ortfix.i18n import Msg, _, text, tr
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -78,8 +78,11 @@ class Explanation:
 
     def localized(self) -> tuple[str, str, str]:
         """(title, cause, fix) in the language chosen (ortfix/i18n.py); `--json` keeps the English fields."""
-        cause = " ".join([*(text(d) for d in self.detail_msgs), text(self.general_cause)]) if self.general_cause \
-            else _(self.cause)
+        if not self.general_cause:
+            return _(self.title), _(self.cause), text(self.fix_msg or self.fix)
+        cause = text(self.general_cause)
+        for detail in reversed(self.detail_msgs):  # sentences follow each other as the language writes them
+            cause = tr("{sentence} {following}", sentence=text(detail), following=cause)
         return _(self.title), cause, text(self.fix_msg or self.fix)
 
 
