@@ -8,6 +8,7 @@ YAML loader gives them (folded `>-` text is one line: the key is exactly what th
 
     python scripts/extract_messages.py            # list the marked strings (one JSON document)
     python scripts/extract_messages.py --update   # add new strings to every .po (empty msgstr), drop gone ones
+    python scripts/extract_messages.py --unmarked [FILE ...]   # English text not marked yet (what to mark next)
 
 Then translate the new entries, run scripts/compile_catalogs.py, and tests/test_i18n.py checks the rest.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -56,6 +58,54 @@ def yaml_messages(path: Path = ERRORS_YAML) -> dict[str, str]:
     return found
 
 
+# Words that make an English sentence: a literal with two of them is text for people (or data to check by hand).
+_GLUE = re.compile(r"\b(?:the|is|are|was|and|not|of|to|that|which|with|this|it|be|no|or|on|in|by|from|its)\b",
+                   re.IGNORECASE)
+_NOT_TEXT_CALLS = ("compile", "search", "match", "fullmatch", "sub", "split")  # regexes: patterns, not text
+
+
+def _skipped(tree: ast.AST, function: str | None) -> set[int]:
+    """The nodes that are not unmarked text: docstrings, marked calls, regexes; outside `function` when given."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                skip.add(id(first.value))
+        marked = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _MARKERS
+        regex = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr in _NOT_TEXT_CALLS)
+        outside = function is not None and isinstance(node, ast.FunctionDef) and node.name != function
+        if marked or regex or (outside and node in getattr(tree, "body", [])):
+            skip.update(id(sub) for sub in ast.walk(node))
+    if function is not None:  # only the function's body counts
+        skip.update(id(sub) for n in getattr(tree, "body", []) if not isinstance(n, ast.FunctionDef)
+                    for sub in ast.walk(n))
+    return skip
+
+
+def unmarked(path: Path, function: str | None = None) -> list[tuple[int, str]]:
+    """(line, text) of every string literal (or f-string's text) in `path` (in its top-level `function`, when given)
+    that reads as English prose and is not marked: what a later phase marks with `_()`, `N_()` or `tr()`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    skip = _skipped(tree, function)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+            skip.update(id(v) for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if len(_GLUE.findall(text)) >= 2:
+            found.append((node.lineno, text))
+    return found
+
+
 def messages() -> dict[str, str]:
     return {**python_messages(), **yaml_messages()}
 
@@ -83,7 +133,15 @@ def update(po: Path, marked: dict[str, str]) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="bring every .po in step with the marked strings")
+    parser.add_argument("--unmarked", nargs="*", metavar="FILE",
+                        help="list the English text not yet marked in these files (default: all of src/ortfix)")
     args = parser.parse_args(argv)
+    if args.unmarked is not None:
+        files = [Path(f) for f in args.unmarked] or sorted(SOURCE.rglob("*.py"))
+        for path in files:
+            for line, text in unmarked(path):
+                print(f"{path}:{line}: {text[:100]!r}")
+        return 0
     marked = messages()
     if not args.update:
         print(json.dumps(marked, ensure_ascii=False, indent=1))

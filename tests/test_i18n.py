@@ -115,6 +115,23 @@ def test_the_compiled_catalog_reads_back_with_the_standard_library(tmp_path: Pat
         "": "Content-Type: text/plain; charset=UTF-8\n", "multi": "多行"}  # a fuzzy entry is left out
 
 
+# What pip prints (searched for in a log, never shown) and the errors about a broken compat/errors.yaml (for whoever
+# edits it, with the other OrtfixError messages in a later phase).
+_NOT_EXPLAIN_TEXT = ("Ignored the following versions that require a different python version:", "error pattern")
+
+
+def test_a_new_unmarked_sentence_in_explain_fails() -> None:
+    """explain's analyses and its renderer print no English sentence that is not marked; the detector is the one
+    `scripts/extract_messages.py --unmarked` runs for the modules not marked yet, and it finds an unmarked one."""
+    explain = sorted((REPO / "src" / "ortfix" / "explain").glob("*.py"))
+    found = [(p.name, line, text) for p in explain for line, text in extract_messages.unmarked(p)
+             if not text.startswith(_NOT_EXPLAIN_TEXT)]
+    found += [("render.py", line, text) for line, text in
+              extract_messages.unmarked(REPO / "src" / "ortfix" / "cli" / "render.py", "render_explain")]
+    assert not found, found
+    assert extract_messages.unmarked(REPO / "src" / "ortfix" / "cli" / "render.py", "render_plan")  # not yet marked
+
+
 # --- choosing the language ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("environ", "override", "chosen"), [
