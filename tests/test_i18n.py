@@ -325,3 +325,16 @@ def test_the_wheel_built_from_the_repo_ships_the_catalog(tmp_path: Path) -> None
         mo = zf.read("ortfix/locale/zh_CN/LC_MESSAGES/ortfix.mo")
     assert "ortfix/locale/zh_CN/LC_MESSAGES/ortfix.po" in names
     assert mo == PO.with_suffix(".mo").read_bytes()
+
+
+def test_explain_names_its_target_in_the_users_language() -> None:
+    """With the machine checked (ortfix's own interpreter as the target), the target line is translated too; under
+    LANG=C it is the line every command prints."""
+    lines = {}
+    for lang in ("zh_CN.UTF-8", "C"):
+        proc = run_ortfix("explain", "--python", sys.executable, "libcudnn.so.9: cannot open shared object file",
+                          env={"LANG": lang, "LANGUAGE": ""})
+        assert proc.returncode == 0, proc.stderr
+        lines[lang] = proc.stdout.splitlines()[0]
+    assert lines["zh_CN.UTF-8"].startswith(f"目标 {sys.executable}（Python "), lines
+    assert lines["C"].startswith(f"target {sys.executable} (Python "), lines

@@ -156,10 +156,12 @@ class Msg:
 
     def text(self) -> str:
         values = {k: v.text() if isinstance(v, Msg) else str(v) for k, v in self.args.items()}
-        try:
-            return _(self.template).format(**values)
-        except (KeyError, IndexError, ValueError):
-            return self.template.format(**values)
+        for template in (_(self.template), self.template):
+            try:
+                return template.format(**values)
+            except (KeyError, IndexError, ValueError):
+                continue  # a translation (or text) whose fields do not fit: the English, else the text as it is
+        return self.template
 
 
 class Joined(Msg):

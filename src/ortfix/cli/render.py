@@ -300,7 +300,7 @@ def render_explain(result: ExplainResult) -> str:
         return _("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
                  "`ortfix check` looks at the machine itself.")
     # the machine's side comes from a check of the target: named first, as every command that looks at one does
-    lines: list[str] = [result.check.target.line(), ""] if result.check is not None else []
+    lines: list[str] = [result.check.target.line_msg().text(), ""] if result.check is not None else []
     for e in result.explanations:
         title, cause, fix = e.localized()
         lines.append(f"● {title}" + (f"  [{e.finding}]" if e.finding else ""))
