@@ -22,15 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortfix.system.winlang import ui_language
-
 if TYPE_CHECKING:
     import gettext
 
 DOMAIN = "ortfix"
 LOCALE_DIR = Path(__file__).parent / "locale"
 ENV_OVERRIDE = "ORTFIX_LANG"
-_ENGLISH = {"C", "POSIX", "en"}
 # Language names that mean a catalog of another name.
 _ALIASES = {"zh": "zh_CN", "zh_SG": "zh_CN", "zh_Hans": "zh_CN", "zh_Hans_CN": "zh_CN", "zh_Hans_SG": "zh_CN"}
 
@@ -64,6 +61,8 @@ def _candidates(environ: Mapping[str, str], override: str | None) -> list[str]:
         return environ["LANGUAGE"].split(":")
     if locale_name:
         return [locale_name]
+    from ortfix.system.winlang import ui_language  # only when no variable names a language
+
     ui = ui_language()
     return [ui] if ui else []
 

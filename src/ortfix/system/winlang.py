@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import locale
 import sys
 
 
@@ -25,4 +24,6 @@ def ui_language() -> str | None:
 
 def locale_name(langid: int) -> str | None:
     """A Windows LANGID/LCID (0x0804) as a locale name (zh_CN); None for one the table does not know."""
+    import locale  # the table, read only on this path
+
     return locale.windows_locale.get(langid)
