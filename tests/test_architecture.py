@@ -16,6 +16,7 @@ MAX_LINES = 400
 # Low to high. A module may import from its own layer and the layers below it, never from a higher one.
 LAYERS: dict[str, int] = {
     "errors": 0, "fields": 0, "safetext": 0, "strenum": 0, "versions": 0, "subproc": 0, "cachedir": 0, "outfile": 0,
+    "i18n": 0,
     "target": 1, "compat": 1,
     "system": 2,
     "check": 3,
@@ -29,8 +30,10 @@ LAYERS: dict[str, int] = {
 HOST_SEAM = {"ortfix.system.host": 0, "ortfix.system.linux.host": 0, "ortfix.system.windows.host": 0}
 # Modules whose layer is not their package's: the finding codes are vocabulary (they import only strenum), which the
 # compat layer's error-pattern schema names; whose environment a child may run (target/owner.py, errors only) is
-# checked by subproc at the moment of every launch.
-MODULE_LAYERS: dict[str, int] = {"ortfix.check.codes": 0, "ortfix.target.owner": 0, **HOST_SEAM}
+# checked by subproc at the moment of every launch; the Windows display language (system/windows/uilang.py, standard
+# library only) is what i18n, which every layer's text uses, reads when no variable names a language.
+MODULE_LAYERS: dict[str, int] = {"ortfix.check.codes": 0, "ortfix.target.owner": 0, "ortfix.system.windows.uilang": 0,
+                                 **HOST_SEAM}
 
 
 def _name(path: Path) -> str:

@@ -89,7 +89,7 @@ def _modules() -> set[str]:
 
 def test_readme_layout_names_every_module_and_only_those() -> None:
     layout = _section(README, "### Layout")
-    named = {n for n in re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.py)`", layout)
+    named = {n for n in re.findall(r"`((?:[a-z_]+/)*[a-z0-9_]+\.py)`", layout)
              if not n.startswith(("tests/", "scripts/", "ansible/"))}  # files outside the package it also names
     modules = _modules()
     assert not modules - named, f"modules README's layout does not name: {sorted(modules - named)}"

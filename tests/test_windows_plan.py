@@ -236,7 +236,7 @@ def test_check_and_explain_give_one_zlibwapi_remedy(tmp_path: Path) -> None:
     assert [e.finding for e in explained] == ["WIN002"], explained
     assert "move to cuDNN 9" in win002.fix and "put an x64" not in win002.fix.split("Staying")[0]
     assert explained[0].fix.rstrip(".").lower() == win002.fix.lower()
-    assert win002.fix in " ".join(about_dll("zlibwapi.dll", load_matrix()))
+    assert win002.fix in " ".join(map(str, about_dll("zlibwapi.dll", load_matrix())))
 
 
 def test_seed_002_with_its_own_driver_says_what_the_cudnn_9_move_needs(tmp_path: Path) -> None:

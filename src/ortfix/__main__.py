@@ -13,6 +13,10 @@ def entry() -> None:
     from ortfix.cli.invocation import Invocation
 
     invocation = Invocation(sys.argv[1:])
+    if invocation.lang:  # the click-free `check` speaks it too
+        from ortfix.i18n import set_language
+
+        set_language(invocation.lang)
     fast = None if os.environ.get("ORTFIX_NO_FASTPATH") else invocation.check  # cli/fastcheck.py's options
     if fast is not None:
         import gc

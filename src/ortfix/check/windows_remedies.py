@@ -30,6 +30,8 @@ Sources (read 2026-11-24):
 
 from __future__ import annotations
 
+from ortfix.i18n import N_, Msg
+
 # onnxruntime-gpu releases from this one on need msvcp140.dll of at least MSVC_MIN_VERSION.
 MSVC_MIN_ORT = "1.22"
 MSVC_MIN_VERSION: tuple[int, int] = (14, 40)
@@ -42,15 +44,17 @@ MSVC_REDIST_URL = "https://aka.ms/vs/17/release/vc_redist.x64.exe"
 MSVC_WINGET_ID = "Microsoft.VCRedist.2015+.x64"
 # The one remedy: check's WIN001 (outside conda), verify's verdict, explain's answers (compat/errors.yaml's
 # `{msvc_remedy}`, filled in by explain/patterns.py) and README say this.
-MSVC_REMEDY = (
-    f"install the latest {MSVC_REDIST}, version {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer "
-    f"({MSVC_REDIST_URL}, or `winget install {MSVC_WINGET_ID}`), then start the program again: it updates "
-    "msvcp140.dll in System32, which every Python finds"
-)
-MSVC_WHY = (
-    f"onnxruntime-gpu {MSVC_MIN_ORT} and newer need {MSVC_DLL} {MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]} or newer "
-    "(the C++ runtime's mutex changed); python.org's Python does not ship msvcp140.dll, so the one in System32 is used"
-)
+MSVC_REMEDY_MSG = Msg(
+    N_("install the latest {redist}, version {version} or newer ({url}, or `winget install {winget}`), then start the "
+       "program again: it updates msvcp140.dll in System32, which every Python finds"),
+    redist=MSVC_REDIST, version=f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]}", url=MSVC_REDIST_URL,
+    winget=MSVC_WINGET_ID)
+MSVC_REMEDY = str(MSVC_REMEDY_MSG)
+MSVC_WHY_MSG = Msg(
+    N_("onnxruntime-gpu {ort} and newer need {dll} {version} or newer (the C++ runtime's mutex changed); python.org's "
+       "Python does not ship msvcp140.dll, so the one in System32 is used"),
+    ort=MSVC_MIN_ORT, dll=MSVC_DLL, version=f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]}")
+MSVC_WHY = str(MSVC_WHY_MSG)
 # Why ortfix does not `pip install msvc-runtime` for the user (see the module docstring).
 MSVC_PIP_PACKAGE_NOTE = (
     "the pip package msvc-runtime copies the DLLs into sys.prefix and its Scripts folder; in a venv that is not the "
@@ -58,10 +62,10 @@ MSVC_PIP_PACKAGE_NOTE = (
 )
 
 ZLIBWAPI_DLL = "zlibwapi.dll"
-ZLIBWAPI_WHY = (
+ZLIBWAPI_WHY = N_(
     "cuDNN 8.3 to 8.9 for Windows load zlibwapi.dll, which no pip wheel ships and NVIDIA no longer distributes"
 )
-ZLIBWAPI_REMEDY = (  # compat/errors.yaml's cudnn8-zlibwapi-missing says the same (tests/test_windows_plan.py)
+ZLIBWAPI_REMEDY = N_(  # compat/errors.yaml's cudnn8-zlibwapi-missing says the same (tests/test_windows_plan.py)
     "move to cuDNN 9 rather than hunting for a zlibwapi.dll: onnxruntime-gpu 1.19 or newer is built for cuDNN 9, and "
     "`ortfix plan` moves to such a release with its nvidia-cudnn wheel (`ortfix plan --ort-version 1.19.2` or newer "
     "to choose one); cuDNN 9 does not use zlibwapi.dll. Staying on cuDNN 8 (onnxruntime-gpu 1.18 or older) means "

@@ -100,7 +100,10 @@ def _finish(command: Command, result: R, as_json: bool, to_json: Callable[[R], M
 @click.version_option(__version__, prog_name="ortfix")
 @click.option("--debug", is_flag=True,
               help="Show the traceback of an unexpected error (a bug in ortfix); also ORTFIX_DEBUG=1.")
-def main(debug: bool) -> None:
+@click.option("--lang", metavar="LANG",
+              help="The language of the text printed for people (zh_CN, en); also ORTFIX_LANG, else LANGUAGE, "
+                   "LC_ALL, LC_MESSAGES, LANG. --json documents and files ortfix writes stay English.")
+def main(debug: bool, lang: str | None) -> None:
     """Make ONNX Runtime actually run on the GPU.
 
     \b
@@ -118,6 +121,10 @@ def main(debug: bool) -> None:
 
     With --json every command prints one JSON document: schema, command, exit_code, then its data (an error too).
     """
+    if lang:
+        from ortfix.i18n import set_language
+
+        set_language(lang)
 
 
 @main.command()

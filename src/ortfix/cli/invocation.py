@@ -29,20 +29,21 @@ _CHECK_VALUED = {"--python": "python", "--driver": "driver_version", "--compute-
 class Invocation:
     """One command line (without the program name), read once."""
 
-    __slots__ = ("argv", "check", "command", "debug", "json", "prefetch")
+    __slots__ = ("argv", "check", "command", "debug", "json", "lang", "prefetch")
 
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = tuple(argv)
-        self.debug = self.argv[:1] == ("--debug",)  # `ortfix --debug CMD`: the traceback of an unexpected error
-        self.json = "--json" in self.argv
-        words = [a for a in self.argv if not a.startswith("-")]
+        self.lang, bare = _lang_option(self.argv)  # the group's `--lang X` (ortfix/i18n.py), before the command
+        self.debug = bare[:1] == ("--debug",)  # `ortfix --debug CMD`: the traceback of an unexpected error
+        self.json = "--json" in bare
+        words = [a for a in bare if not a.startswith("-")]
         name = words[0] if words else None
         if name in _SUBCOMMANDS:
             sub = next((w for w in words[1:] if w in _SUBCOMMANDS[name]), None)  # after options' values too
             name = f"{name} {sub}" if sub else name
         self.command = name  # as --json's envelope names it ("history show"); None when no word names one
-        self.prefetch = _prefetch_target(self.argv)
-        self.check = parse_check(self.argv)
+        self.prefetch = _prefetch_target(bare)
+        self.check = parse_check(bare)
 
     def json_command(self) -> Command | None:
         """The command whose error envelope is printed on standard output: only under --json, and only for a
@@ -55,6 +56,22 @@ class Invocation:
             return Command(self.command)
         except ValueError:
             return None
+
+
+def _lang_option(argv: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """The value of the group's `--lang X` / `--lang=X` (an option before the command's name), and the command line
+    without it."""
+    lang: str | None = None
+    out: list[str] = []
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):
+        if rest[0] == "--lang" and len(rest) > 1:
+            lang, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--lang="):
+            lang, rest = rest[0].split("=", 1)[1], rest[1:]
+        else:
+            out.append(rest.pop(0))
+    return lang, (*out, *rest)
 
 
 def _prefetch_target(argv: Sequence[str]) -> tuple[str | None] | None:

@@ -16,6 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import _, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -293,27 +294,30 @@ def _related(findings: Sequence[Finding], code: str | None) -> list[Finding]:
 
 
 def render_explain(result: ExplainResult) -> str:
+    """explain for people, in their language (ortfix/i18n.py): the explanations' words are translated here, at
+    render time; what the message and machine said (matched text, paths, finding codes, evidence) stays as it is."""
     if not result.explanations:
-        return ("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
-                "`ortfix check` looks at the machine itself.")
+        return _("Not recognised: ortfix knows no ONNX Runtime / CUDA / cuDNN failure in this text. "
+                 "`ortfix check` looks at the machine itself.")
     # the machine's side comes from a check of the target: named first, as every command that looks at one does
-    lines: list[str] = [result.check.target.line(), ""] if result.check is not None else []
+    lines: list[str] = [result.check.target.line_msg().text(), ""] if result.check is not None else []
     for e in result.explanations:
-        lines.append(f"● {e.title}" + (f"  [{e.finding}]" if e.finding else ""))
-        lines.append(f"  matched (line {e.line}): {e.matched}")
-        lines.append(f"  cause: {e.cause}")
-        lines.append(f"  fix:   {e.fix}")
+        title, cause, fix = e.localized()
+        lines.append(f"● {title}" + (f"  [{e.finding}]" if e.finding else ""))
+        lines.append(tr("  matched (line {line}): {text}", line=e.line, text=e.matched))
+        lines.append(tr("  cause: {cause}", cause=cause))
+        lines.append(tr("  fix:   {fix}", fix=fix))
         if result.check is not None:
             related = _related(result.check.findings, e.finding)
             if related:
-                lines.append("  on this machine:")
+                lines.append(_("  on this machine:"))
                 for f in related:
                     lines.append(f"    {f.code} {f.summary}")
                     lines += [f"      {ev}" for ev in f.evidence[:4]]
             elif e.finding:
-                lines.append(f"  on this machine: `ortfix check` does not see this problem in "
-                             f"{result.check.facts.probe.executable}")
+                lines.append(tr("  on this machine: `ortfix check` does not see this problem in {python}",
+                                python=result.check.facts.probe.executable))
         lines.append("")
     if result.check_error:
-        lines.append(f"(could not check this machine: {result.check_error})")
+        lines.append(tr("(could not check this machine: {error})", error=result.check_error))
     return join_lines(lines).rstrip()

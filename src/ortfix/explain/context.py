@@ -12,11 +12,11 @@ from packaging.version import InvalidVersion, Version
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from ortfix.explain.message_os import MessageOs
+from ortfix.i18n import N_, Msg
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
     from ortfix.compat.matrix import Matrix
-
 
 
 class MatrixOnDemand:
@@ -60,3 +60,18 @@ def version_or_zero(text: str) -> Version:
         return Version(text)
     except InvalidVersion:
         return Version("0")
+
+
+def installed_build(facts: Facts | None) -> list[Msg]:
+    """With facts: the onnxruntime build this environment imports, its CUDA and cuDNN majors."""
+    if facts is None or facts.active_ort is None:
+        return []
+    install = facts.active_ort
+    if not install.version or install.cuda_major is None:
+        return []
+    package = install.package or "onnxruntime"
+    if install.cudnn_major:
+        return [Msg(N_("Here: {package} {version}, a CUDA {cuda} build for cuDNN {cudnn}."), package=package,
+                    version=install.version, cuda=install.cuda_major, cudnn=install.cudnn_major)]
+    return [Msg(N_("Here: {package} {version}, a CUDA {cuda} build."), package=package, version=install.version,
+                cuda=install.cuda_major)]

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortfix.check.codes import FindingCode
-from ortfix.check.windows_remedies import MSVC_REMEDY
+from ortfix.check.windows_remedies import MSVC_REMEDY, MSVC_REMEDY_MSG
 from ortfix.compat.load import default_compat_dir
 from ortfix.compat.schemas import ERROR_PATTERNS_KIND, Analysis
 from ortfix.errors import OrtfixError
 from ortfix.explain.analyses import ANALYSES, analysis_function
 from ortfix.explain.context import AnalysisContext, MatrixOnDemand
 from ortfix.explain.message_os import MessageOs, message_os
+from ortfix.i18n import Msg, _, text, tr
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -54,6 +55,7 @@ class Pattern:
     analysis: Analysis | None = None  # what the message, the matrix and this machine add
     unless: tuple[str, ...] = ()  # ids of rows that, when they match too, make this one redundant
     os: MessageOs | None = None  # the row applies only to a message from this OS
+    fix_source: str = ""  # the row's fix as written (`{msvc_remedy}` unreplaced): its catalog key
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,19 @@ class Explanation:
     groups: dict[str, str]  # the regex's named groups that took part in the match
     line: int  # 1-based line of the input where the match starts
     details: tuple[str, ...] = ()  # the sentences the pattern's analysis found for this text (and machine)
+    # For people, in their language (cli/render.py): the details as marked messages, the pattern's own cause and fix.
+    detail_msgs: tuple[str | Msg, ...] = ()
+    general_cause: str = ""
+    fix_msg: str | Msg = ""
+
+    def localized(self) -> tuple[str, str, str]:
+        """(title, cause, fix) in the language chosen (ortfix/i18n.py); `--json` keeps the English fields."""
+        if not self.general_cause:
+            return _(self.title), _(self.cause), text(self.fix_msg or self.fix)
+        cause = text(self.general_cause)
+        for detail in reversed(self.detail_msgs):  # sentences follow each other as the language writes them
+            cause = tr("{sentence} {following}", sentence=text(detail), following=cause)
+        return _(self.title), cause, text(self.fix_msg or self.fix)
 
 
 def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
@@ -94,6 +109,7 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
                 title=str(row["title"]),
                 cause=str(row["cause"]),
                 fix=str(row["fix"]).replace("{msvc_remedy}", MSVC_REMEDY),
+                fix_source=str(row["fix"]),
                 examples=tuple(str(e) for e in row["examples"]),
                 source=str(row["source"]),
                 unless=tuple(str(u) for u in row.get("unless") or ()),
@@ -170,10 +186,11 @@ def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
     found: list[Explanation] = []
     for pattern, m in hits:
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        details: tuple[str, ...] = ()
+        said: tuple[str | Msg, ...] = ()
         if pattern.analysis is not None:
             context = AnalysisContext(text, groups, lazy, facts, message_os(text))
-            details = tuple(analysis_function(pattern.analysis)(context))
+            said = tuple(analysis_function(pattern.analysis)(context))
+        details = tuple(str(d) for d in said)
         found.append(Explanation(
             pattern_id=pattern.id,
             finding=pattern.finding,
@@ -184,8 +201,18 @@ def describe(text: str, hits: Sequence[Hit], *, matrix: Matrix | None = None,
             groups=groups,
             line=text.count("\n", 0, m.start()) + 1,
             details=details,
+            detail_msgs=said,
+            general_cause=pattern.cause,
+            fix_msg=_fix_msg(pattern),
         ))
     return found
+
+
+def _fix_msg(pattern: Pattern) -> str | Msg:
+    """The row's fix as a catalog key: with the MSVC remedy as its value where the row names it."""
+    if "{msvc_remedy}" in pattern.fix_source:
+        return Msg(pattern.fix_source, msvc_remedy=MSVC_REMEDY_MSG)
+    return pattern.fix
 
 
 def _snippet(text: str) -> str:

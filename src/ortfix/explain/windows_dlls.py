@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ortfix.check.windows_remedies import MSVC_REMEDY, MSVC_WHY, ZLIBWAPI_REMEDY, ZLIBWAPI_WHY
-from ortfix.explain.context import AnalysisContext
+from ortfix.check.windows_remedies import MSVC_REMEDY_MSG, MSVC_WHY_MSG, ZLIBWAPI_REMEDY, ZLIBWAPI_WHY
+from ortfix.explain.context import AnalysisContext, installed_build
+from ortfix.i18n import N_, Joined, Msg
 
 if TYPE_CHECKING:
     from ortfix.compat.matrix import Matrix
@@ -26,7 +27,7 @@ _DLL = re.compile(r"^(?P<lib>[A-Za-z]+(?:_[a-z_]+?)?)(?:64)?_(?P<num>\d+)(?:_\d+
 # The CUDA major that a cuFFT / NVRTC / cudart number belongs to.
 _CUFFT_CUDA = {10: 11, 11: 12, 12: 13}
 _DRIVER_DLLS = ("nvcuda.dll", "nvcudart_hybrid64.dll", "nvml.dll")
-_LABELS = {"cudart": "the CUDA runtime", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "cufft": "cuFFT",
+_LABELS = {"cudart": N_("the CUDA runtime"), "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "cufft": "cuFFT",
            "curand": "cuRAND", "nvrtc": "NVRTC", "nvjitlink": "nvJitLink", "cudnn": "cuDNN"}
 
 
@@ -75,38 +76,48 @@ def _where(wheel: WheelSpec, cudnn: bool) -> str:
     return "site-packages\\" + folder.replace("/", "\\") if folder else "site-packages"
 
 
-def about_dll(dll: str, matrix: Matrix | None) -> list[str]:
+def about_dll(dll: str, matrix: Matrix | None) -> list[Msg]:
     """Sentences about one DLL: what it is, and the wheel that installs it."""
     low = dll.lower()
     if low.startswith(("msvcp140", "vcruntime140")):
-        return [f"{dll} is the Microsoft Visual C++ runtime: {MSVC_WHY}; {MSVC_REMEDY}."]
+        return [Msg(N_("{dll} is the Microsoft Visual C++ runtime: {why}; {remedy}."), dll=dll, why=MSVC_WHY_MSG,
+                    remedy=MSVC_REMEDY_MSG)]
     if low == "zlibwapi.dll":
-        return [f"{ZLIBWAPI_WHY}; {ZLIBWAPI_REMEDY}."]
+        return [Msg(N_("{why}; {remedy}."), why=Msg(ZLIBWAPI_WHY), remedy=Msg(ZLIBWAPI_REMEDY))]
     if low in _DRIVER_DLLS:
-        return [f"{dll} comes with the NVIDIA display driver (System32), never with a pip wheel: install or repair "
-                "the driver."]
+        return [Msg(N_("{dll} comes with the NVIDIA display driver (System32), never with a pip wheel: install or "
+                       "repair the driver."), dll=dll)]
     parsed = dll_soname(dll)
     m = _DLL.match(dll)
     if parsed is None or m is None:
         return []
     soname, cuda, cudnn = parsed
     family = m.group("lib").lower()
-    label = _LABELS.get(family, family)
-    what = (f"{dll} is part of cuDNN {cudnn}" if cudnn is not None
-            else f"{dll} is {label} of CUDA {cuda}" if cuda is not None else f"{dll} is {label}")
+    label = Msg(_LABELS.get(family, family))
+    what = (Msg(N_("{dll} is part of cuDNN {major}"), dll=dll, major=cudnn) if cudnn is not None
+            else Msg(N_("{dll} is {label} of CUDA {major}"), dll=dll, label=label, major=cuda) if cuda is not None
+            else Msg(N_("{dll} is {label}"), dll=dll, label=label))
     wheels = _wheels_for(matrix, dll, soname, cuda, cudnn) if matrix is not None else []
     if not wheels:
-        return [what + "."]
-    if cudnn is not None:
-        shown = (", ".join(f"{w.distribution} (for CUDA {major} builds)" for major, w in wheels)
-                 + f" install{'s' if len(wheels) == 1 else ''} it into {_where(wheels[0][1], True)}")
-    else:
-        shown = "; ".join(f"{w.distribution} installs it into {_where(w, False)}" for _, w in wheels)
-    return [f"{what}: {shown}. That folder is not on PATH by itself, and onnxruntime finds the DLL only through "
-            "PATH (or after `onnxruntime.preload_dlls()`, or `import torch` of the same CUDA major)."]
+        return [Msg(N_("{what}."), what=what)]
+    return [Msg(N_("{what}: {shown}. That folder is not on PATH by itself, and onnxruntime finds the DLL only through "
+                   "PATH (or after `onnxruntime.preload_dlls()`, or `import torch` of the same CUDA major)."),
+                what=what, shown=_shown(wheels, cudnn is not None))]
 
 
-def about_majors(cuda: int, cudnn: int, matrix: Matrix | None) -> list[str]:
+def _shown(wheels: list[tuple[int, WheelSpec]], cudnn: bool) -> Msg:
+    """Which wheels install the DLL, and into which folder."""
+    if cudnn:
+        names = Joined(", ", [Msg(N_("{wheel} (for CUDA {major} builds)"), wheel=w.distribution, major=major)
+                              for major, w in wheels])
+        template = N_("{wheels} installs it into {folder}") if len(wheels) == 1 else N_(
+            "{wheels} install it into {folder}")
+        return Msg(template, wheels=names, folder=_where(wheels[0][1], True))
+    return Joined("; ", [Msg(N_("{wheel} installs it into {folder}"), wheel=w.distribution, folder=_where(w, False))
+                         for _, w in wheels])
+
+
+def about_majors(cuda: int, cudnn: int, matrix: Matrix | None) -> list[Msg]:
     """The wheels a build of these majors needs, for "Require cuDNN N.* and CUDA M.*"."""
     if matrix is None:
         return []
@@ -117,15 +128,16 @@ def about_majors(cuda: int, cudnn: int, matrix: Matrix | None) -> list[str]:
         names.append(cudnn_row.wheel.distribution)
     if not names:
         return []
-    return [f"This build needs the DLLs of CUDA {cuda} and cuDNN {cudnn}; the pip wheels of those majors are "
-            f"{', '.join(names)} (`pip install onnxruntime-gpu[cuda,cudnn]` installs the ones it needs), each in a "
-            "site-packages\\nvidia folder that must be on PATH when the session is created."]
+    return [Msg(N_("This build needs the DLLs of CUDA {cuda} and cuDNN {cudnn}; the pip wheels of those majors are "
+                   "{wheels} (`pip install onnxruntime-gpu[cuda,cudnn]` installs the ones it needs), each in a "
+                   "site-packages\\nvidia folder that must be on PATH when the session is created."),
+                cuda=cuda, cudnn=cudnn, wheels=", ".join(names))]
 
 
-def windows_dll(ctx: AnalysisContext) -> list[str]:
+def windows_dll(ctx: AnalysisContext) -> list[Msg]:
     """The analysis: the DLL a message names (group `dll`), or the majors it names (`cuda_major`, `cudnn_major`);
     with facts, the build installed here."""
-    out: list[str] = []
+    out: list[Msg] = []
     g = ctx.groups
     dll = g.get("dll")
     if dll and not dll.lower().startswith("onnxruntime_providers"):
@@ -133,11 +145,6 @@ def windows_dll(ctx: AnalysisContext) -> list[str]:
     if "cuda_major" in g and "cudnn_major" in g:
         out += about_majors(int(g["cuda_major"]), int(g["cudnn_major"]), ctx.matrix.get())
         if re.search(r"latest\s+MSVC\s+runtime", ctx.text, re.IGNORECASE):
-            out.append(f"On Windows it also means the C++ runtime: {MSVC_WHY}; if the DLLs are all found, "
-                       f"{MSVC_REMEDY}.")
-    if ctx.facts is not None and ctx.facts.active_ort is not None:
-        install = ctx.facts.active_ort
-        if install.version and install.cuda_major is not None:
-            out.append(f"Here: {install.package or 'onnxruntime'} {install.version}, a CUDA {install.cuda_major} "
-                       f"build" + (f" for cuDNN {install.cudnn_major}" if install.cudnn_major else "") + ".")
-    return out
+            out.append(Msg(N_("On Windows it also means the C++ runtime: {why}; if the DLLs are all found, "
+                              "{remedy}."), why=MSVC_WHY_MSG, remedy=MSVC_REMEDY_MSG))
+    return out + installed_build(ctx.facts)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
 
 PROBE_SOURCE = Path(__file__).with_name("_probe.py")
@@ -65,9 +66,15 @@ class TargetDescription:
         self.own = own
 
     def line(self) -> str:
-        version = f"Python {self.python_version}, " if self.python_version else ""
-        own = "; ortfix's own environment" if self.own else ""
-        return f"target {self.python} ({version}{self.environment} at {self.prefix}), from {self.chosen_by}{own}"
+        return str(self.line_msg())
+
+    def line_msg(self) -> Msg:
+        """The line every command that looks at a target starts with, as a marked message (ortfix/i18n.py)."""
+        version = Msg(N_("Python {version}, "), version=self.python_version) if self.python_version else ""
+        own = Msg(N_("; ortfix's own environment")) if self.own else ""
+        return Msg(N_("target {python} ({version}{environment} at {prefix}), from {chosen_by}{own}"),
+                   python=str(self.python), version=version, environment=self.environment, prefix=str(self.prefix),
+                   chosen_by=self.chosen_by, own=own)
 
     def to_json(self) -> dict[str, object]:
         return {"python": self.python, "python_version": self.python_version, "environment": self.environment,
