@@ -21,14 +21,13 @@ preload module, which is why that one can also carry paths that are not valid UT
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
-from ortfix.safetext import first_control
+from ortfix.system.hooks import check_hook_path, on_onnxruntime_import, sh_prepend, sh_take_back
 
 CONDA_HOOK_NAME = "ortfix-cuda-libs.sh"
 PRELOAD_MODULE = "_ortfix_preload.py"
@@ -39,22 +38,6 @@ _MARKER = "# Written by ortfix."
 def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
     base = Path(prefix) / "etc" / "conda"
     return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
-
-
-def check_hook_path(path: str, what: str, *, shell: bool) -> None:
-    """Refuse a path that cannot be written into a hook file safely: any control character (a newline would end the
-    `# ortfix-dir:` comment line and start a command); for the shell hooks (`shell`), also one that is not valid
-    UTF-8 (surrogate escapes from the file system's bytes)."""
-    ch = first_control(path)
-    if ch is not None:
-        raise OrtfixError(f"{what} {path!r} contains a control character ({ch!r}); ortfix cannot write a safe hook "
-                          "there", hint="move the environment to a plain path")
-    if shell:
-        try:
-            path.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise OrtfixError(f"{what} {path!r} is not valid UTF-8; ortfix cannot write a safe shell hook there",
-                              hint="move the environment to a plain path") from exc
 
 
 _LOADER_SPECIAL = re.compile(r"[:;]|\$\{?(?:ORIGIN|LIB|PLATFORM)\b")
@@ -90,56 +73,6 @@ def active_conda_hook(prefix: str, env_kind: str) -> Path | None:
         return None
     activate, _ = conda_hook_paths(prefix)
     return activate if activate.exists() else None
-
-
-def hook_var(kind: str, variable: str, prefix: str) -> str:
-    """`ORTFIX_<KIND>_<VARIABLE>_<hash of the prefix>`: one per environment, so that stacked activations (`conda
-    activate --stack`) of two hooked environments each take back their own."""
-    return f"ORTFIX_{kind}_{variable}_" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-
-
-def sh_prepend(variable: str, assigns: str, parts: str, unsets: str, prefix: str) -> str:
-    """The sh lines that put `parts` (`${_ortfix_0}:...`, assigned by `assigns`) first on `variable` and remember
-    exactly what they put there, and whether the variable was unset."""
-    added, unset = hook_var("ADDED", variable, prefix), hook_var("UNSET", variable, prefix)
-    return f"""if [ -n "${{{variable}+x}}" ]; then
-    unset {unset}
-else
-    export {unset}=1
-fi
-{assigns}
-export {added}="{parts}"
-export {variable}="${{{added}}}${{{variable}:+:${{{variable}}}}}"
-unset {unsets}
-"""
-
-
-def sh_take_back(variable: str, prefix: str) -> str:
-    """The sh lines that remove what `sh_prepend` put on `variable` (the first place it occurs, as one block) from the
-    value as it is now, and unset the variable when it was unset before and nothing else is left. Not a saved value
-    put back: conda exports its own new PATH before it runs deactivate.d scripts (conda/activate.py,
-    `_Activator._yield_commands`: export_path, then deactivate_scripts), and a switch to another environment runs the
-    old one's deactivate.d before the new one's activate.d; putting back a saved value would undo conda's change and
-    anything set since."""
-    added, unset = hook_var("ADDED", variable, prefix), hook_var("UNSET", variable, prefix)
-    return f"""if [ -n "${{{added}+x}}" ]; then
-    case ":${{{variable}-}}:" in
-        *":${{{added}}}:"*)
-            _ortfix_v=":${{{variable}-}}:"
-            _ortfix_v="${{_ortfix_v%%:"${{{added}}}":*}}:${{_ortfix_v#*:"${{{added}}}":}}"
-            _ortfix_v="${{_ortfix_v#:}}"
-            _ortfix_v="${{_ortfix_v%:}}"
-            if [ -z "${{_ortfix_v}}" ] && [ -n "${{{unset}+x}}" ]; then
-                unset {variable}
-            else
-                export {variable}="${{_ortfix_v}}"
-            fi
-            unset _ortfix_v
-            ;;
-    esac
-    unset {added} {unset}
-fi
-"""
 
 
 def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
@@ -197,33 +130,6 @@ def render_preload_pth() -> str:
                   "% (type(e).__name__, e))")
     guarded = f"try:import _ortfix_preload\nexcept Exception as e:exec({on_failure!r})"
     return f"import sys; exec({guarded!r})\n"
-
-
-def on_onnxruntime_import(finder: str, action: str) -> str:
-    """The end of a hook module, shared by ortfix's hooks: a meta-path finder named `finder` that calls the module's
-    `action()` when onnxruntime is first imported (at once if it already is), then steps aside; never raises."""
-    return f'''
-
-class {finder}(object):
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name == "onnxruntime":
-            try:
-                sys.meta_path.remove(cls)
-            except ValueError:
-                pass
-            {action}()
-        return None
-
-
-try:
-    if "onnxruntime" in sys.modules:
-        {action}()
-    else:
-        sys.meta_path.insert(0, {finder})
-except Exception as exc:
-    _debug("not installed: %s: %s" % (type(exc).__name__, exc))
-'''
 
 
 def render_preload_module(libraries: Sequence[str], site_packages: str) -> str:

@@ -6,8 +6,8 @@ DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH of the requesting object, /etc/ld.so.ca
 (unless DF_1_NODEFLIB). Candidates of the wrong ELF class or machine are skipped, as glibc skips them. Dependencies
 are mapped breadth first. `$ORIGIN`, `$LIB` and `$PLATFORM` are expanded textually.
 
-The platform-neutral result types (`Resolution`, `LoadReport`) are what the rest of ortfix consumes, so a Windows
-loader (PE imports, DLL search order) can produce the same report later.
+It produces system/loader.py's platform-neutral report (`Resolution`, `LoadReport`), which the rest of ortfix
+consumes; system/windows/loader.py produces the same report for the DLL search order.
 """
 
 from __future__ import annotations
@@ -17,49 +17,23 @@ import platform
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 
 from ortfix.system.linux import elf as elfmod
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache
-
-VIA_LOADED = "already loaded"
-VIA_RPATH = "DT_RPATH"
-VIA_LD_LIBRARY_PATH = "LD_LIBRARY_PATH"
-VIA_RUNPATH = "DT_RUNPATH"
-VIA_CACHE = "ld.so.cache"
-VIA_DEFAULT = "default directories"
-VIA_PATH = "path"
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """One needed library: who asked for it, where the loader finds it (None: not found) and how."""
-
-    name: str
-    requested_by: str
-    path: str | None
-    via: str | None
-    lazy: bool = False  # loaded with dlopen at run time rather than DT_NEEDED
-    searched: tuple[str, ...] = ()  # directories tried before the answer, in order (the evidence)
-    rejected: tuple[str, ...] = ()  # files with the right name that the loader skipped, with the reason
-
-
-@dataclass
-class LoadReport:
-    root: str
-    resolutions: list[Resolution] = field(default_factory=list)
-
-    @property
-    def missing(self) -> list[Resolution]:
-        return [r for r in self.resolutions if r.path is None]
-
-    def resolved(self, name: str) -> Resolution | None:
-        for r in self.resolutions:
-            if r.name == name:
-                return r
-        return None
+from ortfix.system.loader import (
+    VIA_CACHE,
+    VIA_DEFAULT,
+    VIA_LD_LIBRARY_PATH,
+    VIA_LOADED,
+    VIA_PATH,
+    VIA_RPATH,
+    VIA_RUNPATH,
+    LoadReport,
+    Resolution,
+    folder_listing,
+)
 
 
 @dataclass(frozen=True)
@@ -263,7 +237,7 @@ class LinuxLoader:
     def _open_path(self, name: str, dirs: Iterable[str], searched: list[str], rejected: list[str]) -> str | None:
         for d in dirs:
             for sub in (*(f"{d.rstrip('/')}/glibc-hwcaps/{h}" for h in self.config.hwcaps_subdirs), d):
-                listing = _listdir(sub)
+                listing = folder_listing(sub)
                 if listing is None:  # searchable but not listable: the loader can still open by name
                     if not os.path.exists(os.path.join(sub, name)):
                         continue
@@ -324,38 +298,6 @@ def _split_env_path(value: str | None, cwd: str) -> tuple[str, ...]:
         return ()
     # glibc splits LD_LIBRARY_PATH on ':' and ';'; an empty entry means the current directory.
     return tuple(p if p else cwd for p in re.split(r"[:;]", value))
-
-
-_EMPTY: frozenset[str] = frozenset()
-
-
-@lru_cache(maxsize=2048)
-def _listdir_cached(path: str, _mtime: int) -> frozenset[str] | None:
-    try:
-        return frozenset(os.listdir(path))
-    except PermissionError:
-        return None
-    except OSError:
-        return _EMPTY
-
-
-def _listdir(path: str) -> frozenset[str] | None:
-    """The names in a directory (cached while it is unchanged); None when it exists but cannot be listed."""
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
-        return _EMPTY
-    return _listdir_cached(path, mtime)
-
-
-def folder_listing(path: str) -> frozenset[str] | None:
-    """The names in a folder, from the cache `forget_listings` empties (None: it exists but cannot be listed)."""
-    return _listdir(path)
-
-
-def forget_listings() -> None:
-    """Empty the in-process cache of folder listings: every folder is listed afresh (with os.listdir) from now on."""
-    _listdir_cached.cache_clear()
 
 
 def unreadable_dirs(value: str | None, cwd: str = "/") -> list[str]:
