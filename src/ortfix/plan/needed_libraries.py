@@ -10,11 +10,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ortfix.check.addons import TENSORRT_WHEEL_DIR
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, shadowing
-from ortfix.compat.addons import TENSORRT_LIBS_DISTS
+from ortfix.compat.addons import TENSORRT_LIBS_DISTS, TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.system.inventory import (
     ORIGIN_CACHE,
@@ -70,7 +71,7 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
                     d = os.path.join(nvidia, sub, leaf)
                     if os.path.isdir(d):
                         dirs.append((d, ORIGIN_WHEEL))
-        trt = os.path.join(sp, "tensorrt_libs")  # where tensorrt-cuNN-libs puts libnvinfer.so.N
+        trt = os.path.join(sp, TENSORRT_WHEEL_DIR)  # where tensorrt-cuNN-libs puts libnvinfer.so.N
         if os.path.isdir(trt):
             dirs.append((trt, ORIGIN_WHEEL))
     if probe.torch:
