@@ -26,6 +26,7 @@ from ortfix.system.inventory import (
 from ortfix.system.linux.elf import NotElf, cudnn_version_mark
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache
+from ortfix.system.pathrules import within
 from ortfix.target.probe import ProbeFacts
 
 
@@ -105,7 +106,7 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
 
 
 def scan(probe: ProbeFacts, cache: LdCache, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
-    prefix = os.path.realpath(probe.prefix) + os.sep
+    prefix = os.path.realpath(probe.prefix)
     copies: list[LibCopy] = []
     for directory, origin in candidate_dirs(probe, cache):
         copies.extend(_scan_dir(directory, origin, prefix, reader))
@@ -147,7 +148,7 @@ def _scan_dir(directory: str, origin: str, prefix: str, reader: ElfReader) -> It
         names = sorted(os.listdir(directory))
     except OSError:
         return []
-    inside = (os.path.realpath(directory) + os.sep).startswith(prefix)
+    inside = within(os.path.realpath(directory), prefix, windows=False)  # prefix: resolved
     out = []
     for name in names:
         parsed = parse_lib_name(name)

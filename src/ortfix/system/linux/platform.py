@@ -26,6 +26,7 @@ from ortfix.system.linux.ldcache import LdCache, load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.linux.loader import LinuxLoader, LoaderConfig, unreadable_dirs
 from ortfix.system.loader import LoadReport
+from ortfix.system.pathrules import within_resolved
 from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts
 
@@ -107,6 +108,9 @@ class LinuxPlatform:
 
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return inventory.parse_lib_name(name)
+
+    def inside(self, path: str, prefix: str) -> bool:
+        return within_resolved(path, prefix, windows=False)
 
     def library_major(self, name: str) -> int | None:
         return inventory.soname_major(name)

@@ -35,6 +35,7 @@ from ortfix.system.inventory import (
     LibCopy,
 )
 from ortfix.system.loader import LoadReport
+from ortfix.system.pathrules import within, within_resolved
 from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.system.windows import libraries
 from ortfix.system.windows.hooks import (
@@ -177,6 +178,9 @@ class WindowsPlatform:
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return parse_dll_name(name)
 
+    def inside(self, path: str, prefix: str) -> bool:
+        return within_resolved(path, prefix, windows=True)
+
     def library_major(self, name: str) -> int | None:
         parsed = parse_dll_name(name)
         return parsed[1][0] if parsed else None
@@ -289,7 +293,7 @@ def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
 
 def scan_dlls(probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[LibCopy]:
     """Every copy of every CUDA/cuDNN/TensorRT DLL (and zlibwapi.dll) in the folders of `candidate_dirs`."""
-    prefix = os.path.normcase(os.path.realpath(probe.prefix)) + os.sep
+    prefix = os.path.realpath(probe.prefix)
     majors = _wheel_majors(probe, matrix)
     out: list[LibCopy] = []
     for d in candidate_dirs(probe):
@@ -297,7 +301,7 @@ def scan_dlls(probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[
             names = sorted(os.listdir(d.path))
         except OSError:
             continue
-        inside = (os.path.normcase(os.path.realpath(d.path)) + os.sep).startswith(prefix)
+        inside = within(os.path.realpath(d.path), prefix, windows=True)
         folder_majors = majors.get(os.path.normcase(os.path.normpath(d.path)), set())
         for name in names:
             parsed = parse_dll_name(name)
