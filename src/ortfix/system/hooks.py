@@ -2,7 +2,7 @@
 sh lines that put folders first on a variable and take exactly those back out (conda's activate.d/deactivate.d
 hooks), and the end of a hook module that acts when onnxruntime is first imported. Each OS's hooks are rendered and
 read by its own folder: system/linux/hooks.py (conda's LD_LIBRARY_PATH hook, the preload hook) and
-system/windows/hooks.py (conda's PATH hook, the add_dll_directory hook)."""
+system/windows/hooks.py (the PATH hook, conda's .bat/.ps1/.sh scripts)."""
 
 from __future__ import annotations
 
