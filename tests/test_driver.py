@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.system.driver import detect_driver, parse_gpu_query, parse_nvidia_smi_csv, parse_proc_version
+from ortfix.system.driver import parse_gpu_query, parse_nvidia_smi_csv
+from ortfix.system.linux.driver import detect_driver, parse_proc_version
 from ortfix.system.linux.ldcache import LdCache
 
 DATA = Path(__file__).parent / "data" / "driver"

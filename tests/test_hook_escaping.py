@@ -16,7 +16,7 @@ import pytest
 
 from clitools import REPO, assert_one_line_error
 from ortfix.errors import OrtfixError
-from ortfix.system import hooks
+from ortfix.system.linux import hooks
 from support.fixtures import make_venv, pip_install
 from txtools import assert_same_tree, tree_state
 

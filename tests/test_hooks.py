@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortfix.system import hooks
+from ortfix.system.linux import hooks
 from support.fixtures import make_venv
 
 NASTY = "env with space 'quote\" $HOME `x`"

@@ -14,7 +14,8 @@ import pytest
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
-from ortfix.system.loader import VIA_LOADED, LinuxLoader, LoaderConfig
+from ortfix.system.linux.loader import LinuxLoader, LoaderConfig
+from ortfix.system.loader import VIA_LOADED
 from support.fixtures import build_stub_lib, ld_so_list
 
 INTERP = find_interpreter()

@@ -21,8 +21,8 @@ from ortfix.plan.model import PlanOptions
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
+from ortfix.system.linux.loader import LinuxLoader, LoaderConfig
 from ortfix.system.linux.platform import LinuxPlatform
-from ortfix.system.loader import LinuxLoader, LoaderConfig
 from ortfix.system.platform import HookFile, Platform
 from ortfix.system.platforms import PLATFORMS, platform_for
 from ortfix.target.probe import ProbeFacts, run_probe

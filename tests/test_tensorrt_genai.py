@@ -16,7 +16,7 @@ import pytest
 
 from checktools import check_json, codes, finding, nvidia_lib_path, site_packages
 from clitools import REPO, assert_one_line_error, run_ortfix
-from ortfix.check.addons import TENSORRT_WHEEL_DIR
+from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from support.fixtures import (

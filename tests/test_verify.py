@@ -28,7 +28,7 @@ MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 
 
 def _has_driver() -> bool:
-    from ortfix.system.driver import detect_driver
+    from ortfix.system.linux.driver import detect_driver
     from ortfix.system.linux.ldcache import load_ld_cache
 
     return detect_driver(load_ld_cache(), query_gpus=False).present

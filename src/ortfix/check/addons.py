@@ -12,13 +12,10 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding, GenaiData
-from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES
+from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES, TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
 from ortfix.target.probe import Distribution
 
-TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
-# Where a tensorrt-cuNN-libs wheel puts its libraries, relative to site-packages.
-TENSORRT_WHEEL_DIR = "tensorrt_libs"
 # The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
 GENAI_CUDA_LIBRARY = "onnxruntime_genai/libonnxruntime-genai-cuda.so"
 # Its win_amd64 wheel's DLL, which imports cudart64_N.dll (0.11.4: cudart64_12.dll, read with pefile).

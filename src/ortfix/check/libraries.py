@@ -112,7 +112,6 @@ def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequ
     (`by_soname`: the copies by the loader's key of their soname)."""
     key, plat = facts.loader.key, facts.platform
     out: list[Finding] = []
-    prefix = os.path.realpath(facts.probe.prefix) + os.sep
     seen: set[str] = set()
     for res in provider.resolutions:
         if res.path is None or res.name in seen or res.via == VIA_LOADED:
@@ -120,7 +119,7 @@ def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequ
         seen.add(res.name)
         if res.via not in plat.shadow_vias:
             continue
-        if (os.path.normcase(os.path.realpath(res.path)) + os.sep).startswith(os.path.normcase(prefix)):
+        if plat.inside(res.path, facts.probe.prefix):
             continue
         own = [c for c in by_soname.get(key(res.name), []) if c.inside_env and
                os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.system import hooks
+from ortfix.system.linux import hooks
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target
 from ortfix.tune import DEFAULT_DIMS, Config, ConfigResult, Recommendation, ShapeSpec, configs, recommend, results_of
 
@@ -122,7 +122,7 @@ def _cpu_baseline(cpu: RunOutcome, cpu_config: Config, target: Path, model: Path
 def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[ConfigResult]) -> str | None:
     """Why the CUDA run is not complete (no configuration ran, some failed, or some did not run); None when every
     configuration of `grid` ran."""
-    from ortfix.system.driver import detect_driver
+    from ortfix.system.linux.driver import detect_driver
     from ortfix.system.linux.ldcache import load_ld_cache
     from ortfix.verify.levels import no_gpu_reason
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ortfix.commands.check import run_check
 from ortfix.errors import ExitCode
-from ortfix.system import hooks
+from ortfix.system.linux import hooks
 from ortfix.target.ortrun import model_file
 from ortfix.verify.genaicheck import GenaiReport, genai_reports
 from ortfix.verify.levels import (

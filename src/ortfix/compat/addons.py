@@ -19,6 +19,11 @@ GENAI_CPU = "onnxruntime-genai"
 GENAI_CUDA = "onnxruntime-genai-cuda"
 GENAI_DIRECTML = "onnxruntime-genai-directml"
 GENAI_PACKAGES = (GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML)
+# TensorRT's libraries, as the Linux inventory spells their families (libnvinfer.so.10; on Windows nvinfer_10.dll).
+TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
+# Where the TensorRT wheels put those libraries (the .so files and the DLLs alike), relative to site-packages
+# (NVIDIA/TensorRT python/packaging/libs_wheel: the package tensorrt_libs).
+TENSORRT_WHEEL_DIR = "tensorrt_libs"
 # The distributions that install the TensorRT libraries into site-packages/tensorrt_libs: tensorrt-cuNN-libs (10.x and
 # later) and, before them, tensorrt-libs (8.6, 9.x); normalised names.
 TENSORRT_LIBS_DISTS = re.compile(r"tensorrt(?:-cu\d+)?-libs")

@@ -1,5 +1,5 @@
 """The library folders a plan's hook makes findable, read back from the hook files the plan writes (ortfix's own
-rendering) with system/hooks.py's own readers: the preload module's `LIBRARIES` (relative to its site-packages) or
+rendering) with system/linux/hooks.py's own readers: the preload module's `LIBRARIES` (relative to its site-packages) or
 the conda activate.d hook's `# ortfix-dir:` lines. A Dockerfile puts them on LD_LIBRARY_PATH instead."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Plan
-from ortfix.system.hooks import CONDA_HOOK_NAME, PRELOAD_MODULE, conda_hook_dirs, preload_libraries
+from ortfix.system.linux.hooks import CONDA_HOOK_NAME, PRELOAD_MODULE, conda_hook_dirs, preload_libraries
 
 
 def library_folders(plan: Plan) -> list[str]:

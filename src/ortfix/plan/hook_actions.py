@@ -17,6 +17,7 @@ from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding, shadowing
 from ortfix.check.winstore import refuse_store_hook
+from ortfix.compat.addons import TENSORRT_FAMILIES
 from ortfix.errors import OrtfixError
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
@@ -24,7 +25,7 @@ from ortfix.system.inventory import parse_lib_name
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
 _LOAD_ORDER = ("cudart", "nvJitLink", "nvrtc", "nvrtc-builtins", "cublasLt", "cublas", "cufft", "curand",
-               "cusparse", "cusolver", "cudnn", "nvinfer", "nvinfer_plugin", "nvonnxparser")
+               "cusparse", "cusolver", "cudnn", *TENSORRT_FAMILIES)
 # cuDNN's sub-libraries by the word after "cudnn_", in load order (see _cudnn_sub_rank).
 _CUDNN_SUB_ORDER = ("graph", "ops", "cnn", "adv", "engines", "ext", "heuristic")
 # A Windows DLL name: family, then "64" (most of them), then "_" and the version (cublasLt64_12.dll, cudnn_ops64_9.dll,

@@ -10,11 +10,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ortfix.check.addons import TENSORRT_WHEEL_DIR
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, shadowing
-from ortfix.compat.addons import TENSORRT_LIBS_DISTS
+from ortfix.compat.addons import TENSORRT_LIBS_DISTS, TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
@@ -83,7 +82,7 @@ def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequen
 def _inside(facts: Facts, path: str) -> bool:
     """Whether `path` lies in the target environment: an outside copy found first shadows the environment's own
     (what `check` reports as LIB004 once the build is installed)."""
-    return (os.path.realpath(path) + os.sep).startswith(os.path.realpath(facts.probe.prefix) + os.sep)
+    return facts.platform.inside(path, facts.probe.prefix)
 
 
 def needed_sonames(facts: Facts, matrix: Matrix, target: ChosenBuild | None, installed: OrtInstall | None,

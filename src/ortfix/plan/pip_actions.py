@@ -4,7 +4,6 @@ build, the NVIDIA wheels to install, the pinned reinstalls, genai and TensorRT),
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -96,14 +95,13 @@ def uninstall_actions(facts: Facts, by_code: Mapping[str, Sequence[Finding]], sw
     """One pip-uninstall per distribution in `remove` inside the environment; a note for each outside it."""
     codes = codes_of(by_code)
     by_name = {r.dist.normalized: r for r in changed}
-    inside = os.path.realpath(facts.probe.prefix) + os.sep
     actions: list[Action] = []
     notes: list[str] = []
     for name in remove:
         dist = next((d for d in facts.probe.distributions if d.name == name), None)
         if dist is None:
             continue
-        if not (os.path.realpath(dist.location) + os.sep).startswith(inside):
+        if not facts.platform.inside(dist.location, facts.probe.prefix):
             # Never a change outside the environment: what is installed into it comes first on its sys.path.
             notes.append(f"{dist.name} {dist.version} in {dist.location} is outside this environment and stays; "
                          "what this plan installs into the environment is imported before it")

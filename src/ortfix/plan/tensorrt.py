@@ -11,9 +11,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ortfix.check.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR, is_nvinfer, tensorrt_provider
+from ortfix.check.addons import is_nvinfer, tensorrt_provider
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
+from ortfix.compat.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild

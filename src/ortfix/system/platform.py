@@ -258,6 +258,11 @@ class Platform(Protocol):
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library's file name or SONAME; None for another."""
         ...
 
+    def inside(self, path: str, prefix: str) -> bool:
+        """Whether the file or folder `path` lies in the environment at `prefix` (or is it), links resolved, by
+        this OS's path rules (system/pathrules.py: Windows compares without case)."""
+        ...
+
     def library_major(self, name: str) -> int | None:
         """The major version a library's name carries (libcudnn.so.9 → 9), else None."""
         ...

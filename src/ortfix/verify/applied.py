@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import FindingCode
 from ortfix.check.findings import Finding
-from ortfix.system import hooks
+from ortfix.system.linux import hooks
 from ortfix.verify.levels import Status, level_loader, no_gpu_reason
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.system import hooks
 from ortfix.system.inventory import LibCopy, parse_lib_name
+from ortfix.system.linux import hooks
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH
 from ortfix.system.platform import HookFile
 

@@ -1,9 +1,9 @@
-"""The Linux platform: glibc's loader (simulated by system/loader.py, with /etc/ld.so.cache read by ldcache.py), ELF
-SONAMEs (system/inventory.py's naming rules), the driver (system/driver.py) and the conda activation and preload hooks
-(system/hooks.py; what later stages ask about libraries and hooks: libraries.py), put together behind the `Platform`
-Protocol of system/platform.py, with the Linux names the facts use (LD_LIBRARY_PATH,
-LD_PRELOAD, libonnxruntime_providers_shared.so, libpython). It only delegates: the behaviour lives in those modules.
-One object serves one check: the machine's loader set-up is read once, on first use."""
+"""The Linux platform: glibc's loader (simulated by loader.py, with /etc/ld.so.cache read by ldcache.py), ELF SONAMEs
+(system/inventory.py's naming rules; the scan: inventory.py), the driver (driver.py) and the conda activation and
+preload hooks (hooks.py; what later stages ask about libraries and hooks: libraries.py), put together behind the
+`Platform` Protocol of system/platform.py, with the Linux names the facts use (LD_LIBRARY_PATH, LD_PRELOAD,
+libonnxruntime_providers_shared.so, libpython). It only delegates: the behaviour lives in those modules. One object
+serves one check: the machine's loader set-up is read once, on first use."""
 
 from __future__ import annotations
 
@@ -14,15 +14,19 @@ from types import MappingProxyType
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.system import hooks, inventory
-from ortfix.system.driver import DriverFacts, detect_driver
+from ortfix.system import inventory
+from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
-from ortfix.system.linux import libraries
+from ortfix.system.linux import hooks, libraries
+from ortfix.system.linux import inventory as linux_inventory
+from ortfix.system.linux.driver import detect_driver
 from ortfix.system.linux.elf import NotElf
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache, load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
-from ortfix.system.loader import LinuxLoader, LoaderConfig, LoadReport, unreadable_dirs
+from ortfix.system.linux.loader import LinuxLoader, LoaderConfig, unreadable_dirs
+from ortfix.system.loader import LoadReport
+from ortfix.system.pathrules import within_resolved
 from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.target.probe import ProbeFacts
 
@@ -105,6 +109,9 @@ class LinuxPlatform:
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return inventory.parse_lib_name(name)
 
+    def inside(self, path: str, prefix: str) -> bool:
+        return within_resolved(path, prefix, windows=False)
+
     def library_major(self, name: str) -> int | None:
         return inventory.soname_major(name)
 
@@ -130,7 +137,7 @@ class LinuxPlatform:
         return detect_driver(self.ld_cache)
 
     def scan_libraries(self, probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[LibCopy]:
-        return inventory.scan(probe, self.ld_cache, _elf_reader(reader), matrix)
+        return linux_inventory.scan(probe, self.ld_cache, _elf_reader(reader), matrix)
 
     # -- the target's processes ------------------------------------------------------------------------------
     def installed_hooks(self, probe: ProbeFacts) -> InstalledHooks:

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
+from ortfix.compat.addons import TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.system.inventory import LibCopy
@@ -20,10 +21,7 @@ from ortfix.system.windows.loader import VIA_CURRENT_FOLDER, VIA_PATH, VIA_SYSTE
 
 # The families of the CUDA libraries' DLLs, as the Linux inventory spells them (cublasLt, nvJitLink).
 FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cusparse", "cusolver", "nvrtc",
-            "nvrtc-builtins", "nvJitLink", "nvblas", "nvinfer", "nvinfer_plugin", "nvonnxparser")
-# TensorRT's DLLs carry the major after an underscore only (nvinfer_10.dll, nvinfer_plugin_10.dll,
-# nvonnxparser_10.dll: the imports of onnxruntime_providers_tensorrt.dll in the onnxruntime_gpu win_amd64 wheels).
-TENSORRT_DLL_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
+            "nvrtc-builtins", "nvJitLink", "nvblas", *TENSORRT_FAMILIES)
 # The search steps through which a copy outside the environment can win over its own (LIB004).
 SHADOW_VIAS = (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER,
                VIA_CURRENT_FOLDER)
@@ -96,7 +94,9 @@ def dll_name_for_soname(soname: str) -> str | None:
         return f"{family}{'64' if family == 'nvrtc' else ''}_{parts[0]}{minor}_0.dll"
     if family == "cudart" and len(parts) > 1:
         return f"cudart64_{parts[0]}{parts[1]}.dll"
-    if family in TENSORRT_DLL_FAMILIES:
+    # TensorRT's DLLs carry the major after an underscore only (nvinfer_10.dll, nvinfer_plugin_10.dll,
+    # nvonnxparser_10.dll: the imports of onnxruntime_providers_tensorrt.dll in the onnxruntime_gpu win_amd64 wheels).
+    if family in TENSORRT_FAMILIES:
         return f"{family}_{parts[0]}.dll"  # TensorRT 10's zip and wheels: nvinfer_10.dll, no "64"
     if family in FAMILIES or family == "cudnn" or family.startswith("cudnn_"):
         return f"{family}64_{parts[0]}.dll"

@@ -23,6 +23,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from ortfix import subproc
+from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.system.driver import DriverFacts, Gpu, nvml_query_script, parse_nvidia_smi_csv
@@ -34,6 +35,7 @@ from ortfix.system.inventory import (
     LibCopy,
 )
 from ortfix.system.loader import LoadReport
+from ortfix.system.pathrules import within, within_resolved
 from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
 from ortfix.system.windows import libraries
 from ortfix.system.windows.hooks import (
@@ -58,9 +60,6 @@ ORIGIN_LOGIN_PATH = "PATH at login"
 _FAMILIES = FAMILIES
 _BY_LOWER = {f.lower(): f for f in _FAMILIES}
 _DLL = re.compile(r"^(?P<family>[a-z_-]+?)(?:64)?_(?P<version>\d+)(?:_(?P<patch>\d+))?\.dll$", re.IGNORECASE)
-# Where tensorrt-cuNN-libs puts its DLLs, relative to site-packages: its package folder, as on Linux (no bin folder;
-# NVIDIA/TensorRT python/packaging/libs_wheel: package_data "*.dll*" of the package tensorrt_libs).
-TENSORRT_LIBS_DIR = "tensorrt_libs"
 # Families whose three-digit number is major and minor (cudart64_110.dll is CUDA 11.0; nvrtc64_120_0.dll 12.0).
 _MAJOR_MINOR = ("cudart", "nvrtc", "nvrtc-builtins", "nvJitLink")
 # Whose major names the CUDA major (cuFFT is one ahead: cufft64_11.dll ships with CUDA 12).
@@ -179,6 +178,9 @@ class WindowsPlatform:
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         return parse_dll_name(name)
 
+    def inside(self, path: str, prefix: str) -> bool:
+        return within_resolved(path, prefix, windows=True)
+
     def library_major(self, name: str) -> int | None:
         parsed = parse_dll_name(name)
         return parsed[1][0] if parsed else None
@@ -253,7 +255,8 @@ def candidate_dirs(probe: ProbeFacts) -> list[_ScanDir]:
             dirs.append(_ScanDir(os.path.join(nvidia, sub, "bin"), ORIGIN_WHEEL))
             dirs.append(_ScanDir(os.path.join(nvidia, sub, "bin", "x86_64"), ORIGIN_WHEEL))  # CUDA 13's cu13
     for sp in dict.fromkeys((*probe.site_packages, probe.purelib, probe.platlib)):
-        dirs.append(_ScanDir(os.path.join(sp, TENSORRT_LIBS_DIR), ORIGIN_WHEEL))  # tensorrt-cuNN-libs' DLLs
+        # tensorrt-cuNN-libs' DLLs: in its package folder, as on Linux (no bin folder; package_data "*.dll*")
+        dirs.append(_ScanDir(os.path.join(sp, TENSORRT_WHEEL_DIR), ORIGIN_WHEEL))
     if probe.torch:
         dirs.append(_ScanDir(probe.torch.lib_dir, ORIGIN_TORCH))
     if probe.env_kind == "conda":
@@ -290,7 +293,7 @@ def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
 
 def scan_dlls(probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[LibCopy]:
     """Every copy of every CUDA/cuDNN/TensorRT DLL (and zlibwapi.dll) in the folders of `candidate_dirs`."""
-    prefix = os.path.normcase(os.path.realpath(probe.prefix)) + os.sep
+    prefix = os.path.realpath(probe.prefix)
     majors = _wheel_majors(probe, matrix)
     out: list[LibCopy] = []
     for d in candidate_dirs(probe):
@@ -298,7 +301,7 @@ def scan_dlls(probe: ProbeFacts, reader: LibraryReader, matrix: Matrix) -> list[
             names = sorted(os.listdir(d.path))
         except OSError:
             continue
-        inside = (os.path.normcase(os.path.realpath(d.path)) + os.sep).startswith(prefix)
+        inside = within(os.path.realpath(d.path), prefix, windows=True)
         folder_majors = majors.get(os.path.normcase(os.path.normpath(d.path)), set())
         for name in names:
             parsed = parse_dll_name(name)

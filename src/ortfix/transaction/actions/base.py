@@ -32,9 +32,9 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
 from ortfix.plan.kinds import ActionKind
-from ortfix.system import hooks
 from ortfix.system.confine import ConfinementError, EnvRoot
 from ortfix.system.host import HOST
+from ortfix.system.linux import hooks
 from ortfix.system.windows import hooks as winhooks
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.store import TransactionStore

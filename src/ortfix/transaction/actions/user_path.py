@@ -11,13 +11,13 @@ deleted. Plans are per platform: anywhere but Windows the handler refuses with o
 
 from __future__ import annotations
 
-import ntpath
 from collections.abc import Mapping
 from typing import TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_bool, want_str, want_str_list
 from ortfix.plan.kinds import ActionKind, UserPathDetails
+from ortfix.system.pathrules import within
 from ortfix.system.windows import hooks as winhooks
 from ortfix.system.windows import userpath
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
@@ -35,10 +35,10 @@ class UserPathRecord(TypedDict):
 
 
 def _inside(folder: str, prefix: str) -> bool:
-    def norm(path: str) -> str:
-        return ntpath.normcase(ntpath.normpath(path)).rstrip("\\")
-
-    return norm(folder).startswith(norm(prefix) + "\\")
+    """A folder under the environment's prefix, the prefix itself not counted. Unlike the other "inside the
+    environment" checks (Platform.inside), no link is resolved: the entry is text for the user PATH in the registry,
+    not a file ortfix opens, and it is judged as the plan spells it, by Windows' rules whatever the host."""
+    return within(folder, prefix, windows=True, strict=True)
 
 
 class UserPath(Handler[UserPathDetails, UserPathRecord]):
