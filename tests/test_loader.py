@@ -176,7 +176,7 @@ def test_the_elf_cache_keeps_one_file_per_folder(tmp_path: Path) -> None:
 def test_runpath_tokens_expand_as_ld_so_expands_them() -> None:
     """$ORIGIN, $LIB and $PLATFORM (also in braces), ld.so's dynamic string tokens; the platform module they need is
     imported only when one of the last two appears."""
-    from ortfix.system.loader import _expand_tokens
+    from ortfix.system.linux.loader import _expand_tokens
 
     machine = os.uname().machine
     lib = "lib64" if os.path.isdir("/lib64") and machine in ("x86_64", "aarch64") else "lib"
