@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from support.fixtures import fake_ort_cpu_wheel, fake_ort_gpu_wheel, nvidia_cu12_set, pip_install
+from support.fixtures import fake_ort_cpu_wheel, fake_ort_gpu_wheel, make_venv, nvidia_cu12_set, pip_install
 from support.slowguard import pytest_runtest_call, pytest_runtest_setup  # noqa: F401 (hooks)
 from support.testcache import cache_root
-from txtools import ortfix_env, pip_config, pip_venv
+from txtools import copy_venv, ortfix_env, pip_config
 
 # Fixtures that build a venv, run pip or uv or start wine: a test that uses one (directly or through another fixture)
 # is marked slow by pytest_collection_modifyitems below. Modules whose every test is slow say so with `pytestmark`.
 SLOW_FIXTURES = frozenset({
-    "venv_template", "cpu_template", "cpu_venv", "uv_bin", "export_base",
+    "venv_template", "cpu_template", "cpu_venv", "gpu_template", "uv_bin", "export_base",
 })
 
 
@@ -77,6 +77,22 @@ def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> 
     return root / "venv"
 
 
+@pytest.fixture(scope="session")
+def gpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """A venv (no pip) with onnxruntime-gpu 1.22.0 and its [cuda,cudnn] extras from `wheelhouse`, made once; tests
+    copy it (gpu_venv)."""
+    venv = tmp_path_factory.mktemp("gpu-template") / "venv"
+    pip_install(make_venv(venv), "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
+    return venv
+
+
+@pytest.fixture()
+def gpu_venv(tmp_path: Path, gpu_template: Path) -> Path:
+    """onnxruntime-gpu 1.22.0 with its [cuda,cudnn] extras, the most common broken setup: the venv's folder,
+    tmp_path/venv. A full copy of `gpu_template` (pip installs it once, not once a test), the test's own to change."""
+    return copy_venv(gpu_template, tmp_path / "venv")
+
+
 # Each pytest-xdist worker runs wine in a prefix of its own (tests/wintools.wine_slot): with one shared prefix, a test
 # ending its wineserver in one worker left an `ortfix apply` under wine waiting in the other for 8 minutes.
 
@@ -90,11 +106,10 @@ def venv_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def cpu_venv(tmp_path: Path, wheelhouse: Path, venv_template: Path) -> Path:
-    """A copy of `venv_template` with onnxruntime 1.22.0 from `wheelhouse` installed; the venv's folder."""
-    python = pip_venv(venv_template, tmp_path / "cpu venv")
-    pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
-    return python.parent.parent
+def cpu_venv(tmp_path: Path, cpu_template: Path) -> Path:
+    """A venv with its own pip and onnxruntime 1.22.0 from `wheelhouse`: the venv's folder, tmp_path/"cpu venv". A full
+    copy of `cpu_template` (pip installs it once, not once a test), the test's own to change."""
+    return copy_venv(cpu_template, tmp_path / "cpu venv")
 
 
 @pytest.fixture()
