@@ -25,6 +25,15 @@ SLOW_FIXTURES = frozenset({
 })
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's `--dist load` hands each worker a quarter of its share of the tests at the start, in one run of
+    consecutive tests: with the real-wheel tests first (below), one worker would get all of them. One test at a time
+    instead (each worker keeps two queued), unless the command line says otherwise: the longest go to both workers,
+    and whichever is free takes the next."""
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
+
+
 def _cost_rank(item: pytest.Item) -> int:
     """0: real wheels (a minute or two each), 1: other slow tests (seconds), 2: the fast tier (milliseconds)."""
     if item.get_closest_marker("realwheels"):
@@ -38,10 +47,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if (uses or item.get_closest_marker("realwheels")) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    # Under pytest-xdist (CI's `-n 2`), the longest tests first: its scheduler hands them out in turn from the front,
-    # so they run side by side on both workers and the run ends on the fast tier's short tests, not on one two-minute
-    # test while the other worker idles. A stable sort: each module's tests stay together within their group (a
-    # module-scope fixture is made once per group). Without xdist the order is pytest's own.
+    # Under pytest-xdist (CI's `-n 2`), the longest tests first: its scheduler hands them out one at a time from the
+    # front (pytest_configure), so they run side by side on both workers and the run ends on the fast tier's short
+    # tests, not on one two-minute test while the other worker idles. A stable sort: each module's tests stay together
+    # within their group (a module-scope fixture is made once per group and worker). Without xdist the order is
+    # pytest's own.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=_cost_rank)
 
