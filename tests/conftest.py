@@ -25,35 +25,34 @@ SLOW_FIXTURES = frozenset({
 })
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """pytest-xdist's `--dist load` hands each worker a quarter of its share of the tests at the start, in one run of
-    consecutive tests: with the real-wheel tests first (below), one worker would get all of them. One test at a time
-    instead (each worker keeps two queued), unless the command line says otherwise: the longest go to both workers,
-    and whichever is free takes the next."""
-    if getattr(config.option, "maxschedchunk", "absent") is None:
-        config.option.maxschedchunk = 1
-
-
-def _cost_rank(item: pytest.Item) -> int:
-    """0: real wheels (a minute or two each), 1: other slow tests (seconds), 2: the fast tier (milliseconds)."""
+def _cost(item: pytest.Item) -> float:
+    """A rough guess at a test's seconds on CI's machine: a real-wheel test a minute, another slow one a few seconds."""
     if item.get_closest_marker("realwheels"):
-        return 0
-    return 1 if item.get_closest_marker("slow") else 2
+        return 60.0
+    return 5.0 if item.get_closest_marker("slow") else 0.05
+
+
+def _costliest_modules_first(items: list[pytest.Item]) -> None:
+    """Each module's tests together, the modules by their summed cost, highest first (a stable sort)."""
+    cost: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        cost[module] = cost.get(module, 0.0) + _cost(item)
+    items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: it reads the marks added here
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if (uses or item.get_closest_marker("realwheels")) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    # Under pytest-xdist (CI's `-n 2`), the longest tests first: its scheduler hands them out one at a time from the
-    # front (pytest_configure), so they run side by side on both workers and the run ends on the fast tier's short
-    # tests, not on one two-minute test while the other worker idles. A stable sort: each module's tests stay together
-    # within their group (a module-scope fixture is made once per group and worker). Without xdist the order is
-    # pytest's own.
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=_cost_rank)
+    # CI (.ci/run) hands whole modules to its two workers (`--dist loadscope`: a module-scope fixture is made once),
+    # in the order given here (`--no-loadscope-reorder`; a worker sees that option, not `--dist`): the costliest
+    # modules start first, side by side, and the run ends on the fast tier's short modules, not on the real-wheel
+    # tests of one module while the other worker idles.
+    if os.environ.get("PYTEST_XDIST_WORKER") and getattr(config.option, "loadscopereorder", True) is False:
+        _costliest_modules_first(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
