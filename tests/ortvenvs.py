@@ -64,19 +64,22 @@ if os.environ.get("ORTFIX_TEST_FAKE_CUDA"):
 '''
 
 
-def cached_venv(kind: str, *requirements: str, no_deps: bool = False) -> Path:
+def cached_venv(kind: str, *requirements: str, no_deps: bool = False, with_pip: bool = False) -> Path:
     """A venv with `requirements` installed by real pip, made once per machine in the tests' cache (keyed by them and
-    the interpreter running the tests); `kind` names the folder. Read-only for tests: see linked_copy."""
+    the interpreter running the tests); `kind` names the folder. With `with_pip`, the venv has its own pip, as
+    `python -m venv` gives it (for a copy that ortfix installs into). Read-only for tests: see linked_copy."""
     refuse_slow(f"pip ({' '.join(requirements)})")
     base = getattr(sys, "_base_executable", sys.executable)
-    key = hashlib.sha256(f"{base}|{sys.version}|{no_deps}|{requirements}".encode()).hexdigest()[:12]
+    flags = f"{no_deps}|pip" if with_pip else f"{no_deps}"  # the key of a venv without pip is as before
+    key = hashlib.sha256(f"{base}|{sys.version}|{flags}|{requirements}".encode()).hexdigest()[:12]
     root = cache_root() / f"{kind}-{key}"
     venv = root / "venv"
     with locked(cache_root() / f"{kind}-{key}.lock"):
         if not (root / "complete").exists():
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir(parents=True)
-            subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+            subprocess.run([sys.executable, "-m", "venv", "--clear", *([] if with_pip else ["--without-pip"]),
+                            str(venv)], check=True)
             subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                             "--disable-pip-version-check", *(["--no-deps"] if no_deps else []), *requirements],
                            check=True)

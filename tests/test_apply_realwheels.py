@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import ortvenvs
 from txtools import (
     CU12_SONAMES,
     assert_same_tree,
@@ -52,11 +53,12 @@ def test_real_cpu_to_gpu_swap_applies_and_rolls_back(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def real_gpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """onnxruntime-gpu with its extras: every NVIDIA library is installed, none is found by the loader."""
-    venv = tmp_path_factory.mktemp("gpu") / "gpu $venv 'q'"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    "onnxruntime-gpu[cuda,cudnn]==1.22.0"], check=True)
+    """onnxruntime-gpu with its extras: every NVIDIA library is installed, none is found by the loader. A hard-linked
+    copy of the machine's cached one (tests/ortvenvs.py: pip installs those 3.3 GB once a run, not once a module),
+    given its own pip as `python -m venv` would."""
+    venv = ortvenvs.linked_copy(ortvenvs.gpu_venv(), tmp_path_factory.mktemp("gpu") / "gpu $venv 'q'")
+    subprocess.run([str(venv / "bin" / "python"), "-m", "ensurepip", "--default-pip"], check=True,
+                   capture_output=True)
     return venv
 
 

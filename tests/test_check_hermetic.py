@@ -29,15 +29,6 @@ CU12_SONAMES = ["libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10", "libc
                 "libcudnn.so.9", "libnvrtc.so.12"]
 
 
-@pytest.fixture()
-def gpu_venv(tmp_path: Path, wheelhouse: Path) -> Path:
-    """onnxruntime-gpu 1.22.0 with its [cuda,cudnn] extras: the most common broken setup."""
-    venv = tmp_path / "venv"
-    python = make_venv(venv)
-    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
-    return venv
-
-
 def missing_sonames(doc: dict[str, Any]) -> set[str]:
     """Sonames reported missing: entirely (LIB001) or with only another major present (LIB003)."""
     out = set()

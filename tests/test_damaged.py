@@ -38,13 +38,6 @@ PYBIND = "onnxruntime/capi/onnxruntime_pybind11_state"
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def gpu_venv(tmp_path: Path, wheelhouse: Path) -> Path:
-    venv = tmp_path / "venv"
-    pip_install(make_venv(venv), "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
-    return venv
-
-
 def record_rows(dist_info: Path) -> list[tuple[str, int | None]]:
     rows = []
     for line in (dist_info / "RECORD").read_text(encoding="utf-8").splitlines():

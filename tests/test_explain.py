@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -360,9 +361,16 @@ NEW_IDS = (
 )
 
 
+@functools.cache
+def _releases() -> tuple[dict[str, Any], ...]:
+    """The matrix file's releases, parsed once a session (about 0.3 s each time: tests here ask 22 times)."""
+    return tuple(yaml.safe_load(ORT_YAML.read_text(encoding="utf-8"))["releases"])
+
+
 def _gpu_rows(version: str, index: str = "default") -> list[dict[str, Any]]:
-    rows = yaml.safe_load(ORT_YAML.read_text(encoding="utf-8"))["releases"]
-    return [r for r in rows if r["package"] == "onnxruntime-gpu" and r["index"] == index and version in r["versions"]]
+    """Copies of the rows, so no test can change what the next one reads."""
+    return [copy.deepcopy(r) for r in _releases()
+            if r["package"] == "onnxruntime-gpu" and r["index"] == index and version in r["versions"]]
 
 
 def _python_tags(version: str) -> set[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clitools import NEUTRAL
+from ortvenvs import cached_venv, linked_copy
 
 
 def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -82,12 +83,10 @@ def load_code(provider: Path | None = None) -> str:
 
 
 def real_cpu_venv(venv: Path) -> Path:
-    """A venv with its own pip and the real CPU onnxruntime 1.22.0 from this machine's pip configuration; its python."""
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "onnxruntime==1.22.0"],
-                   check=True)
-    return python
+    """A venv at `venv` with its own pip and the real CPU onnxruntime 1.22.0 from this machine's pip configuration;
+    its python. A hard-linked copy (tests/ortvenvs.linked_copy) of one made once per machine in the tests' cache."""
+    linked_copy(cached_venv("ortvenv-cpu-pip", "onnxruntime==1.22.0", with_pip=True), venv)
+    return venv / "bin" / "python"
 
 
 # The folders a child's PATH holds in the tests: the system's own, never the caller's. Run from an activated venv, the
