@@ -391,3 +391,23 @@ def test_the_check_screens_columns_line_up_in_chinese() -> None:
         rows = _screen("check", "--fresh", lang=lang).splitlines()[1:4]  # system, driver, onnxruntime
         starts = {i18n.display_width(re.match(r"\S+\s+", row).group(0)) for row in rows}  # type: ignore[union-attr]
         assert starts == {12}, (lang, rows)
+
+
+def test_verify_screen_speaks_chinese_in_aligned_columns() -> None:
+    """verify on ortfix's own interpreter (no onnxruntime there: level 1 fails, 2 and 3 do not run): the target line,
+    level titles, marks and verdict lines are Chinese, and each level's verdict starts in the same terminal column
+    (31) in Chinese as in English."""
+    if importlib.util.find_spec("onnxruntime") is not None:
+        pytest.skip("ortfix's own environment has onnxruntime: the verdicts this test reads are not printed")
+    for lang in ("zh_CN.UTF-8", "C"):
+        proc = run_ortfix("verify", "--python", sys.executable, env={"LANG": lang, "LANGUAGE": "", "ORTFIX_LANG": ""})
+        assert proc.returncode in (0, 1, 3) and not proc.stderr, proc.stderr
+        rows = [line for line in proc.stdout.splitlines() if re.match(r"[123]\. ", line)]
+        assert len(rows) == 3, proc.stdout
+        verdicts = [row.index("onnxruntime", 3) for row in rows]  # each verdict names onnxruntime (not installed)
+        assert {i18n.display_width(row[:i]) for row, i in zip(rows, verdicts)} == {31}, (lang, rows)
+        if lang == "C":
+            assert "libraries load" in proc.stdout and proc.stdout.startswith("target ")
+        else:
+            assert "库能加载" in proc.stdout and "第 1 级" in proc.stdout and proc.stdout.startswith("目标 ")
+            assert "libraries load" not in proc.stdout and "Failed:" not in proc.stdout and "not run" not in proc.stdout
