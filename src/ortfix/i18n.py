@@ -18,6 +18,7 @@ English source is not used. Nothing here ever fails a command.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -193,3 +194,17 @@ def tr(template: str, **values: str | int | Msg) -> str:
 def text(message: str | Msg) -> str:
     """A Msg translated, a plain string as a catalog key."""
     return message.text() if isinstance(message, Msg) else _(message)
+
+
+def display_width(value: str) -> int:
+    """The columns `value` takes on a terminal: East Asian Wide and Fullwidth characters (Chinese) take two,
+    combining marks none, the rest one."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+               for c in value)
+
+
+def pad(value: str, width: int, *, right: bool = False) -> str:
+    """`value` padded with spaces to `width` terminal columns (display_width): `f"{value:<width}"` (`right`:
+    `f"{value:>width}"`) for any language."""
+    fill = " " * max(0, width - display_width(value))
+    return fill + value if right else value + fill

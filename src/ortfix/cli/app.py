@@ -403,7 +403,7 @@ def _require_confirmation_possible(yes: bool) -> None:
 def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
     """`target`, named on the first line of the command's output (before any work starts)."""
     if not as_json:
-        _echo(visible(target.line()))
+        _echo(visible(target.line_msg().text()))
     return target
 
 

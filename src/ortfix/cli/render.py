@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import _, tr
+from ortfix.i18n import N_, _, pad, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -26,9 +26,17 @@ if TYPE_CHECKING:
     from ortfix.commands.matrix import MatrixShowResult
     from ortfix.commands.plan import PlanResult
     from ortfix.plan.model import Plan
+    from ortfix.system.windows.facts import WindowsFacts
     from ortfix.target.choose import TargetDescription
 
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
+_SEVERITY = {Severity.ERROR: N_("error"), Severity.WARNING: N_("warning"), Severity.INFO: N_("info")}
+_LABEL = 12  # the width of the check screen's labels (system, driver, ...), in terminal columns
+
+
+def _row(label: str, value: str) -> str:
+    """One row of the check screen's stack: the label (translated) padded to its column, then the value."""
+    return pad(label, _LABEL) + value
 
 
 def check_json(result: CheckResult) -> dict[str, Any]:
@@ -67,49 +75,54 @@ def _driver_line(d: DriverFacts) -> str:
     given_driver, given_cc = d.source == "--driver", d.overridden and any(g.name == GIVEN_GPU for g in d.gpus)
     gpus = ", ".join(f"{g.name} (sm {g.compute_capability or '?'})" for g in d.gpus if g.name != GIVEN_GPU)
     cuda = f", CUDA {d.cuda_version}" if d.cuda_version else ""
-    cc = f", compute capability {d.gpus[0].compute_capability}" if given_cc else f"; {gpus or 'GPUs not queried'}"
-    given = ("both given" if given_driver and given_cc else "given with --driver" if given_driver
-             else "compute capability given" if given_cc else "")
-    return f"{d.version}{cuda}{cc}" + (f" ({given}: planning for another machine)" if given else "")
+    cc = (tr(", compute capability {cc}", cc=str(d.gpus[0].compute_capability)) if given_cc
+          else f"; {gpus or _('GPUs not queried')}")
+    given = (_("both given") if given_driver and given_cc else _("given with --driver") if given_driver
+             else _("compute capability given") if given_cc else "")
+    return f"{d.version}{cuda}{cc}" + (tr(" ({given}: planning for another machine)", given=given) if given else "")
 
 
 def _stack_lines(facts: Facts) -> list[str]:
     p = facts.probe
     d = facts.driver
-    libc = "" if p.windows else f", glibc {p.glibc or 'unknown'}"
-    lines = [f"system      {p.system} {p.machine}{libc}{', WSL' if p.wsl else ''}"]
-    if d.present:
-        lines.append(f"driver      {_driver_line(d)}")
-    else:
-        lines.append("driver      none found")
-    ort = [f"{x.name} {x.version}" for x in facts.ort_distributions] or ["not installed"]
-    lines.append(f"onnxruntime {', '.join(ort)}")
+    libc = "" if p.windows else f", glibc {p.glibc or _('unknown')}"
+    lines = [_row(_("system"), f"{p.system} {p.machine}{libc}{', WSL' if p.wsl else ''}")]
+    lines.append(_row(_("driver"), _driver_line(d) if d.present else _("none found")))
+    ort = [f"{x.name} {x.version}" for x in facts.ort_distributions] or [_("not installed")]
+    lines.append(_row("onnxruntime", ", ".join(ort)))
     for o in facts.ort:
         if o.providers:
             cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
             if o.cuda_major and o.cuda_source and o.cuda_source != "binary":
-                cuda += f" (per the {o.cuda_source})"
+                cuda = tr("{cuda} (per the {source})", cuda=cuda, source=o.cuda_source)
             cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
-            build = " ".join(x for x in (o.package, o.version) if x) or "an unidentified build"
-            lines.append(f"            {o.dir.package_dir}: {build} built for {cuda}{cudnn}")
+            build = " ".join(x for x in (o.package, o.version) if x) or _("an unidentified build")
+            lines.append(_row("", tr("{folder}: {build} built for {cuda}{cudnn}", folder=o.dir.package_dir,
+                                     build=build, cuda=cuda, cudnn=cudnn)))
     if p.torch:
-        lines.append(f"torch       {p.torch.version} (CUDA {p.torch.cuda or 'none'})")
+        lines.append(_row("torch", f"{p.torch.version} (CUDA {p.torch.cuda or _('none')})"))
     genai = genai_installs(facts)
     if genai:
-        lines.append(f"genai       {', '.join(g.line for g in genai)}")
+        lines.append(_row("genai", ", ".join(g.line for g in genai)))
     ld = facts.loader.ld_library_path
-    lines.append(f"loader      {facts.loader.search_variable}={ld if ld else '(unset)'}"
-                 + (f"; preload hook loads {len(facts.loader.preloaded)}" if facts.loader.preloaded else ""))
-    win = facts.windows
-    if win is not None:
-        lines.append(f"            PATH at a new login: {';'.join(win.login_path) or '(empty)'}")
-        msvc = win.msvc_runtime
-        version = ".".join(map(str, msvc.version)) if msvc.version else "version unknown"
-        lines.append(f"            {msvc.name}: {f'{msvc.path} ({version})' if msvc.path else 'not found'}")
-        modes = [m for m, on in (("conda's default-dirs DLL search", win.default_dirs_mode),
-                                 ("Store Python: PATH is not searched", win.packaged)) if on]
-        if modes:
-            lines.append(f"            {'; '.join(modes)}")
+    search = f"{facts.loader.search_variable}={ld if ld else _('(unset)')}"
+    lines.append(_row(_("loader"), tr("{search}; preload hook loads {n}", search=search,
+                                      n=len(facts.loader.preloaded)) if facts.loader.preloaded else search))
+    if facts.windows is not None:
+        lines += _windows_lines(facts.windows)
+    return lines
+
+
+def _windows_lines(win: WindowsFacts) -> list[str]:
+    """The check screen's Windows rows: PATH at a new login, the MSVC runtime, how DLLs are searched."""
+    lines = [_row("", tr("PATH at a new login: {path}", path=";".join(win.login_path) or _("(empty)")))]
+    msvc = win.msvc_runtime
+    version = ".".join(map(str, msvc.version)) if msvc.version else _("version unknown")
+    lines.append(_row("", f"{msvc.name}: {f'{msvc.path} ({version})' if msvc.path else _('not found')}"))
+    modes = [_(m) for m, on in ((N_("conda's default-dirs DLL search"), win.default_dirs_mode),
+                                (N_("Store Python: PATH is not searched"), win.packaged)) if on]
+    if modes:
+        lines.append(_row("", "; ".join(modes)))
     return lines
 
 
@@ -123,10 +136,11 @@ def _library_lines(facts: Facts, problems: set[str], verbose: bool, with_tensorr
         for prov in o.providers:
             if prov.provider == "tensorrt" and not trt:
                 continue
-            optional = " (TensorRT provider only; optional)" if prov.provider == "tensorrt" else ""
-            out.append(f"{os.path.basename(prov.library)} needs{optional}:")
+            library = os.path.basename(prov.library)
+            out.append(tr("{library} needs (TensorRT provider only; optional):", library=library)
+                       if prov.provider == "tensorrt" else tr("{library} needs:", library=library))
             if prov.error:
-                out.append(f"  cannot read: {prov.error}")
+                out.append(tr("  cannot read: {error}", error=prov.error))
                 continue
             seen: set[str] = set()
             hidden = 0
@@ -137,14 +151,15 @@ def _library_lines(facts: Facts, problems: set[str], verbose: bool, with_tensorr
                 if not verbose and r.path and r.name not in problems:
                     hidden += 1
                     continue
-                where = r.path or "NOT FOUND"
-                lazy = " (loaded lazily)" if r.lazy else ""
+                where = r.path or _("NOT FOUND")
+                lazy = _(" (loaded lazily)") if r.lazy else ""
                 via = f"  [{r.via}]" if r.via else ""
-                driver = " (needs the NVIDIA driver's libcuda.so.1)" if r.name in prov.needs_driver else ""
+                driver = _(" (needs the NVIDIA driver's libcuda.so.1)") if r.name in prov.needs_driver else ""
                 out.append(f"  {r.name:<36} {where}{via}{lazy}{driver}")
             if hidden:
-                counted = f"all {hidden}" if hidden == len(seen) else f"{hidden} more"
-                out.append(f"  {counted} found by the loader; --verbose lists every library")
+                out.append(tr("  all {n} found by the loader; --verbose lists every library", n=hidden)
+                           if hidden == len(seen) else
+                           tr("  {n} more found by the loader; --verbose lists every library", n=hidden))
     return out
 
 
@@ -168,10 +183,11 @@ def _interesting(name: str) -> bool:
 def render_findings(findings: Sequence[Finding]) -> list[str]:
     out = []
     for f in findings:
-        out.append(f"{_MARK[f.severity]} {f.code} {f.severity.value}: {f.summary}")
+        out.append(tr("{mark} {code} {severity}: {summary}", mark=_MARK[f.severity], code=str(f.code),
+                      severity=_(_SEVERITY[f.severity]), summary=f.summary))
         for e in f.evidence:
             out.append(f"    {e}")
-        out.append(f"    fix: {f.fix}")
+        out.append(tr("    fix: {fix}", fix=f.fix))
     return out
 
 
@@ -179,12 +195,12 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
                  own_note: str | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
     """The check's report; its first line names the target and how it was chosen. `verbose`: every library row, not
     only those that are a problem; `with_tensorrt`: the TensorRT provider's table even where none is installed."""
-    lines = [target.line(), *_stack_lines(facts)]
+    lines = [target.line_msg().text(), *_stack_lines(facts)]
     libs = _library_lines(facts, _problem_libraries(findings), verbose, with_tensorrt)
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):
-        lines.append(f"note: {note}")
+        lines.append(tr("note: {note}", note=note))
     lines.append("")
     errors = sum(f.severity is Severity.ERROR for f in findings)
     warnings = sum(f.severity is Severity.WARNING for f in findings)
@@ -192,57 +208,62 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
         lines += render_findings(findings)
         lines.append("")
     if errors or warnings:
-        lines.append(f"{errors} error(s), {warnings} warning(s). `ortfix plan` shows the changes that fix them.")
+        lines.append(tr("{errors} error(s), {warnings} warning(s). `ortfix plan` shows the changes that fix them.",
+                        errors=errors, warnings=warnings))
     else:
-        lines.append("The GPU path looks healthy.")
+        lines.append(_("The GPU path looks healthy."))
     return join_lines(lines)
 
 
 def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False) -> str:
     """The plan; its first line names the target environment and how it was chosen. `applying`: shown by `apply`
     before it changes things, so without the footer that says nothing has changed."""
-    lines = [target.line()]
-    machine = [f"NVIDIA driver {plan.options.driver_version}" if plan.options.driver_version else "",
-               f"compute capability {plan.options.compute_capability}" if plan.options.compute_capability else ""]
+    lines = [target.line_msg().text()]
+    machine = [tr("NVIDIA driver {version}", version=plan.options.driver_version)
+               if plan.options.driver_version else "",
+               tr("compute capability {cc}", cc=plan.options.compute_capability)
+               if plan.options.compute_capability else ""]
     if any(machine):
-        lines.append(f"for a machine with {', '.join(m for m in machine if m)} (assumed, as given)")
+        lines.append(tr("for a machine with {machine} (assumed, as given)", machine=", ".join(m for m in machine if m)))
     if plan.target:
         t = plan.target
-        lines.append(f"ORT build: {t.package} {t.version} (CUDA {t.cuda_major}"
-                     f"{', cuDNN ' + str(t.cudnn_major) if t.cudnn_major else ''}"
-                     f"{', from a separate feed' if t.index == 'alternate' else ''})")
+        lines.append(tr("ORT build: {package} {version} (CUDA {cuda}{cudnn}{feed})", package=t.package,
+                        version=t.version, cuda=t.cuda_major, cudnn=f", cuDNN {t.cudnn_major}" if t.cudnn_major else "",
+                        feed=_(", from a separate feed") if t.index == "alternate" else ""))
     lines.append("")
     adds = removes = changes = 0
     for i, a in enumerate(plan.actions, 1):
-        lines.append(f"{i}. {a.summary}" + (f"   (fixes {', '.join(a.fixes)})" if a.fixes else ""))
+        lines.append(f"{i}. {a.summary}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes else ""))
         for c in a.changes:
             lines.append(f"     {c}")
             adds += c.startswith("+")
             removes += c.startswith("-")
             changes += c.startswith("~")
         if a.kind == "pip-install":
-            lines.append(f"     via: {_via(plan, a.detail_items('requirements'), str(a.details['installer']))}   "
-                         f"(installer {a.details['installer']}, with your pip "
-                         "configuration)")
+            installer = str(a.details["installer"])
+            lines.append(tr("     via: {command}   (installer {installer}, with your pip configuration)",
+                            command=_via(plan, a.detail_items("requirements"), installer), installer=installer))
         if a.kind == "write-file":
-            lines.append(f"     content of {a.details['path']} (mode {a.details['mode']:04o}):")
+            lines.append(tr("     content of {path} (mode {mode}):", path=str(a.details["path"]),
+                            mode=f"{a.details['mode']:04o}"))
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
-        lines.append(f"     undo: {a.undo}")
+        lines.append(tr("     undo: {undo}", undo=a.undo))
     if not plan.actions:
-        lines.append("No changes needed." if not plan.unresolved else "No change ortfix can make fixes this.")
+        lines.append(_("No changes needed.") if not plan.unresolved else _("No change ortfix can make fixes this."))
     lines.append("")
-    lines.append(f"Plan: {adds} to add, {changes} to change, {removes} to remove. Fingerprint {plan.fingerprint}.")
+    lines.append(tr("Plan: {adds} to add, {changes} to change, {removes} to remove. Fingerprint {fingerprint}.",
+                    adds=adds, changes=changes, removes=removes, fingerprint=plan.fingerprint))
     for note in plan.notes:
-        lines.append(f"note: {note}")
+        lines.append(tr("note: {note}", note=note))
     if plan.unresolved:
         lines.append("")
-        lines.append("Not fixed by this plan (needs you):")
+        lines.append(_("Not fixed by this plan (needs you):"))
         for f in plan.unresolved:
             lines.append(f"  {f.code} {f.summary}")
-            lines.append(f"      fix: {f.fix}")
+            lines.append(tr("      fix: {fix}", fix=f.fix))
     if plan.actions and not applying:
         lines.append("")
-        lines.append("Nothing has been changed. `ortfix apply` makes these changes as one transaction.")
+        lines.append(_("Nothing has been changed. `ortfix apply` makes these changes as one transaction."))
     return join_lines(lines)
 
 
@@ -256,7 +277,7 @@ def render_matrix(matrix: Matrix) -> str:
                      f"{', '.join(b.cuda_needed)}" + (f" (lazy: {', '.join(b.cuda_lazy)})" if b.cuda_lazy else ""))
     lines += ["", f"{'CUDA':<6} {'driver (Linux)':<16} {'driver (Windows)':<18} compute capability   wheels"]
     for major, c in sorted(matrix.cuda.items()):
-        wheels = ", ".join(w.distribution for w in c.wheels) or "none on the package index"
+        wheels = ", ".join(w.distribution for w in c.wheels) or _("none on the package index")
         lines.append(f"{major:<6} >= {c.driver_min.get('linux', '?'):<13} >= {c.driver_min.get('windows', '?'):<15} "
                      f"{c.cc_min} - {c.cc_max:<12} {wheels}")
     lines += ["", "cuDNN wheels:"]

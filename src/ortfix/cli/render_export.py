@@ -6,6 +6,7 @@ from typing import Any
 
 from ortfix.commands.export import ExportResult
 from ortfix.commands.wheelhouse import WheelhouseResult
+from ortfix.i18n import _, tr
 from ortfix.safetext import join_lines
 
 
@@ -17,7 +18,9 @@ def export_json(r: ExportResult) -> dict[str, Any]:
 def render_export(r: ExportResult) -> str:
     """With -o: what was written; without: the file itself (its last newline is click's)."""
     if r.written:
-        return "Wrote " + " and ".join(r.written) + "."
+        if len(r.written) == 2:  # the script and its undo script
+            return tr("Wrote {file} and {undo}.", file=r.written[0], undo=r.written[1])
+        return tr("Wrote {files}.", files=", ".join(r.written))
     return r.text[:-1] if r.text.endswith("\n") else r.text
 
 
@@ -30,11 +33,12 @@ def wheelhouse_json(r: WheelhouseResult) -> dict[str, Any]:
 
 def render_wheelhouse(r: WheelhouseResult) -> str:
     house = r.wheelhouse
-    lines = [f"Downloaded {len(house.files)} wheel(s) into {house.folder} (manifest: ortfix-wheelhouse.json):"]
+    lines = [tr("Downloaded {n} wheel(s) into {folder} (manifest: ortfix-wheelhouse.json):", n=len(house.files),
+                folder=house.folder)]
     lines += [f"  {f['file']}  ({f['why']})" for f in house.files]
     if house.ortfix_missing:
-        lines.append(f"ortfix itself is not in it: {house.ortfix_missing}")
-    lines += ["", "On the offline machine:", f"  {r.apply_command}"]
+        lines.append(tr("ortfix itself is not in it: {why}", why=house.ortfix_missing))
+    lines += ["", _("On the offline machine:"), f"  {r.apply_command}"]
     if not house.ortfix_missing:
-        lines.append(f"  (ortfix itself: {r.install_ortfix_command})")
+        lines.append(tr("  (ortfix itself: {command})", command=r.install_ortfix_command))
     return join_lines(lines)

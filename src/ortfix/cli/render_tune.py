@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortfix.commands.tune import TuneResult
+from ortfix.i18n import _, display_width, pad, tr
 from ortfix.safetext import join_lines
 from ortfix.target.ortrun import CUDA_EP, shapes_text
 from ortfix.tune import Phase
@@ -44,33 +45,37 @@ def _ms(value: float | None) -> str:
 
 def render_tune(result: TuneResult) -> str:
     lines = [f"ortfix tune {result.model}",
-             f"  with {result.python} (onnxruntime {result.onnxruntime or '?'}); {result.runs} timed runs per phase"]
+             tr("  with {python} (onnxruntime {version}); {runs} timed runs per phase", python=result.python,
+                version=result.onnxruntime or "?", runs=result.runs)]
     if result.shape_sets:
-        lines.append(f"  fixed shape:     {shapes_text(result.shape_sets[0], ',')}")
+        lines.append("  " + pad(_("fixed shape:"), 17) + shapes_text(result.shape_sets[0], ","))
     if len(result.shape_sets) > 1:
-        lines.append(f"  changing shapes: {'  '.join(shapes_text(s, ',') for s in result.shape_sets)}")
+        lines.append("  " + pad(_("changing shapes:"), 17) + "  ".join(shapes_text(s, ",") for s in result.shape_sets))
     else:
-        lines.append("  changing shapes: not timed (one set of shapes; give --shapes twice or more)")
+        lines.append("  " + pad(_("changing shapes:"), 17)
+                     + _("not timed (one set of shapes; give --shapes twice or more)"))
     lines.append("")
-    header = (f"{'provider / options':<52} {'load':>8} {'fixed 1st':>10} {'fixed':>9} {'chg 1st':>9} "
-              f"{'chg max':>9} {'chg':>9}")
-    lines += [header, "-" * len(header)]
+    columns = ((_("load"), 8), (_("fixed 1st"), 10), (_("fixed"), 9), (_("chg 1st"), 9), (_("chg max"), 9),
+               (_("chg"), 9))
+    header = " ".join([pad(_("provider / options"), 52), *(pad(name, width, right=True) for name, width in columns)])
+    lines += [header, "-" * display_width(header)]
     for r in result.results:
         ch = r.changing
         lines.append(f"{r.config.name:<52} {_ms(r.load_ms):>8} {_ms(r.fixed.first_ms if r.fixed else None):>10} "
                      f"{_ms(r.fixed.steady_ms if r.fixed else None):>9} {_ms(ch.first_ms if ch else None):>9} "
                      f"{_ms(ch.first_max_ms if ch else None):>9} {_ms(ch.steady_ms if ch else None):>9}")
-    lines.append("milliseconds; 1st: the first run (chg: mean over the shapes' first runs, max: the slowest); "
-                 f"fixed, chg: median of the {result.runs} runs after")
+    lines.append(tr("milliseconds; 1st: the first run (chg: mean over the shapes' first runs, max: the slowest); "
+                    "fixed, chg: median of the {runs} runs after", runs=result.runs))
     if result.cuda_startup_ms is not None:
-        lines.append(f"CUDA start-up ({_ms(result.cuda_startup_ms)} ms: context, cuBLAS/cuDNN loading) was timed "
-                     "apart, before the first CUDA row: no row is charged for it")
+        lines.append(tr("CUDA start-up ({ms} ms: context, cuBLAS/cuDNN loading) was timed apart, before the first "
+                        "CUDA row: no row is charged for it", ms=_ms(result.cuda_startup_ms)))
     if result.cuda_note:
         lines.append("")
         ran = any(r.config.provider == "cuda" for r in result.results)
-        lines.append(f"CUDA part {'incomplete' if ran else 'not run'}: {result.cuda_note}")
+        lines.append(tr("CUDA part incomplete: {note}", note=result.cuda_note) if ran
+                     else tr("CUDA part not run: {note}", note=result.cuda_note))
     rec = result.recommendation
-    lines += ["", f"Recommended CUDA provider options: {rec.basis}.", "", "  Python:"]
+    lines += ["", tr("Recommended CUDA provider options: {basis}.", basis=rec.basis), "", "  Python:"]
     lines += [f"    cuda_options = {rec.python.splitlines()[0]}",
               *(f"    {line}" for line in rec.python.splitlines()[1:]),
               "    session = onnxruntime.InferenceSession(",

@@ -6,6 +6,7 @@ from typing import Any
 
 from ortfix.commands.verify import VerifyResult
 from ortfix.errors import ExitCode
+from ortfix.i18n import N_, _, pad, tr
 from ortfix.safetext import join_lines
 from ortfix.verify.levels import BUILTIN_MODEL, Status
 
@@ -25,36 +26,43 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
     }
 
 
-_MARKS = {Status.PASS: "✓ pass", Status.FAIL: "✗ FAIL", Status.NOT_RUN: "- not run"}
-_TITLES = {"loader": "libraries load", "provider": "provider starts", "numbers": "numbers match"}
+_MARKS = {Status.PASS: N_("✓ pass"), Status.FAIL: N_("✗ FAIL"), Status.NOT_RUN: N_("- not run")}
+_TITLES = {"loader": N_("libraries load"), "provider": N_("provider starts"), "numbers": N_("numbers match")}
+_INDENT = " " * 31  # where a level's evidence starts: under its verdict
+
+
+def _level(number: int, name: str) -> str:
+    return tr("level {number} ({title})", number=number, title=_(_TITLES[name]))
 
 
 def render_verify(result: VerifyResult) -> str:
+    """The levels as a table (titles and marks padded by terminal columns: i18n.pad), then one verdict line."""
+    model = tr("built-in {name}", name=BUILTIN_MODEL.name) if result.builtin_model else str(result.model)
     lines = [f"ortfix verify: {result.python}",
-             f"  onnxruntime {result.onnxruntime or 'not installed'}; NVIDIA driver: {result.driver}",
-             f"  model: {'built-in ' + BUILTIN_MODEL.name if result.builtin_model else result.model}", ""]
+             tr("  onnxruntime {version}; NVIDIA driver: {driver}", version=result.onnxruntime or _("not installed"),
+                driver=result.driver),
+             tr("  model: {model}", model=model), ""]
     for lv in result.levels:
-        lines.append(f"{lv.number}. {_TITLES[lv.name]:<16} {_MARKS[lv.status]:<10} {lv.verdict}")
+        lines.append(f"{lv.number}. {pad(_(_TITLES[lv.name]), 16)} {pad(_(_MARKS[lv.status]), 10)} {lv.verdict}")
         for e in lv.evidence[:12]:
-            lines.append(f"{'':<31}{e}")
+            lines.append(f"{_INDENT}{e}")
         if len(lv.evidence) > 12:
-            lines.append(f"{'':<31}... and {len(lv.evidence) - 12} more (--json has all)")
+            lines.append(_INDENT + tr("... and {n} more (--json has all)", n=len(lv.evidence) - 12))
         if lv.fix and lv.status is Status.FAIL:
-            lines.append(f"{'':<31}fix: {lv.fix}")
+            lines.append(_INDENT + tr("fix: {fix}", fix=lv.fix))
     for g in result.genai:
-        lines.append(f"{'genai':<19} {_MARKS[Status.PASS if g.ok else Status.FAIL]:<10} {g.line()}")
+        lines.append(f"{'genai':<19} {pad(_(_MARKS[Status.PASS if g.ok else Status.FAIL]), 10)} {g.line()}")
         if not g.ok:
-            lines.append(f"{'':<31}fix: `ortfix plan` shows the onnxruntime-genai package that fits")
+            lines.append(_INDENT + _("fix: `ortfix plan` shows the onnxruntime-genai package that fits"))
     lines.append("")
     failed = [lv for lv in result.levels if lv.status is Status.FAIL]
     not_run = [lv for lv in result.levels if lv.status is Status.NOT_RUN]
     bad_genai = [g.package for g in result.genai if not g.ok]
     if failed or bad_genai:
-        lines.append("Failed: " + ", ".join([*(f"level {lv.number} ({_TITLES[lv.name]})" for lv in failed),
-                                             *bad_genai]) + ".")
+        lines.append(tr("Failed: {what}.", what=", ".join([*(_level(lv.number, lv.name) for lv in failed),
+                                                          *bad_genai])))
     if not_run:
-        lines.append("Could not run here: " + ", ".join(f"level {lv.number} ({_TITLES[lv.name]})" for lv in not_run)
-                     + ".")
+        lines.append(tr("Could not run here: {what}.", what=", ".join(_level(lv.number, lv.name) for lv in not_run)))
     if not failed and not not_run and not bad_genai:
-        lines.append("The GPU path works: the CUDA provider starts and computes what the CPU computes.")
+        lines.append(_("The GPU path works: the CUDA provider starts and computes what the CPU computes."))
     return join_lines(lines)
