@@ -15,13 +15,23 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from ortfix import subproc
 from ortfix.system.linux.ldcache import LdCache
 
-_NVRM = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_LIBCUDA_VERSIONED = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+@cache
+def _nvrm() -> re.Pattern[str]:
+    return re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+@cache
+def _libcuda_versioned() -> re.Pattern[str]:
+    return re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 
 
@@ -55,7 +65,7 @@ class DriverFacts:
 
 def parse_proc_version(text: str) -> str | None:
     """The driver version in /proc/driver/nvidia/version ('NVRM version: NVIDIA UNIX x86_64 Kernel Module  535...')."""
-    m = _NVRM.search(text)
+    m = _nvrm().search(text)
     return m.group(1) if m else None
 
 
@@ -93,7 +103,7 @@ def find_libcuda(cache: LdCache, root: Path = Path("/")) -> str | None:
 
 
 def userspace_version(libcuda: str) -> str | None:
-    m = _LIBCUDA_VERSIONED.match(os.path.basename(os.path.realpath(libcuda)))
+    m = _libcuda_versioned().match(os.path.basename(os.path.realpath(libcuda)))
     return m.group(1) if m else None
 
 
