@@ -179,3 +179,39 @@ def test_a_linux_check_compiles_no_regex_it_does_not_use(gpu_venv: Path) -> None
     compiled, unused = proc.stderr.rsplit("compiled: ", 1)[1].split(" unused:")
     assert int(compiled) > 0  # the wrapper saw the module-level patterns
     assert unused.split() == []
+
+
+# The modules loaded when the probe's process is started (the first fork_exec), written at exit.
+_MODULES_AT_PROBE_START = """
+import _posixsubprocess
+import atexit
+import sys
+
+fork_exec, seen = _posixsubprocess.fork_exec, []
+
+
+def recorded(*args):
+    seen.append(sorted(sys.modules)) if not seen else None
+    return fork_exec(*args)
+
+
+_posixsubprocess.fork_exec = recorded
+from ortfix.__main__ import entry
+sys.argv = ["ortfix", *sys.argv[1:]]
+atexit.register(lambda: sys.stderr.write("\\nat probe start: %s\\n" % " ".join(seen[0] if seen else ["none"])))
+entry()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [[], ["--fresh"]])
+def test_the_probe_starts_before_typing_is_imported(gpu_venv: Path, extra: list[str]) -> None:
+    """Everything imported before the probe starts is on a replayed check's critical path (the rest overlaps the
+    probe): `typing` (3-4 ms) is not among it; system/host.py's seam type is for mypy only (issue 22)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    proc = subprocess.run([sys.executable, "-c", _MODULES_AT_PROBE_START, "check", "--python", str(gpu_venv), *extra],
+                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    assert proc.returncode == 1 and "\nat probe start: " in proc.stderr, proc.stderr[-2000:]
+    loaded = set(proc.stderr.rsplit("at probe start: ", 1)[1].split())
+    assert "ortfix.target.choose" in loaded  # recorded when the probe started, not at some other child's start
+    assert "typing" not in loaded
