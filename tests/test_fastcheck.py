@@ -128,3 +128,90 @@ def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp
     assert proc.returncode == 3
     assert proc.stdout == "x" * 300000
     assert proc.stderr == "partial line without a newline" + "handler ran\n"
+
+
+# Every regex an ortfix module compiles while it is imported, each wrapped so that its first use is seen; at exit,
+# those never used (the fast path ends with os._exit, after the atexit handlers: fastcheck.end).
+_UNUSED_PATTERNS = """
+import atexit
+import re
+import sys
+
+compile_ = re.compile
+made, used = set(), set()
+
+
+class Seen:
+    def __init__(self, pattern, flags, where):
+        self._compiled, self._where = compile_(pattern, flags), where
+
+    def __getattr__(self, name):
+        used.add(self._where)
+        return getattr(self._compiled, name)
+
+
+def wrapped(pattern, flags=0):
+    caller = sys._getframe(1)
+    if caller.f_code.co_name == "<module>" and caller.f_globals.get("__name__", "").startswith("ortfix"):
+        where = "%s:%d" % (caller.f_globals["__name__"], caller.f_lineno)
+        made.add(where)
+        return Seen(pattern, flags, where)
+    return compile_(pattern, flags)
+
+
+re.compile = wrapped
+from ortfix.__main__ import entry
+sys.argv = ["ortfix", *sys.argv[1:]]
+atexit.register(lambda: sys.stderr.write("\\ncompiled: %d unused: %s\\n" % (len(made), " ".join(sorted(made - used)))))
+entry()
+"""
+
+
+@pytest.mark.slow
+def test_a_linux_check_compiles_no_regex_it_does_not_use(gpu_venv: Path) -> None:
+    """Compiling a regex costs ~0.15 ms; 19 of those compiled at import were never used by a Linux check of an
+    environment without a project (a project's files, uv's settings, wheel file names, a driver's version text):
+    they are compiled at their first use (issue 22)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    proc = subprocess.run([sys.executable, "-c", _UNUSED_PATTERNS, "check", "--python", str(gpu_venv), "--fresh"],
+                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    assert proc.returncode == 1 and "\ncompiled: " in proc.stderr, proc.stderr[-2000:]
+    compiled, unused = proc.stderr.rsplit("compiled: ", 1)[1].split(" unused:")
+    assert int(compiled) > 0  # the wrapper saw the module-level patterns
+    assert unused.split() == []
+
+
+# The modules loaded when the probe's process is started (the first fork_exec), written at exit.
+_MODULES_AT_PROBE_START = """
+import _posixsubprocess
+import atexit
+import sys
+
+fork_exec, seen = _posixsubprocess.fork_exec, []
+
+
+def recorded(*args):
+    seen.append(sorted(sys.modules)) if not seen else None
+    return fork_exec(*args)
+
+
+_posixsubprocess.fork_exec = recorded
+from ortfix.__main__ import entry
+sys.argv = ["ortfix", *sys.argv[1:]]
+atexit.register(lambda: sys.stderr.write("\\nat probe start: %s\\n" % " ".join(seen[0] if seen else ["none"])))
+entry()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [[], ["--fresh"]])
+def test_the_probe_starts_before_typing_is_imported(gpu_venv: Path, extra: list[str]) -> None:
+    """Everything imported before the probe starts is on a replayed check's critical path (the rest overlaps the
+    probe): `typing` (3-4 ms) is not among it; system/host.py's seam type is for mypy only (issue 22)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    proc = subprocess.run([sys.executable, "-c", _MODULES_AT_PROBE_START, "check", "--python", str(gpu_venv), *extra],
+                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    assert proc.returncode == 1 and "\nat probe start: " in proc.stderr, proc.stderr[-2000:]
+    loaded = set(proc.stderr.rsplit("at probe start: ", 1)[1].split())
+    assert "ortfix.target.choose" in loaded  # recorded when the probe started, not at some other child's start
+    assert "typing" not in loaded

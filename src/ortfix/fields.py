@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Union
 
 # A JSON document as `json.loads` returns it; read it through the checks below before trusting its shape.
@@ -82,25 +83,35 @@ def want_dict(doc: Mapping[str, object], key: str, *, where: str = "") -> dict[s
     return value
 
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+@cache
+def _sha256() -> re.Pattern[str]:
+    return re.compile(r"[0-9a-f]{64}")
 
 
 def want_sha(doc: Mapping[str, object], key: str, *, where: str = "") -> str:
     value = want_str(doc, key, limit=64, where=where)
-    if not _SHA256.fullmatch(value):
+    if not _sha256().fullmatch(value):
         raise BadField(f"{_name(key, where)} is not a sha256")
     return value
 
 
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
+@cache
+def _dist_name() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
+
+
 _VERSION_CLAUSE = r"\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[0-9][0-9A-Za-z.+!*_-]{0,63}\s*"
-_REQUIREMENT = re.compile(_NAME.pattern + rf"(?:{_VERSION_CLAUSE}(?:,{_VERSION_CLAUSE})*)?")
+
+
+@cache
+def _requirement() -> re.Pattern[str]:
+    return re.compile(_dist_name().pattern + rf"(?:{_VERSION_CLAUSE}(?:,{_VERSION_CLAUSE})*)?")
 
 
 def requirement(text: str) -> str:
     """A requirement as ortfix installs it: a distribution name and version specifiers, nothing else (no URL, no
     path, no option, no extras, no marker). Raises BadField otherwise."""
-    if not isinstance(text, str) or not _REQUIREMENT.fullmatch(text):
+    if not isinstance(text, str) or not _requirement().fullmatch(text):
         raise BadField(f"{text!r} is not a plain requirement (a name and version specifiers only)")
     from packaging.requirements import InvalidRequirement, Requirement  # here: rollback never needs it
 
@@ -114,6 +125,6 @@ def requirement(text: str) -> str:
 
 
 def distribution_name(text: str) -> str:
-    if not isinstance(text, str) or not _NAME.fullmatch(text):
+    if not isinstance(text, str) or not _dist_name().fullmatch(text):
         raise BadField(f"{text!r} is not a distribution name")
     return text

@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import cache
 
 # C0 controls, DEL, C1 controls (U+0085 among them), the Arabic letter mark, LRM/RLM, the line and paragraph
 # separators, the bidirectional embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069).
 _CONTROLS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
-_CONTROL = re.compile(f"[{_CONTROLS}]")
+
+
+@cache
+def _control() -> re.Pattern[str]:
+    return re.compile(f"[{_CONTROLS}]")
+
+
 _SHOWN = re.compile(f"[{_CONTROLS}\ud800-\udfff]")
 _SHOWN_IN_LINES = re.compile(f"\r\n|\n|[{_CONTROLS}\ud800-\udfff]")
 
@@ -57,5 +64,5 @@ def join_lines(lines: Iterable[str]) -> str:
 def first_control(text: str, *, surrogates: bool = False) -> str | None:
     """The first control in `text` (a character that could end a line, drive a terminal or reorder text), else
     None; with `surrogates`, a lone surrogate (a file name's byte that is not UTF-8) counts as one too."""
-    match = (_SHOWN if surrogates else _CONTROL).search(text)
+    match = (_SHOWN if surrogates else _control()).search(text)
     return match.group(0) if match else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -26,7 +27,11 @@ TENSORRT_FAMILIES = ("nvinfer", "nvinfer_plugin", "nvonnxparser")
 TENSORRT_WHEEL_DIR = "tensorrt_libs"
 # The distributions that install the TensorRT libraries into site-packages/tensorrt_libs: tensorrt-cuNN-libs (10.x and
 # later) and, before them, tensorrt-libs (8.6, 9.x); normalised names.
-TENSORRT_LIBS_DISTS = re.compile(r"tensorrt(?:-cu\d+)?-libs")
+
+
+@cache
+def tensorrt_libs_dists() -> re.Pattern[str]:
+    return re.compile(r"tensorrt(?:-cu\d+)?-libs")
 
 _MINOR = {"type": "string", "pattern": r"^\d+\.\d+$"}
 _VERSION = {"type": "string", "pattern": r"^\d+\.\d+\.\d+$"}

@@ -40,9 +40,9 @@ from ortfix.system.wheelmanifest import (
     MANIFEST,
     MANIFEST_SCHEMA,
     OWN_REQUIREMENTS,
-    WHEEL_FILE,
     ManifestFile,
     sha256_file,
+    wheel_file,
 )
 from ortfix.transaction.actions.resolve import tensorrt_wheel_hint
 
@@ -188,7 +188,7 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget,
                          timeout=1800)
     if built.returncode != 0:
         return "", f"ortfix's wheel could not be built from {source}: {_pip_line(built.stderr or built.stdout)}"
-    versions = {m.group(2) for p in folder.iterdir() if (m := WHEEL_FILE.match(p.name)) and m.group(1) == "ortfix"}
+    versions = {m.group(2) for p in folder.iterdir() if (m := wheel_file().match(p.name)) and m.group(1) == "ortfix"}
     if versions != {__version__}:
         for wheel in folder.iterdir():
             wheel.unlink()
@@ -201,7 +201,7 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget,
 def _entries(folder: Path, why: Callable[[str], str], for_ortfix: bool) -> dict[str, tuple[ManifestFile, Path]]:
     out: dict[str, tuple[ManifestFile, Path]] = {}
     for path in sorted(folder.iterdir()):
-        m = WHEEL_FILE.match(path.name)
+        m = wheel_file().match(path.name)
         if m is None or not path.is_file() or path.is_symlink():
             raise OrtfixError(f"pip left {path.name!r} in the download folder, which is not a wheel ortfix can list",
                               hint="nothing was moved into the wheelhouse")

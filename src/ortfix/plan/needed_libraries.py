@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, shadowing
-from ortfix.compat.addons import TENSORRT_LIBS_DISTS, TENSORRT_WHEEL_DIR
+from ortfix.compat.addons import TENSORRT_WHEEL_DIR, tensorrt_libs_dists
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
@@ -127,7 +127,7 @@ def occupying(facts: Facts, matrix: Matrix, wheel: WheelSpec) -> list[Distributi
     return [d for d in facts.probe.distributions
             if d.normalized != wheel.distribution and os.path.realpath(d.location) == site
             and ((d.normalized, wheel.dir) in rows
-                 or (wheel.dir == TENSORRT_WHEEL_DIR and TENSORRT_LIBS_DISTS.fullmatch(d.normalized)))]
+                 or (wheel.dir == TENSORRT_WHEEL_DIR and tensorrt_libs_dists().fullmatch(d.normalized)))]
 
 
 def copies_by_soname(copies: Sequence[LibCopy]) -> dict[str, list[LibCopy]]:

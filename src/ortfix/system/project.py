@@ -17,6 +17,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Union
 
 from ortfix.system import listing
@@ -25,15 +26,37 @@ READ_LIMIT = 8 << 20
 LOCK_FILES = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm"}
 TOOLS = tuple(LOCK_FILES.values())  # the project managers ortfix runs for apply --project
 PYPROJECT = "pyproject.toml"
-REQUIREMENT_FILE = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
+
+
+@cache
+def requirement_file() -> re.Pattern[str]:
+    return re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
+
+
 # Every name project_of reads (one pattern: the listing is recorded by what it matched, system/listing.py).
 PROJECT_FILE = re.compile(listing.PROJECT_FILES)
 # The distributions that are ONNX Runtime builds (the CPU package first).
 CPU_PACKAGE = "onnxruntime"
-ORT_NAME = re.compile(r"^onnxruntime(-[a-z0-9-]+)?$|^ort-nightly(-[a-z0-9-]+)?$")
-_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_LOCK_NAME = re.compile(r'^name\s*=\s*"([^"]+)"\s*$')
-_NAME_SEPARATORS = re.compile(r"[-_.]+")
+
+
+@cache
+def ort_name() -> re.Pattern[str]:
+    return re.compile(r"^onnxruntime(-[a-z0-9-]+)?$|^ort-nightly(-[a-z0-9-]+)?$")
+
+
+@cache
+def _req_name() -> re.Pattern[str]:
+    return re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@cache
+def _lock_name() -> re.Pattern[str]:
+    return re.compile(r'^name\s*=\s*"([^"]+)"\s*$')
+
+
+@cache
+def _name_separators() -> re.Pattern[str]:
+    return re.compile(r"[-_.]+")
 
 TomlTable = Mapping[str, object]
 TomlValue = Union[str, int, float, bool, list[object], TomlTable]
@@ -109,7 +132,7 @@ def project_of(prefix: str) -> Project | None:
 def canonicalize_name(name: str) -> str:
     """A distribution name as PEP 503 compares it (packaging.utils.canonicalize_name, whose module pulls in
     packaging.tags and logging: 20 ms on the path of every `check`)."""
-    return _NAME_SEPARATORS.sub("-", name).lower()
+    return _name_separators().sub("-", name).lower()
 
 
 def _parse_toml(text: str) -> TomlTable:
@@ -142,13 +165,13 @@ def manager_of(files: tuple[str, ...], pyproject: TomlTable) -> str:
         for manager in ("poetry", "pdm", "uv"):
             if manager in tool:
                 return manager
-    if any(REQUIREMENT_FILE.match(n) for n in files):
+    if any(requirement_file().match(n) for n in files):
         return "requirements"
     return "pyproject"
 
 
 def is_ort(name: str) -> bool:
-    return bool(ORT_NAME.match(canonicalize_name(name)))
+    return bool(ort_name().match(canonicalize_name(name)))
 
 
 def requirement_name(text: str) -> str | None:
@@ -156,7 +179,7 @@ def requirement_name(text: str) -> str | None:
     stripped = text.strip()
     if not stripped or stripped.startswith(("-", "#", ".", "/")) or "://" in stripped.split(";")[0].split("@")[0]:
         return None
-    match = _REQ_NAME.match(stripped)
+    match = _req_name().match(stripped)
     return canonicalize_name(match.group(1)) if match else None
 
 
@@ -172,7 +195,7 @@ def requirement_mentions(name: str, text: str) -> list[Mention]:
 def lock_mentions(name: str, text: str) -> list[Mention]:
     found = []
     for number, line in enumerate(text.splitlines(), 1):
-        match = _LOCK_NAME.match(line.strip())
+        match = _lock_name().match(line.strip())
         if match and is_ort(match.group(1)):
             found.append(Mention(name, number, line, canonicalize_name(match.group(1)), "lock"))
     return found
@@ -233,7 +256,7 @@ def _header_line(lines: list[str], section: str) -> int:
     if kind == "poetry" and group not in ("main", ""):
         table = "tool.poetry.dev-dependencies" if group == "dev" else f"tool.poetry.group.{group}.dependencies"
     for i, line in enumerate(lines):
-        header = _HEADER.match(line)
+        header = _header().match(line)
         if header and header.group(1).replace('"', "") == table:
             return i
     return 0
@@ -248,8 +271,14 @@ def _line_naming(lines: list[str], dist: str, start: int = 0) -> int:
     return next((i for i in found if i > start), found[0] if found else 0)
 
 
-_HEADER = re.compile(r"^\s*\[+\s*([A-Za-z0-9_.\"-]+?)\s*\]+\s*(#.*)?$")
-_QUOTED = re.compile(r"[\"']([^\"']+)[\"']")
+@cache
+def _header() -> re.Pattern[str]:
+    return re.compile(r"^\s*\[+\s*([A-Za-z0-9_.\"-]+?)\s*\]+\s*(#.*)?$")
+
+
+@cache
+def _quoted() -> re.Pattern[str]:
+    return re.compile(r"[\"']([^\"']+)[\"']")
 
 
 def _scan_toml(text: str) -> TomlTable:
@@ -260,7 +289,7 @@ def _scan_toml(text: str) -> TomlTable:
     here: dict[str, object] = doc
     key = ""
     for line in text.splitlines():
-        header = _HEADER.match(line)
+        header = _header().match(line)
         if header:
             here = doc
             for part in header.group(1).replace('"', "").split("."):
@@ -275,7 +304,7 @@ def _scan_toml(text: str) -> TomlTable:
             line = rest
         target = here.get(key)
         if isinstance(target, list):
-            target += _QUOTED.findall(line)
+            target += _quoted().findall(line)
     return doc
 
 
@@ -299,11 +328,13 @@ def cpu_mentions(project: Project) -> list[Mention]:
     return sorted((m for m in project.mentions if m.name == CPU_PACKAGE), key=lambda m: m.section == "lock")
 
 
-SECTION = re.compile(r"^(dependencies|(optional|group|poetry):[A-Za-z0-9][A-Za-z0-9._-]{0,99})$")
+@cache
+def section_pattern() -> re.Pattern[str]:
+    return re.compile(r"^(dependencies|(optional|group|poetry):[A-Za-z0-9][A-Za-z0-9._-]{0,99})$")
 
 
 def section_options(manager: str, section: str) -> list[str]:
-    """The options that make `manager`'s add/remove act on `section` (a checked SECTION)."""
+    """The options that make `manager`'s add/remove act on `section` (checked by section_pattern)."""
     kind, _, name = section.partition(":")
     if manager == "uv":
         return {"optional": ["--optional", name], "group": ["--group", name]}.get(kind, [])

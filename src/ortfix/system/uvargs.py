@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from ortfix.system.pipconfig import PipConfig
 from ortfix.system.project import find_tool
@@ -46,11 +47,21 @@ IGNORED = frozenset({
 })
 _TIMEOUT = ("default-timeout", "timeout")
 # uv's variables that change what is resolved or from where; uv runs without them (pip's configuration rules).
-_UV_MEANING = re.compile(r"^UV_(INDEX.*|DEFAULT_INDEX|EXTRA_INDEX_URL|FIND_LINKS|NO_INDEX|INSECURE_HOST|CONFIG_FILE|"
-                         r"NO_CONFIG|PRERELEASE|CONSTRAINT|OVERRIDE|EXCLUDE_NEWER|NO_BINARY.*|NO_BUILD.*|ONLY_BINARY|"
-                         r"REQUIRE_HASHES|RESOLUTION|LINK_MODE|KEYRING_PROVIDER|OFFLINE|TORCH_BACKEND|SYSTEM_PYTHON|"
-                         r"PYTHON|BREAK_SYSTEM_PACKAGES)$")
-_AUTH = re.compile(r"(?<=://)([^/@\s]+)@")
+
+
+@cache
+def _uv_meaning() -> re.Pattern[str]:
+    return re.compile(r"^UV_(INDEX.*|DEFAULT_INDEX|EXTRA_INDEX_URL|FIND_LINKS|NO_INDEX|INSECURE_HOST|CONFIG_FILE|"
+                      r"NO_CONFIG|PRERELEASE|CONSTRAINT|OVERRIDE|EXCLUDE_NEWER|NO_BINARY.*|NO_BUILD.*|ONLY_BINARY|"
+                      r"REQUIRE_HASHES|RESOLUTION|LINK_MODE|KEYRING_PROVIDER|OFFLINE|TORCH_BACKEND|SYSTEM_PYTHON|"
+                      r"PYTHON|BREAK_SYSTEM_PACKAGES)$")
+
+
+@cache
+def _auth() -> re.Pattern[str]:
+    return re.compile(r"(?<=://)([^/@\s]+)@")
+
+
 # Where an index URL with credentials goes: uv's environment, never its command line (/proc/PID/cmdline is readable
 # by every local user; /proc/PID/environ only by the owner).
 _URL_VARIABLES = ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
@@ -73,7 +84,7 @@ class UvOptions:
 
 def redact(text: str) -> str:
     """`https://user:secret@host/` → `https://user:****@host/`; a lone token → `****`."""
-    return _AUTH.sub(lambda m: (m.group(1).split(":", 1)[0] + ":****@") if ":" in m.group(1) else "****@", text)
+    return _auth().sub(lambda m: (m.group(1).split(":", 1)[0] + ":****@") if ":" in m.group(1) else "****@", text)
 
 
 def translate(config: PipConfig) -> UvOptions | str:
@@ -92,7 +103,7 @@ def translate(config: PipConfig) -> UvOptions | str:
     if house is not None:
         return f"your pip configuration's find-links {house!r} is an ortfix wheelhouse, whose manifest's hashes " \
                "ortfix checks in pip's report (uv reports none)"
-    secret = next((link for link in config.find_links if _AUTH.search(link)), None)
+    secret = next((link for link in config.find_links if _auth().search(link)), None)
     if secret is not None:
         return f"your pip configuration's find-links {redact(secret)!r} holds credentials, which uv could only be " \
                "given on its command line"
@@ -118,11 +129,11 @@ def _index_urls(config: PipConfig, environ: dict[str, str]) -> list[str]:
     """The index options; an index URL with credentials (`user:password@`) goes into `environ` instead, as uv reads
     it there (`UV_INDEX_URL`; `UV_EXTRA_INDEX_URL`, a space-separated list, for all extra ones at once)."""
     options: list[str] = []
-    if config.index_url and _AUTH.search(config.index_url):
+    if config.index_url and _auth().search(config.index_url):
         environ["UV_INDEX_URL"] = config.index_url
     elif config.index_url:
         options += ["--index-url", config.index_url]
-    if any(_AUTH.search(u) for u in config.extra_index_urls):
+    if any(_auth().search(u) for u in config.extra_index_urls):
         environ["UV_EXTRA_INDEX_URL"] = " ".join(config.extra_index_urls)
     else:
         for url in config.extra_index_urls:
@@ -132,7 +143,7 @@ def _index_urls(config: PipConfig, environ: dict[str, str]) -> list[str]:
 
 def uv_environ(base: Mapping[str, str], options: UvOptions) -> dict[str, str]:
     """`base` without uv's own variables that change the meaning, plus the translated ones."""
-    return {**{k: v for k, v in base.items() if not _UV_MEANING.match(k)}, **options.environ}
+    return {**{k: v for k, v in base.items() if not _uv_meaning().match(k)}, **options.environ}
 
 
 def find_uv() -> str | None:

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable
+from functools import cache
 from typing import TypedDict
 from urllib.parse import unquote, urlparse
 
@@ -24,7 +25,13 @@ MANIFEST = "ortfix-wheelhouse.json"
 MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/2"
 OWN_REQUIREMENTS = "ortfix-requirements.txt"  # ortfix and its dependencies, pinned with their hashes (pip -r)
 _MAX_BYTES = 16 << 20
-WHEEL_FILE = re.compile(r"^([A-Za-z0-9_.]+)-([A-Za-z0-9_.+!]+)(-[A-Za-z0-9_.]+){2,3}\.whl$")
+
+
+@cache
+def wheel_file() -> re.Pattern[str]:
+    return re.compile(r"^([A-Za-z0-9_.]+)-([A-Za-z0-9_.+!]+)(-[A-Za-z0-9_.]+){2,3}\.whl$")
+
+
 _TOP = ("schema", "ortfix_version", "platform", "python_version", "ortfix", "ortfix_missing", "files")
 _FILE = ("file", "distribution", "version", "why", "sha256", "for_ortfix")
 
@@ -89,7 +96,7 @@ def read_manifest(folder: str) -> list[ManifestFile] | None:
             where = f"file {i + 1}"
             entry = exact_fields(item, _FILE, where)
             name = want_str(entry, "file", limit=255, where=where)
-            if not WHEEL_FILE.match(name):
+            if not wheel_file().match(name):
                 raise BadField(f"{where} {name!r} is not a wheel's file name")
             files.append({"file": name, "distribution": want_str(entry, "distribution", limit=255, where=where),
                           "version": want_str(entry, "version", limit=255, where=where),

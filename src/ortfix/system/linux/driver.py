@@ -13,20 +13,30 @@ import os
 import re
 import shutil
 import sys
+from functools import cache
 from pathlib import Path
 
 from ortfix import subproc
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
 from ortfix.system.linux.ldcache import LdCache
 
-_NVRM = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_LIBCUDA_VERSIONED = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+@cache
+def _nvrm() -> re.Pattern[str]:
+    return re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+@cache
+def _libcuda_versioned() -> re.Pattern[str]:
+    return re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 
 
 def parse_proc_version(text: str) -> str | None:
     """The driver version in /proc/driver/nvidia/version ('NVRM version: NVIDIA UNIX x86_64 Kernel Module  535...')."""
-    m = _NVRM.search(text)
+    m = _nvrm().search(text)
     return m.group(1) if m else None
 
 
@@ -50,7 +60,7 @@ def find_libcuda(cache: LdCache, root: Path = Path("/")) -> str | None:
 
 
 def userspace_version(libcuda: str) -> str | None:
-    m = _LIBCUDA_VERSIONED.match(os.path.basename(os.path.realpath(libcuda)))
+    m = _libcuda_versioned().match(os.path.basename(os.path.realpath(libcuda)))
     return m.group(1) if m else None
 
 

@@ -7,7 +7,7 @@ import mmap
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 _ELF_MAGIC = b"\x7fELF"
 DF_1_NODEFLIB = 0x800
@@ -120,7 +120,9 @@ def elf_header(path: str | os.PathLike[str]) -> tuple[int, str] | None:
 _MACHINES = {3: "EM_386", 62: "EM_X86_64", 183: "EM_AARCH64", 40: "EM_ARM", 21: "EM_PPC64", 22: "EM_S390"}
 
 
-_CUDNN_MARK = re.compile(rb"cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_")
+@cache
+def _cudnn_mark() -> re.Pattern[bytes]:
+    return re.compile(rb"cudnn_version_(\d{1,3})_(\d{1,3})_(\d{1,3})_(\d{1,6})_")
 
 
 def cudnn_version_mark(path: str | os.PathLike[str]) -> str | None:
@@ -150,7 +152,7 @@ def _cudnn_mark_cached(path: str, _ino: int, _size: int, _mtime: int) -> str | N
             # only the section: 21 MB of cuDNN 9.28's 115 MB libcudnn_graph.so.9
             with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 start = rodata["sh_offset"]
-                m = _CUDNN_MARK.search(view, start, start + rodata["sh_size"])
+                m = _cudnn_mark().search(view, start, start + rodata["sh_size"])
                 return ".".join(str(int(p)) for p in m.groups()) if m else None
     except (ELFError, ValueError, KeyError, AssertionError, OSError):
         return None

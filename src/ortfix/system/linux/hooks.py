@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
@@ -39,7 +40,11 @@ def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
     return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
 
 
-_LOADER_SPECIAL = re.compile(r"[:;]|\$\{?(?:ORIGIN|LIB|PLATFORM)\b")
+
+@cache
+def _loader_special() -> re.Pattern[str]:
+    return re.compile(r"[:;]|\$\{?(?:ORIGIN|LIB|PLATFORM)\b")
+
 
 
 def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
@@ -47,7 +52,7 @@ def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
     $LIB and $PLATFORM: a path with any of them would add other folders (relative ones: the current directory's)."""
     for path, what in ((prefix, "the environment's path"), *((d, "the library folder") for d in dirs)):
         check_hook_path(path, what, shell=True)
-        special = _LOADER_SPECIAL.search(path)
+        special = _loader_special().search(path)
         if special:
             raise OrtfixError(f"{what} {path!r} contains {special.group(0)!r}, which the loader reads in "
                               "LD_LIBRARY_PATH as a separator or a variable; ortfix cannot put it there safely",

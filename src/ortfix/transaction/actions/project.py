@@ -30,11 +30,11 @@ from ortfix.safetext import first_control, visible
 from ortfix.system.confine import EnvRoot
 from ortfix.system.project import (
     PYPROJECT,
-    REQUIREMENT_FILE,
-    SECTION,
     TOOLS,
     find_tool,
     lock_file,
+    requirement_file,
+    section_pattern,
     tool_commands,
     tool_refusal,
 )
@@ -74,13 +74,13 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         if not files or len(files) > 16:
             raise BadField("files names no project file (or too many)")
         for name, sha in files.items():
-            ours = name in (PYPROJECT, lock_file(manager)) if manager in TOOLS else bool(REQUIREMENT_FILE.match(name))
+            ours = name in (PYPROJECT, lock_file(manager)) if manager in TOOLS else bool(requirement_file().match(name))
             if not ours:
                 raise BadField(f"{name!r} is not a project file ortfix changes for {manager}")
             if sha != "":
                 want_sha(files, name)
         section = want_str(details, "section", limit=120)
-        if not SECTION.match(section):
+        if not section_pattern().match(section):
             raise BadField(f"section {section!r} is not dependencies, optional:NAME or group:NAME")
         for name in want_str_list(details, "remove", items=4, limit=100):
             if not _NAME.match(name):
@@ -100,7 +100,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         if not isinstance(doc, dict) or set(doc) != {"file", "line", "old", "new"}:
             raise BadField("an edit is not {file, line, old, new}")
         name = want_str(doc, "file", limit=200)
-        if name not in files or not REQUIREMENT_FILE.match(name):
+        if name not in files or not requirement_file().match(name):
             raise BadField(f"edit of {name!r}, which is not a requirements file of this update")
         old, new = want_str(doc, "old", limit=1000), want_str(doc, "new", limit=1000)
         for text in (old, new):

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlparse
 from packaging.utils import canonicalize_name
 
 from ortfix import subproc
-from ortfix.compat.addons import TENSORRT_LIBS_DISTS
+from ortfix.compat.addons import tensorrt_libs_dists
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
 from ortfix.plan.kinds import PipInstallDetails
@@ -200,7 +200,7 @@ def no_wheel_hint(message: str, fallback: str) -> str:
 def tensorrt_wheel_hint(message: str) -> str | None:
     """Where no wheel of tensorrt-cuNN-libs was found: the default index has only its placeholder source package,
     whose build fetches the wheel from NVIDIA's own index (and fails where that is unreachable)."""
-    trt = TENSORRT_LIBS_DISTS.search(message.lower())
+    trt = tensorrt_libs_dists().search(message.lower())
     if trt is None or not any(m in message for m in _NO_MATCH):
         return None
     return (f"{trt.group(0)} is on the default index only as a placeholder source package that fetches its wheel "
