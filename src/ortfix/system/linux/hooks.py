@@ -46,7 +46,6 @@ def _loader_special() -> re.Pattern[str]:
     return re.compile(r"[:;]|\$\{?(?:ORIGIN|LIB|PLATFORM)\b")
 
 
-
 def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
     """The folders go onto LD_LIBRARY_PATH, which the loader splits at ':' and ';' and in which it expands $ORIGIN,
     $LIB and $PLATFORM: a path with any of them would add other folders (relative ones: the current directory's)."""
