@@ -18,10 +18,10 @@ English source is not used. Nothing here ever fails a command.
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: choose.py imports this before the probe starts
 
 if TYPE_CHECKING:
     import gettext
@@ -199,6 +199,8 @@ def text(message: str | Msg) -> str:
 def display_width(value: str) -> int:
     """The columns `value` takes on a terminal: East Asian Wide and Fullwidth characters (Chinese) take two,
     combining marks none, the rest one."""
+    import unicodedata  # here: only a padded table needs it
+
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
                for c in value)
 
