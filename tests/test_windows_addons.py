@@ -31,6 +31,7 @@ from ortfix.plan.make import make_plan
 from ortfix.plan.model import Plan, PlanOptions
 from ortfix.system.windows.libraries import dll_name_for_soname
 from ortfix.system.windows.platform import parse_dll_name
+from ortfix.verify.genaicheck import genai_library
 from support.fixtures import build_wheel
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
@@ -225,6 +226,61 @@ def test_under_wine_tensorrt_is_judged_hooked_loaded_and_rolled_back(tmp_path: P
     assert_same_tree(before, tree_state(home))
     assert "provider loaded" not in w.run("-c", _load_after_import(provider), exe=home / "python.exe").stdout
     shutil.rmtree(home, ignore_errors=True)
+
+
+def _genai_cuda_windows_wheel(house: Path, tmp: Path) -> Path:
+    """onnxruntime-genai-cuda 0.9.2 for win_amd64, laid out as its wheel: the package and its CUDA DLL
+    onnxruntime_genai\\onnxruntime-genai-cuda.dll, which imports cudart64_12.dll (0.11.4's, read with pefile)."""
+    files: dict[str, bytes | Path] = {
+        "onnxruntime_genai/__init__.py": b"",
+        "onnxruntime_genai/onnxruntime-genai-cuda.dll": build_stub_dll(tmp / "onnxruntime-genai-cuda.dll",
+                                                                      needed=("cudart64_12.dll",))}
+    return build_wheel(house, "onnxruntime-genai-cuda", "0.9.2", files, tag="py3-none-win_amd64",
+                       root_is_purelib=True)
+
+
+@pytest.mark.slow
+def test_under_wine_verify_loads_genai_cuda_s_own_dll(tmp_path: Path) -> None:
+    """verify's genai report on a Windows target loads onnxruntime-genai-cuda.dll in a fresh Windows process (before,
+    only the Linux .so was looked for, so the DLL was never loaded and the report said "imports" only): without the
+    CUDA runtime's folder on PATH it names cudart64_12.dll; with it, the DLL loads."""
+    w = win_python()
+    home = w.new_home(tmp_path)
+    sp = home / "Lib" / "site-packages"
+    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)  # numpy 2.x: not under wine 8
+    _drop_target_scripts(sp)
+    _make_gpu_build(sp)
+    runtime = _nvidia_stubs(sp)[1]
+    house = tmp_path / "house"
+    house.mkdir()
+    _genai_cuda_windows_wheel(house, tmp_path / "dlls")
+    pip_install_windows(sp, "onnxruntime-genai-cuda==0.9.2", find_links=house, no_deps=True)
+    python = to_windows(home / "python.exe")
+
+    plain = w.ortfix("verify", "--json", "--python", python)
+    [genai] = json.loads(plain.stdout or "{}").get("genai", [None])
+    assert genai is not None, (plain.stdout[-3000:], plain.stderr[-3000:])
+    assert (genai["kind"], genai["cuda_major"], genai["imported"]) == ("CUDA", 12, "ok"), genai
+    assert genai["library"] is not None and "cudart64_12.dll" in genai["library"] and not genai["ok"], genai
+    found = w.ortfix("verify", "--json", "--python", python,
+                     env={"WINEPATH": to_windows(runtime)})
+    [genai] = json.loads(found.stdout or "{}").get("genai", [None])
+    assert genai is not None and genai["library"] == "ok", (genai, found.stderr[-3000:])
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_verify_picks_genai_s_own_library_by_the_target_s_platform(tmp_path: Path) -> None:
+    """Which genai library verify loads by path: on a Windows target genai-cuda's onnxruntime-genai-cuda.dll and
+    genai-directml's onnxruntime-genai.dll (the RECORD of its 0.11.4 win_amd64 wheel); on Linux genai-cuda's .so;
+    nothing for the CPU package or where the file is absent."""
+    sp = tmp_path / "Lib" / "site-packages"
+    build_stub_dll(sp / "onnxruntime_genai" / "onnxruntime-genai-cuda.dll", needed=("cudart64_12.dll",))
+    build_stub_dll(sp / "onnxruntime_genai" / "onnxruntime-genai.dll")
+    assert genai_library(str(sp), "CUDA", windows=True) == "onnxruntime_genai/onnxruntime-genai-cuda.dll"
+    assert genai_library(str(sp), "DirectML", windows=True) == "onnxruntime_genai/onnxruntime-genai.dll"
+    assert genai_library(str(sp), "CPU", windows=True) == ""
+    assert genai_library(str(sp), "CUDA", windows=False) == ""  # no libonnxruntime-genai-cuda.so here
+    assert genai_library(str(tmp_path), "CUDA", windows=True) == ""
 
 
 # --------------------------------------------------------------------------------------------------------------------
