@@ -229,13 +229,13 @@ def test_under_wine_tensorrt_is_judged_hooked_loaded_and_rolled_back(tmp_path: P
 
 
 def _genai_cuda_windows_wheel(house: Path, tmp: Path) -> Path:
-    """onnxruntime-genai-cuda 0.9.2 for win_amd64, laid out as its wheel: the package and its CUDA DLL
-    onnxruntime_genai\\onnxruntime-genai-cuda.dll, which imports cudart64_12.dll (0.11.4's, read with pefile)."""
+    """onnxruntime-genai-cuda 0.9.99 (a version no index has) for win_amd64, laid out as its wheel: the package and
+    its CUDA DLL onnxruntime_genai\\onnxruntime-genai-cuda.dll, which imports cudart64_12.dll (as 0.11.4's does)."""
     files: dict[str, bytes | Path] = {
         "onnxruntime_genai/__init__.py": b"",
         "onnxruntime_genai/onnxruntime-genai-cuda.dll": build_stub_dll(tmp / "onnxruntime-genai-cuda.dll",
                                                                       needed=("cudart64_12.dll",))}
-    return build_wheel(house, "onnxruntime-genai-cuda", "0.9.2", files, tag="py3-none-win_amd64",
+    return build_wheel(house, "onnxruntime-genai-cuda", "0.9.99", files, tag="py3-none-win_amd64",
                        root_is_purelib=True)
 
 
@@ -254,7 +254,7 @@ def test_under_wine_verify_loads_genai_cuda_s_own_dll(tmp_path: Path) -> None:
     house = tmp_path / "house"
     house.mkdir()
     _genai_cuda_windows_wheel(house, tmp_path / "dlls")
-    pip_install_windows(sp, "onnxruntime-genai-cuda==0.9.2", find_links=house, no_deps=True)
+    pip_install_windows(sp, "onnxruntime-genai-cuda==0.9.99", find_links=house, no_deps=True)
     python = to_windows(home / "python.exe")
 
     plain = w.ortfix("verify", "--json", "--python", python)
