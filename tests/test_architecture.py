@@ -191,6 +191,7 @@ OS_BRANCHES_ALLOWED = {
     "transaction/ownfiles.py": (1, "the rule's copy generated into the exported steps program, which runs on its own"),
     # the target, asked through facts.platform.is_windows: verify's fresh-process check is verify-layer code per OS
     "verify/levels.py": (2, "the Windows loader level runs winloadcheck; its child gets the user's PATH"),
+    "verify/genaicheck.py": (1, "genai's own DLL is loaded by winloadcheck on a Windows target, its .so on Linux"),
 }
 
 

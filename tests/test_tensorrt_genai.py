@@ -134,6 +134,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _tensorrt_libs_wheel(out, "10.0.1")
     _tensorrt_libs_wheel(out, "10.9.0")
     _tensorrt_libs_wheel(out, "8.6.1", "tensorrt-libs")  # TensorRT 8's name for the same tensorrt_libs/ folder
+    _tensorrt_libs_wheel(out, "10.9.0", "tensorrt-cu13-libs")  # the same SONAMEs, built for CUDA 13
     _genai_wheel(out, "onnxruntime-genai", "0.9.2", cudart=None, requires="onnxruntime>=1.22.0")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.15.2", cudart="libcudart.so.13", requires="onnxruntime-gpu>=1.28")
     _genai_wheel(out, "onnxruntime-genai-cuda", "0.9.2", cudart="libcudart.so.12", requires="onnxruntime-gpu>=1.22.0")
@@ -361,6 +362,25 @@ def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_pat
     back = ortfix("rollback", "--python", str(python), "--yes", env=env)
     assert back.returncode == 0, (back.stdout[-3000:], back.stderr[-3000:])
     assert_same_tree(before, tree_state(venv))
+
+
+@pytest.mark.slow
+def test_tensorrt_of_another_cuda_major_is_trt004_and_replaced_by_with_tensorrt(tmp_path: Path, house: Path) -> None:
+    """tensorrt-cu13-libs 10.9.0 in tensorrt_libs/ beside the CUDA 12 build: the very SONAMEs the provider NEEDs
+    (libnvinfer.so.10 & co.), for CUDA 13. check says TRT004 (not TRT002: the TensorRT major fits); `plan --with
+    tensorrt` uninstalls it and installs tensorrt-cu12-libs instead of hooking the CUDA 13 copies."""
+    python = _genai_venv(tmp_path, house, "tensorrt-cu13-libs==10.9.0")
+    env = _pip_env(tmp_path, house)
+    _, doc = check_json(python, env=env)
+    trt004 = finding(doc, "TRT004")
+    assert "CUDA 13" in trt004["summary"] and trt004["data"]["installed"] == "tensorrt-cu13-libs", trt004
+    assert "TRT002" not in codes(doc)
+    plan = ortfix_json("plan", "--python", str(python), "--with", "tensorrt", env=env, expect=1)
+    [first] = [i for i, a in enumerate(plan["actions"])
+               if a["kind"] == "pip-uninstall" and a["details"]["distribution"] == "tensorrt-cu13-libs"]
+    install = next(i for i, a in enumerate(plan["actions"]) if a["kind"] == "pip-install")
+    assert first < install and "tensorrt-cu12-libs>=10.9,<11" in plan["actions"][install]["details"]["requirements"]
+    assert "TRT004" in plan["actions"][install]["fixes"]
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from ortfix.plan.make import make_plan
 from ortfix.plan.model import Plan, PlanOptions
 from ortfix.system.windows.libraries import dll_name_for_soname
 from ortfix.system.windows.platform import parse_dll_name
+from ortfix.verify.genaicheck import genai_library
 from support.fixtures import build_wheel
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
@@ -65,9 +66,9 @@ def test_tensorrt_sonames_map_to_tensorrt_s_dll_names() -> None:
 
 
 def _trt_target(root: Path, *, ort_version: str = "1.22.0", trt_dlls: Sequence[str] = (),
-                trt_version: str | None = None) -> Facts:
+                trt_version: str | None = None, trt_dist: str = "tensorrt-cu12-libs") -> Facts:
     """onnxruntime-gpu `ort_version` for Windows with both provider DLLs, the NVIDIA CUDA DLLs not installed, and
-    tensorrt-cu12-libs `trt_version` with `trt_dlls` in site-packages\\tensorrt_libs (none: not installed)."""
+    `trt_dist` `trt_version` with `trt_dlls` in site-packages\\tensorrt_libs (none: not installed)."""
     sp = root / "Lib" / "site-packages"
     capi = sp / "onnxruntime" / "capi"
     build_stub_dll(capi / "onnxruntime_providers_shared.dll")
@@ -77,7 +78,7 @@ def _trt_target(root: Path, *, ort_version: str = "1.22.0", trt_dlls: Sequence[s
     for name in trt_dlls:
         core = [n for n in trt_dlls if n.startswith("nvinfer_") and n[8:-4].isdigit()]
         build_stub_dll(sp / "tensorrt_libs" / name, needed=core if name not in core else ())
-    dists = [("tensorrt-cu12-libs", trt_version)] if trt_version else []
+    dists = [(trt_dist, trt_version)] if trt_version else []
     return _gather(root, _probe(root, ort_version=ort_version, distributions=dists), DRIVER_CUDA12)
 
 
@@ -134,6 +135,29 @@ def test_windows_with_tensorrt_installs_the_pinned_wheel_and_hooks_its_folder(tm
     plan = _plan(facts)
     assert "tensorrt-cu12-libs>=10.9,<11" in _requirements(plan), plan.actions
     assert str(tmp_path / "Lib" / "site-packages" / "tensorrt_libs") in _hook_folders(plan)
+
+
+def test_tensorrt_of_another_cuda_major_is_trt004_and_replaced_not_hooked(tmp_path: Path) -> None:
+    """tensorrt-cu13-libs 10.9.0 in tensorrt_libs: the very DLL names the CUDA 12 build's TensorRT provider imports
+    (nvinfer_10.dll & co.), built for CUDA 13. Check says so (TRT004, from the distribution's name); `plan --with
+    tensorrt` does not hook that folder as it is but uninstalls tensorrt-cu13-libs and installs tensorrt-cu12-libs."""
+    facts = _trt_target(tmp_path, trt_dlls=TRT10, trt_version="10.9.0", trt_dist="tensorrt-cu13-libs")
+    found = _codes(facts)
+    assert FindingCode.TENSORRT_OTHER_CUDA in found, list(found)
+    trt004 = found[FindingCode.TENSORRT_OTHER_CUDA]
+    assert "CUDA 13" in str(trt004["summary"]) and "CUDA 12" in str(trt004["summary"]), trt004
+    assert (trt004["installed"], trt004["replacement"]) == ("tensorrt-cu13-libs", "tensorrt-cu12-libs"), trt004
+    plan = _plan(facts)
+    assert "tensorrt-cu12-libs>=10.9,<11" in _requirements(plan), plan.actions
+    removed = [a for a in plan.actions if a.kind == "pip-uninstall"]
+    assert [a.details["distribution"] for a in removed] == ["tensorrt-cu13-libs"], plan.actions
+    install = next(a for a in plan.actions if a.kind == "pip-install")
+    assert plan.actions.index(removed[0]) < plan.actions.index(install)
+    assert FindingCode.TENSORRT_OTHER_CUDA in install.fixes, install
+    assert FindingCode.TENSORRT_OTHER_CUDA not in {f.code for f in plan.unresolved}
+    same = _trt_target(tmp_path / "cu12", trt_dlls=TRT10, trt_version="10.9.0")  # the right CUDA major: hooked
+    assert FindingCode.TENSORRT_OTHER_CUDA not in _codes(same)
+    assert not any("tensorrt" in r for r in _requirements(_plan(same)))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -204,6 +228,61 @@ def test_under_wine_tensorrt_is_judged_hooked_loaded_and_rolled_back(tmp_path: P
     shutil.rmtree(home, ignore_errors=True)
 
 
+def _genai_cuda_windows_wheel(house: Path, tmp: Path) -> Path:
+    """onnxruntime-genai-cuda 0.9.99 (a version no index has) for win_amd64, laid out as its wheel: the package and
+    its CUDA DLL onnxruntime_genai\\onnxruntime-genai-cuda.dll, which imports cudart64_12.dll (as 0.11.4's does)."""
+    files: dict[str, bytes | Path] = {
+        "onnxruntime_genai/__init__.py": b"",
+        "onnxruntime_genai/onnxruntime-genai-cuda.dll": build_stub_dll(tmp / "onnxruntime-genai-cuda.dll",
+                                                                      needed=("cudart64_12.dll",))}
+    return build_wheel(house, "onnxruntime-genai-cuda", "0.9.99", files, tag="py3-none-win_amd64",
+                       root_is_purelib=True)
+
+
+@pytest.mark.slow
+def test_under_wine_verify_loads_genai_cuda_s_own_dll(tmp_path: Path) -> None:
+    """verify's genai report on a Windows target loads onnxruntime-genai-cuda.dll in a fresh Windows process (before,
+    only the Linux .so was looked for, so the DLL was never loaded and the report said "imports" only): without the
+    CUDA runtime's folder on PATH it names cudart64_12.dll; with it, the DLL loads."""
+    w = win_python()
+    home = w.new_home(tmp_path)
+    sp = home / "Lib" / "site-packages"
+    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)  # numpy 2.x: not under wine 8
+    _drop_target_scripts(sp)
+    _make_gpu_build(sp)
+    runtime = _nvidia_stubs(sp)[1]
+    house = tmp_path / "house"
+    house.mkdir()
+    _genai_cuda_windows_wheel(house, tmp_path / "dlls")
+    pip_install_windows(sp, "onnxruntime-genai-cuda==0.9.99", find_links=house, no_deps=True)
+    python = to_windows(home / "python.exe")
+
+    plain = w.ortfix("verify", "--json", "--python", python)
+    [genai] = json.loads(plain.stdout or "{}").get("genai", [None])
+    assert genai is not None, (plain.stdout[-3000:], plain.stderr[-3000:])
+    assert (genai["kind"], genai["cuda_major"], genai["imported"]) == ("CUDA", 12, "ok"), genai
+    assert genai["library"] is not None and "cudart64_12.dll" in genai["library"] and not genai["ok"], genai
+    found = w.ortfix("verify", "--json", "--python", python,
+                     env={"WINEPATH": to_windows(runtime)})
+    [genai] = json.loads(found.stdout or "{}").get("genai", [None])
+    assert genai is not None and genai["library"] == "ok", (genai, found.stderr[-3000:])
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_verify_picks_genai_s_own_library_by_the_target_s_platform(tmp_path: Path) -> None:
+    """Which genai library verify loads by path: on a Windows target genai-cuda's onnxruntime-genai-cuda.dll and
+    genai-directml's onnxruntime-genai.dll (the RECORD of its 0.11.4 win_amd64 wheel); on Linux genai-cuda's .so;
+    nothing for the CPU package or where the file is absent."""
+    sp = tmp_path / "Lib" / "site-packages"
+    build_stub_dll(sp / "onnxruntime_genai" / "onnxruntime-genai-cuda.dll", needed=("cudart64_12.dll",))
+    build_stub_dll(sp / "onnxruntime_genai" / "onnxruntime-genai.dll")
+    assert genai_library(str(sp), "CUDA", windows=True) == "onnxruntime_genai/onnxruntime-genai-cuda.dll"
+    assert genai_library(str(sp), "DirectML", windows=True) == "onnxruntime_genai/onnxruntime-genai.dll"
+    assert genai_library(str(sp), "CPU", windows=True) == ""
+    assert genai_library(str(sp), "CUDA", windows=False) == ""  # no libonnxruntime-genai-cuda.so here
+    assert genai_library(str(tmp_path), "CUDA", windows=True) == ""
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # onnxruntime-genai on Windows: onnxruntime-genai-directml beside onnxruntime-directml, genai-cuda beside the GPU build
 # --------------------------------------------------------------------------------------------------------------------
@@ -219,13 +298,13 @@ def test_the_directml_genai_rows_pair_with_the_directml_ort_their_metadata_names
     assert addons.genai_directml_for("1.18.1") is None
 
 
-def _directml_target(root: Path, *, ort: str, genai: str = "0.11.4") -> Facts:
-    """onnxruntime-directml `ort` for Windows (DirectML.dll in capi, no CUDA provider) with the CPU onnxruntime-genai
-    `genai` beside it."""
+def _directml_target(root: Path, *, ort: str, genai: str = "0.11.4", package: str = "onnxruntime-genai") -> Facts:
+    """onnxruntime-directml `ort` for Windows (DirectML.dll in capi, no CUDA provider) with the genai `package`
+    (default: the CPU onnxruntime-genai) `genai` beside it."""
     sp = root / "Lib" / "site-packages"
     build_stub_dll(sp / "onnxruntime" / "capi" / "DirectML.dll")
     build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_shared.dll")
-    probe = _probe(root, ort_version=ort, distributions=[("onnxruntime-genai", genai)])
+    probe = _probe(root, ort_version=ort, distributions=[(package, genai)])
     dists = probe["distributions"]
     assert isinstance(dists, list)
     dists[0].update(name="onnxruntime-directml", normalized="onnxruntime-directml",
@@ -285,3 +364,70 @@ def test_windows_genai_cuda_s_cuda_major_is_read_from_its_dll(tmp_path: Path) ->
     facts = _gather(tmp_path, probe, DRIVER_CUDA12)
     other = {f.code: f for f in diagnose(facts, load_matrix())}[FindingCode.GENAI_OTHER_CUDA]
     assert "built for CUDA 13" in other.summary and "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in other.evidence[0]
+
+
+def _by_code(facts: Facts) -> dict[str, list[Finding]]:
+    by_code: dict[str, list[Finding]] = {}
+    for f in diagnose(facts, load_matrix()):
+        by_code.setdefault(f.code, []).append(f)
+    return by_code
+
+
+def _gpu_target_with(root: Path, genai: tuple[str, str], *, required_by: str | None = None) -> Facts:
+    """onnxruntime-gpu 1.22.0 for Windows (CUDA 12 provider) with the genai distribution `genai` beside it and, with
+    `required_by`, an app whose Requires-Dist names it."""
+    sp = root / "Lib" / "site-packages"
+    build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_shared.dll")
+    build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_cuda.dll",
+                   needed=("cublas64_12.dll", "cudart64_12.dll", "onnxruntime_providers_shared.dll"))
+    extra = [("genai-app", "1.0")] if required_by else []
+    probe = _probe(root, ort_version="1.22.0", distributions=[genai, *extra])
+    dists = probe["distributions"]
+    assert isinstance(dists, list)
+    if required_by:
+        dists[-1]["requires"] = [required_by]
+    return _gather(root, probe, DRIVER_CUDA12)
+
+
+def test_genai_directml_beside_the_gpu_build_is_genai003_and_swapped_for_genai_cuda(tmp_path: Path) -> None:
+    """onnxruntime-genai-directml beside onnxruntime-gpu: genai of another flavour than ORT's (no CUDA in it), GENAI003;
+    the plan uninstalls it and installs onnxruntime-genai-cuda of the build's CUDA major (0.9.2, the newest whose
+    onnxruntime-gpu>=1.22.0 the build meets), ORT unmoved."""
+    facts = _gpu_target_with(tmp_path, ("onnxruntime-genai-directml", "0.10.0"))
+    [other] = _by_code(facts)[FindingCode.GENAI_OTHER_FLAVOUR]
+    assert "DirectML" in other.summary and "onnxruntime-gpu" in other.summary, other.summary
+    assert other.data == {"installed": "onnxruntime-genai-directml", "version": "0.10.0", "replacement": "0.9.2"}
+    matrix = load_matrix()
+    plan = make_plan(facts, diagnose(facts, matrix), matrix, PlanOptions(driver_version=DRIVER_CUDA12))
+    removed = [a for a in plan.actions if a.kind == "pip-uninstall"]
+    assert [a.details["distribution"] for a in removed] == ["onnxruntime-genai-directml"], plan.actions
+    assert FindingCode.GENAI_OTHER_FLAVOUR in removed[0].fixes
+    asked = _requirements(plan)
+    assert "onnxruntime-genai-cuda==0.9.2" in asked and not any(r.startswith("onnxruntime-gpu") for r in asked), asked
+    assert FindingCode.GENAI_OTHER_FLAVOUR not in {f.code for f in plan.unresolved}
+
+
+def test_genai_directml_swap_never_breaks_a_package_that_requires_it(tmp_path: Path) -> None:
+    """The neighbour rule: an installed app requires onnxruntime-genai-directml by name, so the swap is left out and
+    the plan's note says who."""
+    facts = _gpu_target_with(tmp_path, ("onnxruntime-genai-directml", "0.10.0"),
+                             required_by="onnxruntime-genai-directml>=0.10")
+    matrix = load_matrix()
+    plan = make_plan(facts, diagnose(facts, matrix), matrix, PlanOptions(driver_version=DRIVER_CUDA12))
+    assert not any(a.details.get("distribution") == "onnxruntime-genai-directml" for a in plan.actions), plan.actions
+    assert not any("onnxruntime-genai-cuda" in r for r in _requirements(plan)), plan.actions
+    assert any("genai-app 1.0 requires onnxruntime-genai-directml>=0.10" in n for n in plan.notes), plan.notes
+
+
+def test_genai_cuda_beside_directml_is_genai003_and_becomes_genai_directml_where_directml_stays(
+        tmp_path: Path) -> None:
+    """onnxruntime-genai-cuda beside onnxruntime-directml: GENAI003 (no DirectML in it); where DirectML stays (no GPU
+    build planned) the genai stage swaps it for onnxruntime-genai-directml of the newest release 1.22.0 accepts."""
+    facts = _directml_target(tmp_path, ort="1.22.0", genai="0.9.2", package="onnxruntime-genai-cuda")
+    by_code = _by_code(facts)
+    [other] = by_code[FindingCode.GENAI_OTHER_FLAVOUR]
+    assert "onnxruntime-directml" in other.summary and "CUDA" in other.summary, other.summary
+    assert "onnxruntime-genai-directml==0.10.0" in other.fix, other.fix
+    change = genai_change(facts, load_matrix(), by_code, None, None)
+    assert change.remove == ("onnxruntime-genai-cuda",) and change.requirement == "onnxruntime-genai-directml==0.10.0"
+    assert change.fixes == (FindingCode.GENAI_OTHER_FLAVOUR,)

@@ -1,5 +1,5 @@
-"""What runs beside the GPU build: the TensorRT provider's libraries (TRT001-TRT003) and onnxruntime-genai (GENAI001,
-GENAI002). TensorRT is judged only where it matters (`tensorrt_wanted`): its libraries are present, or TensorRT was
+"""What runs beside the GPU build: the TensorRT provider's libraries (TRT001-TRT004) and onnxruntime-genai (GENAI001-
+GENAI003). TensorRT is judged only where it matters (`tensorrt_wanted`): its libraries are present, or TensorRT was
 asked for (`--with tensorrt`); a build whose TensorRT nobody installed or wants is no problem and shows no table."""
 
 from __future__ import annotations
@@ -64,7 +64,35 @@ def tensorrt_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall, *, asked: b
             "`ortfix plan --with tensorrt` installs the TensorRT major the build needs and makes it findable; or drop "
             "TensorrtExecutionProvider from the providers list", {"sonames": missing}))
     out += _tensorrt_version_findings(facts, matrix, gpu)
+    out += _tensorrt_cuda_findings(facts, gpu)
     return out
+
+
+def tensorrt_cuda_major(dist: Distribution) -> int | None:
+    """The N of an installed `tensorrt-cuNN-libs` (the CUDA major its libraries are built for); None for another
+    distribution (tensorrt-libs of TensorRT 8/9 says none)."""
+    name = dist.normalized
+    digits = name[len("tensorrt-cu"):-len("-libs")] if name.startswith("tensorrt-cu") and name.endswith("-libs") else ""
+    return int(digits) if digits.isdigit() else None
+
+
+def tensorrt_other_cuda(facts: Facts, cuda_major: int | None) -> list[Distribution]:
+    """The installed tensorrt-cuNN-libs built for another CUDA major than `cuda_major`: their libraries have the same
+    names (libnvinfer.so.10, nvinfer_10.dll) as the right ones, so only the distribution's name tells them apart."""
+    return [d for d in facts.probe.distributions
+            if cuda_major is not None and (n := tensorrt_cuda_major(d)) is not None and n != cuda_major]
+
+
+def _tensorrt_cuda_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:
+    """TRT004: the installed tensorrt-cuNN-libs is built for another CUDA major than the build."""
+    return [Finding(
+        FindingCode.TENSORRT_OTHER_CUDA, Severity.ERROR,
+        f"{d.name} {d.version} is TensorRT built for CUDA {tensorrt_cuda_major(d)}, {gpu.package} {gpu.version} for "
+        f"CUDA {gpu.cuda_major}: its libraries have the names the TensorRT provider asks for but need the other CUDA "
+        "major's libraries", (f"{d.name} {d.version} at {d.location}",),
+        f"install tensorrt-cu{gpu.cuda_major}-libs in its place: `ortfix plan --with tensorrt`",
+        {"installed": d.name, "version": d.version, "replacement": f"tensorrt-cu{gpu.cuda_major}-libs"})
+        for d in tensorrt_other_cuda(facts, gpu.cuda_major)]
 
 
 def _tensorrt_version_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall) -> list[Finding]:
@@ -128,7 +156,8 @@ def _genai_cuda_major(facts: Facts, dist: Distribution) -> int | None:
 
 
 def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
-    """GENAI001: the CPU onnxruntime-genai beside the GPU build; GENAI002: genai-cuda of another CUDA major."""
+    """GENAI001: the CPU onnxruntime-genai beside the GPU build; GENAI002: genai-cuda of another CUDA major;
+    GENAI003: onnxruntime-genai-directml beside it (genai of another flavour than ORT's)."""
     if gpu is None or gpu.cuda_major is None:
         return []
     out = []
@@ -143,6 +172,13 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
                 FindingCode.GENAI_CPU, Severity.ERROR,
                 f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {gpu.package} it "
                 "says \"CUDA execution provider is not enabled in this build\"", (f"{g.line} at {g.dist.location}",),
+                swap, data))
+            continue
+        if g.dist.normalized == GENAI_DIRECTML:
+            out.append(Finding(
+                FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
+                f"{g.dist.name} {g.dist.version} is the DirectML build of onnxruntime-genai: it pairs with "
+                f"onnxruntime-directml, not with {gpu.package} (no CUDA in it)", (f"{g.line} at {g.dist.location}",),
                 swap, data))
             continue
         major = g.cuda_major

@@ -51,8 +51,10 @@ class FindingCode(StrEnum):
     TENSORRT_NOT_LOADING = "TRT001"
     TENSORRT_WRONG_MAJOR = "TRT002"
     TENSORRT_TOO_OLD = "TRT003"
+    TENSORRT_OTHER_CUDA = "TRT004"
     GENAI_CPU = "GENAI001"
     GENAI_OTHER_CUDA = "GENAI002"
+    GENAI_OTHER_FLAVOUR = "GENAI003"
 
 
 # What ortfix's plan can fix, by the kind of action that fixes it: plan/make.py and plan/hook_actions.py take an
@@ -76,4 +78,6 @@ PLAN_FIXES = frozenset({*UNINSTALL_FIXES, *INSTALL_FIXES, *REINSTALL_FIXES, *HOO
                         FindingCode.PROJECT_UNDOES,  # a project-update action
                         FindingCode.ZLIBWAPI_MISSING,  # installing a cuDNN 9 build (plan/choose_build.cudnn9_first)
                         FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA,  # the genai swap (plan/genai.py)
-                        FindingCode.TENSORRT_WRONG_MAJOR})  # with --with tensorrt (plan/tensorrt.py)
+                        FindingCode.GENAI_OTHER_FLAVOUR,
+                        FindingCode.TENSORRT_WRONG_MAJOR,  # with --with tensorrt (plan/tensorrt.py)
+                        FindingCode.TENSORRT_OTHER_CUDA})

@@ -193,8 +193,9 @@ class LoginPathData(TypedDict):
 
 @final
 class GenaiData(TypedDict):
-    """GENAI001, GENAI002: the onnxruntime-genai distribution installed, its version, and the onnxruntime-genai-cuda
-    version that fits the build (None: the matrix knows none)."""
+    """GENAI001-GENAI003: the onnxruntime-genai distribution installed, its version, and the version of the genai
+    package that fits the build (None: the matrix knows none); TRT004: the tensorrt-cuNN-libs installed, its version,
+    and the distribution of the build's CUDA major."""
 
     installed: str
     version: str
@@ -286,7 +287,7 @@ def soname_link(finding: Finding) -> SonameLinkData:
 
 
 def genai_swap(finding: Finding) -> GenaiData:
-    _expect(finding, (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA))
+    _expect(finding, (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA, FindingCode.GENAI_OTHER_FLAVOUR))
     data = finding.data
     if "replacement" in data:
         return data

@@ -1,7 +1,8 @@
 """onnxruntime-genai beside onnxruntime-directml (Windows): the CPU `onnxruntime-genai` there has no DirectML
 (DmlExecutionProvider), so it is GENAI001 too, and the package that fits is `onnxruntime-genai-directml` of the
 newest release whose onnxruntime-directml requirement the installed one meets (compat/addons.yaml). Judged only where
-the active ONNX Runtime is onnxruntime-directml; beside a GPU build check/addons.py judges genai."""
+the active ONNX Runtime is onnxruntime-directml; beside a GPU build check/addons.py judges genai. There
+`onnxruntime-genai-cuda` is GENAI003: genai of another flavour than ORT's."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def directml_install(facts: Facts, gpu: OrtInstall | None) -> OrtInstall | None:
 
 
 def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
-    """GENAI001 for the CPU onnxruntime-genai beside onnxruntime-directml, naming onnxruntime-genai-directml."""
+    """GENAI001 for the CPU onnxruntime-genai beside onnxruntime-directml, GENAI003 for onnxruntime-genai-cuda there,
+    naming onnxruntime-genai-directml."""
     dml = directml_install(facts, gpu)
     if dml is None:
         return []
@@ -32,9 +34,15 @@ def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None
             else f"no {GENAI_DIRECTML} release the matrix knows accepts {dml.package} {dml.version}")
     out = []
     for g in genai_installs(facts):
+        data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
+        if g.dist.normalized == GENAI_CUDA:
+            out.append(Finding(
+                FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
+                f"{g.dist.name} {g.dist.version} is the CUDA build of onnxruntime-genai: it pairs with "
+                f"onnxruntime-gpu, not with {dml.package} (no DirectML in it)", (f"{g.line} at {g.dist.location}",),
+                swap, data))
         if g.dist.normalized != GENAI_CPU:
             continue
-        data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
         out.append(Finding(
             FindingCode.GENAI_CPU, Severity.ERROR,
             f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {dml.package} it has no "

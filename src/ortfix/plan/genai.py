@@ -1,9 +1,11 @@
-"""The onnxruntime-genai swap: a CPU `onnxruntime-genai` (GENAI001) or an `onnxruntime-genai-cuda` of another CUDA
-major (GENAI002) beside the GPU build is uninstalled and `onnxruntime-genai-cuda` of the target build's CUDA major is
-installed, pinned to the newest release (compat/addons.yaml) whose ORT requirement the target meets, so the swap never
-moves ORT; where onnxruntime-directml stays (Windows, no GPU build planned), `onnxruntime-genai-directml` the same
-way. The neighbour rule holds (plan/neighbours.py): where another installed distribution requires the genai package
-by name, the swap is left out and a note says who (`genai_breaks`, asked by plan/pip_actions.py)."""
+"""The onnxruntime-genai swap: a CPU `onnxruntime-genai` (GENAI001), an `onnxruntime-genai-cuda` of another CUDA
+major (GENAI002) or genai of another flavour than ORT's (GENAI003: `onnxruntime-genai-directml` beside the GPU build,
+`onnxruntime-genai-cuda` beside onnxruntime-directml) is uninstalled and `onnxruntime-genai-cuda` of the target
+build's CUDA major is installed, pinned to the newest release (compat/addons.yaml) whose ORT requirement the target
+meets, so the swap never moves ORT; where onnxruntime-directml stays (Windows, no GPU build planned),
+`onnxruntime-genai-directml` the same way: the flavour of where ORT ends up. The neighbour rule holds
+(plan/neighbours.py): where another installed distribution requires the genai package by name, the swap is
+left out and a note says who (`genai_breaks`, asked by plan/pip_actions.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.plan.model import ChosenBuild
 from ortfix.plan.neighbours import Replacement
 
-GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA)
+GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA, FindingCode.GENAI_OTHER_FLAVOUR)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """`plan --with tensorrt`: the TensorRT libraries the build's TensorRT provider NEEDs (`libnvinfer.so.N`,
 `libnvonnxparser.so.N`, before 1.23 `libnvinfer_plugin.so.N`; on Windows the DLLs `nvinfer_N.dll`,
 `nvonnxparser_N.dll`, `nvinfer_plugin_N.dll`), made findable by the same hooks as the CUDA libraries (Windows: the PATH
-hook): a copy the environment has already is hooked; else `tensorrt-cuNN-libs` of the build's CUDA major is
-installed, pinned to the build's TensorRT major and at least the version ORT documents for it (compat/addons.yaml),
-and its `tensorrt_libs/` copies are hooked (its DLLs on Windows too: the wheel has no bin folder)."""
+hook): a copy the environment has already is hooked, unless it is of a `tensorrt-cuNN-libs` built for another CUDA
+major than the build (TRT004: same library names, the other CUDA's runtime); else `tensorrt-cuNN-libs` of the build's
+CUDA major is installed, pinned to the build's TensorRT major and at least the version ORT documents for it
+(compat/addons.yaml), and its `tensorrt_libs/` copies are hooked (its DLLs on Windows too: the wheel has no bin
+folder)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ortfix.check.addons import is_nvinfer, tensorrt_provider
+from ortfix.check.addons import is_nvinfer, tensorrt_other_cuda, tensorrt_provider
 from ortfix.check.codes import FindingCode
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR
@@ -19,7 +21,8 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
 
-TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_MAJOR)
+TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_MAJOR,
+                  FindingCode.TENSORRT_OTHER_CUDA)
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,15 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
         return TensorrtChange(notes=(f"--with tensorrt: which TensorRT {version} needs is not known",))
     libraries: dict[str, str] = {}
     install = False
+    other = _other_cuda_folders(facts, cuda)
     for soname in sonames:
-        if facts.findable.get(soname):
+        found = facts.findable.get(soname)
+        if found and not _under(facts, found, other):
             continue
         key = facts.platform.library_key(soname)
         own = [c.path for c in facts.libraries
-               if c.inside_env and key in {facts.platform.library_key(n) for n in (c.soname or "", c.name)}]
+               if c.inside_env and key in {facts.platform.library_key(n) for n in (c.soname or "", c.name)}
+               and not _under(facts, c.path, other)]
         if own:
             libraries[soname] = own[0]
             continue
@@ -60,6 +66,16 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
     low = row.min_version if row and row.major == major and row.min_version else f"{major}.0"
     wheel = WheelSpec(f"tensorrt-cu{cuda}-libs", f">={low},<{major + 1}", tuple(sonames), TENSORRT_WHEEL_DIR)
     return TensorrtChange(wheel.distribution + wheel.specifier, libraries, wheel=wheel)
+
+
+def _other_cuda_folders(facts: Facts, cuda: int) -> tuple[str, ...]:
+    """The tensorrt_libs folders of the installed tensorrt-cuNN-libs of another CUDA major (TRT004): what is there
+    is not hooked but replaced (plan/pip_actions.py uninstalls them, as occupants of the folder)."""
+    return tuple(os.path.join(d.location, TENSORRT_WHEEL_DIR) for d in tensorrt_other_cuda(facts, cuda))
+
+
+def _under(facts: Facts, path: str, folders: tuple[str, ...]) -> bool:
+    return any(facts.platform.inside(path, f) for f in folders)
 
 
 def platform_names(facts: Facts, names: tuple[str, ...]) -> tuple[str, ...]:

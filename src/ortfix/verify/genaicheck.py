@@ -1,24 +1,32 @@
 """`ortfix verify`'s onnxruntime-genai report: for each genai package installed beside ORT, which it is (CPU, CUDA,
 DirectML), its CUDA major against ORT's, and whether it loads in a fresh process of the target started as its user
 starts it (`import onnxruntime, onnxruntime_genai`, then, for onnxruntime-genai-cuda, its CUDA library
-`libonnxruntime-genai-cuda.so` by path, as genai loads it when a model asks for CUDA; not yet its Windows DLL). No
-genai installed: no report."""
+`libonnxruntime-genai-cuda.so` by path, as genai loads it when a model asks for CUDA). On a Windows target genai's own
+DLL (`onnxruntime_genai\\onnxruntime-genai-cuda.dll`; genai-directml's `onnxruntime-genai.dll`) is loaded by the Windows
+load check verify's level 1 uses (verify/winloadcheck.py: after `import onnxruntime`, by full path with the altered
+search path, the first missing DLL named), in a process with the PATH its user's gets. No genai installed: no
+report."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
-from ortfix.check.addons import GENAI_CUDA_LIBRARY, genai_installs
+from ortfix.check.addons import GENAI_CUDA_DLL, GENAI_CUDA_LIBRARY, genai_installs
 from ortfix.check.facts import Facts
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
 from ortfix.target.launch import launch
+from ortfix.verify.levels import windows_child_env
+from ortfix.verify.winloadcheck import check_loadable_windows
 
 _MARK = "ORTFIX-GENAI:"
+# onnxruntime-genai-directml's own DLL (RECORD of the 0.11.4 win_amd64 wheel: beside it D3D12Core.dll).
+GENAI_DIRECTML_DLL = "onnxruntime_genai/onnxruntime-genai.dll"
 # Runs inside the target (any Python 3): standard library only, one JSON line out. argv[1]: the CUDA library's path
 # relative to site-packages ("" when there is none to load).
 _SCRIPT = r"""
@@ -90,6 +98,7 @@ def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path
     """One report per installed genai package (none installed: none). `no_driver`: this machine has no NVIDIA
     driver, so a library that NEEDs its libcuda.so.1 cannot load here (said, not failed)."""
     ort = facts.active_ort
+    windows = facts.platform.is_windows
     out = []
     for g in genai_installs(facts):
         name = g.dist.normalized
@@ -98,21 +107,54 @@ def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path
         if major is None and kind == "CUDA":
             row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
             major = row.cuda_major if row else None
-        # the Linux library genai-cuda loads when a model asks for CUDA, where the package has it (Windows: a DLL)
-        library = (GENAI_CUDA_LIBRARY if kind == "CUDA"
-                   and os.path.isfile(os.path.join(g.dist.location, GENAI_CUDA_LIBRARY)) else "")
-        imported, loaded = _load(python, library, prefix=facts.probe.prefix, conda_hook=conda_hook, timeout=timeout)
-        driver = bool(library) and "libcuda.so.1" in loaded and no_driver
+        library = genai_library(g.dist.location, kind, windows=windows)
+        if windows:
+            path = os.path.join(g.dist.location, *library.split("/")) if library else ""
+            imported, loaded, driver = _load_windows(facts, python, path, timeout=timeout)
+            driver = driver and no_driver
+        else:
+            imported, loaded = _load(python, library, prefix=facts.probe.prefix, conda_hook=conda_hook,
+                                     timeout=timeout)
+            driver = bool(library) and "libcuda.so.1" in loaded and no_driver
         out.append(GenaiReport(g.dist.name, g.dist.version, kind, major, ort.cuda_major if ort else None, imported,
                                loaded if library else None, driver))
     return tuple(out)
 
 
-def _load(python: str, library: str, *, prefix: str, conda_hook: Path | None, timeout: float) -> tuple[str, str]:
-    """(import result, library result) from a fresh process of the target."""
-    argv, env = launch(python, _SCRIPT % {"mark": _MARK}, [library.replace("/", os.sep)], prefix=prefix,
-                       conda_hook=conda_hook)
-    proc = subproc.run(argv, target_python=python, env=env, timeout=timeout)
+def genai_library(location: str, kind: str, *, windows: bool) -> str:
+    """The library of the genai package at `location` that verify loads by path, relative to site-packages ("": none
+    there): genai-cuda's CUDA library (Linux: libonnxruntime-genai-cuda.so; Windows: onnxruntime-genai-cuda.dll), on
+    Windows genai-directml's onnxruntime-genai.dll."""
+    if windows:
+        rel = {"CUDA": GENAI_CUDA_DLL, "DirectML": GENAI_DIRECTML_DLL}.get(kind, "")
+    else:
+        rel = GENAI_CUDA_LIBRARY if kind == "CUDA" else ""
+    return rel if rel and os.path.isfile(os.path.join(location, *rel.split("/"))) else ""
+
+
+def _load_windows(facts: Facts, python: str, library: str, *, timeout: float) -> tuple[str, str, bool]:
+    """(import result, library result, whether only the NVIDIA driver's own DLLs were missing) on a Windows target:
+    the import in a fresh process, then `library` (a full path; "": none) in the Windows load check's, both with the
+    PATH its user's process gets."""
+    env = windows_child_env(facts)
+    imported, _ = _load(python, "", prefix=facts.probe.prefix, conda_hook=None, timeout=timeout, env=env)
+    if not library or imported != "ok":
+        return imported, "not reached", False
+    check = check_loadable_windows(python, library, [], prefix=facts.probe.prefix, timeout=timeout, env=env)
+    lib = check.libraries[0] if check.libraries else None
+    if check.process_error or lib is None:
+        return imported, check.process_error or "not reached", False
+    if lib.error is None:
+        return imported, "ok", False
+    return imported, lib.error, bool(lib.driver_missing) and not lib.missing
+
+
+def _load(python: str, library: str, *, prefix: str, conda_hook: Path | None, timeout: float,
+          env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(import result, library result) from a fresh process of the target (`env`: its environment, else launch's)."""
+    argv, child_env = launch(python, _SCRIPT % {"mark": _MARK}, [library.replace("/", os.sep)], prefix=prefix,
+                             conda_hook=conda_hook)
+    proc = subproc.run(argv, target_python=python, env=dict(env) if env is not None else child_env, timeout=timeout)
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
     if line is None:
         why = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
