@@ -97,3 +97,20 @@ def test_apply_history_rollback_speak_chinese_and_write_the_same_files(cpu_venv:
     listings = {lang: ortfix("history", "--python", python, "--json", env=_in(env, lang)).stdout
                 for lang in ("C", "zh_CN.UTF-8")}
     assert listings["C"] == listings["zh_CN.UTF-8"] and '"status": "rolled-back"' in listings["C"]
+
+
+def test_the_confirmation_questions_are_chinese_and_y_yes_still_answer_them(cpu_venv: Path,
+                                                                             env: dict[str, str]) -> None:
+    """apply and rollback without --yes on a real terminal under LANG=zh_CN.UTF-8: the question is Chinese, click's
+    `[y/N]` and its answers stay; `y` applies, `yes` rolls back."""
+    from test_hostile_text import _on_a_pty
+
+    python = str(cpu_venv / "bin" / "python")
+    zh = _in(env, "zh_CN.UTF-8")
+    code, out = _on_a_pty(["apply", "--python", python], zh, "吗？ [y/N]".encode(), b"y\n")
+    text = out.decode("utf-8", "replace")
+    assert code == 0 and f"要把这些改动应用到 {cpu_venv} 吗？ [y/N]" in text and "已应用事务 " in text, text[-2000:]
+    assert "Apply these changes" not in text
+    code, out = _on_a_pty(["rollback", "--python", python], zh, "要回滚吗？ [y/N]".encode(), b"yes\n")
+    text = out.decode("utf-8", "replace")
+    assert code == 0 and "回滚 " in text and "已回滚事务 " in text and "Roll back?" not in text, text[-2000:]
