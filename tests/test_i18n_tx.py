@@ -70,7 +70,7 @@ _LABELS = {
               ("Undo: ortfix rollback --python ", "撤销：ortfix rollback --python "),
               ("ortfix check: no blocking findings left", "ortfix check：不再有阻断性问题")],
     "history": [("Transactions in ", "中的事务"), ("CREATED (UTC)", "创建时间（UTC）"), ("STATUS", "状态"),
-                ("CHANGES", "变更"), ("Details: ortfix history show ID.", "详情：ortfix history show ID。")],
+                ("CHANGES", "变更"), ("Details: ortfix history show ID. Undo", "详情：ortfix history show ID。撤销")],
     "show": [("environment  ", "环境  "), ("fingerprint ", "指纹 ")],
     "rollback": [("Rolled back transaction ", "已回滚事务 "), ("The environment is as it was before the apply.",
                                                             "环境已恢复到应用之前的状态。")],

@@ -285,8 +285,8 @@ def render_history(result: HistoryResult) -> str:
         lines.append(_row(tx.id, tx.created[:19].replace("T", " "), status, size(e.stash_bytes),
                           _short(tx_changes(tx))))
     undoable = any(e.tx is not None and e.tx.status is not TxStatus.ROLLED_BACK for e in result.entries)
-    last = _("Undo the newest: ortfix rollback.") if undoable else _("Nothing to undo: every one is rolled back.")
-    lines += ["", _("Details: ortfix history show ID.") + " " + last]
+    lines += ["", _("Details: ortfix history show ID. Undo the newest: ortfix rollback.") if undoable
+              else _("Details: ortfix history show ID. Nothing to undo: every one is rolled back.")]
     return join_lines(lines)
 
 
