@@ -1,10 +1,12 @@
 # ruff: noqa: RUF001  (Chinese text and its full-width punctuation are what this file tests)
 """Issue 25, phase 3: apply, history and rollback speak Chinese under LANG=zh_CN.UTF-8, and what they write does not.
 
-One small hermetic venv (onnxruntime 1.22.0 from the test wheelhouse, tests/conftest.py `cpu_venv`) goes through
-apply → history → rollback in English, then again in Chinese: the Chinese run prints the Chinese labels and none of
-their English originals, and the files written (the transaction's journal and stash, the hooks) are byte for byte the
-English run's apart from the transaction id and the times. `--json` stays English and byte-identical.
+A small hermetic venv (onnxruntime 1.22.0 from the test wheelhouse, tests/conftest.py `cpu_venv`) goes through
+apply → history → rollback in English, and a copy of it in Chinese: the Chinese run prints the Chinese labels and none
+of their English originals, and the files written (the transaction's journal, plan and installer report, the hooks)
+are byte for byte the English run's apart from the venv's path, the transaction id, the times and the checksums over
+them. `history --json` stays English and byte-identical. The confirmation questions are asked in Chinese on a real
+terminal and answered with `y` and `yes`.
 """
 
 from __future__ import annotations
