@@ -127,8 +127,9 @@ def test_the_compiled_catalog_reads_back_with_the_standard_library(tmp_path: Pat
 _NOT_EXPLAIN_TEXT = ("Ignored the following versions that require a different python version:", "error pattern")
 
 
-# The renderers marked so far (phase 2: check, plan, verify, tune, export and wheelhouse); render_tx.py is next.
-MARKED_RENDERERS = ("render.py", "render_verify.py", "render_tune.py", "render_export.py")
+# The renderers marked so far (phase 2: check, plan, verify, tune, export and wheelhouse; phase 3: apply, rollback,
+# history and prune).
+MARKED_RENDERERS = ("render.py", "render_verify.py", "render_tune.py", "render_export.py", "render_tx.py")
 
 
 def test_a_new_unmarked_sentence_in_explain_fails() -> None:
@@ -141,7 +142,7 @@ def test_a_new_unmarked_sentence_in_explain_fails() -> None:
     found += [(name, line, text) for name in MARKED_RENDERERS
               for line, text in extract_messages.unmarked(REPO / "src" / "ortfix" / "cli" / name)]
     assert not found, found
-    assert extract_messages.unmarked(REPO / "src" / "ortfix" / "cli" / "render_tx.py")  # not yet marked
+    assert extract_messages.unmarked(REPO / "src" / "ortfix" / "cli" / "app.py")  # the detector finds one
 
 
 # --- choosing the language ------------------------------------------------------------------------------------------
@@ -411,3 +412,31 @@ def test_verify_screen_speaks_chinese_in_aligned_columns() -> None:
         else:
             assert "库能加载" in proc.stdout and "第 1 级" in proc.stdout and proc.stdout.startswith("目标 ")
             assert "libraries load" not in proc.stdout and "Failed:" not in proc.stdout and "not run" not in proc.stdout
+
+
+# --- the matrix screen and plan --output (phase 3) ------------------------------------------------------------------
+
+def test_the_matrix_screen_speaks_chinese_in_the_english_columns() -> None:
+    """`matrix show`: the headings are Chinese and each column starts in the terminal column it starts in English."""
+    screens = {}
+    for lang in ("zh_CN.UTF-8", "C"):
+        proc = run_ortfix("matrix", "show", env={"LANG": lang, "LANGUAGE": "", "ORTFIX_LANG": ""})
+        assert proc.returncode == 0 and not proc.stderr, proc.stderr
+        screens[lang] = proc.stdout
+    zh, en = screens["zh_CN.UTF-8"].splitlines(), screens["C"].splitlines()
+    assert zh[0].startswith("兼容性矩阵 ") and en[0].startswith("compatibility matrix ")
+    for zh_word, en_word in (("需要的库", "needs"), ("驱动（Windows）", "driver (Windows)"), ("wheel", "wheels")):
+        [zh_row] = [row for row in zh if zh_word in row and row.startswith(("ONNX Runtime", "CUDA"))]
+        [en_row] = [row for row in en if en_word in row and row.startswith(("ONNX Runtime", "CUDA"))]
+        assert i18n.display_width(zh_row[:zh_row.rindex(zh_word)]) == en_row.rindex(en_word), (zh_row, en_row)
+    assert "  用于 CUDA 12 的 cuDNN 9：nvidia-cudnn-cu12~=9.0" in zh
+    for english in ("compatibility matrix", "cuDNN wheels:", "driver (Linux)", " for CUDA "):
+        assert english not in screens["zh_CN.UTF-8"], english
+
+
+def test_plan_output_says_where_it_saved_in_chinese(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    proc = run_ortfix("plan", "--python", sys.executable, "--output", str(out),
+                      env={"LANG": "zh_CN.UTF-8", "LANGUAGE": "", "ORTFIX_LANG": ""})
+    assert proc.returncode in (0, 1) and out.is_file(), proc.stderr
+    assert f"已保存到 {out}。" in proc.stdout and "Saved to" not in proc.stdout

@@ -19,6 +19,7 @@ from ortfix.cli import options
 from ortfix.cli.output import Carried, Command, dump_json, envelope, print_error
 from ortfix.cli.streams import fit
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import _, tr
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
@@ -206,7 +207,8 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
         write_output(output, dump_json(plan_document(result)) + "\n")
 
     def text(r: PlanResult) -> str:
-        return render_plan(r.plan, r.check.target) + (f"\nSaved to {output}." if output is not None else "")
+        saved = "" if output is None else "\n" + tr("Saved to {output}.", output=str(output))
+        return render_plan(r.plan, r.check.target) + saved
 
     _finish(Command.PLAN, result, as_json, plan_document, text)
 
@@ -394,6 +396,11 @@ def wheelhouse(python: str | None, as_json: bool, plan_file: Path | None, folder
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+def _confirm(question: str) -> bool:
+    """Ask `question` (in the user's language); the answers stay click's y/yes and n/no in every language."""
+    return click.confirm(question, default=False, err=True)
+
+
 def _require_confirmation_possible(yes: bool) -> None:
     if not yes and not sys.stdin.isatty():
         raise OrtfixError("refusing to change the environment without confirmation: standard input is not a terminal",
@@ -499,7 +506,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     if not as_json or ask:
         _echo(render_plan(prepared.plan, prepared.check.target, applying=True), err=as_json)
         _echo("", err=as_json)
-    if ask and not click.confirm(f"Apply these changes to {visible(prepared.plan.prefix)}?", default=False, err=True):
+    if ask and not _confirm(tr("Apply these changes to {prefix}?", prefix=visible(prepared.plan.prefix))):
         raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
     result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
     _finish(Command.APPLY, result, as_json, apply_json, render_apply)
@@ -541,7 +548,7 @@ def rollback(python: str | None, as_json: bool, tx_id: str | None, yes: bool, ve
         if yes:
             return True
         _echo(render_rollback_preview(tx.prefix, tx), err=True)
-        return click.confirm("Roll back?", default=False, err=True)
+        return _confirm(_("Roll back?"))
 
     result = run_rollback(target, tx_id, ui=_tx_ui(as_json), confirm=confirm)
     _finish(Command.ROLLBACK, result, as_json, rollback_json, functools.partial(render_rollback, verbose=verbose))

@@ -268,21 +268,24 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
 
 
 def render_matrix(matrix: Matrix) -> str:
-    lines = [f"compatibility matrix {matrix.data_version} ({', '.join(matrix.files)})", "",
-             f"{'ONNX Runtime':<28} {'index':<9} {'CUDA':<6} {'cuDNN':<6} needs"]
+    lines = [tr("compatibility matrix {version} ({files})", version=matrix.data_version, files=", ".join(matrix.files)),
+             "", f"{pad('ONNX Runtime', 28)} {pad(_('index'), 9)} {pad('CUDA', 6)} {pad('cuDNN', 6)} {_('needs')}"]
     for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
         versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} - {b.versions[-1]}"
         lines.append(f"{b.package + ' ' + versions:<28} {b.index:<9} {b.cuda_major:<6} "
                      f"{b.cudnn_major if b.cudnn_major is not None else '-':<6} "
-                     f"{', '.join(b.cuda_needed)}" + (f" (lazy: {', '.join(b.cuda_lazy)})" if b.cuda_lazy else ""))
-    lines += ["", f"{'CUDA':<6} {'driver (Linux)':<16} {'driver (Windows)':<18} compute capability   wheels"]
+                     f"{', '.join(b.cuda_needed)}"
+                     + (tr(" (lazy: {libraries})", libraries=", ".join(b.cuda_lazy)) if b.cuda_lazy else ""))
+    lines += ["", f"{pad('CUDA', 6)} {pad(_('driver (Linux)'), 16)} {pad(_('driver (Windows)'), 18)} "
+                  f"{pad(_('compute capability'), 20)} {_('wheels')}"]
     for major, c in sorted(matrix.cuda.items()):
         wheels = ", ".join(w.distribution for w in c.wheels) or _("none on the package index")
         lines.append(f"{major:<6} >= {c.driver_min.get('linux', '?'):<13} >= {c.driver_min.get('windows', '?'):<15} "
                      f"{c.cc_min} - {c.cc_max:<12} {wheels}")
-    lines += ["", "cuDNN wheels:"]
+    lines += ["", _("cuDNN wheels:")]
     for row in matrix.cudnn:
-        lines.append(f"  cuDNN {row.major} for CUDA {row.cuda_major}: {row.wheel.distribution}{row.wheel.specifier}")
+        lines.append(tr("  cuDNN {major} for CUDA {cuda}: {wheel}", major=row.major, cuda=row.cuda_major,
+                        wheel=f"{row.wheel.distribution}{row.wheel.specifier}"))
     return join_lines(lines)
 
 

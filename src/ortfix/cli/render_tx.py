@@ -9,17 +9,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.cli.cmdline import quote, windows_target
+from ortfix.i18n import _, pad, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
 from ortfix.transaction.store import HistoryEntry
-from ortfix.transaction.undo_notes import FAILING, any_failed, as_before, said, summary, verdict
+from ortfix.transaction.undo_notes import FAILING, any_failed, as_before, said, summary, summary_msgs, verdict
 from ortfix.verify.winloadcheck import PROVIDER_DLL
 
 if TYPE_CHECKING:
     from ortfix.commands.apply import ApplyResult
     from ortfix.commands.history import HistoryResult, PruneResult, ShowResult
     from ortfix.commands.rollback import RollbackResult
+    from ortfix.transaction.actions.resolve import Resolved
+    from ortfix.transaction.preflight import DiskCheck
+    from ortfix.verify.applied import Verification
     from ortfix.verify.loadcheck import LoadCheck
 
 
@@ -50,10 +54,10 @@ def tx_changes(tx: Transaction) -> list[str]:
 
 def _short(changes: Sequence[str], limit: int = 4) -> str:
     if not changes:
-        return "(nothing changed)"
+        return _("(nothing changed)")
     shown = [c if not c.startswith(("+ /", "~ /")) else f"{c[0]} {os.path.basename(c[2:])}" for c in changes]
     shown.sort(key=lambda c: 0 if " onnxruntime" in c else 1)  # stable: the ORT change first, then the rest
-    return ", ".join(shown[:limit]) + (f", … {len(shown) - limit} more" if len(shown) > limit else "")
+    return ", ".join(shown[:limit]) + (tr(", … {n} more", n=len(shown) - limit) if len(shown) > limit else "")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -64,40 +68,49 @@ def _short(changes: Sequence[str], limit: int = 4) -> str:
 def render_dry_run(result: ApplyResult) -> str:
     assert result.outcome is not None
     pf = result.outcome.preflight
-    lines = ["Dry run: nothing was changed. An apply would do this, as one transaction:", ""]
+    lines = [_("Dry run: nothing was changed. An apply would do this, as one transaction:"), ""]
     for argv in pf.commands:
-        lines.append(f"preflight ran: {shlex.join(argv)}")
+        lines.append(tr("preflight ran: {command}", command=shlex.join(argv)))
     if pf.resolution is not None:
-        for r in pf.resolution.install:
-            extra = f" (replaces {r.replaces.name} {r.replaces.version}: moved aside first)" if r.replaces else ""
-            lines.append(f"  the installer would install {r.name} {r.version}{extra}"
-                         + (f" from {r.url}" if r.url else ""))
+        lines += [_would_install(r) for r in pf.resolution.install]
     if pf.disk is not None:
-        lines.append(f"disk: {size(pf.disk.free_bytes)} free in {pf.disk.where}, about {size(pf.disk.needed_bytes)} "
-                     "needed" + (f" (estimated from measured wheels for {len(pf.disk.estimated)} of them)"
-                                 if pf.disk.estimated else "")
-                     + (f" (sizes unknown for {', '.join(pf.disk.unknown_sizes)})" if pf.disk.unknown_sizes else ""))
+        lines.append(_disk(pf.disk))
     lines.append("")
     for step, described in pf.describe():
-        origin = " [pip would replace it]" if step.origin != "plan" else ""
+        origin = _(" [pip would replace it]") if step.origin != "plan" else ""
         lines.append(f"{step.index}. {step.kind}: {step.summary}{origin}")
         lines += [f"     {d}" for d in described]
     lines.append("")
-    lines.append("then: verify in a fresh process of the target interpreter (import onnxruntime, load every library "
-                 "the CUDA provider needs) and re-run `ortfix check`; roll back if either fails")
+    lines.append(_("then: verify in a fresh process of the target interpreter (import onnxruntime, load every library "
+                   "the CUDA provider needs) and re-run `ortfix check`; roll back if either fails"))
     if pf.problems:
         lines.append("")
-        lines.append("Preflight would refuse:")
+        lines.append(_("Preflight would refuse:"))
         lines += [f"  {p}" for p in pf.problems]
     return join_lines(lines)
+
+
+def _would_install(r: Resolved) -> str:
+    extra = (tr(" (replaces {name} {version}: moved aside first)", name=r.replaces.name, version=r.replaces.version)
+             if r.replaces else "")
+    return (tr("  the installer would install {name} {version}{extra}", name=r.name, version=r.version, extra=extra)
+            + (tr(" from {url}", url=r.url) if r.url else ""))
+
+
+def _disk(disk: DiskCheck) -> str:
+    return (tr("disk: {free} free in {where}, about {needed} needed", free=size(disk.free_bytes), where=disk.where,
+               needed=size(disk.needed_bytes))
+            + (tr(" (estimated from measured wheels for {n} of them)", n=len(disk.estimated)) if disk.estimated
+               else "")
+            + (tr(" (sizes unknown for {names})", names=", ".join(disk.unknown_sizes)) if disk.unknown_sizes else ""))
 
 
 def render_apply(result: ApplyResult) -> str:
     plan = result.prepared.plan
     if result.outcome is None:
-        return "Nothing to change." + ("" if not plan.unresolved else
-                                       " Not fixable by ortfix here: "
-                                       + ", ".join(f"{f.code} {f.summary}" for f in plan.unresolved))
+        return _("Nothing to change.") + ("" if not plan.unresolved else tr(
+            " Not fixable by ortfix here: {findings}",
+            findings=", ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
     if result.dry_run:
         return render_dry_run(result)
     out = result.outcome
@@ -106,35 +119,46 @@ def render_apply(result: ApplyResult) -> str:
     lines: list[str] = []
     ver = out.verification
     if tx.status is TxStatus.APPLIED:
-        lines.append(f"Applied transaction {tx.id} ({len(tx.steps)} steps):")
+        lines.append(tr("Applied transaction {id} ({n} steps):", id=tx.id, n=len(tx.steps)))
     elif tx.status is TxStatus.KEPT:
-        lines.append(f"Transaction {tx.id} applied but NOT verified; kept for inspection (--keep-on-failure):")
+        lines.append(tr("Transaction {id} applied but NOT verified; kept for inspection (--keep-on-failure):",
+                        id=tx.id))
     else:
-        lines.append(f"Transaction {tx.id} failed verification and was rolled back:")
+        lines.append(tr("Transaction {id} failed verification and was rolled back:", id=tx.id))
     lines += [f"  {c}" for c in tx_changes(tx)]
     if ver is not None:
-        if ver.loader is not None:
-            loaded = [x.soname for x in ver.loader.libraries if x.error is None]
-            lines.append(f"verify: {shlex.join(ver.loader.argv[:-1])} <script>: import onnxruntime "
-                         f"{'ok' if ver.loader.imported else 'FAILED'}; {len(loaded)}/{len(ver.loader.libraries)} "
-                         f"libraries load{counted(ver.loader)}")
-        lines += [f"  {note}" for note in ver.notes]
-        lines += [f"  ✗ {p}" for p in ver.problems]
-        if ver.ok:
-            lines.append("ortfix check: no blocking findings left")
-        if ver.gpu_not_verified:
-            lines.append(ver.gpu_not_verified)
-    lines += [f"  ✗ the apply broke a requirement ({'uv pip' if plan.installer == 'uv' else 'pip'} check): {b}"
-              for b in out.broken]
+        lines += _verification(ver)
+    installer = "uv pip" if plan.installer == "uv" else "pip"
+    lines += [tr("  ✗ the apply broke a requirement ({installer} check): {requirement}", installer=installer,
+                 requirement=b) for b in out.broken]
     if out.warnings:
-        lines += [f"warning: {w}" for w in out.warnings]
+        lines += [tr("warning: {warning}", warning=w) for w in out.warnings]
     if plan.unresolved:
-        lines.append("Still needs you: " + "; ".join(f"{f.code} {f.summary}" for f in plan.unresolved))
+        lines.append(tr("Still needs you: {findings}",
+                        findings="; ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
         # a line to paste: the path is quoted for the target's shell (a prefix may hold spaces, quotes, `$(...)`,
         # backticks; cmd and PowerShell read double quotes only)
-        lines.append(f"Undo: ortfix rollback --python {quote(plan.python, windows_target(plan.python))}")
+        lines.append(tr("Undo: {command}",
+                        command=f"ortfix rollback --python {quote(plan.python, windows_target(plan.python))}"))
     return join_lines(lines)
+
+
+def _verification(ver: Verification) -> list[str]:
+    lines: list[str] = []
+    if ver.loader is not None:
+        loaded = [x.soname for x in ver.loader.libraries if x.error is None]
+        lines.append(tr("verify: {command} <script>: import onnxruntime {result}; {loaded}/{total} libraries "
+                        "load{counted}", command=shlex.join(ver.loader.argv[:-1]),
+                        result=_("ok") if ver.loader.imported else _("FAILED"), loaded=len(loaded),
+                        total=len(ver.loader.libraries), counted=counted(ver.loader)))
+    lines += [f"  {note}" for note in ver.notes]
+    lines += [f"  ✗ {p}" for p in ver.problems]
+    if ver.ok:
+        lines.append(_("ortfix check: no blocking findings left"))
+    if ver.gpu_not_verified:
+        lines.append(ver.gpu_not_verified)
+    return lines
 
 
 def counted(check: LoadCheck) -> str:
@@ -144,8 +168,11 @@ def counted(check: LoadCheck) -> str:
     if check.platform != "windows":
         return ""
     later = sum(1 for lib in check.libraries if not lib.soname.lower().endswith(PROVIDER_DLL))
-    return (f" (counted: the CUDA provider, whose imported DLLs load with it, and {later} "
-            f"DLL{'' if later == 1 else 's'} loaded later by bare name)")
+    if later == 1:
+        return tr(" (counted: the CUDA provider, whose imported DLLs load with it, and {n} DLL loaded later by bare "
+                  "name)", n=later)
+    return tr(" (counted: the CUDA provider, whose imported DLLs load with it, and {n} DLLs loaded later by bare "
+              "name)", n=later)
 
 
 def apply_json(result: ApplyResult) -> dict[str, Any]:
@@ -188,27 +215,30 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
 
 def render_rollback_preview(prefix: str, tx: Transaction) -> str:
     undo = [s for s in reversed(tx.steps) if s.state in (StepState.STARTED, StepState.DONE)]
-    lines = [f"Roll back transaction {tx.id} in {prefix} ({tx.status.value}, made {tx.created}):"]
+    lines = [tr("Roll back transaction {id} in {prefix} ({status}, made {created}):", id=tx.id, prefix=prefix,
+                status=tx.status.value, created=tx.created)]
     for s in undo:
-        lines.append(f"  undo {s.index}. {s.summary}" + ("  (cut off half-way)" if s.state is StepState.STARTED
-                                                         else ""))
+        lines.append(tr("  undo {index}. {summary}", index=s.index, summary=s.summary)
+                     + (_("  (cut off half-way)") if s.state is StepState.STARTED else ""))
     if not undo:
-        lines.append("  no step had started; only the journal changes")
+        lines.append(_("  no step had started; only the journal changes"))
     return join_lines(lines)
 
 
 def render_rollback(result: RollbackResult, *, verbose: bool = False) -> str:
     """One line per cause of what was not put back exactly (every path with `verbose`), then the verdict."""
     o = result.outcome
-    lines = [f"Rolled back transaction {o.tx.id}: {len(o.undone)} step(s) undone in {result.target.prefix}."]
+    lines = [tr("Rolled back transaction {id}: {n} step(s) undone in {prefix}.", id=o.tx.id, n=len(o.undone),
+                prefix=result.target.prefix)]
     if o.freeing:
-        lines.append("The files the install had added are being deleted in the background.")
-    lines += [("warning: " if cause in FAILING else "note: ") + line for cause, line in summary(o.notes)]
+        lines.append(_("The files the install had added are being deleted in the background."))
+    lines += [tr("warning: {warning}", warning=line) if cause in FAILING else tr("note: {note}", note=line)
+              for cause, line in summary_msgs(o.notes)]
     if verbose:
         lines += [f"  {n.cause.value}: {n.text}" for n in said(o.notes)]
     elif said(o.notes):
-        lines.append(f"Every path: `ortfix history show {o.tx.id}` (or `rollback --verbose`, `--json`).")
-    lines.append(verdict(o.notes))
+        lines.append(tr("Every path: `ortfix history show {id}` (or `rollback --verbose`, `--json`).", id=o.tx.id))
+    lines.append(_(verdict(o.notes)))
     return join_lines(lines)
 
 
@@ -243,21 +273,26 @@ def _entry_json(e: HistoryEntry) -> dict[str, Any]:
 
 def render_history(result: HistoryResult) -> str:
     if not result.entries:
-        return f"No ortfix transactions in {result.target.prefix}."
-    lines = [f"Transactions in {result.target.prefix} (oldest first):", ""]
-    lines.append(f"{'ID':<26} {'CREATED (UTC)':<19} {'STATUS':<13} {'STASH':>9}  CHANGES")
+        return tr("No ortfix transactions in {prefix}.", prefix=result.target.prefix)
+    lines = [tr("Transactions in {prefix} (oldest first):", prefix=result.target.prefix), ""]
+    lines.append(_row("ID", _("CREATED (UTC)"), _("STATUS"), _("STASH"), _("CHANGES")))
     for e in result.entries:
         if e.tx is None:
-            lines.append(f"{e.id:<26} {'?':<19} {'unreadable':<13} {size(e.stash_bytes):>9}  {e.error}")
+            lines.append(_row(e.id, "?", "unreadable", size(e.stash_bytes), str(e.error)))
             continue
         tx = e.tx
-        status = tx.status.value + (" (pruned)" if tx.pruned else "")
-        lines.append(f"{tx.id:<26} {tx.created[:19].replace('T', ' '):<19} {status:<13} "
-                     f"{size(e.stash_bytes):>9}  {_short(tx_changes(tx))}")
+        status = tx.status.value + (_(" (pruned)") if tx.pruned else "")
+        lines.append(_row(tx.id, tx.created[:19].replace("T", " "), status, size(e.stash_bytes),
+                          _short(tx_changes(tx))))
     undoable = any(e.tx is not None and e.tx.status is not TxStatus.ROLLED_BACK for e in result.entries)
-    lines += ["", "Details: ortfix history show ID. "
-              + ("Undo the newest: ortfix rollback." if undoable else "Nothing to undo: every one is rolled back.")]
+    lines += ["", _("Details: ortfix history show ID. Undo the newest: ortfix rollback.") if undoable
+              else _("Details: ortfix history show ID. Nothing to undo: every one is rolled back.")]
     return join_lines(lines)
+
+
+def _row(tx_id: str, created: str, status: str, stash: str, changes: str) -> str:
+    """A row of the history table, its columns padded by terminal columns (a Chinese character takes two)."""
+    return (f"{pad(tx_id, 26)} {pad(created, 19)} {pad(status, 13)} {pad(stash, 9, right=True)}  {changes}")
 
 
 def history_json(result: HistoryResult) -> dict[str, Any]:
@@ -268,32 +303,48 @@ def history_json(result: HistoryResult) -> dict[str, Any]:
 def render_show(result: ShowResult) -> str:
     e = result.entry
     if e.tx is None:
-        return join_lines([f"transaction {e.id}: unreadable journal: {e.error}", f"folder: {e.folder}"])
+        return join_lines([tr("transaction {id}: unreadable journal: {error}", id=e.id, error=str(e.error)),
+                           tr("folder: {folder}", folder=str(e.folder))])
     tx = e.tx
-    lines = [f"transaction {tx.id}: {tx.status.value}" + (" (stash pruned)" if tx.pruned else ""),
-             f"environment  {tx.prefix} ({tx.target.get('env_kind')}, {tx.target.get('python')})",
-             f"created      {tx.created}", f"updated      {tx.updated}",
-             f"plan         fingerprint {tx.plan_fingerprint}, installer {tx.installer or '-'}",
-             f"folder       {e.folder} (stash {size(e.stash_bytes)})"]
+    lines = [tr("transaction {id}: {status}", id=tx.id, status=tx.status.value)
+             + (_(" (stash pruned)") if tx.pruned else ""),
+             _field(_("environment"), f"{tx.prefix} ({tx.target.get('env_kind')}, {tx.target.get('python')})"),
+             _field(_("created"), tx.created), _field(_("updated"), tx.updated),
+             _field(_("plan"), tr("fingerprint {fingerprint}, installer {installer}",
+                                  fingerprint=tx.plan_fingerprint, installer=tx.installer or "-")),
+             _field(_("folder"), tr("{folder} (stash {size})", folder=str(e.folder), size=size(e.stash_bytes)))]
     if tx.message:
-        lines.append(f"message      {tx.message}")
+        lines.append(_field(_("message"), tx.message))
     lines.append("")
     for s in tx.steps:
-        lines.append(f"{s.index}. [{s.state.value}] {s.summary}" + (" (replaced by pip)" if s.origin != "plan" else ""))
+        lines.append(f"{s.index}. [{s.state.value}] {s.summary}"
+                     + (_(" (replaced by pip)") if s.origin != "plan" else ""))
         for c in step_changes(s):
             lines.append(f"     {c}")
         if s.error:
-            lines.append(f"     error: {s.error}")
+            lines.append(tr("     error: {error}", error=s.error))
+    lines += _show_outcome(tx)
+    return join_lines(lines)
+
+
+def _field(label: str, value: str) -> str:
+    return f"{pad(label, 12)} {value}"
+
+
+def _show_outcome(tx: Transaction) -> list[str]:
+    """The verification and the rollback a journal records."""
+    lines: list[str] = []
     v = tx.verification
     if v is not None:
         lines.append("")
-        lines.append(f"verification: {'ok' if v.get('ok') else 'FAILED'}")
+        lines.append(tr("verification: {result}", result=_("ok") if v.get("ok") else _("FAILED")))
         lines += [f"  ✗ {p}" for p in v.get("problems", [])]
     r = tx.rollback
     if r is not None:
-        lines.append(f"rollback: {r.get('reason')} (started {r.get('started')}, finished {r.get('finished') or '-'})")
-        lines += [f"  warning: {w}" for w in r.get("warnings", [])]
-    return join_lines(lines)
+        lines.append(tr("rollback: {reason} (started {started}, finished {finished})", reason=str(r.get("reason")),
+                        started=str(r.get("started")), finished=str(r.get("finished") or "-")))
+        lines += [tr("  warning: {warning}", warning=str(w)) for w in r.get("warnings", [])]
+    return lines
 
 
 def show_json(result: ShowResult) -> dict[str, Any]:
@@ -305,12 +356,12 @@ def show_json(result: ShowResult) -> dict[str, Any]:
 
 def render_prune(result: PruneResult) -> str:
     o = result.outcome
-    lines = [f"Pruned {len(o.pruned)} transaction stash(es) in {result.target.prefix}: {size(o.freed_bytes)} freed; "
-             f"kept the newest {len(o.kept)}."]
+    lines = [tr("Pruned {n} transaction stash(es) in {prefix}: {freed} freed; kept the newest {kept}.",
+                n=len(o.pruned), prefix=result.target.prefix, freed=size(o.freed_bytes), kept=len(o.kept))]
     if o.skipped:
-        lines.append(f"Not pruned (interrupted or unreadable): {', '.join(o.skipped)}")
+        lines.append(tr("Not pruned (interrupted or unreadable): {ids}", ids=", ".join(o.skipped)))
     if o.pruned:
-        lines.append("Their journals stay for `ortfix history`; they can no longer be rolled back.")
+        lines.append(_("Their journals stay for `ortfix history`; they can no longer be rolled back."))
     return join_lines(lines)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ortfix.i18n import N_, Msg
 from ortfix.strenum import StrEnum
 
 
@@ -33,18 +34,19 @@ class Cause(StrEnum):
 
 # One line per cause: {n} is the count. Said in the order of this table.
 _SUMMARY: dict[Cause, str] = {
-    Cause.CHANGED_LATER: "{n} file(s) the transaction wrote were written again later (another installer, or an "
-                         "edit); left in place",
-    Cause.FOLDER_IN_USE: "{n} folder(s) the transaction created hold files it did not install; kept",
-    Cause.OTHER_INSTALL: "{n} file(s) of a distribution another installer wrote during the interrupted apply; kept",
-    Cause.BACK_ALREADY: "{n} file(s) from before the apply had been written back already, with the same bytes",
-    Cause.REPLACED_LATER: "{n} file(s) from before the apply now hold other bytes written later; left in place, "
-                          "the earlier copies stay in the stash",
-    Cause.BYTECODE: "{n} cached bytecode file(s) from before the apply were compiled again later from the same "
-                    "sources; left in place",
-    Cause.MOVED_ASIDE: "{n} file(s) ortfix wrote were edited since; removed, the edited copies kept in the stash",
-    Cause.ALREADY_UNDONE: "{n} change(s) had been undone by someone else already",
-    Cause.NOT_RESTORED: "{n} file(s) the transaction removed or overwrote could not be restored",
+    Cause.CHANGED_LATER: N_("{n} file(s) the transaction wrote were written again later (another installer, or an "
+                            "edit); left in place"),
+    Cause.FOLDER_IN_USE: N_("{n} folder(s) the transaction created hold files it did not install; kept"),
+    Cause.OTHER_INSTALL: N_("{n} file(s) of a distribution another installer wrote during the interrupted apply; "
+                            "kept"),
+    Cause.BACK_ALREADY: N_("{n} file(s) from before the apply had been written back already, with the same bytes"),
+    Cause.REPLACED_LATER: N_("{n} file(s) from before the apply now hold other bytes written later; left in place, "
+                             "the earlier copies stay in the stash"),
+    Cause.BYTECODE: N_("{n} cached bytecode file(s) from before the apply were compiled again later from the same "
+                       "sources; left in place"),
+    Cause.MOVED_ASIDE: N_("{n} file(s) ortfix wrote were edited since; removed, the edited copies kept in the stash"),
+    Cause.ALREADY_UNDONE: N_("{n} change(s) had been undone by someone else already"),
+    Cause.NOT_RESTORED: N_("{n} file(s) the transaction removed or overwrote could not be restored"),
 }
 
 _KEEPS_STATE = {Cause.BACK_ALREADY, Cause.BYTECODE, Cause.MOVED_ASIDE, Cause.ALREADY_UNDONE, Cause.PUT_BACK}
@@ -77,10 +79,15 @@ class UndoNote:
                 "undone": not self.failed}
 
 
-def summary(notes: Sequence[UndoNote]) -> list[tuple[Cause, str]]:
-    """One line per cause present, with its count."""
+def summary_msgs(notes: Sequence[UndoNote]) -> list[tuple[Cause, Msg]]:
+    """One line per cause present, with its count (English in `--json`, translated on the screen)."""
     counts = {cause: sum(n.cause is cause for n in notes) for cause in _SUMMARY}
-    return [(cause, _SUMMARY[cause].format(n=n)) for cause, n in counts.items() if n]
+    return [(cause, Msg(_SUMMARY[cause], n=n)) for cause, n in counts.items() if n]
+
+
+def summary(notes: Sequence[UndoNote]) -> list[tuple[Cause, str]]:
+    """summary_msgs in English."""
+    return [(cause, str(line)) for cause, line in summary_msgs(notes)]
 
 
 def as_before(notes: Sequence[UndoNote]) -> bool:
@@ -102,11 +109,11 @@ def any_failed(notes: Sequence[UndoNote]) -> bool:
 
 def verdict(notes: Sequence[UndoNote]) -> str:
     if not said(notes):
-        return "The environment is as it was before the apply."
+        return N_("The environment is as it was before the apply.")
     if as_before(notes):
-        return "The files the transaction touched are as they were before the apply."
+        return N_("The files the transaction touched are as they were before the apply.")
     if any_failed(notes):
-        return ("The files the transaction touched are not as they were before the apply: some of what it did "
-                "could not be undone.")
-    return ("Everything the transaction did is undone; the files it touched are not all as before the apply, "
-            "because of what was written later.")
+        return N_("The files the transaction touched are not as they were before the apply: some of what it did "
+                  "could not be undone.")
+    return N_("Everything the transaction did is undone; the files it touched are not all as before the apply, "
+              "because of what was written later.")
