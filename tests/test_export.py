@@ -438,11 +438,13 @@ def test_plan_and_requirements_outputs_replace_a_planted_link(base: dict[str, Pa
 
 def test_an_output_that_cannot_be_written_is_one_line(base: dict[str, Path], env: dict[str, str],
                                                       tmp_path: Path) -> None:
+    """-o into a folder that does not exist: one line naming the folder, before anything is planned
+    (commands/inputs.output_file)."""
     target = copy_venv(base["cpu"], tmp_path / "target")
     one_line_error(ortfix("export", "sh", "--python", str(target), "-o", str(tmp_path / "missing" / "fix.sh"),
-                          env=env), "cannot write", "No such file or directory")
+                          env=env), "cannot write", f"no folder {tmp_path / 'missing'}")
     one_line_error(ortfix("plan", "--python", str(target), "-o", str(tmp_path / "missing" / "plan.json"), env=env),
-                   "cannot write", "No such file or directory")
+                   "cannot write", f"no folder {tmp_path / 'missing'}")
 
 
 def _hostile_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
