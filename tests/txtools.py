@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,7 +18,8 @@ from ortvenvs import cached_venv, linked_copy
 
 
 def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
-    """Every path under root → (type, mode, content or link target); `.ortfix` at the top is ortfix's own."""
+    """Every path under root → (type, mode, a digest of the content or the link target); `.ortfix` at the top is
+    ortfix's own. A digest, not the bytes: a real-wheel venv is GBs, and holding it made a test worker 6.8 GB."""
     out: dict[str, tuple[Any, ...]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if Path(dirpath) == root:
@@ -31,8 +33,16 @@ def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("d", stat.S_IMODE(st.st_mode))
             else:
-                out[rel] = ("f", stat.S_IMODE(st.st_mode), p.read_bytes())
+                out[rel] = ("f", stat.S_IMODE(st.st_mode), _digest(p))
     return out
+
+
+def _digest(path: Path) -> bytes:
+    h = hashlib.blake2b()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.digest()
 
 
 def assert_same_tree(before: Mapping[str, tuple[Any, ...]], after: Mapping[str, tuple[Any, ...]]) -> None:
