@@ -73,6 +73,16 @@ def check_path_folder(folder: str, what: str = "the DLL folder") -> None:
                           "PATH")
 
 
+def _path_folders(dirs: Sequence[str], hook: str) -> list[str]:
+    """`dirs` without duplicates, each one a folder that can stand in PATH; at least one, or OrtfixError."""
+    folders = _unique(dirs)
+    if not folders:
+        raise OrtfixError(f"{hook} needs at least one folder")
+    for d in folders:
+        check_path_folder(d)
+    return folders
+
+
 def _refuse(folder: str, chars: str, where: str, what: str = "the DLL folder") -> None:
     for ch in chars:
         if ch in folder:
@@ -107,11 +117,7 @@ def render_path_hook_module(dirs: Sequence[str], site_packages: str) -> str:
     """The hook module: the folders are stored exactly (absolute, `repr`-quoted), in order, without duplicates. It
     never raises, neither at start-up nor when onnxruntime is imported."""
     check_hook_path(site_packages, "the site-packages folder", shell=False)
-    folders = _unique(dirs)
-    if not folders:
-        raise OrtfixError("the PATH hook needs at least one folder")
-    for d in folders:
-        check_path_folder(d)
+    folders = _path_folders(dirs, "the PATH hook")
     return f'''"""{_MARKER} Puts the folders of the CUDA/cuDNN DLLs onnxruntime needs first on PATH, just before
 onnxruntime is first imported (ORT loads its CUDA provider with LOAD_WITH_ALTERED_SEARCH_PATH, which searches PATH);
 until then it costs one import. Undo: `ortfix rollback`, or delete this file and {PATH_HOOK_PTH}.
@@ -206,11 +212,8 @@ def _literal(folder: str, prefix: str) -> str:
 
 def _conda_folders(dirs: Sequence[str], prefix: str) -> list[str]:
     check_hook_path(prefix, "the environment's path", shell=True)
-    folders = _unique(dirs)
-    if not folders:
-        raise OrtfixError("the conda hook needs at least one folder")
+    folders = _path_folders(dirs, "the conda hook")
     for d in folders:
-        check_path_folder(d)
         check_hook_path(d, "the DLL folder", shell=True)
         literal = _literal(d, prefix)
         _refuse(literal, "%!", "cmd")
