@@ -34,14 +34,6 @@ class NotElf(Exception):
     """The file is not a readable ELF shared object."""
 
 
-def is_elf(path: str | os.PathLike[str]) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == _ELF_MAGIC
-    except OSError:
-        return False
-
-
 def _split_path_list(value: str) -> tuple[str, ...]:
     return tuple(p for p in value.split(":"))
 

@@ -294,12 +294,6 @@ class WindowsEnvRoot:
         with self._folder(parts[:-1], create=create) as folder:
             yield long_path(os.path.join(folder, parts[-1]))
 
-    @contextmanager
-    def path_of(self, rel: str, *, create: bool = False) -> Iterator[str]:
-        """The checked, pinned full path of `rel` while the block runs (for code that must open it itself)."""
-        with self._entry(rel, create=create) as path:
-            yield path
-
     # -- many entries at once --------------------------------------------------------------------------------------
 
     def _each(self, rels: Iterable[str], at: Callable[[str], _T], missing: _T) -> dict[str, _T]:

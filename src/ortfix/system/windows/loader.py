@@ -167,10 +167,6 @@ class WindowsLoader:
     def loaded_paths(self) -> list[str]:
         return [m.path for m in self._modules]
 
-    def search_folders(self, mode: LoadMode, dll_path: str | None = None) -> tuple[tuple[str, str], ...]:
-        """(via, folder) in the order a load call of `mode` searches them (dll_path: the DLL given by full path)."""
-        return self._folders(mode, os.path.dirname(dll_path) if dll_path else None)
-
     # -- load calls ---------------------------------------------------------------------------------------
     def _load_name(self, name: str, requester: str, lazy: bool) -> LoadReport:
         call = _Call(LoadMode.STANDARD, self._folders(LoadMode.STANDARD, None))
