@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ortfix.errors import OrtfixError
 from ortfix.system.hooks import check_hook_path, hook_var, on_onnxruntime_import, sh_prepend, sh_take_back
+from ortfix.system.windows.userpath import entry_key
 
 PATH_HOOK_MODULE = "_ortfix_dllpath.py"
 PATH_HOOK_PTH = "_ortfix_dllpath.pth"
@@ -45,17 +46,12 @@ _MARKER = "Written by ortfix."
 _HINT = "move the environment to a plain path"
 
 
-def _key(entry: str) -> str:
-    """How Windows compares two PATH entries: case-insensitively, a trailing backslash ignored."""
-    return entry.rstrip("\\/").casefold()
-
-
 def _unique(dirs: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     out = []
     for d in dirs:
-        if _key(d) not in seen:
-            seen.add(_key(d))
+        if entry_key(d) not in seen:
+            seen.add(entry_key(d))
             out.append(d)
     return out
 

@@ -61,9 +61,14 @@ def split_entries(value: str | None) -> list[str]:
     return value.split(";") if value else []
 
 
+def entry_key(entry: str) -> str:
+    """How Windows compares two PATH entries: case-insensitively, a trailing backslash ignored."""
+    return entry.rstrip("\\/").casefold()
+
+
 def same_entry(a: str, b: str) -> bool:
-    """Whether Windows treats two PATH entries as one folder: case-insensitively, a trailing backslash ignored."""
-    return a.rstrip("\\/").casefold() == b.rstrip("\\/").casefold()
+    """Whether Windows treats two PATH entries as one folder (`entry_key`)."""
+    return entry_key(a) == entry_key(b)
 
 
 def check_length(value: str, expanded: str | None = None) -> None:

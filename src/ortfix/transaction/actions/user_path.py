@@ -59,7 +59,7 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
                 raise BadField(f"{entry!r} contains '%', which Windows would expand in the user PATH")
             if not _inside(entry, env.prefix):
                 raise BadField(f"{entry} is not a folder of the environment {env.prefix}")
-        if len({e.rstrip("\\/").casefold() for e in entries}) != len(entries):
+        if len({userpath.entry_key(e) for e in entries}) != len(entries):
             raise BadField("a user-path step names a folder twice")
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
