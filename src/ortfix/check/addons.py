@@ -140,6 +140,15 @@ def genai_installs(facts: Facts) -> list[GenaiInstall]:
     return out
 
 
+def genai_built_major(g: GenaiInstall, matrix: Matrix) -> int | None:
+    """The CUDA major onnxruntime-genai-cuda is built for: its library's NEEDED libcudart, else the matrix's row for
+    its version; None for the CPU and DirectML packages."""
+    if g.cuda_major is not None or g.dist.normalized != GENAI_CUDA:
+        return g.cuda_major
+    row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
+    return row.cuda_major if row else None
+
+
 def _genai_cuda_major(facts: Facts, dist: Distribution) -> int | None:
     """The N of the CUDA runtime genai-cuda's library needs, read with the target platform's reader: libcudart.so.N
     of the Linux library, cudart64_N.dll of the Windows DLL; None when neither can be read."""
@@ -181,10 +190,7 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
                 f"onnxruntime-directml, not with {gpu.package} (no CUDA in it)", (f"{g.line} at {g.dist.location}",),
                 swap, data))
             continue
-        major = g.cuda_major
-        if major is None and g.dist.normalized == GENAI_CUDA:
-            row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
-            major = row.cuda_major if row else None
+        major = genai_built_major(g, matrix)
         if major is not None and major != gpu.cuda_major:
             out.append(Finding(
                 FindingCode.GENAI_OTHER_CUDA, Severity.ERROR,
