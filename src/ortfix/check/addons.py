@@ -140,6 +140,17 @@ def genai_installs(facts: Facts) -> list[GenaiInstall]:
     return out
 
 
+def genai_other_flavour(g: GenaiInstall, flavour: tuple[str, str, str], ort: OrtInstall, swap: str,
+                        data: GenaiData) -> Finding:
+    """GENAI003: genai `g` of another flavour than the ONNX Runtime `ort` installed; `flavour` is (the build `g` is,
+    the ONNX Runtime package it pairs with, what `ort` runs that `g` lacks)."""
+    built, pairs, lacks = flavour
+    return Finding(
+        FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
+        f"{g.dist.name} {g.dist.version} is the {built} build of onnxruntime-genai: it pairs with {pairs}, not with "
+        f"{ort.package} (no {lacks} in it)", (f"{g.line} at {g.dist.location}",), swap, data)
+
+
 def genai_built_major(g: GenaiInstall, matrix: Matrix) -> int | None:
     """The CUDA major onnxruntime-genai-cuda is built for: its library's NEEDED libcudart, else the matrix's row for
     its version; None for the CPU and DirectML packages."""
@@ -184,11 +195,7 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
                 swap, data))
             continue
         if g.dist.normalized == GENAI_DIRECTML:
-            out.append(Finding(
-                FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
-                f"{g.dist.name} {g.dist.version} is the DirectML build of onnxruntime-genai: it pairs with "
-                f"onnxruntime-directml, not with {gpu.package} (no CUDA in it)", (f"{g.line} at {g.dist.location}",),
-                swap, data))
+            out.append(genai_other_flavour(g, ("DirectML", "onnxruntime-directml", "CUDA"), gpu, swap, data))
             continue
         major = genai_built_major(g, matrix)
         if major is not None and major != gpu.cuda_major:
