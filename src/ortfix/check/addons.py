@@ -140,6 +140,26 @@ def genai_installs(facts: Facts) -> list[GenaiInstall]:
     return out
 
 
+def genai_other_flavour(g: GenaiInstall, flavour: tuple[str, str, str], ort: OrtInstall, swap: str,
+                        data: GenaiData) -> Finding:
+    """GENAI003: genai `g` of another flavour than the ONNX Runtime `ort` installed; `flavour` is (the build `g` is,
+    the ONNX Runtime package it pairs with, what `ort` runs that `g` lacks)."""
+    built, pairs, lacks = flavour
+    return Finding(
+        FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
+        f"{g.dist.name} {g.dist.version} is the {built} build of onnxruntime-genai: it pairs with {pairs}, not with "
+        f"{ort.package} (no {lacks} in it)", (f"{g.line} at {g.dist.location}",), swap, data)
+
+
+def genai_built_major(g: GenaiInstall, matrix: Matrix) -> int | None:
+    """The CUDA major onnxruntime-genai-cuda is built for: its library's NEEDED libcudart, else the matrix's row for
+    its version; None for the CPU and DirectML packages."""
+    if g.cuda_major is not None or g.dist.normalized != GENAI_CUDA:
+        return g.cuda_major
+    row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
+    return row.cuda_major if row else None
+
+
 def _genai_cuda_major(facts: Facts, dist: Distribution) -> int | None:
     """The N of the CUDA runtime genai-cuda's library needs, read with the target platform's reader: libcudart.so.N
     of the Linux library, cudart64_N.dll of the Windows DLL; None when neither can be read."""
@@ -175,16 +195,9 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
                 swap, data))
             continue
         if g.dist.normalized == GENAI_DIRECTML:
-            out.append(Finding(
-                FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
-                f"{g.dist.name} {g.dist.version} is the DirectML build of onnxruntime-genai: it pairs with "
-                f"onnxruntime-directml, not with {gpu.package} (no CUDA in it)", (f"{g.line} at {g.dist.location}",),
-                swap, data))
+            out.append(genai_other_flavour(g, ("DirectML", "onnxruntime-directml", "CUDA"), gpu, swap, data))
             continue
-        major = g.cuda_major
-        if major is None and g.dist.normalized == GENAI_CUDA:
-            row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
-            major = row.cuda_major if row else None
+        major = genai_built_major(g, matrix)
         if major is not None and major != gpu.cuda_major:
             out.append(Finding(
                 FindingCode.GENAI_OTHER_CUDA, Severity.ERROR,

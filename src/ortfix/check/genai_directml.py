@@ -6,7 +6,7 @@ the active ONNX Runtime is onnxruntime-directml; beside a GPU build check/addons
 
 from __future__ import annotations
 
-from ortfix.check.addons import genai_installs
+from ortfix.check.addons import genai_installs, genai_other_flavour
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, GenaiData
@@ -36,11 +36,7 @@ def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None
     for g in genai_installs(facts):
         data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
         if g.dist.normalized == GENAI_CUDA:
-            out.append(Finding(
-                FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
-                f"{g.dist.name} {g.dist.version} is the CUDA build of onnxruntime-genai: it pairs with "
-                f"onnxruntime-gpu, not with {dml.package} (no DirectML in it)", (f"{g.line} at {g.dist.location}",),
-                swap, data))
+            out.append(genai_other_flavour(g, ("CUDA", "onnxruntime-gpu", "DirectML"), dml, swap, data))
         if g.dist.normalized != GENAI_CPU:
             continue
         out.append(Finding(

@@ -176,6 +176,14 @@ def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: str, f
         raise OrtfixError(f"a saved plan is {verb} exactly as it is", hint=f"{flags} only apply when planning now")
 
 
+def _export_options(plan_file: Path | None, given: PlanInputs) -> PlanOptions:
+    """export's and wheelhouse's options: a new plan's, refused beside a saved plan (step 4)."""
+    plan = plan_options(given)
+    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
+                      also_given=plan.with_tensorrt)
+    return plan
+
+
 class PlanRequest(NamedTuple):
     python: str | None
     options: PlanOptions
@@ -217,9 +225,7 @@ def export_request(python: str | None, fmt: str, plan_file: Path | None, given: 
     from ortfix.export.model import ExportFormat
 
     python = refuse_empty_python(python)
-    plan = plan_options(given)
-    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
-                      also_given=plan.with_tensorrt)
+    plan = _export_options(plan_file, given)
     export_format = ExportFormat(fmt)
     image_prefix = None
     if prefix_in_image is not None:
@@ -243,9 +249,7 @@ def wheelhouse_request(python: str | None, plan_file: Path | None, given: PlanIn
     from ortfix.export.wheelhouse import validate_target
 
     python = refuse_empty_python(python)
-    plan = plan_options(given)
-    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
-                      also_given=plan.with_tensorrt)
+    plan = _export_options(plan_file, given)
     target = validate_target(platform_tag, python_version)
     return WheelhouseRequest(python, plan_file, plan, target, dest_folder(folder))
 

@@ -21,6 +21,7 @@ from ortfix.check.genai_directml import directml_install
 from ortfix.compat.addons import GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
 from ortfix.plan.model import ChosenBuild
+from ortfix.plan.needed_libraries import stack_majors, stack_version
 from ortfix.plan.neighbours import Replacement
 
 GENAI_CODES = (FindingCode.GENAI_CPU, FindingCode.GENAI_OTHER_CUDA, FindingCode.GENAI_OTHER_FLAVOUR)
@@ -65,8 +66,7 @@ def _replacement(facts: Facts, matrix: Matrix, target: ChosenBuild | None,
     """The genai requirement that fits where ONNX Runtime ends up: onnxruntime-genai-cuda of the GPU build's CUDA
     major; where onnxruntime-directml stays (Windows, no GPU build planned) onnxruntime-genai-directml. Else None
     and why."""
-    version = target.version if target else (installed.version if installed else None)
-    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
+    version, (cuda, _) = stack_version(target, installed), stack_majors(target, installed)
     dml = directml_install(facts, installed) if target is None else None
     if dml is not None:
         pick = matrix.addons.genai_directml_for(dml.version or "")

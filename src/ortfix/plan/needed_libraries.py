@@ -35,6 +35,11 @@ def stack_majors(target: ChosenBuild | None, installed: OrtInstall | None) -> tu
     return cuda_major, cudnn_major
 
 
+def stack_version(target: ChosenBuild | None, installed: OrtInstall | None) -> str | None:
+    """The ONNX Runtime version the plan's stack ends with: the target's, else the installed build's."""
+    return target.version if target else (installed.version if installed else None)
+
+
 def provide_libraries(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]],
                       target: ChosenBuild | None, installed: OrtInstall | None, swap: bool) -> Provided:
     """Which sonames the (target) build needs, and for each: findable, reusable, or to install."""

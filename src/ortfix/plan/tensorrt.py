@@ -20,6 +20,7 @@ from ortfix.compat.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.plan.model import ChosenBuild
+from ortfix.plan.needed_libraries import stack_majors, stack_version
 
 TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_MAJOR,
                   FindingCode.TENSORRT_OTHER_CUDA)
@@ -35,8 +36,7 @@ class TensorrtChange:
 
 def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
                     target: ChosenBuild | None) -> TensorrtChange:
-    version = target.version if target else (installed.version if installed else None)
-    cuda = target.cuda_major if target else (installed.cuda_major if installed else None)
+    version, (cuda, _) = stack_version(target, installed), stack_majors(target, installed)
     if not version or not cuda:
         return TensorrtChange(notes=("--with tensorrt: no GPU build to add TensorRT to",))
     sonames = [n for n in platform_names(facts, _provider_needed(matrix, installed, version, cuda))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
-from ortfix.check.addons import GENAI_CUDA_DLL, GENAI_CUDA_LIBRARY, genai_installs
+from ortfix.check.addons import GENAI_CUDA_DLL, GENAI_CUDA_LIBRARY, genai_built_major, genai_installs
 from ortfix.check.facts import Facts
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
@@ -103,10 +103,7 @@ def genai_reports(facts: Facts, matrix: Matrix, python: str, *, conda_hook: Path
     for g in genai_installs(facts):
         name = g.dist.normalized
         kind = {GENAI_CPU: "CPU", GENAI_DIRECTML: "DirectML", GENAI_CUDA: "CUDA"}.get(name, "CUDA")
-        major = g.cuda_major
-        if major is None and kind == "CUDA":
-            row = matrix.addons.genai_release(GENAI_CUDA, g.dist.version)
-            major = row.cuda_major if row else None
+        major = genai_built_major(g, matrix)
         library = genai_library(g.dist.location, kind, windows=windows)
         if windows:
             path = os.path.join(g.dist.location, *library.split("/")) if library else ""
