@@ -50,6 +50,14 @@ def test_bad_compute_capability() -> None:
     assert_one_line_error(run_ortfix("plan", "--compute-capability", "eight"), "--compute-capability")
 
 
+def test_a_number_of_thousands_of_digits_is_one_line_saying_what_is_expected(tmp_path: Path) -> None:
+    """int() refuses more than 4,300 digits with a ValueError of its own: it must not reach the user as 'unexpected'."""
+    huge = "9" * 5000
+    assert_one_line_error(run_ortfix("history", "prune", "--python", str(tmp_path / "none"), "--keep", huge),
+                          "--keep", "expected a whole number 0 or more")
+    assert_one_line_error(run_ortfix("plan", "--cuda", huge), "--cuda", "not a CUDA major")
+
+
 def test_unwritable_plan_output(tmp_path: Path) -> None:
     assert_one_line_error(run_ortfix("plan", "-o", str(tmp_path / "missing-dir" / "plan.json")))
 

@@ -71,14 +71,21 @@ def with_tensorrt(values: Sequence[str]) -> bool:
     return "tensorrt" in values
 
 
+def _whole(value: str) -> int | None:
+    """`value` as a whole number when it is one of at most 18 ASCII digits (int() refuses more than 4,300 with a
+    ValueError of its own), else None."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
+
+
 def cuda_major(value: str | None) -> int | None:
     """`--cuda MAJOR`: a number from 10 to 20."""
     if value is None:
         return None
     low, high = CUDA_MAJORS
-    if not (value.isascii() and value.isdigit() and low <= int(value) <= high):
+    number = _whole(value)
+    if number is None or not low <= number <= high:
         raise OrtfixError(f"--cuda {value!r}: not a CUDA major", hint=f"a number from {low} to {high}, e.g. 12")
-    return int(value)
+    return number
 
 
 def seconds(value: str, flag: str = "--timeout") -> float:
@@ -94,11 +101,11 @@ def seconds(value: str, flag: str = "--timeout") -> float:
 
 def count(value: str, flag: str, low: int, high: int | None = None) -> int:
     """A whole number from `low` to `high` (no upper bound: None)."""
-    within = value.isascii() and value.isdigit() and int(value) >= low and (high is None or int(value) <= high)
-    if not within:
+    number = _whole(value)
+    if number is None or number < low or (high is not None and number > high):
         bounds = f"from {low} to {high}" if high is not None else f"{low} or more"
         raise OrtfixError(f"{flag} {value!r}: expected a whole number {bounds}")
-    return int(value)
+    return number
 
 
 def output_file(path: Path | None, flag: str = "-o") -> Path | None:
