@@ -69,7 +69,7 @@ def test_errors_agree(tmp_path: Path) -> None:
 def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
     def imported(env: dict[str, str]) -> set[str]:
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "ortfix", "check", "--python", str(gpu_venv)],
-                              capture_output=True, text=True, cwd=REPO, env=env, check=False)
+                              capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
         assert proc.returncode == 1, proc.stderr[-2000:]
         return {ln.rsplit("|", 1)[-1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")}
 
@@ -103,7 +103,7 @@ def test_check_imports_nothing_windows_only_or_transactional(gpu_venv: Path, ext
     fresh check 70 ms, a third of its imports)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     proc = subprocess.run([sys.executable, "-c", _MODULES_AFTER_CHECK, "check", "--python", str(gpu_venv), *extra],
-                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
     assert proc.returncode == 1 and "\nmodules: " in proc.stderr, proc.stderr[-2000:]
     loaded = set(proc.stderr.rsplit("modules: ", 1)[1].split())
     assert "ortfix.check.facts" in loaded or not extra  # the fresh check really gathered the facts
@@ -124,7 +124,8 @@ def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp
               "sys.stderr.write('partial line without a newline')\n"
               "fastcheck.end(3)\n"
               "sys.stdout.write('never')\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
     assert proc.returncode == 3
     assert proc.stdout == "x" * 300000
     assert proc.stderr == "partial line without a newline" + "handler ran\n"
@@ -174,7 +175,7 @@ def test_a_linux_check_compiles_no_regex_it_does_not_use(gpu_venv: Path) -> None
     they are compiled at their first use (issue 22)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     proc = subprocess.run([sys.executable, "-c", _UNUSED_PATTERNS, "check", "--python", str(gpu_venv), "--fresh"],
-                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
     assert proc.returncode == 1 and "\ncompiled: " in proc.stderr, proc.stderr[-2000:]
     compiled, unused = proc.stderr.rsplit("compiled: ", 1)[1].split(" unused:")
     assert int(compiled) > 0  # the wrapper saw the module-level patterns
@@ -210,7 +211,7 @@ def test_the_probe_starts_before_typing_is_imported(gpu_venv: Path, extra: list[
     probe): `typing` (3-4 ms) is not among it; system/host.py's seam type is for mypy only (issue 22)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     proc = subprocess.run([sys.executable, "-c", _MODULES_AT_PROBE_START, "check", "--python", str(gpu_venv), *extra],
-                          capture_output=True, text=True, cwd=REPO, env=env, check=False)
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
     assert proc.returncode == 1 and "\nat probe start: " in proc.stderr, proc.stderr[-2000:]
     loaded = set(proc.stderr.rsplit("at probe start: ", 1)[1].split())
     assert "ortfix.target.choose" in loaded  # recorded when the probe started, not at some other child's start

@@ -37,7 +37,7 @@ from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
 from test_windows_plan import DRIVER_CUDA12, _gather, _hook_folders, _probe
 from txtools import assert_same_tree, tree_state
-from wintools import pip_install_windows, to_windows, win_python
+from wintools import WinPython, pip_install_windows, to_windows, win_python
 
 # What onnxruntime_providers_tensorrt.dll of the onnxruntime_gpu 1.23.2 win_amd64 wheel imports (pefile): 1.23 and
 # later no longer import nvinfer_plugin_10.dll.
@@ -176,6 +176,19 @@ def _tensorrt_libs_wheel(house: Path, tmp: Path) -> Path:
                        root_is_purelib=True)
 
 
+def _wine_gpu_home(tmp_path: Path) -> tuple[WinPython, Path, list[Path]]:
+    """A Windows CPython under wine with onnxruntime 1.23.2 made the GPU build, numpy (what `import onnxruntime`
+    needs; 2.x does not run under wine 8) and the NVIDIA stub DLLs on no search path: wine's python, its home, the
+    stubs' folders (_nvidia_stubs')."""
+    w = win_python()
+    home = w.new_home(tmp_path)
+    sp = home / "Lib" / "site-packages"
+    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)
+    _drop_target_scripts(sp)
+    _make_gpu_build(sp)
+    return w, home, _nvidia_stubs(sp)
+
+
 def _load_after_import(provider: Path) -> str:
     """A fresh process of the target: `import onnxruntime` (what runs the PATH hook), then the provider loaded as ORT
     loads it (LOAD_WITH_ALTERED_SEARCH_PATH: its folder, the system's, PATH)."""
@@ -185,13 +198,8 @@ def _load_after_import(provider: Path) -> str:
 
 @pytest.mark.slow
 def test_under_wine_tensorrt_is_judged_hooked_loaded_and_rolled_back(tmp_path: Path) -> None:
-    w = win_python()
-    home = w.new_home(tmp_path)
+    w, home, _stubs = _wine_gpu_home(tmp_path)
     sp = home / "Lib" / "site-packages"
-    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)  # numpy 2.x: not under wine 8
-    _drop_target_scripts(sp)
-    _make_gpu_build(sp)
-    _nvidia_stubs(sp)
     provider = build_stub_dll(sp / "onnxruntime" / "capi" / "onnxruntime_providers_tensorrt.dll",
                               needed=ORT_123_TRT_IMPORTS)
     house = tmp_path / "house"
@@ -244,13 +252,9 @@ def test_under_wine_verify_loads_genai_cuda_s_own_dll(tmp_path: Path) -> None:
     """verify's genai report on a Windows target loads onnxruntime-genai-cuda.dll in a fresh Windows process (before,
     only the Linux .so was looked for, so the DLL was never loaded and the report said "imports" only): without the
     CUDA runtime's folder on PATH it names cudart64_12.dll; with it, the DLL loads."""
-    w = win_python()
-    home = w.new_home(tmp_path)
+    w, home, stubs = _wine_gpu_home(tmp_path)
     sp = home / "Lib" / "site-packages"
-    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)  # numpy 2.x: not under wine 8
-    _drop_target_scripts(sp)
-    _make_gpu_build(sp)
-    runtime = _nvidia_stubs(sp)[1]
+    runtime = stubs[1]
     house = tmp_path / "house"
     house.mkdir()
     _genai_cuda_windows_wheel(house, tmp_path / "dlls")
