@@ -175,6 +175,18 @@ def test_the_language_is_chosen_as_gettext_does(environ: dict[str, str], overrid
     assert i18n.choose(environ, override) == chosen
 
 
+def test_a_language_name_is_never_a_path() -> None:
+    """ORTFIX_LANG=/some/folder must not load a catalog from that folder (Path joins an absolute name in place)."""
+    folder = Path(f"/tmp/ortfixlang{os.getpid()}")
+    (folder / "LC_MESSAGES").mkdir(parents=True)
+    try:
+        shutil.copy(i18n.LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / "ortfix.mo", folder / "LC_MESSAGES" / "ortfix.mo")
+        assert i18n.choose({"ORTFIX_LANG": str(folder)}) == "en"
+        assert i18n.choose({"LANG": "C"}, f"{folder}:zh_CN") == "zh_CN"
+    finally:
+        shutil.rmtree(folder)
+
+
 def test_windows_ui_language_ids_are_named_as_locales() -> None:
     """GetUserDefaultUILanguage's ids (Windows' LANGID table): Simplified Chinese (PRC, Singapore), Traditional
     (Taiwan), US English."""

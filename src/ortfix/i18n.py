@@ -75,6 +75,8 @@ def choose(environ: Mapping[str, str], override: str | None = None) -> str:
         name = normalize(candidate)
         if name == "en":
             return "en"
+        if not name.replace("_", "").isalnum():  # a catalog name, never a path: `../x` looks nowhere
+            continue
         for tried in (name, name.split("_", 1)[0]):
             if (LOCALE_DIR / tried / "LC_MESSAGES" / f"{DOMAIN}.mo").is_file():
                 return tried
