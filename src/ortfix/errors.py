@@ -6,6 +6,11 @@ import os
 import sys
 from enum import IntEnum
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:
+    from ortfix.i18n import Msg
+
 
 class ExitCode(IntEnum):
     """Exit codes shared by every command (documented in README.md)."""
@@ -18,22 +23,39 @@ class ExitCode(IntEnum):
 
 
 class OrtfixError(Exception):
-    """An error the user can fix; rendered as one line plus an exit code, never a traceback."""
+    """An error the user can fix; rendered as one line plus an exit code, never a traceback.
 
-    def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode = ExitCode.USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+    `message` and `hint` may be an `i18n.Msg` (a marked template with its values): `message`/`hint`/`one_line()` are
+    then the English (the `--json` error envelope, journals), `rendered()` the user's language."""
+
+    def __init__(self, message: str | Msg, *, hint: str | Msg | None = None,
+                 exit_code: ExitCode = ExitCode.USAGE) -> None:
+        super().__init__(str(message))
+        self.message = str(message)
+        self.hint = None if hint is None else str(hint)
+        self.message_msg = message
+        self.hint_msg = hint
         self.exit_code = exit_code
 
     def one_line(self) -> str:
+        """The English line (data: journals, the error envelope)."""
         return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def text(self) -> str:
+        """The line in the user's language: a Msg translated, a plain string as it is."""
+        from ortfix.i18n import Msg  # not at import: errors is imported before the probe starts
+
+        def say(value: str | Msg) -> str:
+            return value.text() if isinstance(value, Msg) else value
+
+        message = say(self.message_msg)
+        return f"{message} ({say(self.hint_msg)})" if self.hint and self.hint_msg is not None else message
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
         from ortfix.safetext import visible  # not at import: errors is imported before the probe starts
 
-        return visible(f"ortfix: error: {self.one_line()}")
+        return visible(f"ortfix: error: {self.text()}")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
