@@ -10,6 +10,9 @@ YAML loader gives them (folded `>-` text is one line: the key is exactly what th
     python scripts/extract_messages.py --update   # add new strings to every .po (empty msgstr), drop gone ones
     python scripts/extract_messages.py --unmarked [FILE ...]   # English text not marked yet (what to mark next)
 
+Text that stays English by design (written into a file, JSON, a pattern matched against a tool's output) carries the
+comment `# i18n: english` on its line: --unmarked and the tests then leave it alone.
+
 Then translate the new entries, run scripts/compile_catalogs.py, and tests/test_i18n.py checks the rest.
 """
 
@@ -85,14 +88,25 @@ def _skipped(tree: ast.AST, function: str | None) -> set[int]:
     return skip
 
 
+ENGLISH_ON_PURPOSE = "# i18n: english"  # on a literal's line(s): text that stays English (a file ortfix writes, data)
+
+
+def _english_on_purpose(node: ast.AST, lines: list[str]) -> bool:
+    """A literal whose lines carry ENGLISH_ON_PURPOSE: English by design (hook files, journals, JSON, matched text)."""
+    first, last = getattr(node, "lineno", 0), getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
+    return first > 0 and any(ENGLISH_ON_PURPOSE in line for line in lines[first - 1:last])
+
+
 def unmarked(path: Path, function: str | None = None) -> list[tuple[int, str]]:
     """(line, text) of every string literal (or f-string's text) in `path` (in its top-level `function`, when given)
     that reads as English prose and is not marked: what a later phase marks with `_()`, `N_()` or `tr()`."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, str(path))
     skip = _skipped(tree, function)
+    lines = source.splitlines()
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if id(node) in skip:
+        if id(node) in skip or _english_on_purpose(node, lines):
             continue
         if isinstance(node, ast.JoinedStr):
             text = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
