@@ -86,7 +86,7 @@ def render_dry_run(result: ApplyResult) -> str:
     if pf.problems:
         lines.append("")
         lines.append(_("Preflight would refuse:"))
-        lines += [f"  {p}" for p in pf.problems]
+        lines += [f"  {p.text()}" for p in pf.problems]
     return join_lines(lines)
 
 
@@ -185,7 +185,7 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
         return doc
     pf = out.preflight
     doc["preflight"] = {
-        "problems": list(pf.problems),
+        "problems": [str(p) for p in pf.problems],
         "commands": [list(c) for c in pf.commands],
         "disk": None if pf.disk is None else {"where": pf.disk.where, "free_bytes": pf.disk.free_bytes,
                                               "needed_bytes": pf.disk.needed_bytes,
