@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.cli.cmdline import quote, windows_target
-from ortfix.i18n import _, pad, tr
+from ortfix.i18n import _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
@@ -152,12 +152,12 @@ def _verification(ver: Verification) -> list[str]:
                         "load{counted}", command=shlex.join(ver.loader.argv[:-1]),
                         result=_("ok") if ver.loader.imported else _("FAILED"), loaded=len(loaded),
                         total=len(ver.loader.libraries), counted=counted(ver.loader)))
-    lines += [f"  {note}" for note in ver.notes]
-    lines += [f"  ✗ {p}" for p in ver.problems]
+    lines += [f"  {text(note)}" for note in ver.notes]
+    lines += [f"  ✗ {text(p)}" for p in ver.problems]
     if ver.ok:
         lines.append(_("ortfix check: no blocking findings left"))
     if ver.gpu_not_verified:
-        lines.append(ver.gpu_not_verified)
+        lines.append(ver.gpu_not_verified.text())
     return lines
 
 

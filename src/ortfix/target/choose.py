@@ -253,7 +253,7 @@ else:
     if first is not None:
         sys.path.insert(0, first)
     exec(compile({source}, "<string>", "exec"), {{"__name__": "__main__"}})
-"""
+"""  # i18n: english (a program the target runs)
 
 
 def _cached_probe(source: str) -> tuple[str, str] | None:

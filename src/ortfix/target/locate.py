@@ -18,7 +18,7 @@ exe = os.path.dirname(os.path.abspath(sys.executable))
 venv = any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (exe, os.path.dirname(exe)))
 print(os.path.dirname(exe) if venv else sys.prefix)
 print(sys.version.split()[0])
-print(int(venv or sys.prefix != sys.base_prefix))"""
+print(int(venv or sys.prefix != sys.base_prefix))"""  # i18n: english (a program the target runs)
 
 
 def locate_environment(python: str | None) -> TargetDescription:

@@ -48,7 +48,7 @@ class PostApplyResult(Protocol):
     def ok(self) -> bool: ...
 
     @property
-    def problems(self) -> tuple[str, ...]: ...
+    def problems(self) -> tuple[str | Msg, ...]: ...
 
     def to_json(self) -> dict[str, object]: ...
 
@@ -201,7 +201,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
     except BaseException as exc:
         raise _undone(runner, store, exc) from exc
     reason = "verification failed: " + "; ".join(
-        (*verification.problems, *(f"a requirement the apply broke: {b}" for b in broken)))
+        (*(str(p) for p in verification.problems), *(f"a requirement the apply broke: {b}" for b in broken)))
     if keep_on_failure:
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification, broken=broken)

@@ -19,6 +19,7 @@ import ntpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ortfix.i18n import N_, Msg
 from ortfix.target.launch import launch
 from ortfix.target.ortrun import RunOutcome, cudnn8_exit, cudnn8_verdict, stream
 from ortfix.verify.loadcheck import LibLoad, LoadCheck
@@ -66,17 +67,18 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
             libs.append(LibLoad(name, _with_missing(name, str(error), missing, driver) if error else None,
                                 missing=missing, driver_missing=driver))
         elif run.finished:
-            libs.append(LibLoad(name, "not reported"))
+            libs.append(LibLoad(name, N_("not reported")))
         elif in_flight is not None and in_flight[0] == name:
-            libs.append(LibLoad(name, f"the process ended while loading it ({_ended(run, cudnn8)})"))
+            libs.append(LibLoad(name, Msg(N_("the process ended while loading it ({how})"), how=_ended(run, cudnn8))))
         elif in_flight is not None and in_flight[1] == name:
-            libs.append(LibLoad(name, f"the process ended while loading {in_flight[0]}, which it imports "
-                                      f"({_ended(run, cudnn8)})", missing=(in_flight[0],) if cudnn8 else ()))
+            libs.append(LibLoad(name, Msg(N_("the process ended while loading {name}, which it imports ({how})"),
+                                          name=in_flight[0], how=_ended(run, cudnn8)),
+                                missing=(in_flight[0],) if cudnn8 else ()))
         else:
-            libs.append(LibLoad(name, "not reached"))
+            libs.append(LibLoad(name, N_("not reached")))
     runtime = run.stage("runtime") or {}
     process_error = None if run.finished else (cudnn8_verdict(cudnn8) if cudnn8 else
-                                               f"the verification process {run.death()}")
+                                               Msg(N_("the verification process {death}"), death=run.death()))
     import_error = None if imported is None else imported.get("error")
     return LoadCheck(argv=run.argv, imported=imported is not None and not import_error,
                      import_error=None if imported is None else (str(import_error) if import_error else None),
@@ -114,7 +116,7 @@ def _in_flight(run: RunOutcome) -> tuple[str, str | None] | None:
     return None if current is None else (current, requested if requested != current else None)
 
 
-def _ended(run: RunOutcome, cudnn8: str | None) -> str:
+def _ended(run: RunOutcome, cudnn8: str | None) -> Msg:
     return cudnn8_verdict(cudnn8) if cudnn8 else run.death()
 
 
@@ -122,15 +124,20 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
-def _with_missing(name: str, error: str, missing: Sequence[str], driver: Sequence[str] = ()) -> str:
+def _with_missing(name: str, error: str, missing: Sequence[str], driver: Sequence[str] = ()) -> str | Msg:
+    said: str | Msg = error
     if driver:
-        error += f"; the NVIDIA driver's {', '.join(driver)} {'is' if len(driver) == 1 else 'are'} not installed"
+        said = Msg(N_("{error}; the NVIDIA driver's {dlls} is not installed") if len(driver) == 1 else
+                   N_("{error}; the NVIDIA driver's {dlls} are not installed"), error=error, dlls=", ".join(driver))
     if not missing:
-        return error
+        return said
     if list(missing) == [name]:
-        return f"{error}; {name} is in none of the folders a load by name searches (PATH included)"
+        return Msg(N_("{error}; {name} is in none of the folders a load by name searches (PATH included)"),
+                   error=said, name=name)
     chain = " -> ".join(missing)
-    return f"{error}; it needs {chain}" + ("" if "(found at" in missing[-1] else ", which is not found")
+    if "(found at" in missing[-1]:
+        return Msg(N_("{error}; it needs {chain}"), error=said, chain=chain)
+    return Msg(N_("{error}; it needs {chain}, which is not found"), error=said, chain=chain)
 
 
 def first_missing(lib: LibLoad) -> str | None:
