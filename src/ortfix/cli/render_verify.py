@@ -16,7 +16,7 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
         "ok": result.exit_code is ExitCode.OK,
         "python": result.python,
         "onnxruntime": result.onnxruntime,
-        "driver": result.driver,
+        "driver": str(result.driver),
         "model": {"path": result.model, "builtin": result.builtin_model},
         "levels": [{"level": lv.number, "name": lv.name, "status": lv.status.value, "verdict": str(lv.verdict),
                     "evidence": [str(e) for e in lv.evidence], "fix": None if lv.fix is None else str(lv.fix),
@@ -41,7 +41,7 @@ def render_verify(result: VerifyResult) -> str:
     model = tr("built-in {name}", name=BUILTIN_MODEL.name) if result.builtin_model else str(result.model)
     lines = [f"ortfix verify: {result.python}",
              tr("  onnxruntime {version}; NVIDIA driver: {driver}", version=result.onnxruntime or _("not installed"),
-                driver=result.driver),
+                driver=text(result.driver)),
              tr("  model: {model}", model=model), ""]
     for lv in result.levels:
         lines.append(f"{lv.number}. {pad(_(_TITLES[lv.name]), 16)} {pad(_(_MARKS[lv.status]), 10)} {text(lv.verdict)}")

@@ -85,9 +85,9 @@ def no_gpu_reason(driver: DriverFacts) -> Msg | None:
     return None
 
 
-def driver_summary(driver: DriverFacts) -> str:
+def driver_summary(driver: DriverFacts) -> str | Msg:
     if not driver.present:
-        return f"none ({driver.source})" if driver.source else "none"
+        return Msg(N_("none ({why})"), why=driver.source) if driver.source else Msg(N_("none"))
     gpus = ", ".join(g.name for g in driver.gpus)
     return f"{driver.version}" + (f", {gpus}" if gpus else "")
 
