@@ -22,8 +22,7 @@ from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, _, text, tr
 from ortfix.target.launch import launch
-from ortfix.verify.levels import windows_child_env
-from ortfix.verify.winloadcheck import check_loadable_windows
+from ortfix.verify.winloadcheck import check_loadable_windows, windows_child_env
 
 _MARK = "ORTFIX-GENAI:"
 # onnxruntime-genai-directml's own DLL (RECORD of the 0.11.4 win_amd64 wheel: beside it D3D12Core.dll).

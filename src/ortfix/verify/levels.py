@@ -13,7 +13,6 @@ failure, but it is not a pass either (exit status 3).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,30 +20,29 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
-from ortfix import subproc
 from ortfix.check.addons import tensorrt_wanted
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.windows_remedies import (
-    MSVC_DLL,
-    MSVC_MIN_ORT,
-    MSVC_MIN_VERSION,
     MSVC_REMEDY,
     MSVC_WHY,
     ZLIBWAPI_DLL,
     ZLIBWAPI_REMEDY,
-    msvc_version_ok,
 )
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import parse_lib_name
-from ortfix.system.windows.hooks import read_conda_windows_hook
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, cudnn8_exit, one_line, run_in_target, shapes_text
 from ortfix.verify.cudnncheck import CUDNN_FIX, CUDNN_VERDICT
 from ortfix.verify.loadcheck import LibLoad, LoadCheck, check_loadable, requester_runpath_dirs
-from ortfix.verify.winloadcheck import PROVIDER_DLL, check_loadable_windows, first_missing, is_driver_dll
+from ortfix.verify.winloadcheck import (
+    PROVIDER_DLL,
+    check_loadable_windows,
+    first_missing,
+    is_driver_dll,
+    msvc_verdict,
+    windows_child_env,
+)
 
 BUILTIN_MODEL = Path(__file__).with_name("models") / "verify_conv.onnx"
 BUILTIN_SHAPES = {"x": [2, 3, 17, 23]}  # odd sizes: no kernel gets an easy case
@@ -119,25 +117,33 @@ _IMPORT_FAILED = N_("import onnxruntime failed in a fresh process of {python}")
 _CUDNN8_BIN = N_("put cuDNN 8's complete bin folder on PATH: `ortfix plan` shows how")
 
 
-def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level:
-    install = facts.active_ort
+def _no_provider(facts: Facts, python: str, install: OrtInstall | None, cuda: ProviderLoad | None) -> Level | None:
+    """Level 1's verdict when there is no CUDA provider to load: no onnxruntime, a CPU-only build, an unreadable
+    provider library; None when there is one."""
     if install is None:
         return Level(1, "loader", Status.FAIL, Msg(N_("onnxruntime is not installed in {python}"), python=python),
                      fix=Msg(N_("`ortfix plan` shows what to install")))
-    label = Msg("{package} {version}", package=install.package or "onnxruntime",
-                version=install.version or Msg(N_("(unknown version)")))
-    cuda = _provider(install, "cuda")
-    windows = facts.platform.is_windows
     if cuda is None:
-        provider_file = facts.platform.provider_libraries["cuda"]
+        label = Msg("{package} {version}", package=install.package or "onnxruntime",
+                    version=install.version or Msg(N_("(unknown version)")))
         return Level(1, "loader", Status.FAIL,
                      Msg(N_("{label} has no CUDA provider (no {file} in {folder}): it is a CPU-only build"),
-                         label=label, file=provider_file, folder=str(install.dir.capi)),
+                         label=label, file=facts.platform.provider_libraries["cuda"], folder=str(install.dir.capi)),
                      fix=Msg(_TO_GPU))
     if cuda.error:
         return Level(1, "loader", Status.FAIL, Msg(N_("cannot read {path}: {error}"), path=cuda.library,
                                                    error=cuda.error))
-    if windows:
+    return None
+
+
+def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level:
+    install = facts.active_ort
+    cuda = _provider(install, "cuda") if install is not None else None
+    refused = _no_provider(facts, python, install, cuda)
+    if refused is not None or install is None or cuda is None:
+        assert refused is not None
+        return refused
+    if facts.platform.is_windows:
         return _level_loader_windows(facts, python, install, cuda)
     cuda_names = provider_sonames(cuda)
     trt = _provider(install, "tensorrt")
@@ -206,30 +212,6 @@ def level_loader(facts: Facts, python: str, *, conda_hook: Path | None) -> Level
                  tuple(notes), data=data, load_check=check)
 
 
-def windows_child_env(facts: Facts) -> dict[str, str] | None:
-    """The environment of a Windows target's fresh process as its user starts it: in a conda environment with
-    ortfix's activate.d scripts, as `conda activate` leaves it (their folders first on PATH, CONDA_PREFIX set; running
-    the environment's python.exe directly runs no script); None: this process's own (the PATH hook needs no help:
-    it acts when onnxruntime is imported). Outside conda, when the user Path in the registry has entries this
-    process's PATH lacks (`--hook user-path` added them after this shell started), the fresh process gets PATH as a
-    program started afterwards does: the machine Path, then the user Path, then what else this process has."""
-    win = facts.probe.windows
-    if facts.probe.env_kind != "conda":
-        if win is None or win.user_path is None:
-            return None
-        now = [e for e in os.environ.get("PATH", "").split(";") if e]
-        have = {e.rstrip("\\/").lower() for e in now}
-        if all(e.rstrip("\\/").lower() in have for e in win.user_path.expanded.split(";") if e):
-            return None
-        login = list(win.login_path)
-        at_login = {e.rstrip("\\/").lower() for e in login}
-        return subproc.child_env(PATH=";".join([*login, *(e for e in now if e.rstrip("\\/").lower() not in at_login)]))
-    dirs = read_conda_windows_hook(facts.probe.prefix)
-    if not dirs:
-        return None
-    return subproc.child_env(CONDA_PREFIX=facts.probe.prefix, PATH=";".join([*dirs, os.environ.get("PATH", "")]))
-
-
 def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: ProviderLoad) -> Level:
     """Level 1 on Windows (verify/winloadcheck.py): the provider loaded as onnxruntime loads it, the libraries loaded
     later by bare name as cuDNN and onnxruntime load them, then the C++ runtime the process got."""
@@ -278,7 +260,7 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
                          more=more),
                      tuple(_lib_error(n, e) for n, e in errors.items()),
                      fix=Msg(_MAKES_THEM_LOAD), data=data, load_check=check)
-    runtime = _msvc_verdict(install, check)
+    runtime = msvc_verdict(install, check)
     if runtime is not None:
         return Level(1, "loader", Status.FAIL, runtime, (MSVC_WHY,), fix=MSVC_REMEDY, data=data, load_check=check)
     by_name_loaded = sum(1 for lib in check.libraries if lib.soname != cuda.library and lib.error is None)
@@ -287,22 +269,6 @@ def _level_loader_windows(facts: Facts, python: str, install: OrtInstall, cuda: 
     return Level(1, "loader", Status.PASS,
                  Msg(N_("{head} and the {n} libraries loaded by name load in a fresh process, as onnxruntime loads "
                         "them"), head=head, n=by_name_loaded), tuple(notes), data=data, load_check=check)
-
-
-def _msvc_verdict(install: OrtInstall, check: LoadCheck) -> Msg | None:
-    """Why the C++ runtime the process loaded is too old for this onnxruntime, or None (new enough, or not known)."""
-    version = check.msvcp140_version
-    try:
-        if version is None or Version(install.version or "0").release[:2] < Version(MSVC_MIN_ORT).release[:2]:
-            return None
-    except InvalidVersion:
-        return None
-    if msvc_version_ok(version) is not False:
-        return None
-    shown = ".".join(str(v) for v in version)
-    return Msg(N_("{dll} is version {version}: onnxruntime-gpu {ort} and newer need {needed} {minimum} or newer"),
-               dll=str(check.msvcp140), version=shown, ort=MSVC_MIN_ORT, needed=MSVC_DLL,
-               minimum=f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]}")
 
 
 def session_levels(facts: Facts, python: str, model: Path, shapes: Mapping[str, Sequence[int]] | None,
