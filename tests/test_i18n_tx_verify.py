@@ -133,10 +133,15 @@ def test_a_locked_environment_is_a_chinese_error(locked: Path) -> None:
 
 
 def test_rollback_refusals_are_chinese(tmp_path: Path) -> None:
-    """A transaction whose journal is missing, and an environment without any transaction."""
+    """A transaction whose journal is missing (refused by rollback, listed by history: its reason in Chinese, in
+    English in `--json`), and an environment without any transaction."""
     damaged = _fake_venv(tmp_path / "damaged", transaction=True)
     _assert_chinese_error(("rollback", "--python", str(damaged), "--yes"), "缺少事务日志 ",
                           f"`ortfix history show {_TX_ID}`；ortfix 不会去猜这个事务改动了什么")
+    history = run_ortfix("history", "--python", str(damaged), env=ZH)
+    assert history.returncode == 0 and f"  缺少事务日志 {damaged}" in history.stdout, history.stdout
+    listings = [run_ortfix("history", "--python", str(damaged), "--json", env=env).stdout for env in (ZH, EN)]
+    assert listings[0] == listings[1] and '"error": "journal ' in listings[0] and " is missing" in listings[0]
     empty = _fake_venv(tmp_path / "empty", transaction=False)
     _assert_chinese_error(("rollback", "--python", str(empty), "--yes"), f"{empty} 中没有 ortfix 事务",
                           "没有可回滚的内容")

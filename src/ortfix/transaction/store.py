@@ -73,7 +73,7 @@ class HistoryEntry:
     id: str
     folder: Path
     tx: Transaction | None
-    error: str | None
+    error: str | Msg | None  # a Msg: English in --json (str), translated on the screen
     stash_bytes: int
 
 
@@ -246,7 +246,7 @@ class TransactionStore:
         try:
             return HistoryEntry(tx_id, folder, self.load(tx_id), None, stash_size(folder))
         except OrtfixError as exc:
-            return HistoryEntry(tx_id, folder, None, exc.message, stash_size(folder))
+            return HistoryEntry(tx_id, folder, None, exc.message_msg, stash_size(folder))
 
     # sidecars: records too large for the journal, protected by a hash stored in it
     def write_sidecar(self, tx_id: str, index: int, name: str, doc: object) -> str:
