@@ -417,7 +417,9 @@ def test_verify_screen_speaks_chinese_in_aligned_columns() -> None:
         assert proc.returncode in (0, 1, 3) and not proc.stderr, proc.stderr
         rows = [line for line in proc.stdout.splitlines() if re.match(r"[123]\. ", line)]
         assert len(rows) == 3, proc.stdout
-        verdicts = [row.index("onnxruntime", 3) for row in rows]  # each verdict names onnxruntime (not installed)
+        marks = [re.search(r"(?:✓|✗|-) \S+(?: run)?\s+", row[3:]) for row in rows]  # the verdict follows its mark
+        verdicts = [3 + m.end() for m in marks if m is not None]
+        assert len(verdicts) == 3 and all("onnxruntime" in row[i:] for row, i in zip(rows, verdicts)), rows
         assert {i18n.display_width(row[:i]) for row, i in zip(rows, verdicts)} == {31}, (lang, rows)
         if lang == "C":
             assert "libraries load" in proc.stdout and proc.stdout.startswith("target ")

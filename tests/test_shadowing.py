@@ -158,7 +158,8 @@ def test_cudnn_version_checks_say_which_call_aborted(tmp_path: Path) -> None:
     result = check_cudnn(sys.executable, "libcudnn.so.9", prefix=sys.prefix, folders=[str(mismatch.parent)])
     assert not result.ok and result.process_error is None
     assert [c.status for c in result.calls] == [0, 0, 4003, 0]
-    assert any("cudnnCnnVersionCheck: 4003 (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH)" in f for f in result.failures)
+    mismatched = "cudnnCnnVersionCheck: 4003 (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH)"
+    assert any(mismatched in str(f) for f in result.failures)
     assert result.mapped == (str(mismatch),)
 
 

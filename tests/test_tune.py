@@ -105,7 +105,7 @@ def test_recommendation_with_changing_shapes_is_the_fastest_over_all_changing_ru
     assert rec.measured is True
     assert dict(rec.options) == {"cudnn_conv_algo_search": "HEURISTIC", "cudnn_conv_use_max_workspace": "1",
                                  "arena_extend_strategy": "kSameAsRequested"}
-    assert rec.basis == "fastest over the changing-shape runs, first runs included (heuristic: 120.0 ms in all)"
+    assert str(rec.basis) == "fastest over the changing-shape runs, first runs included (heuristic: 120.0 ms in all)"
 
 
 def test_recommendation_with_one_shape_is_the_fastest_steady_state() -> None:
@@ -113,7 +113,7 @@ def test_recommendation_with_one_shape_is_the_fastest_steady_state() -> None:
     assert rec.measured is True
     assert dict(rec.options) == {"cudnn_conv_algo_search": "EXHAUSTIVE", "cudnn_conv_use_max_workspace": "1",
                                  "arena_extend_strategy": "kNextPowerOfTwo"}
-    assert rec.basis == "fastest steady state with the fixed shape (exhaustive: 1.25 ms)"
+    assert str(rec.basis) == "fastest steady state with the fixed shape (exhaustive: 1.25 ms)"
 
 
 def test_recommendation_without_cuda_timings_is_the_usual_choice_unmeasured() -> None:
@@ -122,7 +122,7 @@ def test_recommendation_without_cuda_timings_is_the_usual_choice_unmeasured() ->
         assert rec.measured is False
         assert dict(rec.options) == {"cudnn_conv_algo_search": "HEURISTIC", "cudnn_conv_use_max_workspace": "1",
                                      "arena_extend_strategy": "kSameAsRequested"}
-        assert rec.basis.startswith("not measured here (the CUDA part could not run)")
+        assert str(rec.basis).startswith("not measured here (the CUDA part could not run)")
 
 
 def test_missing_model_is_one_line(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ from ortfix.target.ortrun import MARK, stream
 child = ("import ctypes, json, sys; print(sys.argv[1] + json.dumps({'stage': 'import'}), flush=True); "
          "ctypes.WinDLL(sys.argv[2])")
 dead = stream([sys.executable, "-c", child, MARK, sys.argv[2]], dict(os.environ), target_python=None, timeout=120)
-out["session-death"] = {"death": dead.death(), "returncode": dead.returncode, "evidence": dead.evidence}
+out["session-death"] = {"death": str(dead.death()), "returncode": dead.returncode, "evidence": dead.evidence}
 print("RESULT:" + json.dumps(out))
 """
 
@@ -301,11 +301,12 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
 
     missing = level(v12, ["cudnn_graph64_9.dll"], to_windows(root / "cudnn"))
     assert missing.status is Status.FAIL
-    assert missing.verdict.startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs cublasLt64_12.dll, "
-                                      "which is not found"), missing.verdict
+    assert str(missing.verdict).startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs "
+                                           "cublasLt64_12.dll, which is not found"), missing.verdict
 
     zlib = level(v8, [], to_windows(root / "cudnn8z"))
-    assert zlib.status is Status.FAIL and zlib.verdict.startswith("cuDNN 8 could not load zlibwapi.dll"), zlib.verdict
+    assert zlib.status is Status.FAIL, zlib.verdict
+    assert str(zlib.verdict).startswith("cuDNN 8 could not load zlibwapi.dll"), zlib.verdict
     assert zlib.fix is not None and "cuDNN 9" in zlib.fix and "1.19" in zlib.fix
     assert zlib.load_check is not None and zlib.load_check.exit_code == 9
 
@@ -316,7 +317,8 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     monkeypatch.setenv("ORTFIX_TEST_WINEPATH", both)
     old_runtime = level_loader(_windows_facts(v22, [], root, version="1.22.0"), str(python), conda_hook=None)
     assert old_runtime.status is Status.FAIL, old_runtime.verdict
-    assert "msvcp140.dll is version 14.29.30133.0" in old_runtime.verdict and "14.40" in old_runtime.verdict
+    assert "msvcp140.dll is version 14.29.30133.0" in str(old_runtime.verdict), old_runtime.verdict
+    assert "14.40" in str(old_runtime.verdict)
     assert old_runtime.fix is not None and "Visual C++ Redistributable" in old_runtime.fix
     older_ort = level_loader(_windows_facts(v22, [], root, version="1.20.2"), str(python), conda_hook=None)
     assert older_ort.status is Status.PASS, older_ort.verdict
@@ -324,13 +326,13 @@ def test_level_1_verdicts_on_windows(launcher: tuple[Path, Path], monkeypatch: p
     # No driver here: the driver's own DLL missing is not the environment's fault, and says so.
     driverless = level(hybrid, [], both)
     assert driverless.status is Status.PASS, (driverless.verdict, driverless.evidence)
-    assert any(n.startswith("onnxruntime_providers_cuda.dll: not loaded: it imports the NVIDIA driver's "
+    assert any(str(n).startswith("onnxruntime_providers_cuda.dll: not loaded: it imports the NVIDIA driver's "
                             "nvcudart_hybrid64.dll") for n in driverless.evidence), driverless.evidence
     assert driverless.load_check is not None and driverless.load_check.ok and not driverless.load_check.failures
     # ... but not when another import is missing too
     monkeypatch.setenv("ORTFIX_TEST_WINEPATH", to_windows(root / "cudnn"))
     both_missing = level_loader(_windows_facts(hybrid, [], root), str(python), conda_hook=None)
-    assert both_missing.status is Status.FAIL and "cublasLt64_12.dll" in both_missing.verdict, both_missing.verdict
+    assert both_missing.status is Status.FAIL and "cublasLt64_12.dll" in str(both_missing.verdict), both_missing.verdict
 
 
 def _ort_site(version: str) -> Path:
@@ -367,8 +369,8 @@ def test_the_real_onnxruntime_provider_under_wine(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("ORTFIX_TEST_WINEPATH", "")
     gone = level_loader(facts, str(python), conda_hook=None)
     assert gone.status is Status.FAIL
-    assert gone.verdict.startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs cublasLt64_12.dll"), \
-        gone.verdict
+    assert str(gone.verdict).startswith("onnxruntime_providers_cuda.dll cannot be loaded: it needs "
+                                        "cublasLt64_12.dll"), gone.verdict
 
     monkeypatch.setenv("ORTFIX_TEST_WINEPATH", to_windows(nvbin))
     loader = level_loader(facts, str(python), conda_hook=None)
@@ -376,7 +378,7 @@ def test_the_real_onnxruntime_provider_under_wine(tmp_path: Path, monkeypatch: p
     provider_level, numbers = session_levels(facts, str(python), Path(to_windows(BUILTIN_MODEL)), None, loader,
                                              user_model=False, conda_hook=None, timeout=120)
     assert provider_level.status is Status.NOT_RUN, (provider_level.verdict, provider_level.evidence)
-    assert "libraries complete; no NVIDIA driver, so the provider cannot start here" in provider_level.verdict
+    assert "libraries complete; no NVIDIA driver, so the provider cannot start here" in str(provider_level.verdict)
     assert numbers.status is Status.NOT_RUN
 
 
@@ -402,7 +404,7 @@ for name, prefix in (("hooked", hooked), ("plain", plain)):
     facts = dataclasses.replace(base, probe=probe, platform=WindowsPlatform(),
                                 driver=DriverFacts(present=False, version=None), ort=(install,))
     level = level_loader(facts, sys.executable, conda_hook=None)
-    out[name] = {"status": level.status.value, "verdict": level.verdict}
+    out[name] = {"status": level.status.value, "verdict": str(level.verdict)}
 print("RESULT:" + json.dumps(out))
 """
 

@@ -30,8 +30,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
 from ortfix.target.owner import require_trusted
+
+CANNOT_RUN = N_("cannot run {program}: {reason}")  # a program that could not start (target/choose.py reads it)
 
 # Variables that change what a child Python or pip does behind our back.
 _PYTHON_NOISE = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONSAFEPATH")
@@ -118,11 +121,11 @@ def _popen(args: list[str], env: Mapping[str, str] | None, *, stdin: int, target
             creationflags=HOST.creation_flags,
         )
     except FileNotFoundError as exc:
-        raise OrtfixError(f"cannot run {args[0]}: not found") from exc
+        raise OrtfixError(Msg(CANNOT_RUN, program=str(args[0]), reason=Msg(N_("not found")))) from exc
     except PermissionError as exc:
-        raise OrtfixError(f"cannot run {args[0]}: permission denied") from exc
+        raise OrtfixError(Msg(CANNOT_RUN, program=str(args[0]), reason=Msg(N_("permission denied")))) from exc
     except OSError as exc:  # e.g. ENOEXEC: a file that is not a program
-        raise OrtfixError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
+        raise OrtfixError(Msg(CANNOT_RUN, program=str(args[0]), reason=str(exc.strerror or exc))) from exc
     HOST.after_start(proc)
     return proc
 
@@ -137,8 +140,10 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
     except BaseException as exc:  # the limit, Ctrl-C (the child, in its own session, did not get it)...: no orphans
         terminate_group(proc, timeout=2.0)
         if isinstance(exc, subprocess.TimeoutExpired):
-            raise OrtfixError(f"{_name(proc)} did not finish within {limit:g} s",
-                              hint="it, or a process it started, kept running; all of them were stopped") from exc
+            raise OrtfixError(Msg(N_("{program} did not finish within {seconds} s"), program=_name(proc),
+                                  seconds=f"{limit:g}"),
+                              hint=Msg(N_("it, or a process it started, kept running; all of them were stopped"))
+                              ) from exc
         raise
     HOST.release(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.target.ortrun import CUDA_EP, RunOutcome
 
 ALGO_SEARCH = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
@@ -71,7 +72,7 @@ class ConfigResult:
 class Recommendation:
     options: Mapping[str, str]
     measured: bool
-    basis: str
+    basis: str | Msg  # English in --json (str), translated on the screen (i18n.text)
 
     @property
     def python(self) -> str:
@@ -97,20 +98,23 @@ def parse_shapes(values: Sequence[str]) -> list[ShapeSpec]:
             for item in items:
                 name, eq, dims = item.rpartition("=")
                 if not eq and len(items) > 1:
-                    raise OrtfixError(f"--shapes {value!r}: with several inputs, name each one: NAME=DIMS")
+                    raise OrtfixError(Msg(N_("--shapes {value}: with several inputs, name each one: NAME=DIMS"),
+                                          value=repr(value)))
                 name = name.strip()
                 if eq and not name:
-                    raise OrtfixError(f"--shapes {value!r}: an input name is missing before '='")
+                    raise OrtfixError(Msg(N_("--shapes {value}: an input name is missing before '='"),
+                                          value=repr(value)))
                 parts = dims.strip().lower().split("x")
                 bad = next((p for p in parts if not p.strip().isdigit()), None)
                 if bad is not None:
-                    raise OrtfixError(f"--shapes {value!r}: {bad.strip()!r} is not a number "
-                                      "(dimensions look like 1x3x224x224)")
+                    raise OrtfixError(Msg(N_("--shapes {value}: {bad} is not a number (dimensions look like "
+                                             "1x3x224x224)"), value=repr(value), bad=repr(bad.strip())))
                 parsed = [int(p) for p in parts]
                 if any(d <= 0 for d in parsed):
-                    raise OrtfixError(f"--shapes {value!r}: dimensions must be positive")
+                    raise OrtfixError(Msg(N_("--shapes {value}: dimensions must be positive"), value=repr(value)))
                 if name in spec:
-                    raise OrtfixError(f"--shapes {value!r}: {name or 'the input'} is given twice")
+                    raise OrtfixError(Msg(N_("--shapes {value}: {name} is given twice"), value=repr(value),
+                                          name=name or Msg(N_("the input"))))
                 spec[name] = parsed
             sets.append(spec)
     return sets
@@ -139,14 +143,14 @@ def recommend(results: Sequence[ConfigResult], changing: bool) -> Recommendation
     ok = [r for r in results if r.config.provider == "cuda" and r.error is None and r.fixed is not None]
     if not ok:
         return Recommendation(dict(UNMEASURED), False,
-                              "not measured here (the CUDA part could not run); the usual choice for changing "
-                              "shapes. Run `ortfix tune` on the GPU machine to measure")
+                              Msg(N_("not measured here (the CUDA part could not run); the usual choice for changing "
+                                     "shapes. Run `ortfix tune` on the GPU machine to measure")))
     if changing and all(r.changing is not None and r.changing.total_ms is not None for r in ok):
         best = min(ok, key=lambda r: float(r.changing.total_ms or 0.0) if r.changing else 0.0)
-        basis = (f"fastest over the changing-shape runs, first runs included ({best.config.name}: "
-                 f"{best.changing.total_ms if best.changing else 0:.1f} ms in all)")
+        basis = Msg(N_("fastest over the changing-shape runs, first runs included ({name}: {ms} ms in all)"),
+                    name=best.config.name, ms=f"{best.changing.total_ms if best.changing else 0:.1f}")
     else:
         best = min(ok, key=lambda r: r.fixed.steady_ms if r.fixed else 0.0)
-        basis = (f"fastest steady state with the fixed shape ({best.config.name}: "
-                 f"{best.fixed.steady_ms if best.fixed else 0:.2f} ms)")
+        basis = Msg(N_("fastest steady state with the fixed shape ({name}: {ms} ms)"), name=best.config.name,
+                    ms=f"{best.fixed.steady_ms if best.fixed else 0:.2f}")
     return Recommendation(dict(best.config.options), True, basis)

@@ -6,6 +6,7 @@ anything runs when a value does not look like what it stands for."""
 from __future__ import annotations
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 
 
 def _dotted_numbers(text: str, parts: tuple[int, int]) -> bool:
@@ -18,10 +19,11 @@ def validate_machine_options(driver_version: str | None, compute_capability: str
     """`--driver` and `--compute-capability` of check and plan (both the click command and this fast path call it,
     so both say the same): a usage error, before anything runs, when they do not look like what they stand for."""
     if driver_version is not None and not _dotted_numbers(driver_version, (2, 4)):
-        raise OrtfixError(f"--driver {driver_version!r}: not an NVIDIA driver version",
-                          hint="digits separated by dots, e.g. 535.104.12 or 550.54")
+        raise OrtfixError(Msg(N_("--driver {value}: not an NVIDIA driver version"), value=repr(driver_version)),
+                          hint=Msg(N_("digits separated by dots, e.g. 535.104.12 or 550.54")))
     if compute_capability is not None and not _dotted_numbers(compute_capability, (2, 2)):
-        raise OrtfixError(f"--compute-capability {compute_capability!r}: expected MAJOR.MINOR such as 8.6")
+        raise OrtfixError(Msg(N_("--compute-capability {value}: expected MAJOR.MINOR such as 8.6"),
+                              value=repr(compute_capability)))
 
 
 def validate_ort_version(ort_version: str | None) -> None:
@@ -33,4 +35,5 @@ def validate_ort_version(ort_version: str | None) -> None:
     try:
         Version(ort_version)
     except InvalidVersion as exc:
-        raise OrtfixError(f"--ort-version {ort_version!r}: not a version", hint="e.g. 1.22.0") from exc
+        raise OrtfixError(Msg(N_("--ort-version {value}: not a version"), value=repr(ort_version)),
+                          hint=Msg(N_("e.g. {example}"), example="1.22.0")) from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortfix.commands.tune import TuneResult
-from ortfix.i18n import _, display_width, pad, tr
+from ortfix.i18n import _, display_width, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.target.ortrun import CUDA_EP, shapes_text
 from ortfix.tune import Phase
@@ -34,7 +34,7 @@ def tune_json(result: TuneResult) -> dict[str, Any]:
                     for r in result.results],
         "cuda": {"complete": result.cuda_complete, "ran": any(r.config.provider == "cuda" for r in result.results),
                  "note": result.cuda_note, "startup_ms": result.cuda_startup_ms},
-        "recommendation": {"options": dict(rec.options), "measured": rec.measured, "basis": rec.basis,
+        "recommendation": {"options": dict(rec.options), "measured": rec.measured, "basis": str(rec.basis),
                            "python": rec.python, "yaml": rec.yaml},
     }
 
@@ -75,7 +75,7 @@ def render_tune(result: TuneResult) -> str:
         lines.append(tr("CUDA part incomplete: {note}", note=result.cuda_note) if ran
                      else tr("CUDA part not run: {note}", note=result.cuda_note))
     rec = result.recommendation
-    lines += ["", tr("Recommended CUDA provider options: {basis}.", basis=rec.basis), "", "  Python:"]
+    lines += ["", tr("Recommended CUDA provider options: {basis}.", basis=text(rec.basis)), "", "  Python:"]
     lines += [f"    cuda_options = {rec.python.splitlines()[0]}",
               *(f"    {line}" for line in rec.python.splitlines()[1:]),
               "    session = onnxruntime.InferenceSession(",

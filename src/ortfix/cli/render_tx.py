@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.cli.cmdline import quote, windows_target
-from ortfix.i18n import _, pad, tr
+from ortfix.i18n import Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
@@ -86,7 +86,7 @@ def render_dry_run(result: ApplyResult) -> str:
     if pf.problems:
         lines.append("")
         lines.append(_("Preflight would refuse:"))
-        lines += [f"  {p}" for p in pf.problems]
+        lines += [f"  {p.text()}" for p in pf.problems]
     return join_lines(lines)
 
 
@@ -152,12 +152,12 @@ def _verification(ver: Verification) -> list[str]:
                         "load{counted}", command=shlex.join(ver.loader.argv[:-1]),
                         result=_("ok") if ver.loader.imported else _("FAILED"), loaded=len(loaded),
                         total=len(ver.loader.libraries), counted=counted(ver.loader)))
-    lines += [f"  {note}" for note in ver.notes]
-    lines += [f"  ✗ {p}" for p in ver.problems]
+    lines += [f"  {text(note)}" for note in ver.notes]
+    lines += [f"  ✗ {text(p)}" for p in ver.problems]
     if ver.ok:
         lines.append(_("ortfix check: no blocking findings left"))
     if ver.gpu_not_verified:
-        lines.append(ver.gpu_not_verified)
+        lines.append(ver.gpu_not_verified.text())
     return lines
 
 
@@ -185,7 +185,7 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
         return doc
     pf = out.preflight
     doc["preflight"] = {
-        "problems": list(pf.problems),
+        "problems": [str(p) for p in pf.problems],
         "commands": [list(c) for c in pf.commands],
         "disk": None if pf.disk is None else {"where": pf.disk.where, "free_bytes": pf.disk.free_bytes,
                                               "needed_bytes": pf.disk.needed_bytes,
@@ -260,10 +260,15 @@ def rollback_json(result: RollbackResult) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
+def _said(error: str | Msg | None) -> str:
+    """Why a journal cannot be read, in the user's language."""
+    return "" if not error else text(error)
+
+
 def _entry_json(e: HistoryEntry) -> dict[str, Any]:
     if e.tx is None:
-        return {"id": e.id, "status": "unreadable", "error": e.error, "folder": str(e.folder),
-                "stash_bytes": e.stash_bytes}
+        return {"id": e.id, "status": "unreadable", "error": None if e.error is None else str(e.error),
+                "folder": str(e.folder), "stash_bytes": e.stash_bytes}
     tx = e.tx
     return {"id": tx.id, "created": tx.created, "updated": tx.updated, "status": tx.status.value,
             "pruned": tx.pruned, "changes": tx_changes(tx), "steps": len(tx.steps),
@@ -278,7 +283,7 @@ def render_history(result: HistoryResult) -> str:
     lines.append(_row("ID", _("CREATED (UTC)"), _("STATUS"), _("STASH"), _("CHANGES")))
     for e in result.entries:
         if e.tx is None:
-            lines.append(_row(e.id, "?", "unreadable", size(e.stash_bytes), str(e.error)))
+            lines.append(_row(e.id, "?", "unreadable", size(e.stash_bytes), _said(e.error)))
             continue
         tx = e.tx
         status = tx.status.value + (_(" (pruned)") if tx.pruned else "")
@@ -303,7 +308,7 @@ def history_json(result: HistoryResult) -> dict[str, Any]:
 def render_show(result: ShowResult) -> str:
     e = result.entry
     if e.tx is None:
-        return join_lines([tr("transaction {id}: unreadable journal: {error}", id=e.id, error=str(e.error)),
+        return join_lines([tr("transaction {id}: unreadable journal: {error}", id=e.id, error=_said(e.error)),
                            tr("folder: {folder}", folder=str(e.folder))])
     tx = e.tx
     lines = [tr("transaction {id}: {status}", id=tx.id, status=tx.status.value)

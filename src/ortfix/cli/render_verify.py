@@ -6,7 +6,7 @@ from typing import Any
 
 from ortfix.commands.verify import VerifyResult
 from ortfix.errors import ExitCode
-from ortfix.i18n import N_, _, pad, tr
+from ortfix.i18n import N_, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.verify.levels import BUILTIN_MODEL, Status
 
@@ -16,11 +16,12 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
         "ok": result.exit_code is ExitCode.OK,
         "python": result.python,
         "onnxruntime": result.onnxruntime,
-        "driver": result.driver,
+        "driver": str(result.driver),
         "model": {"path": result.model, "builtin": result.builtin_model},
-        "levels": [{"level": lv.number, "name": lv.name, "status": lv.status.value, "verdict": lv.verdict,
-                    "evidence": list(lv.evidence), "fix": lv.fix, "data": dict(lv.data)} for lv in result.levels],
-        "not_run": [{"level": lv.number, "name": lv.name, "why": lv.verdict}
+        "levels": [{"level": lv.number, "name": lv.name, "status": lv.status.value, "verdict": str(lv.verdict),
+                    "evidence": [str(e) for e in lv.evidence], "fix": None if lv.fix is None else str(lv.fix),
+                    "data": dict(lv.data)} for lv in result.levels],
+        "not_run": [{"level": lv.number, "name": lv.name, "why": str(lv.verdict)}
                     for lv in result.levels if lv.status is Status.NOT_RUN],
         "genai": [g.to_json() for g in result.genai],
     }
@@ -40,16 +41,16 @@ def render_verify(result: VerifyResult) -> str:
     model = tr("built-in {name}", name=BUILTIN_MODEL.name) if result.builtin_model else str(result.model)
     lines = [f"ortfix verify: {result.python}",
              tr("  onnxruntime {version}; NVIDIA driver: {driver}", version=result.onnxruntime or _("not installed"),
-                driver=result.driver),
+                driver=text(result.driver)),
              tr("  model: {model}", model=model), ""]
     for lv in result.levels:
-        lines.append(f"{lv.number}. {pad(_(_TITLES[lv.name]), 16)} {pad(_(_MARKS[lv.status]), 10)} {lv.verdict}")
+        lines.append(f"{lv.number}. {pad(_(_TITLES[lv.name]), 16)} {pad(_(_MARKS[lv.status]), 10)} {text(lv.verdict)}")
         for e in lv.evidence[:12]:
-            lines.append(f"{_INDENT}{e}")
+            lines.append(f"{_INDENT}{text(e)}")
         if len(lv.evidence) > 12:
             lines.append(_INDENT + tr("... and {n} more (--json has all)", n=len(lv.evidence) - 12))
         if lv.fix and lv.status is Status.FAIL:
-            lines.append(_INDENT + tr("fix: {fix}", fix=lv.fix))
+            lines.append(_INDENT + tr("fix: {fix}", fix=text(lv.fix)))
     for g in result.genai:
         lines.append(f"{'genai':<19} {pad(_(_MARKS[Status.PASS if g.ok else Status.FAIL]), 10)} {g.line()}")
         if not g.ok:

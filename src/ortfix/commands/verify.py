@@ -26,13 +26,14 @@ from ortfix.verify.levels import (
 
 if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
+    from ortfix.i18n import Msg
 
 
 @dataclass(frozen=True)
 class VerifyResult:
     python: str
     onnxruntime: str | None  # "onnxruntime-gpu 1.22.0"
-    driver: str
+    driver: str | Msg  # English in --json (str), translated on the screen
     model: str
     builtin_model: bool
     levels: tuple[Level, ...]

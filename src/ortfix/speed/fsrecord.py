@@ -110,7 +110,7 @@ def _watched(text: str) -> re.Pattern[str]:
     """The pattern `text`, if it is one listing.WATCHED names (a saved observation is untrusted: nothing else is
     compiled); ValueError otherwise."""
     if text not in listing.WATCHED:
-        raise ValueError(f"a listing by a pattern that is not watched: {text!r}")
+        raise ValueError(f"a listing by a pattern that is not watched: {text!r}")  # i18n: english
     return re.compile(text)
 
 
@@ -146,7 +146,7 @@ class Recorder:
         ans = answer(op, text) if seen is None else seen
         before = self._seen.setdefault((op, text), ans)
         if before != ans:
-            self.unrepeatable = f"{text} changed while it was being looked at"
+            self.unrepeatable = f"{text} changed while it was being looked at"  # i18n: english
 
     def note_write(self, path: Any) -> None:
         text = self._path(path)
@@ -199,7 +199,8 @@ def _scandir(path: Any = ".") -> Any:
 
 def _names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
     if _active is not None and pattern.pattern not in listing.WATCHED:
-        _active.unrepeatable = f"a listing by a pattern that is not watched (system/listing.py): {pattern.pattern!r}"
+        why = "a listing by a pattern that is not watched (system/listing.py): "  # i18n: english
+        _active.unrepeatable = why + repr(pattern.pattern)
     try:
         names = sorted(n for n in _real_listdir(folder) if pattern.match(n))
     except OSError as exc:

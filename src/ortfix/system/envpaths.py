@@ -17,6 +17,11 @@ from dataclasses import dataclass
 
 from ortfix.errors import OrtfixError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+if TYPE_CHECKING:
+    from ortfix.i18n import Msg
+
 
 class ConfinementError(OrtfixError):
     """A path that would lead outside the environment (or through a link inside it): refused, nothing done."""
@@ -90,7 +95,7 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def require_trusted_owner(uid: int, env_owner: int, where: str, *, hint: str) -> None:
+def require_trusted_owner(uid: int, env_owner: int, where: str, *, hint: str | Msg) -> None:
     """A file ortfix reads back (a journal, a plan) is trusted only when it is owned by the user running ortfix or by
     the environment's owner, as git trusts only repositories of their owner; OrtfixError otherwise.
 

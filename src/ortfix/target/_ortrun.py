@@ -66,7 +66,7 @@ def resolve_shapes(inputs, spec, default_dim):
     unknown = sorted(set(spec) - set(i["name"] for i in inputs))
     if unknown:
         names = ", ".join(i["name"] for i in inputs)
-        raise ShapeError(f"no input named {', '.join(unknown)} (the model's inputs: {names})")
+        raise ShapeError(f"no input named {', '.join(unknown)} (the model's inputs: {names})")  # i18n: english
     shapes = {}
     for i in inputs:
         declared = i["shape"]
@@ -79,7 +79,7 @@ def resolve_shapes(inputs, spec, default_dim):
             raise ShapeError(f"input {i['name']} has {len(declared)} dimensions {declared}; {dims} has {len(given)}")
         for pos, (d, g) in enumerate(zip(declared, given)):
             if isinstance(d, int) and d > 0 and d != g:
-                raise ShapeError(f"input {i['name']}: dimension {pos} is fixed at {d}, not {g}")
+                raise ShapeError(f"input {i['name']}: dimension {pos} is fixed at {d}, not {g}")  # i18n: english
         shapes[i["name"]] = list(given)
     return shapes
 
@@ -181,7 +181,7 @@ def warm_up(ort, model, feed):
     """The process's CUDA start (context, cuBLAS/cuDNN loading and handles) happens once, in whichever session comes
     first: paid here, apart, so that no configuration is charged for it (on an H100 it was 0.4 s of 'load' and 0.2 s
     of 'first run' on the first row)."""
-    emit("progress", text="starting CUDA (timed apart: no configuration is charged for it)")
+    emit("progress", text="starting CUDA (timed apart: no configuration is charged for it)")  # i18n: english
     start = time.perf_counter()
     try:
         sess = session(ort, model, cuda_providers({}))
@@ -227,7 +227,7 @@ def do_tune(ort, args):
             result["load_ms"] = (time.perf_counter() - start) * 1000.0
             result["providers"] = sess.get_providers()
             if config["provider"] == "cuda" and sess.get_providers()[0] != CUDA:
-                result["error"] = f"the session did not get {CUDA} (it got {sess.get_providers()})"
+                result["error"] = f"the session did not get {CUDA} (it got {sess.get_providers()})"  # i18n: english
                 emit("result", **result)
                 return
             first = timed(sess, feeds[0])

@@ -222,7 +222,7 @@ def first_missing(path, dirs, seen, depth, driver, absent):
             return [dep, *deeper]
         if len(absent) > before:  # it fails only for want of the driver's DLLs
             continue
-        return [f"{dep} (found at {where}, but it fails to load: {error_text(code or 0)})"]
+        return [f"{dep} (found at {where}, but it fails to load: {error_text(code or 0)})"]  # i18n: english
     return []
 
 

@@ -74,11 +74,26 @@ class TargetDescription:
         own = Msg(N_("; ortfix's own environment")) if self.own else ""
         return Msg(N_("target {python} ({version}{environment} at {prefix}), from {chosen_by}{own}"),
                    python=str(self.python), version=version, environment=self.environment, prefix=str(self.prefix),
-                   chosen_by=self.chosen_by, own=own)
+                   chosen_by=chosen_by_msg(self.chosen_by), own=own)
 
     def to_json(self) -> dict[str, object]:
         return {"python": self.python, "python_version": self.python_version, "environment": self.environment,
                 "prefix": self.prefix, "chosen_by": self.chosen_by, "ortfix_own_environment": self.own}
+
+
+_ON_PATH = N_("{name} on PATH")
+_PROJECT = N_("the project's {venv} (beside {marker}, as uv finds it)")
+
+
+def chosen_by_msg(chosen_by: str) -> str | Msg:
+    """How the target was chosen (English: the --json documents and plans keep it) as a message to translate."""
+    head = _PROJECT.partition("{venv}")[0]
+    if chosen_by.startswith(head) and chosen_by.endswith(", as uv finds it)") and " (beside " in chosen_by:
+        venv, _, marker = chosen_by[len(head):-len(", as uv finds it)")].rpartition(" (beside ")
+        return Msg(_PROJECT, venv=venv, marker=marker)
+    if chosen_by.endswith(" on PATH"):
+        return Msg(_ON_PATH, name=chosen_by[:-len(" on PATH")])
+    return chosen_by
 
 
 def is_own_prefix(prefix: str) -> bool:
@@ -92,8 +107,8 @@ def is_own_prefix(prefix: str) -> bool:
 def refuse_empty_python(python: str | None) -> str | None:
     """--python '' was given (and would read as "not given" wherever a fallback says `python or ...`): refused."""
     if python is not None and not python:
-        raise OrtfixError("--python '': an empty path",
-                          hint="give an interpreter or an environment folder, or leave --python out")
+        raise OrtfixError(Msg(N_("--python '': an empty path")),
+                          hint=Msg(N_("give an interpreter or an environment folder, or leave --python out")))
     return python
 
 
@@ -123,10 +138,11 @@ def choose_target(python: str | None, environ: Mapping[str, str] | None = None) 
         return project
     found = find_on_path(env.get("PATH"))
     if found is None:
-        raise OrtfixError("no python3 or python on PATH and no activated environment (VIRTUAL_ENV, CONDA_PREFIX)",
-                          hint="pass --python PATH: the interpreter or the environment folder to work on")
+        raise OrtfixError(Msg(N_("no python3 or python on PATH and no activated environment (VIRTUAL_ENV, "
+                                 "CONDA_PREFIX)")),
+                          hint=Msg(N_("pass --python PATH: the interpreter or the environment folder to work on")))
     path, name = found
-    return Chosen(canonical(path), f"{name} on PATH")
+    return Chosen(canonical(path), str(Msg(_ON_PATH, name=name)))
 
 
 def find_project_venv(start: Path | None = None) -> Chosen | None:
@@ -145,7 +161,7 @@ def find_project_venv(start: Path | None = None) -> Chosen | None:
         except OSError:  # a folder on the way that cannot be searched
             continue
         if pythons and marker is not None:
-            return Chosen(pythons[0], f"the project's {venv} (beside {marker}, as uv finds it)")
+            return Chosen(pythons[0], str(Msg(_PROJECT, venv=str(venv), marker=marker)))
     return None
 
 
@@ -154,21 +170,21 @@ def _given(python: str) -> Path:
     try:
         path = Path(python).expanduser()
     except RuntimeError as exc:  # ~user/... for a user that does not exist
-        raise OrtfixError(f"--python {python}: {exc}",
-                          hint="give the path without ~, or an existing user's") from exc
+        raise OrtfixError(Msg("--python {python}: {error}", python=python, error=str(exc)),
+                          hint=Msg(N_("give the path without ~, or an existing user's"))) from exc
     try:
         if path.is_dir():
             for candidate in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe",
                               path / "python.exe"):
                 if candidate.exists():
                     return candidate.absolute()
-            raise OrtfixError(f"--python {python}: a folder with no bin/python in it",
-                              hint="give the interpreter's path or an environment folder")
+            raise OrtfixError(Msg(N_("--python {python}: a folder with no bin/python in it"), python=python),
+                              hint=Msg(N_("give the interpreter's path or an environment folder")))
         if not path.exists():
-            too_long = max_path_error(str(path.absolute()), "cannot be read")
-            raise too_long or OrtfixError(f"--python {python}: no such file")
+            too_long = max_path_error(str(path.absolute()), N_("cannot be read"))
+            raise too_long or OrtfixError(Msg(N_("--python {python}: no such file"), python=python))
     except OSError as exc:  # a name too long, a folder on the way that cannot be searched
-        raise OrtfixError(f"--python {python}: {exc.strerror or exc}") from exc
+        raise OrtfixError(Msg("--python {python}: {error}", python=python, error=str(exc.strerror or exc))) from exc
     return canonical(path.absolute())
 
 
@@ -253,7 +269,7 @@ else:
     if first is not None:
         sys.path.insert(0, first)
     exec(compile({source}, "<string>", "exec"), {{"__name__": "__main__"}})
-"""
+"""  # i18n: english (a program the target runs)
 
 
 def _cached_probe(source: str) -> tuple[str, str] | None:
@@ -304,11 +320,13 @@ def start_probe(python: Path) -> subprocess.Popen[str]:
     except OrtfixError as exc:
         if not exc.message.startswith("cannot run "):  # not a start that failed: target/owner.py's refusal
             raise
-        too_long = max_path_error(str(python), "cannot be started")
+        too_long = max_path_error(str(python), N_("cannot be started"))
         if too_long is not None:
             raise too_long from exc
-        raise OrtfixError(f"{python} cannot be started ({exc.message.split(': ', 1)[-1]})",
-                          hint="is it a Python interpreter? --python names the one to work on") from exc
+        said = exc.message_msg
+        why = said.args.get("reason", said) if isinstance(said, Msg) else said.split(": ", 1)[-1]
+        raise OrtfixError(Msg(N_("{python} cannot be started ({error})"), python=str(python), error=why),
+                          hint=Msg(N_("is it a Python interpreter? --python names the one to work on"))) from exc
 
 
 def max_path_error(path: str, what: str) -> OrtfixError | None:
@@ -316,7 +334,8 @@ def max_path_error(path: str, what: str) -> OrtfixError | None:
     limit = HOST.max_path
     if limit is None or len(path) < limit or path.startswith("\\\\?\\"):
         return None
-    return OrtfixError(f"{path} {what}: its path is {len(path)} characters, over Windows' MAX_PATH limit of "
-                       f"{limit - 1}",
-                       hint="use an environment at a shorter path, or enable long paths (LongPathsEnabled=1 under "
-                            "HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, as Python's installer offers)")
+    return OrtfixError(Msg(N_("{path} {what}: its path is {n} characters, over Windows' MAX_PATH limit of {limit}"),
+                           path=path, what=Msg(what), n=len(path), limit=limit - 1),
+                       hint=Msg(N_("use an environment at a shorter path, or enable long paths (LongPathsEnabled=1 "
+                                   "under HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem, as Python's installer "
+                                   "offers)")))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.target.choose import TargetDescription, choose_target, is_own_prefix
 
 # Asked with -S (none of the environment's code runs), so the venv is found as site.py finds it: a pyvenv.cfg beside
@@ -18,7 +19,7 @@ exe = os.path.dirname(os.path.abspath(sys.executable))
 venv = any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (exe, os.path.dirname(exe)))
 print(os.path.dirname(exe) if venv else sys.prefix)
 print(sys.version.split()[0])
-print(int(venv or sys.prefix != sys.base_prefix))"""
+print(int(venv or sys.prefix != sys.base_prefix))"""  # i18n: english (a program the target runs)
 
 
 def locate_environment(python: str | None) -> TargetDescription:
@@ -37,8 +38,9 @@ def locate_environment(python: str | None) -> TargetDescription:
     proc = subproc.run([str(exe), "-S", "-c", _ASK], target_python=exe, timeout=30)
     answer = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or len(answer) < 3:
-        raise OrtfixError(f"cannot ask {exe} for its prefix: {proc.stderr.strip() or 'no output'}",
-                          hint="give the environment folder with --python")
+        raise OrtfixError(Msg(N_("cannot ask {python} for its prefix: {error}"), python=str(exe),
+                              error=proc.stderr.strip() or Msg(N_("no output"))),
+                          hint=Msg(N_("give the environment folder with --python")))
     prefix, version, venv = answer[-3:]
     kind = "venv" if venv == "1" else "conda" if os.path.isdir(os.path.join(prefix, "conda-meta")) else "system"
     return TargetDescription(str(exe), version, kind, prefix, chosen.chosen_by, is_own_prefix(prefix))

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.target.launch import launch
 
 SOURCE = Path(__file__).with_name("_ortrun.py")
@@ -74,17 +75,20 @@ class RunOutcome:
         names = [str(s.get("stage")) for s in self.stages if s.get("stage") not in ("progress", "done")]
         return names[-1] if names else None
 
-    def death(self) -> str:
-        """How the process ended, in words, when it did not finish."""
+    def death(self) -> Msg:
+        """How the process ended, in words, when it did not finish (English in str(), translated by .text())."""
         if self.timed_out:
-            return f"did not finish within {self.timeout:.0f} s and was killed"
+            return Msg(N_("did not finish within {seconds} s and was killed"), seconds=f"{self.timeout:.0f}")
         if self.signal is not None:
-            return f"was killed by signal {self.signal} ({signal_name(self.signal)})"
+            return Msg(N_("was killed by signal {number} ({name})"), number=self.signal,
+                       name=signal_name(self.signal))
         dll = cudnn8_exit(self.log, self.returncode)
         if dll is not None:
-            return f"exited with status {self.returncode}: {cudnn8_verdict(dll)}"
+            return Msg(N_("exited with status {code}: {why}"), code=str(self.returncode), why=cudnn8_verdict(dll))
         tail = next((line for line in reversed(self.log) if line.strip()), "")
-        return f"exited with status {self.returncode}" + (f": {tail}" if tail else "")
+        if tail:
+            return Msg(N_("exited with status {code}: {why}"), code=str(self.returncode), why=tail)
+        return Msg(N_("exited with status {code}"), code=str(self.returncode))
 
     @property
     def evidence(self) -> list[str]:
@@ -112,12 +116,13 @@ def cudnn8_exit(log: Sequence[str], returncode: int | None) -> str | None:
     return None
 
 
-def cudnn8_verdict(dll: str) -> str:
+def cudnn8_verdict(dll: str) -> Msg:
     """What it means, in one sentence, that cuDNN 8 ended the process because it could not locate `dll`."""
-    what = ("zlibwapi.dll (cuDNN 8.3-8.9 load it; no pip wheel ships it)" if dll.lower() == "zlibwapi.dll"
-            else f"its sub-library {dll}")
-    return (f"cuDNN 8 could not load {what}: it printed \"Could not locate {dll}. Please make sure it is in your "
-            f"library path!\" and ended the process with exit code {CUDNN8_EXIT_CODE}")
+    what = (Msg(N_("zlibwapi.dll (cuDNN 8.3-8.9 load it; no pip wheel ships it)")) if dll.lower() == "zlibwapi.dll"
+            else Msg(N_("its sub-library {dll}"), dll=dll))
+    return Msg(N_("cuDNN 8 could not load {what}: it printed \"Could not locate {dll}. Please make sure it is in your "
+                  "library path!\" and ended the process with exit code {code}"), what=what, dll=dll,
+               code=CUDNN8_EXIT_CODE)
 
 
 def signal_name(number: int) -> str:
@@ -237,9 +242,11 @@ def _join(threads: Sequence[threading.Thread], grace: float) -> bool:
 def model_file(model: Path, label: str) -> Path:
     """`model` resolved, or a one-line error (`label` names it as the user gave it) when it cannot be read."""
     if not model.exists():
-        raise OrtfixError(f"{label}: no such file", hint="give the path of an .onnx model")
+        raise OrtfixError(Msg(N_("{label}: no such file"), label=label),
+                          hint=Msg(N_("give the path of an .onnx model")))
     if not model.is_file() or not os.access(model, os.R_OK):
-        raise OrtfixError(f"{label}: not a readable file", hint="give the path of an .onnx model")
+        raise OrtfixError(Msg(N_("{label}: not a readable file"), label=label),
+                          hint=Msg(N_("give the path of an .onnx model")))
     return model.resolve()
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 
 SAFE_ENVS = "ORTFIX_SAFE_ENVS"
@@ -48,9 +49,11 @@ def require_trusted(python: str | Path) -> None:
         who = _controlled_by(path)
         if who is not None:
             raise OrtfixError(
-                f"refusing to run {visible(str(python))} as root: {visible(str(path))} {who}, so whoever that is "
-                "would get root through the environment's code (.pth files, pip, onnxruntime)",
-                hint=f"run ortfix as the environment's owner; or, if you trust it, {SAFE_ENVS}={visible(str(env_dir))}")
+                Msg(N_("refusing to run {python} as root: {path} {who}, so whoever that is would get root through the "
+                       "environment's code (.pth files, pip, onnxruntime)"), python=visible(str(python)),
+                    path=visible(str(path)), who=who),
+                hint=Msg(N_("run ortfix as the environment's owner; or, if you trust it, {variable}={folder}"),
+                         variable=SAFE_ENVS, folder=visible(str(env_dir))))
 
 
 def environment_folder(python: str | Path) -> str:
@@ -153,7 +156,7 @@ def _venv_home(cfg: str) -> str | None:
     return None
 
 
-def _controlled_by(path: str) -> str | None:
+def _controlled_by(path: str) -> Msg | None:
     """Why someone other than root controls `path` ("is owned by uid 1000 (alice)", "is writable by everyone"...),
     None when only root does (or it does not exist)."""
     try:
@@ -161,15 +164,15 @@ def _controlled_by(path: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"cannot be checked ({exc.strerror or exc})"
+        return Msg(N_("cannot be checked ({error})"), error=str(exc.strerror or exc))
     if st.st_uid != 0:
-        return f"is owned by uid {st.st_uid}{_name_of(st.st_uid, 'pwd')}"
+        return Msg(N_("is owned by uid {uid}{name}"), uid=st.st_uid, name=_name_of(st.st_uid, "pwd"))
     if stat.S_ISLNK(st.st_mode) or (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
         return None  # a link's own mode means nothing; in a sticky folder only an entry's owner may rename it
     if st.st_mode & stat.S_IWOTH:
-        return "is writable by everyone"
+        return Msg(N_("is writable by everyone"))
     if st.st_mode & stat.S_IWGRP and st.st_gid != 0:
-        return f"is writable by group {st.st_gid}{_name_of(st.st_gid, 'grp')}"
+        return Msg(N_("is writable by group {gid}{name}"), gid=st.st_gid, name=_name_of(st.st_gid, "grp"))
     return None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
@@ -203,14 +204,17 @@ class ProbeFacts:
 def finish_probe(run: subprocess.Popen[str] | subprocess.CompletedProcess[str], python: Path) -> ProbeFacts:
     done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise OrtfixError(f"{python} is not a working Python interpreter (probe exited {done.returncode}: {last})")
+        lines = done.stderr.strip().splitlines()
+        last: str | Msg = lines[-1] if lines else Msg(N_("no output"))
+        raise OrtfixError(Msg(N_("{python} is not a working Python interpreter (probe exited {code}: {last})"),
+                              python=str(python), code=done.returncode, last=last))
     try:
         doc = json.loads(done.stdout)
     except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
-        raise OrtfixError(f"{python} is not a Python interpreter ortfix can inspect (no JSON from the probe)") from exc
+        raise OrtfixError(Msg(N_("{python} is not a Python interpreter ortfix can inspect (no JSON from the probe)"),
+                              python=str(python))) from exc
     if not isinstance(doc, dict) or doc.get("probe_schema") != PROBE_SCHEMA:
-        raise OrtfixError(f"{python}: the probe answered in an unknown format")
+        raise OrtfixError(Msg(N_("{python}: the probe answered in an unknown format"), python=str(python)))
     return parse_probe(doc, report=done.stdout, python=python)
 
 
@@ -229,9 +233,12 @@ class _Report:
         self.python = python
 
     def fail(self, path: str, problem: str) -> OrtfixError:
-        who = f"the probe of {self.python}" if self.python is not None else "the probe"
-        return OrtfixError(f"{who} returned an incomplete report: field {path} {problem}",
-                           hint="is it a Python interpreter?")
+        """`problem`: what is wrong with the field, in English (a validation detail, as fields.py's)."""
+        who = (Msg(N_("the probe of {python}"), python=str(self.python)) if self.python is not None
+               else Msg(N_("the probe")))
+        return OrtfixError(Msg(N_("{who} returned an incomplete report: field {field} {problem}"), who=who,
+                               field=path, problem=problem),
+                           hint=Msg(N_("is it a Python interpreter?")))
 
     def get(self, obj: Mapping[str, object], key: str, path: str, kind: type[object] | tuple[type[object], ...],
             *, optional: bool = False) -> Any:
@@ -244,8 +251,9 @@ class _Report:
         # bool is an int to isinstance; a report never means True where it says a number
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join("object" if k is dict else "list" if k is list else k.__name__ for k in kinds)
+            article = "an" if names[0] in "aeiou" else "a"
             raise self.fail(f"{path}.{key}" if path else key,
-                            f"is not {'an' if names[0] in 'aeiou' else 'a'} {names} (got {type(value).__name__})")
+                            f"is not {article} {names} (got {type(value).__name__})")  # i18n: english
         return value
 
     def obj(self, obj: Mapping[str, object], key: str, path: str = "") -> Mapping[str, object]:
@@ -295,7 +303,7 @@ class _Report:
         values: list[str] = []
         for i, v in enumerate(self.items(obj, key, path)):
             if not isinstance(v, str):
-                raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")
+                raise self.fail(f"{where}[{i}]", f"is not a string (got {type(v).__name__})")  # i18n: english
             values.append(v)
         return tuple(values)
 
@@ -309,7 +317,7 @@ class _Report:
         out: dict[str, str] = {}
         for k, v in (value or {}).items():
             if not isinstance(v, str):
-                raise self.fail(f"{where}.{k}", f"is not a string (got {type(v).__name__})")
+                raise self.fail(f"{where}.{k}", f"is not a string (got {type(v).__name__})")  # i18n: english
             out[k] = v
         return out
 
@@ -319,7 +327,7 @@ class _Report:
         out: list[tuple[Mapping[str, object], str]] = []
         for i, item in enumerate(self.items(obj, key, path)):
             if not isinstance(item, dict):
-                raise self.fail(f"{where}[{i}]", f"is not an object (got {type(item).__name__})")
+                raise self.fail(f"{where}[{i}]", f"is not an object (got {type(item).__name__})")  # i18n: english
             out.append((item, f"{where}[{i}]"))
         return out
 
@@ -330,7 +338,7 @@ class _Report:
             if (not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], str)
                     or not isinstance(row[1], str)
                     or not (row[2] is None or (isinstance(row[2], int) and not isinstance(row[2], bool)))):
-                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size]")
+                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size]")  # i18n: english
             rows.append((row[0], row[1], row[2]))
         return tuple(rows)
 
@@ -341,7 +349,7 @@ def _record_problems(r: _Report, d: Mapping[str, object], where: str) -> tuple[R
         if (not isinstance(row, list) or len(row) != 4 or not isinstance(row[0], str)
                 or not _is_int(row[1]) or not (row[2] is None or _is_int(row[2]))
                 or not (row[3] is None or isinstance(row[3], str))):
-            raise r.fail(f"{where}.damaged[{i}]", "is not [path, size, size on disk, overwritten by]")
+            raise r.fail(f"{where}.damaged[{i}]", "is not [path, size, size on disk, overwritten by]")  # i18n: english
         out.append(RecordProblem(row[0], row[1], row[2], None if row[3] is None else visible(row[3])))
     return tuple(out)
 
@@ -354,10 +362,10 @@ def _registry_path(r: _Report, w: Mapping[str, object], key: str) -> RegistryPat
     if value is None:
         return None
     if len(value) != 3 or not all(isinstance(v, str) for v in value):
-        raise r.fail(f"windows.{key}", "is not [raw value, registry type, expanded value]")
+        raise r.fail(f"windows.{key}", "is not [raw value, registry type, expanded value]")  # i18n: english
     if value[1] not in _REGISTRY_PATH_KINDS:
-        raise r.fail(f"windows.{key}", f"has a registry type that is not {' or '.join(_REGISTRY_PATH_KINDS)} "
-                                       f"({value[1]!r})")
+        kinds = " or ".join(_REGISTRY_PATH_KINDS)
+        raise r.fail(f"windows.{key}", f"has a registry type that is not {kinds} ({value[1]!r})")  # i18n: english
     return RegistryPath(raw=value[0], kind=value[1], expanded=value[2])
 
 
@@ -383,18 +391,18 @@ def parse_probe(doc: Mapping[str, object], report: str = "", *, python: str | Pa
     OrtfixError naming it (never a KeyError or TypeError)."""
     r = _Report(python)
     if not isinstance(doc, Mapping):
-        raise r.fail("(top level)", f"is not an object (got {type(doc).__name__})")
+        raise r.fail("(top level)", f"is not an object (got {type(doc).__name__})")  # i18n: english
     py, osinfo, env = r.obj(doc, "python"), r.obj(doc, "os"), r.obj(doc, "env")
     version = r.text(py, "version", "python")
     parts = version.split(".")
     if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
-        raise r.fail("python.version", f"is not a Python version ({version!r})")
+        raise r.fail("python.version", f"is not a Python version ({version!r})")  # i18n: english
     kind = r.text(env, "kind", "env")
     if kind not in _ENV_KINDS:
-        raise r.fail("env.kind", f"is not one of {', '.join(_ENV_KINDS)} ({kind!r})")
+        raise r.fail("env.kind", f"is not one of {', '.join(_ENV_KINDS)} ({kind!r})")  # i18n: english
     pointer_bits = r.integer(py, "pointer_bits", "python", default=64)
     if pointer_bits not in (32, 64):
-        raise r.fail("python.pointer_bits", f"is not 32 or 64 ({pointer_bits})")
+        raise r.fail("python.pointer_bits", f"is not 32 or 64 ({pointer_bits})")  # i18n: english
     torch = r.get(doc, "torch", "", dict, optional=True)
     windows = r.get(doc, "windows", "", dict, optional=True)
     return ProbeFacts(

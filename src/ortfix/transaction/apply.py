@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar
 
 from ortfix import __version__
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg, tr
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions.base import TargetEnv
 from ortfix.transaction.consistency import check_argv, installer_check, new_problems, swapped_builds
@@ -31,7 +32,7 @@ from ortfix.transaction.env import system_warning, target_env
 from ortfix.transaction.journal import OPEN_STATUSES, Transaction, TxStatus, new_id, now_iso, sha256_bytes
 from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
-from ortfix.transaction.runner import Runner, Terminated, Ui, interrupting_signals
+from ortfix.transaction.runner import Runner, Terminated, Ui, interrupting_signals, why_failed
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import said
 
@@ -47,7 +48,7 @@ class PostApplyResult(Protocol):
     def ok(self) -> bool: ...
 
     @property
-    def problems(self) -> tuple[str, ...]: ...
+    def problems(self) -> tuple[str | Msg, ...]: ...
 
     def to_json(self) -> dict[str, object]: ...
 
@@ -103,11 +104,13 @@ def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[Resul
         if made_state:
             fs.mkdir(envlock.STATE_DIR, 0o755)
         elif not fs.is_dir(envlock.STATE_DIR):
-            raise OrtfixError(f"cannot write in the environment: {envlock.state_dir(env.prefix)} is not a folder "
-                              "(a file or a symbolic link is in the way)", hint="nothing was changed")
+            raise OrtfixError(Msg(N_("cannot write in the environment: {path} is not a folder (a file or a symbolic "
+                                     "link is in the way)"), path=str(envlock.state_dir(env.prefix))),
+                              hint=Msg(_UNCHANGED))
     except OSError as exc:
-        raise OrtfixError(f"cannot write in the environment: cannot create {envlock.state_dir(env.prefix)}: "
-                          f"{exc.strerror or exc}", hint="nothing was changed") from exc
+        raise OrtfixError(Msg(N_("cannot write in the environment: cannot create {path}: {error}"),
+                              path=str(envlock.state_dir(env.prefix)), error=str(exc.strerror or exc)),
+                          hint=Msg(_UNCHANGED)) from exc
     try:
         held = envlock.acquire(env.prefix)
     except OrtfixError:
@@ -121,22 +124,24 @@ def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[Resul
         store.remove_abandoned()
         for other in store.entries():
             if other.error is not None:
-                raise OrtfixError(f"transaction {other.id} cannot be read: {other.error}",
-                                  hint=f"inspect it: `ortfix history show {other.id}`; nothing was changed")
+                raise OrtfixError(Msg(N_("transaction {id} cannot be read: {error}"), id=other.id, error=other.error),
+                                  hint=Msg(N_("inspect it: `ortfix history show {id}`; nothing was changed"),
+                                           id=other.id))
             if other.tx is not None and other.tx.status in OPEN_STATUSES:
-                raise OrtfixError(f"transaction {other.id} was interrupted ({other.tx.status.value}) and must be "
-                                  "undone first", hint="run `ortfix rollback`; nothing was changed")
+                raise OrtfixError(Msg(N_("transaction {id} was interrupted ({status}) and must be undone first"),
+                                      id=other.id, status=other.tx.status.value),
+                                  hint=Msg(N_("run `ortfix rollback`; nothing was changed")))
         try:
             workdir = store.begin(tx_id)
         except OSError as exc:
-            raise OrtfixError(f"cannot write in {store.root}: {exc.strerror or exc}", hint="nothing was changed"
-                              ) from exc
-        ui.echo("preflight: checking write access, disk space and what the installer will do")
+            raise OrtfixError(Msg(N_("cannot write in {path}: {error}"), path=str(store.root),
+                                  error=str(exc.strerror or exc)), hint=Msg(_UNCHANGED)) from exc
+        ui.echo(tr("preflight: checking write access, disk space and what the installer will do"))
         pf = preflight(env, plan, workdir, dry_run=False)
         if pf.problems:
-            raise OrtfixError(f"preflight failed: {pf.problems[0]}"
-                              + (f" (and {len(pf.problems) - 1} more)" if len(pf.problems) > 1 else ""),
-                              hint="nothing was changed")
+            more: str | Msg = (Msg(N_(" (and {n} more)"), n=len(pf.problems) - 1) if len(pf.problems) > 1 else "")
+            raise OrtfixError(Msg(N_("preflight failed: {problem}{more}"), problem=pf.problems[0], more=more),
+                              hint=Msg(_UNCHANGED))
         tx = _create(store, plan, env, tx_id, pf, plan_bytes)
     except BaseException:
         with contextlib.suppress(OSError, OrtfixError):
@@ -153,6 +158,9 @@ def _apply(plan: Plan, env: TargetEnv, verification: PostApplyVerification[Resul
         envlock.release(held)
 
 
+_UNCHANGED = N_("nothing was changed")
+
+
 def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf: Preflight,
             plan_bytes: bytes | None) -> Transaction:
     """Write the journal (status running) and the plan; the transaction as written (the runner starts from it, not
@@ -167,21 +175,22 @@ def _create(store: TransactionStore, plan: Plan, env: TargetEnv, tx_id: str, pf:
     try:
         store.create(tx, data)
     except OSError as exc:
-        raise OrtfixError(f"cannot write the journal in {store.root}: {exc.strerror or exc}",
-                          hint="free some disk space; nothing was changed") from exc
+        raise OrtfixError(Msg(N_("cannot write the journal in {path}: {error}"), path=str(store.root),
+                              error=str(exc.strerror or exc)),
+                          hint=Msg(N_("free some disk space; nothing was changed"))) from exc
     return tx
 
 
 def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, pf: Preflight,
          verify: PostApplyVerification[ResultT], keep_on_failure: bool, ui: Ui) -> ApplyOutcome[ResultT]:
     runner = Runner(store, tx, env, ui)
-    ui.echo(f"transaction {tx.id} ({store.folder(tx.id)})")
+    ui.echo(tr("transaction {id} ({folder})", id=tx.id, folder=str(store.folder(tx.id))))
     try:
         # Until the transaction is recorded applied, Ctrl-C, SIGTERM and SIGHUP undo it: during the steps and
         # during the verification in a fresh process alike (its child is ended with it).
         with interrupting_signals():
             runner.run_steps()
-            ui.echo("verifying in a fresh process of the target interpreter")
+            ui.echo(tr("verifying in a fresh process of the target interpreter"))
             verification = verify(env, plan.options.driver_version)
             broken = _broken_requirements(env, plan, pf, ui)
             runner.save(replace(runner.tx, verification={**verification.to_json(),
@@ -192,7 +201,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
     except BaseException as exc:
         raise _undone(runner, store, exc) from exc
     reason = "verification failed: " + "; ".join(
-        (*verification.problems, *(f"a requirement the apply broke: {b}" for b in broken)))
+        (*(str(p) for p in verification.problems), *(f"a requirement the apply broke: {b}" for b in broken)))
     if keep_on_failure:
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification, broken=broken)
@@ -210,7 +219,8 @@ def _broken_requirements(env: TargetEnv, plan: Plan, pf: Preflight, ui: Ui) -> t
     after = installer_check(env, plan.installer)
     if after is None:
         return ()
-    ui.echo(f"checking installed requirements ({shlex.join(check_argv(env, plan.installer) or [])})")
+    ui.echo(tr("checking installed requirements ({command})",
+               command=shlex.join(check_argv(env, plan.installer) or [])))
     return tuple(new_problems(pf.consistency, after, swapped_builds(plan)))
 
 
@@ -218,18 +228,23 @@ def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> Ortf
     """Undo every change after `exc` stopped the apply (a step failed, the verification could not run, Ctrl-C or a
     signal); the one-line error that says so (exit 130 when interrupted)."""
     interrupted = isinstance(exc, KeyboardInterrupt)
-    what = f"terminated ({exc})" if isinstance(exc, Terminated) else "interrupted"
-    message = runner.tx.message or (what if interrupted else
-                                    exc.one_line() if isinstance(exc, OrtfixError) else f"{type(exc).__name__}: {exc}")
+    what = (Msg(N_("terminated ({signal})"), signal=str(exc)) if isinstance(exc, Terminated)
+            else Msg(N_("interrupted")))
+    # The journal keeps the English; the terminal gets the same sentence in the user's language.
+    message: str | Msg = runner.failure or runner.tx.message or (what if interrupted else why_failed(exc))
     try:
         warnings = [n.text for n in said(runner.reverse_all(f"apply failed: {message}"))]
     except BaseException as rexc:
-        why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
-        return OrtfixError(f"{message}; the automatic rollback failed too: {why}",
-                           hint="run `ortfix rollback` to finish it", exit_code=ExitCode.PROBLEMS)
-    tail = "; every change was rolled back" + (f" ({len(warnings)} warnings)" if warnings else "")
+        return OrtfixError(Msg(N_("{message}; the automatic rollback failed too: {why}"), message=message,
+                               why=why_failed(rexc)),
+                           hint=Msg(N_("run `ortfix rollback` to finish it")), exit_code=ExitCode.PROBLEMS)
+    count = Msg(N_(" ({n} warnings)"), n=len(warnings)) if warnings else ""
     free_discards(store, runner.tx, background=False)
     if interrupted:
-        return OrtfixError(what + tail, exit_code=ExitCode.INTERRUPTED)
-    return OrtfixError(message + tail, hint=f"transaction {runner.tx.id}; `ortfix history show {runner.tx.id}`",
+        return OrtfixError(Msg(_ROLLED_BACK, message=what, warnings=count), exit_code=ExitCode.INTERRUPTED)
+    return OrtfixError(Msg(_ROLLED_BACK, message=message, warnings=count),
+                       hint=Msg(N_("transaction {id}; `ortfix history show {id}`"), id=runner.tx.id),
                        exit_code=ExitCode.PROBLEMS)
+
+
+_ROLLED_BACK = N_("{message}; every change was rolled back{warnings}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg, tr
 from ortfix.target.locate import externally_managed
 from ortfix.transaction.actions.base import TargetEnv, open_env, scripts_folder
 from ortfix.transaction.journal import Transaction
@@ -19,10 +20,11 @@ def target_env(facts: Facts, *, system: bool = False) -> TargetEnv:
     only when the user says so (`--system`): its hooks and packages affect every program that uses it."""
     p = facts.probe
     if p.env_kind == "system" and not system:
-        raise OrtfixError(f"{p.executable} is a system Python (prefix {p.prefix}): changing it affects every program "
-                          "that uses it, and ortfix changes only venvs and conda environments by default",
-                          hint=f"make a venv ({venv_command(p.windows is not None)}) and use that, or pass --system "
-                               "to change it anyway")
+        raise OrtfixError(Msg(N_("{python} is a system Python (prefix {prefix}): changing it affects every program "
+                                 "that uses it, and ortfix changes only venvs and conda environments by default"),
+                              python=p.executable, prefix=p.prefix),
+                          hint=Msg(N_("make a venv ({command}) and use that, or pass --system to change it anyway"),
+                                   command=venv_command(p.windows is not None)))
     return open_env(p.executable, p.prefix, p.purelib, p.platlib, scripts_folder(p.prefix), p.env_kind,
                     uv=facts.uv, break_system_packages=system and externally_managed(p.prefix, p.python_version))
 
@@ -33,8 +35,8 @@ def venv_command(windows: bool) -> str:
 
 
 def system_warning(env: TargetEnv) -> str:
-    return (f"--system: changing the system environment {env.prefix}: the packages and hooks written to "
-            f"{env.purelib} are seen by every program that runs {env.python}")
+    return tr("--system: changing the system environment {prefix}: the packages and hooks written to {purelib} are "
+              "seen by every program that runs {python}", prefix=env.prefix, purelib=env.purelib, python=env.python)
 
 
 def env_from_journal(tx: Transaction) -> TargetEnv:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import JsonValue, exact_fields
+from ortfix.i18n import N_, Msg
 
 JOURNAL_SCHEMA = "ortfix.journal/2"
 _T = TypeVar("_T")
@@ -159,7 +160,7 @@ def transaction_from(body: object) -> Transaction:
         raise ValueError(f"journal has an unknown status {d['status']!r}") from exc
     steps = tuple(_step_from(s, i) for i, s in enumerate(_typed(d["steps"], list, "steps"), 1))
     if [s.index for s in steps] != list(range(1, len(steps) + 1)):
-        raise ValueError("step numbers are not 1..n in order")
+        raise ValueError("step numbers are not 1..n in order")  # i18n: english (a detail quoted in the error)
     for key in ("verification", "rollback"):
         if d[key] is not None:
             _typed(d[key], dict, key)
@@ -187,13 +188,16 @@ def loads_json(data: bytes, where: str) -> JsonValue:
     refuse any shape they do not expect."""
 
     def no_constant(name: str) -> JsonValue:
-        raise ValueError(f"{where} holds {name}, which is not JSON")
+        raise ValueError(f"{where} holds {name}, which is not JSON")  # i18n: english (a detail quoted in the error)
 
     try:
         doc: JsonValue = json.loads(data.decode("utf-8"), parse_constant=no_constant)
         return doc
     except RecursionError as exc:
         raise ValueError(f"{where} is nested too deeply") from exc
+
+
+_NO_GUESS = N_("ortfix will not guess how to undo it; restore the journal or undo by hand")
 
 
 def decode(data: bytes, where: str) -> Transaction:
@@ -204,11 +208,11 @@ def decode(data: bytes, where: str) -> Transaction:
         if outer["schema"] != JOURNAL_SCHEMA:
             raise ValueError(f"unknown schema {outer['schema']!r} (this ortfix reads {JOURNAL_SCHEMA})")
         if sha256_bytes(canonical(outer["body"])) != outer["sha256"]:
-            raise OrtfixError(f"journal {where} does not match its checksum: it was edited by hand or damaged",
-                              hint="ortfix will not guess how to undo it; restore the journal or undo by hand")
+            raise OrtfixError(Msg(N_("journal {path} does not match its checksum: it was edited by hand or damaged"),
+                                  path=where), hint=Msg(_NO_GUESS))
         return transaction_from(outer["body"])
     except OrtfixError:
         raise
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise OrtfixError(f"journal {where} is not a valid ortfix journal: {exc}",
-                          hint="ortfix will not guess how to undo it; restore the journal or undo by hand") from exc
+        raise OrtfixError(Msg(N_("journal {path} is not a valid ortfix journal: {error}"), path=where, error=str(exc)),
+                          hint=Msg(_NO_GUESS)) from exc

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
 
 STATE_DIR = ".ortfix"
@@ -55,7 +56,8 @@ def _open_lock(prefix: str | Path) -> int:
         fd = root.open_file(f"{STATE_DIR}/{LOCK_NAME}")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OrtfixError(f"{lock_path(prefix)} is not a regular file", hint="remove it; nothing was changed")
+        raise OrtfixError(Msg(N_("{path} is not a regular file"), path=str(lock_path(prefix))),
+                          hint=Msg(N_("remove it; nothing was changed")))
     return fd
 
 
@@ -66,17 +68,20 @@ def acquire(prefix: str | Path) -> HeldLock:
     try:
         fd = _open_lock(prefix)
     except OSError as exc:
-        raise OrtfixError(f"cannot create the lock file {path}: {exc.strerror or exc}",
-                          hint="is the environment writable? is it a symbolic link?") from exc
+        raise OrtfixError(Msg(N_("cannot create the lock file {path}: {error}"), path=str(path),
+                              error=str(exc.strerror or exc)),
+                          hint=Msg(N_("is the environment writable? is it a symbolic link?"))) from exc
     try:
         HOST.try_lock(fd, shared=False)
     except OSError as exc:
         holder = _holder(fd)
         os.close(fd)
         if exc.errno in HOST.held_errnos:
-            raise OrtfixError(f"another ortfix apply or rollback is running on {Path(prefix)}{holder}",
-                              hint="wait for it to finish, then try again") from exc
-        raise OrtfixError(f"cannot lock {path}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("another ortfix apply or rollback is running on {prefix}{holder}"),
+                                  prefix=str(Path(prefix)), holder=holder),
+                              hint=Msg(N_("wait for it to finish, then try again"))) from exc
+        raise OrtfixError(Msg(N_("cannot lock {path}: {error}"), path=str(path),
+                              error=str(exc.strerror or exc))) from exc
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, str(os.getpid()).encode())

@@ -66,4 +66,4 @@ def own_file(rel, sites, scripts):
     if scripts and rel.startswith(scripts + "/"):
         return not INTERPRETER_FILES.fullmatch(rel[len(scripts) + 1:].split("/")[0])
     return False
-'''
+'''  # i18n: english (a program)

@@ -35,6 +35,7 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
+from ortfix.i18n import N_, Msg
 from ortfix.plan.model import HOOK_CHOICES, INSTALLER_CHOICES, Plan, PlanOptions, hook_option, installer_option
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.system.confine import read_regular, require_trusted_owner
@@ -79,30 +80,31 @@ class PlanFile:
 
 
 def _bad(where: str, why: str) -> OrtfixError:
-    return OrtfixError(f"{where} is not a valid ortfix plan: {why}",
-                       hint="a plan carries intent, not commands; make a new one with `ortfix plan -o plan.json`")
+    return OrtfixError(Msg(N_("{path} is not a valid ortfix plan: {error}"), path=where, error=why),
+                       hint=Msg(N_("a plan carries intent, not commands; make a new one with "
+                                   "`ortfix plan -o plan.json`")))
 
 
 def parse_options(doc: object) -> PlanOptions:
     if not isinstance(doc, dict):
-        raise BadField("options is not an object")
+        raise BadField("options is not an object")  # i18n: english (validation details stay English: fields.py)
     installer = installer_option(doc.get("installer", "auto"))
     if installer is None:
-        raise BadField(f"options.installer is not one of {', '.join(INSTALLER_CHOICES)}")
+        raise BadField(f"options.installer is not one of {', '.join(INSTALLER_CHOICES)}")  # i18n: english
     project = doc.get("project", False)
     if not isinstance(project, bool):
-        raise BadField("options.project is not true or false")
+        raise BadField("options.project is not true or false")  # i18n: english
     with_tensorrt = doc.get("with_tensorrt", False)
     if not isinstance(with_tensorrt, bool):
-        raise BadField("options.with_tensorrt is not true or false")
+        raise BadField("options.with_tensorrt is not true or false")  # i18n: english
     d = exact_fields({k: v for k, v in doc.items() if k not in _OPTIONAL_OPTION_FIELDS}, _OPTION_FIELDS, "options")
     ort_version = want_opt_str(d, "ort_version", limit=64, where="options")
     cuda = d["cuda_major"]
     if cuda is not None and (not isinstance(cuda, int) or isinstance(cuda, bool) or not 10 <= cuda <= 20):
-        raise BadField("options.cuda_major is not a CUDA major from 10 to 20")
+        raise BadField("options.cuda_major is not a CUDA major from 10 to 20")  # i18n: english
     hook = hook_option(want_str(d, "hook", limit=16, where="options"))
     if hook is None:
-        raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")
+        raise BadField(f"options.hook is not one of {', '.join(HOOK_CHOICES)}")  # i18n: english
     driver = want_opt_str(d, "driver_version", limit=32, where="options")
     cc = want_opt_str(d, "compute_capability", limit=8, where="options")
     try:  # judged exactly as on the command line
@@ -150,16 +152,16 @@ def parse(doc: object) -> tuple[str, str, str, str, PlanOptions, tuple[PlannedAc
     malformed."""
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         schema = doc.get("schema") if isinstance(doc, dict) else None
-        raise BadField(f"its schema is {schema!r}, not {PLAN_SCHEMA}" if isinstance(schema, str)
-                       else f"it has no schema {PLAN_SCHEMA}")
+        raise BadField(f"its schema is {schema!r}, not {PLAN_SCHEMA}" if isinstance(schema, str)  # i18n: english
+                       else f"it has no schema {PLAN_SCHEMA}")  # i18n: english
     if _INTERPRETER in doc:
         _interpreter(doc[_INTERPRETER])
         doc = {k: v for k, v in doc.items() if k != _INTERPRETER}
     # What `plan --json` printed (the envelope's fields, informational) is a plan file too; only these values.
     if "command" in doc or "exit_code" in doc:
         if doc.get("command") != "plan" or doc.get("exit_code") not in (0, 1) or type(doc.get("exit_code")) is not int:
-            raise BadField("its command/exit_code are not those of `ortfix plan --json` (command 'plan', exit_code 0 "
-                           "or 1)")
+            raise BadField("its command/exit_code are not those of `ortfix plan --json` "  # i18n: english
+                           "(command 'plan', exit_code 0 or 1)")
         doc = {k: v for k, v in doc.items() if k not in ("command", "exit_code")}
     if _OPTIONAL_FIELDS[0] in doc:
         want_str_list(doc, _OPTIONAL_FIELDS[0], items=200)
@@ -184,7 +186,8 @@ def read_plan_file(path: Path) -> PlanFile:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
                      | getattr(os, "O_NONBLOCK", 0))  # the last two are POSIX's, O_BINARY Windows'
     except OSError as exc:
-        raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise OrtfixError(Msg(N_("cannot read {path}: {error}"), path=str(path), error=str(exc.strerror or exc))
+                          ) from exc
     data, st = read_regular(fd, where, PLAN_FILE_LIMIT)
     try:
         doc = loads_json(data, where)
@@ -199,14 +202,15 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
     valid there and exactly what ortfix plans now; OrtfixError naming the first reason otherwise."""
     where = saved.path
     if os.path.realpath(saved.prefix) != os.path.realpath(fresh.prefix):
-        raise OrtfixError(f"{where} was made for {saved.prefix!r}, not {fresh.prefix}",
-                          hint=f"apply it with --python {shlex.quote(saved.prefix)} (ortfix never takes the "
-                               "interpreter from the file), or make a new plan")
+        raise OrtfixError(Msg(N_("{path} was made for {saved}, not {prefix}"), path=where, saved=repr(saved.prefix),
+                              prefix=fresh.prefix),
+                          hint=Msg(N_("apply it with --python {prefix} (ortfix never takes the interpreter from the "
+                                      "file), or make a new plan"), prefix=shlex.quote(saved.prefix)))
     env = open_env(fresh.python, fresh.prefix, purelib, platlib, scripts_folder(fresh.prefix),
                    fresh.environment)
     try:
-        require_trusted_owner(saved.owner, env.fs.uid, where, hint="ortfix does not apply a plan of dubious "
-                              "ownership; make a new one with `ortfix plan -o plan.json`")
+        require_trusted_owner(saved.owner, env.fs.uid, where, hint=Msg(N_(
+            "ortfix does not apply a plan of dubious ownership; make a new one with `ortfix plan -o plan.json`")))
         for n, action in enumerate(saved.actions, 1):
             try:
                 handler_for(action.kind).check_details(env, action.details)
@@ -216,18 +220,21 @@ def check_against(saved: PlanFile, fresh: Plan, purelib: str, platlib: str) -> N
     finally:
         env.fs.close()
     if saved.facts_fingerprint != fresh.facts_fingerprint:
-        spelled = (f"; it was made with the interpreter {saved.python!r}, this is {fresh.python!r}"
-                   if saved.python != fresh.python else "")
-        raise OrtfixError(f"the environment changed since {where} was made (fingerprint {saved.facts_fingerprint}, "
-                          f"now {fresh.facts_fingerprint}{spelled})",
-                          hint="make a new plan: `ortfix plan -o plan.json`")
+        spelled: str | Msg = (Msg(N_("; it was made with the interpreter {saved}, this is {python}"),
+                                  saved=repr(saved.python), python=repr(fresh.python))
+                              if saved.python != fresh.python else "")
+        raise OrtfixError(Msg(N_("the environment changed since {path} was made (fingerprint {saved}, now "
+                                 "{fingerprint}{spelled})"), path=where, saved=saved.facts_fingerprint,
+                              fingerprint=fresh.facts_fingerprint, spelled=spelled),
+                          hint=Msg(N_("make a new plan: `ortfix plan -o plan.json`")))
     mine = [(a.kind, _canonical(a.details)) for a in fresh.actions]
     theirs = [(a.kind, _canonical(a.details)) for a in saved.actions]
     if mine != theirs or saved.fingerprint != fresh.fingerprint:
         first = next((i for i, (m, t) in enumerate(zip(mine, theirs), 1) if m != t), min(len(mine), len(theirs)) + 1)
-        raise OrtfixError(f"{where} does not hold what ortfix plans for this environment (first difference: action "
-                          f"{first}): the file was edited, or made by another ortfix version",
-                          hint="make a new plan with `ortfix plan -o plan.json` and review it")
+        raise OrtfixError(Msg(N_("{path} does not hold what ortfix plans for this environment (first difference: "
+                                 "action {n}): the file was edited, or made by another ortfix version"),
+                              path=where, n=first),
+                          hint=Msg(N_("make a new plan with `ortfix plan -o plan.json` and review it")))
 
 
 def _canonical(details: Mapping[str, object]) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
@@ -46,7 +47,7 @@ class Preflight:
     steps: tuple[Step, ...]
     resolution: InstallerResolution | None
     disk: DiskCheck | None
-    problems: tuple[str, ...]
+    problems: tuple[Msg, ...]  # English for --json (str), translated on the screen (.text())
     commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
     descriptions: tuple[tuple[str, ...], ...] = ()  # per step: the exact commands and file changes
     # What the installer's own check (`pip check`) reports before the first change; None: not run (a dry run, no
@@ -87,7 +88,8 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
                 continue
             steps.append(_planned(
                 len(steps) + 1, ActionKind.PIP_UNINSTALL,
-                f"move aside {old.name} {old.version} (pip would replace it with {r.version})", ORIGIN_REPLACED,
+                f"move aside {old.name} {old.version} (pip would replace it with {r.version})",  # i18n: english
+                ORIGIN_REPLACED,  # (a step's summary: journal data, like the plan's)
                 {"distribution": old.name, "version": old.version, "location": old.location,
                  "dist_info": old.dist_info}))
         steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details,
@@ -122,25 +124,25 @@ def _disk(env: TargetEnv, resolution: InstallerResolution | None) -> DiskCheck |
     return DiskCheck(where, free, unpacked + download + _MARGIN, download, tuple(unknown), tuple(estimated))
 
 
-def _probe_write(folder: str) -> str | None:
+def _probe_write(folder: str) -> Msg | None:
     """Create and delete a temp file: os.access is not enough (root, read-only mounts, ACLs)."""
     try:
         fd, name = tempfile.mkstemp(prefix=".ortfix-probe-", dir=folder)
         os.close(fd)
         os.unlink(name)
     except OSError as exc:
-        return f"cannot write in {folder}: {exc.strerror or exc}"
+        return Msg(N_("cannot write in {folder}: {error}"), folder=folder, error=str(exc.strerror or exc))
     return None
 
 
 def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Preflight:
     """Everything that can be known before the first change: refuse now rather than roll back later."""
-    problems: list[str] = []
+    problems: list[Msg] = []
     for folder in dict.fromkeys((*env.site_dirs, env.scripts)):
         if not os.path.isdir(folder):
             continue
         if not os.access(folder, os.W_OK):
-            problems.append(f"{folder} is not writable")
+            problems.append(Msg(N_("{folder} is not writable"), folder=folder))
         elif not dry_run:
             why = _probe_write(folder)
             if why:
@@ -151,15 +153,18 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
             problems.append(why)
     steps, resolution, commands = _expand(env, plan, workdir)
     for step in steps:
-        problems += [f"step {step.index} ({step.summary}): {p}" for p in verified(env, step.kind, step.details)]
+        problems += [Msg(N_("step {n} ({summary}): {problem}"), n=step.index, summary=step.summary, problem=p)
+                     for p in verified(env, step.kind, step.details)]
     disk = _disk(env, resolution)
     if disk is not None and disk.free_bytes < disk.needed_bytes:
-        problems.append(f"not enough free space in {disk.where}: {_mib(disk.free_bytes)} free, "
-                        f"{_mib(disk.needed_bytes)} needed" + (" (estimated from the sizes of measured wheels)"
-                                                              if disk.estimated else ""))
+        problems.append(Msg(N_("not enough free space in {where}: {free} free, {needed} needed{estimated}"),
+                            where=disk.where, free=_mib(disk.free_bytes), needed=_mib(disk.needed_bytes),
+                            estimated=Msg(N_(" (estimated from the sizes of measured wheels)")) if disk.estimated
+                            else ""))
     tmp = tempfile.gettempdir()
     if disk is not None and disk.download_bytes and shutil.disk_usage(tmp).free < disk.download_bytes:
-        problems.append(f"not enough free space in {tmp} for the downloads ({_mib(disk.download_bytes)})")
+        problems.append(Msg(N_("not enough free space in {where} for the downloads ({size})"), where=tmp,
+                            size=_mib(disk.download_bytes)))
     descriptions = []
     for step in steps:
         try:

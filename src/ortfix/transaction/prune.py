@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.journal import OPEN_STATUSES
 from ortfix.transaction.store import TransactionStore
@@ -20,7 +21,7 @@ class PruneOutcome:
 
 def prune(prefix: str, keep: int) -> PruneOutcome:
     if keep < 0:
-        raise OrtfixError("--keep must be 0 or more")
+        raise OrtfixError(Msg(N_("--keep must be 0 or more")))
     with TransactionStore(prefix) as store:
         return _prune(store, prefix, keep)
 

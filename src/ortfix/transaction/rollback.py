@@ -13,6 +13,7 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.fields import want_dict
+from ortfix.i18n import N_, Msg
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv
@@ -28,7 +29,7 @@ from ortfix.system.confine import EnvRoot
 with EnvRoot(sys.argv[1]) as root:
     for rel in sys.argv[2:]:
         root.remove_tree(rel)
-"""
+"""  # i18n: english (a program)
 
 
 def free_discards(store: TransactionStore, tx: Transaction, *, background: bool) -> list[Path]:
@@ -62,24 +63,31 @@ def select_for_rollback(store: TransactionStore, tx_id: str | None) -> Transacti
     newer one is rolled back: transactions are undone in the reverse order they were made)."""
     ids = store.ids()
     if not ids:
-        raise OrtfixError(f"no ortfix transaction in {store.prefix}", hint="nothing to roll back")
+        raise OrtfixError(Msg(_NONE, prefix=str(store.prefix)), hint=Msg(_NOTHING))
     if tx_id is not None and tx_id not in ids:
-        raise OrtfixError(f"no transaction {tx_id} in {store.prefix}", hint="`ortfix history` lists them")
+        raise OrtfixError(Msg(N_("no transaction {id} in {prefix}"), id=tx_id, prefix=str(store.prefix)),
+                          hint=Msg(N_("`ortfix history` lists them")))
     for candidate in reversed(ids):
         tx = store.load(candidate)  # strict: a journal that cannot be trusted stops here
         if tx_id is not None and candidate != tx_id:
             if tx.status is not TxStatus.ROLLED_BACK:
-                raise OrtfixError(f"transaction {candidate} was made after {tx_id} and is not rolled back",
-                                  hint=f"roll it back first: `ortfix rollback {candidate}`")
+                raise OrtfixError(Msg(N_("transaction {newer} was made after {id} and is not rolled back"),
+                                      newer=candidate, id=tx_id),
+                                  hint=Msg(N_("roll it back first: `ortfix rollback {newer}`"), newer=candidate))
             continue
         if tx.status is TxStatus.ROLLED_BACK:
             if tx_id is not None:
-                raise OrtfixError(f"transaction {tx_id} is already rolled back")
+                raise OrtfixError(Msg(N_("transaction {id} is already rolled back"), id=tx_id))
             continue
         if tx.pruned:
-            raise OrtfixError(f"transaction {candidate} cannot be rolled back: its stash was pruned")
+            raise OrtfixError(Msg(N_("transaction {id} cannot be rolled back: its stash was pruned"), id=candidate))
         return tx
-    raise OrtfixError(f"every transaction in {store.prefix} is already rolled back", hint="nothing to roll back")
+    raise OrtfixError(Msg(N_("every transaction in {prefix} is already rolled back"), prefix=str(store.prefix)),
+                      hint=Msg(_NOTHING))
+
+
+_NONE = N_("no ortfix transaction in {prefix}")
+_NOTHING = N_("nothing to roll back")
 
 
 def steps_to_undo(tx: Transaction) -> tuple[Step, ...]:
@@ -91,7 +99,7 @@ def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
     ui = ui or Ui()
     with TransactionStore(prefix) as store:
         if not store.ids():
-            raise OrtfixError(f"no ortfix transaction in {prefix}", hint="nothing to roll back")
+            raise OrtfixError(Msg(_NONE, prefix=prefix), hint=Msg(_NOTHING))
         with envlock.held(prefix):
             tx = select_for_rollback(store, tx_id)
             env = env_from_journal(tx)
@@ -99,7 +107,7 @@ def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
                 runner = Runner(store, tx, env, ui)
                 _check_undoable(store, tx, env, runner)
                 if confirm is not None and not confirm(tx):
-                    raise OrtfixError("rollback cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+                    raise OrtfixError(Msg(N_("rollback cancelled; nothing was changed")), exit_code=ExitCode.PROBLEMS)
                 undone = steps_to_undo(tx)
                 reason = "ortfix rollback" + (
                     " (resuming an interrupted rollback)" if tx.status is TxStatus.ROLLING_BACK
@@ -114,11 +122,12 @@ def rollback(prefix: str, tx_id: str | None, *, ui: Ui | None = None,
 def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, runner: Runner) -> None:
     """Everything a rollback relies on, checked before it changes anything: every step well-formed and inside the
     environment, every sidecar matching its checksum, every stashed file present and unchanged."""
-    hint = "ortfix will not guess how to undo it; restore the journal or undo by hand"
+    hint = Msg(N_("ortfix will not guess how to undo it; restore the journal or undo by hand"))
     for step in tx.steps:
         why = handler_for(step.kind).check_step(env, step)
         if why:
-            raise OrtfixError(f"journal of transaction {tx.id}: step {step.index} {why}", hint=hint)
+            raise OrtfixError(Msg(N_("journal of transaction {id}: step {n} {why}"), id=tx.id, n=step.index, why=why),
+                              hint=hint)
         if step.state in (StepState.STARTED, StepState.DONE):
             for name, sha in want_dict(step.record, "sidecars").items() if "sidecars" in step.record else ():
                 store.read_sidecar(tx.id, step.index, str(name), str(sha))
@@ -126,8 +135,9 @@ def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, ru
     for step in steps_to_undo(tx):
         problems += handler_for(step.kind).check_undo(env, step, runner.context(step))
     if problems:
-        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-        raise OrtfixError(f"transaction {tx.id} cannot be undone exactly: {'; '.join(problems[:3])}{more}",
-                          hint="nothing was changed; restore those files into the stash, or undo by hand "
-                               f"(`ortfix history show {tx.id}` lists what the transaction changed)")
+        more: str | Msg = Msg(N_(" (and {n} more)"), n=len(problems) - 3) if len(problems) > 3 else ""
+        raise OrtfixError(Msg(N_("transaction {id} cannot be undone exactly: {problems}{more}"), id=tx.id,
+                              problems="; ".join(problems[:3]), more=more),
+                          hint=Msg(N_("nothing was changed; restore those files into the stash, or undo by hand "
+                                      "(`ortfix history show {id}` lists what the transaction changed)"), id=tx.id))
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg, tr
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
@@ -69,6 +70,19 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def why_failed(exc: BaseException) -> str | Msg:
+    """Why a step (or the apply) stopped: its English (`str()`) for the journal, `.text()` for the terminal."""
+    if isinstance(exc, OrtfixError):
+        if not exc.hint or exc.hint_msg is None:
+            return exc.message_msg
+        return Msg(N_("{message} ({hint})"), message=exc.message_msg, hint=exc.hint_msg)
+    if isinstance(exc, Terminated):
+        return Msg(N_("terminated ({signal})"), signal=str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        return Msg(N_("interrupted"))
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _raise_terminated(signum: int, _frame: object) -> None:
     raise Terminated(signum)
 
@@ -108,6 +122,7 @@ class Runner:
         self.tx = tx
         self.env = env
         self.ui = ui
+        self.failure: Msg | None = None  # why a step failed (the journal's message, translatable)
 
     def save(self, tx: Transaction) -> None:
         self.tx = self.store.save(tx)
@@ -136,11 +151,10 @@ class Runner:
             try:
                 record = handler.execute(self.env, step, self.context(step, crash_midway=during == step.index))
             except BaseException as exc:
-                why = exc.one_line() if isinstance(exc, OrtfixError) else (
-                    f"terminated ({exc})" if isinstance(exc, Terminated) else
-                    "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
-                self.save(replace(_replace_step(self.tx, step.index, error=why),
-                                  message=f"step {step.index} ({step.summary}) failed: {why}"))
+                why = why_failed(exc)
+                self.failure = Msg(N_("step {n} ({summary}) failed: {why}"), n=step.index, summary=step.summary,
+                                   why=why)
+                self.save(replace(_replace_step(self.tx, step.index, error=str(why)), message=str(self.failure)))
                 raise
             self.save(_replace_step(self.tx, step.index, state=StepState.DONE, record=dict(record),
                                     finished=now_iso()))
@@ -159,14 +173,16 @@ class Runner:
             for step in reversed(self.tx.steps):
                 if step.state not in (StepState.STARTED, StepState.DONE):
                     continue
-                self.ui.echo(f"undo [{step.index}/{len(self.tx.steps)}] {step.summary}")
+                self.ui.echo(tr("undo [{n}/{total}] {summary}", n=step.index, total=len(self.tx.steps),
+                                summary=step.summary))
                 try:
                     got = handler_for(step.kind).reverse(self.env, step, self.context(step))
                 except OSError as exc:
-                    raise OrtfixError(f"undoing step {step.index} ({step.summary}) failed: "
-                                      f"{exc.filename or ''}: {exc.strerror or exc}",
-                                      hint="fix that (free disk space?), then run `ortfix rollback` again; the "
-                                           "journal says how far it got") from exc
+                    raise OrtfixError(Msg(N_("undoing step {n} ({summary}) failed: {path}: {error}"), n=step.index,
+                                          summary=step.summary, path=exc.filename or "",
+                                          error=str(exc.strerror or exc)),
+                                      hint=Msg(N_("fix that (free disk space?), then run `ortfix rollback` again; the "
+                                                  "journal says how far it got"))) from exc
                 warnings += got
                 self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
             said = [w.text for w in warnings if w.said]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.confine import EnvRoot, open_for_reading, read_regular, require_trusted_owner, write_all
 from ortfix.transaction.journal import (
     OPEN_STATUSES,
@@ -47,7 +48,12 @@ JOURNAL_NAME = "journal.json"
 PLAN_NAME = "plan.json"
 TRANSACTIONS = "transactions"
 
-_DUBIOUS = "ortfix does not trust a journal of dubious ownership; inspect it, and undo by hand if it is yours"
+_DUBIOUS = Msg(N_("ortfix does not trust a journal of dubious ownership; inspect it, and undo by hand if it is yours"))
+_CANNOT_READ = N_("cannot read {path}: {error}")
+_LISTS_THEM = Msg(N_("`ortfix history` lists them"))
+_NO_GUESS = Msg(N_("ortfix will not guess how to undo it"))
+_NO_GUESS_STEP = Msg(N_("ortfix will not guess how to undo this step"))
+_INSPECT = N_("inspect it: `ortfix history show {id}`")
 _ID = re.compile(r"^\d{8}T\d{9}Z-[0-9a-f]{4}$")
 _NEW = ".new-"  # a transaction folder being prepared: renamed to its id once its journal is complete
 RESERVE_NAME = "reserve"
@@ -67,7 +73,7 @@ class HistoryEntry:
     id: str
     folder: Path
     tx: Transaction | None
-    error: str | None
+    error: str | Msg | None  # a Msg: English in --json (str), translated on the screen
     stash_bytes: int
 
 
@@ -101,7 +107,7 @@ class TransactionStore:
     # paths: absolute ones for people, relative ones for the confined operations
     def _check_id(self, tx_id: str) -> str:
         if not valid_id(tx_id):
-            raise OrtfixError(f"{tx_id!r} is not a transaction id", hint="`ortfix history` lists them")
+            raise OrtfixError(Msg(N_("{id} is not a transaction id"), id=repr(tx_id)), hint=_LISTS_THEM)
         return tx_id
 
     def folder(self, tx_id: str) -> Path:
@@ -173,8 +179,9 @@ class TransactionStore:
                 # A full disk: the reserve exists for exactly this. Free it (once) and write again.
                 full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))  # no EDQUOT: Windows
                 if not full or not self.release_reserve(tx.id):
-                    raise OrtfixError(f"cannot write the journal {self.prefix / rel}: {exc.strerror or exc}",
-                                      hint="free some disk space, then run `ortfix rollback`") from exc
+                    raise OrtfixError(Msg(N_("cannot write the journal {path}: {error}"), path=str(self.prefix / rel),
+                                          error=str(exc.strerror or exc)),
+                                      hint=Msg(N_("free some disk space, then run `ortfix rollback`"))) from exc
 
     def _read_trusted(self, rel: str, limit: int) -> bytes:
         data, st = self.env.read_bytes(rel, limit=limit)
@@ -185,21 +192,23 @@ class TransactionStore:
         rel = f"{self.tx_rel(tx_id)}/{JOURNAL_NAME}"
         path = self.prefix / rel
         if not self.env.is_dir(self.tx_rel(tx_id)):
-            raise OrtfixError(f"no transaction {tx_id} in {self.prefix}", hint="`ortfix history` lists them")
+            raise OrtfixError(Msg(N_("no transaction {id} in {prefix}"), id=tx_id, prefix=str(self.prefix)),
+                              hint=_LISTS_THEM)
         try:
             data = self._read_trusted(rel, JOURNAL_LIMIT)
         except FileNotFoundError as exc:
-            raise OrtfixError(f"journal {path} is missing", hint=f"inspect it: `ortfix history show {tx_id}`; "
-                              "ortfix will not guess what the transaction changed") from exc
+            raise OrtfixError(Msg(N_("journal {path} is missing"), path=str(path)),
+                              hint=Msg(N_("inspect it: `ortfix history show {id}`; ortfix will not guess what the "
+                                          "transaction changed"), id=tx_id)) from exc
         except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}",
-                              hint=f"inspect it: `ortfix history show {tx_id}`") from exc
+            raise OrtfixError(Msg(_CANNOT_READ, path=str(path), error=str(exc.strerror or exc)),
+                              hint=Msg(_INSPECT, id=tx_id)) from exc
         tx = _checked(decode(data, str(path)), tx_id, str(path), self.env.real, str(self.prefix))
         plan = f"{self.tx_rel(tx_id)}/{PLAN_NAME}"
         with contextlib.suppress(FileNotFoundError):
             if sha256_bytes(self._read_trusted(plan, JOURNAL_LIMIT)) != tx.plan_sha256:
-                raise OrtfixError(f"{self.prefix / plan} does not match the checksum in its journal",
-                                  hint="ortfix will not guess how to undo it")
+                raise OrtfixError(Msg(N_("{path} does not match the checksum in its journal"),
+                                      path=str(self.prefix / plan)), hint=_NO_GUESS)
         return tx
 
     def plan_doc(self, tx_id: str) -> dict[str, Any] | None:
@@ -237,7 +246,7 @@ class TransactionStore:
         try:
             return HistoryEntry(tx_id, folder, self.load(tx_id), None, stash_size(folder))
         except OrtfixError as exc:
-            return HistoryEntry(tx_id, folder, None, exc.message, stash_size(folder))
+            return HistoryEntry(tx_id, folder, None, exc.message_msg, stash_size(folder))
 
     # sidecars: records too large for the journal, protected by a hash stored in it
     def write_sidecar(self, tx_id: str, index: int, name: str, doc: object) -> str:
@@ -261,16 +270,16 @@ class TransactionStore:
         try:
             data = self._read_trusted(rel, SIDECAR_LIMIT)
         except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}",
-                              hint="ortfix will not guess how to undo this step") from exc
+            raise OrtfixError(Msg(_CANNOT_READ, path=str(path), error=str(exc.strerror or exc)),
+                              hint=_NO_GUESS_STEP) from exc
         if sha256_bytes(data) != sha256:
-            raise OrtfixError(f"{path} does not match the checksum in its journal: edited by hand or damaged",
-                              hint="ortfix will not guess how to undo this step")
+            raise OrtfixError(Msg(N_("{path} does not match the checksum in its journal: edited by hand or damaged"),
+                                  path=str(path)), hint=_NO_GUESS_STEP)
         try:
             return loads_json(data, str(path))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise OrtfixError(f"{path} is not valid: {exc}", hint="ortfix will not guess how to undo this step"
-                              ) from exc
+            raise OrtfixError(Msg(N_("{path} is not valid: {error}"), path=str(path), error=str(exc)),
+                              hint=_NO_GUESS_STEP) from exc
 
     def remove_stashes(self, tx_id: str) -> int:
         """Delete every step folder (stash and sidecars) of a transaction; the bytes freed on disk."""
@@ -282,13 +291,14 @@ class TransactionStore:
 
 def _checked(tx: Transaction, tx_id: str, path: str, real_prefix: str, prefix: str) -> Transaction:
     if tx.id != tx_id:
-        raise OrtfixError(f"journal {path} names transaction {tx.id}, not {tx_id}",
-                          hint="ortfix will not guess how to undo it")
+        raise OrtfixError(Msg(N_("journal {path} names transaction {named}, not {id}"), path=path, named=tx.id,
+                              id=tx_id), hint=_NO_GUESS)
     # Both prefixes a journal names: rollback opens the environment from `target` (env_from_journal).
     for named in (tx.prefix, tx.target["prefix"]):
         if os.path.normcase(os.path.realpath(named)) != os.path.normcase(real_prefix):
-            raise OrtfixError(f"journal {path} was written for {named}, not for {prefix}",
-                              hint="ortfix undoes a transaction only in the environment it was made in")
+            raise OrtfixError(Msg(N_("journal {path} was written for {named}, not for {prefix}"), path=path,
+                                  named=named, prefix=prefix),
+                              hint=Msg(N_("ortfix undoes a transaction only in the environment it was made in")))
     return tx
 
 
@@ -298,9 +308,9 @@ def _read_plain(path: Path, env_uid: int) -> Transaction:
     try:
         fd = open_for_reading(path)
     except FileNotFoundError as exc:
-        raise OrtfixError(f"journal {path} is missing") from exc
+        raise OrtfixError(Msg(N_("journal {path} is missing"), path=str(path))) from exc
     except OSError as exc:
-        raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise OrtfixError(Msg(_CANNOT_READ, path=str(path), error=str(exc.strerror or exc))) from exc
     data, st = read_regular(fd, f"journal {path}", JOURNAL_LIMIT)
     require_trusted_owner(st.st_uid, env_uid, str(path), hint=_DUBIOUS)
     return decode(data, str(path))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortfix.check.codes import FindingCode
 from ortfix.check.findings import Finding
+from ortfix.i18n import N_, Msg
 from ortfix.system.linux import hooks
 from ortfix.verify.levels import Status, level_loader, no_gpu_reason
 
@@ -31,16 +32,18 @@ class Verification:
     ok: bool
     loader: LoadCheck | None
     blocking: tuple[str, ...]  # blocking finding codes the re-check still reports
-    problems: tuple[str, ...]
+    problems: tuple[str | Msg, ...]  # Msg: English in the journal and --json, translated on the screen
     # Applied for a machine with another driver (--driver) on one without any: why the GPU part (the provider
     # starts, a model matches the CPU) was not verified here. None: not such an apply.
-    gpu_not_verified: str | None = None
-    notes: tuple[str, ...] = ()  # what the load check left out and why (a library that needs the driver's libcuda)
+    gpu_not_verified: Msg | None = None
+    # what the load check left out and why (a library that needs the driver's libcuda)
+    notes: tuple[str | Msg, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "loader": self.loader.to_json() if self.loader else None,
-                "blocking_findings": list(self.blocking), "problems": list(self.problems),
-                "gpu_not_verified": self.gpu_not_verified, "notes": list(self.notes)}
+                "blocking_findings": list(self.blocking), "problems": [str(p) for p in self.problems],
+                "gpu_not_verified": None if self.gpu_not_verified is None else str(self.gpu_not_verified),
+                "notes": [str(n) for n in self.notes]}
 
 
 def _codes_blocking(findings: Sequence[Finding]) -> tuple[str, ...]:
@@ -57,16 +60,16 @@ def verify_applied(env: TargetEnv, facts: Facts, findings: Sequence[Finding], *,
     another machine) on a machine without a usable driver, that is all that can be: the result says so."""
     level = level_loader(facts, env.python, conda_hook=hooks.active_conda_hook(env.prefix, env.env_kind))
     blocking = _codes_blocking(findings)
-    problems: list[str] = []
+    problems: list[str | Msg] = []
     if level.status is not Status.PASS:
         problems += list(level.load_check.failures if level.load_check and level.load_check.failures
                          else (level.verdict,))
-    problems += [f"ortfix check still reports {c}" for c in blocking]
+    problems += [Msg(N_("ortfix check still reports {code}"), code=c) for c in blocking]
     no_gpu = no_gpu_reason(facts.driver) if assumed_driver else None
-    not_verified = (f"GPU part not verified: {no_gpu} on this machine (the plan assumes driver {assumed_driver}); "
-                    "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model matches the "
-                    "CPU" if no_gpu else None)
+    not_verified = (Msg(N_("GPU part not verified: {why} on this machine (the plan assumes driver {driver}); "
+                           "`ortfix verify` on the GPU machine checks that the CUDA provider starts and a model "
+                           "matches the CPU"), why=no_gpu, driver=str(assumed_driver)) if no_gpu else None)
     need_driver = level.data.get("need_driver", {}) if level.status is Status.PASS else {}
-    notes = tuple(n for n in level.evidence if n.split(":", 1)[0] in need_driver)
+    notes = tuple(n for n in level.evidence if str(n).split(":", 1)[0] in need_driver)
     return Verification(not problems, level.load_check, blocking, tuple(problems), not_verified, notes)
 

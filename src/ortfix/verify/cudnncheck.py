@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 from ortfix.system.inventory import parse_lib_name
 from ortfix.target.launch import launch
 
 _MARK = "ORTFIX-CUDNN:"
 # verify level 1's verdict and fix when the checks fail
-CUDNN_VERDICT = "cuDNN's own version check fails in a fresh process: its copy is not whole or mixes versions"
-CUDNN_FIX = "`ortfix plan` shows the change that loads the environment's whole cuDNN"
+CUDNN_VERDICT = Msg(N_("cuDNN's own version check fails in a fresh process: its copy is not whole or mixes versions"))
+CUDNN_FIX = Msg(N_("`ortfix plan` shows the change that loads the environment's whole cuDNN"))
 # cuDNN major → its version checks, in the order cuDNN's own sub-libraries depend on each other.
 VERSION_CHECKS = {
     9: ("cudnnGraphVersionCheck", "cudnnOpsVersionCheck", "cudnnCnnVersionCheck", "cudnnAdvVersionCheck"),
@@ -78,7 +79,7 @@ with open("/proc/self/maps") as maps:
             if path not in mapped:
                 mapped.append(path)
 say({"mapped": mapped})
-"""
+"""  # i18n: english (a program the target runs)
 
 
 @dataclass(frozen=True)
@@ -108,25 +109,27 @@ class CudnnCheck:
                 and all(c.status == 0 for c in self.calls))
 
     @property
-    def failures(self) -> list[str]:
-        out = [f"{self.soname}: {self.load_error}"] if self.load_error else []
-        out += [f"cuDNN {self.version_text or ''} {c.function}: "
-                f"{'the process ended during the call' if c.status is None else f'{c.status} ({c.text})'}"
-                .replace("  ", " ") for c in self.calls if c.status != 0]
+    def failures(self) -> list[str | Msg]:
+        out: list[str | Msg] = [f"{self.soname}: {self.load_error}"] if self.load_error else []
+        out += [Msg("{call}: {result}", call=f"cuDNN {self.version_text or ''} {c.function}".replace("  ", " "),
+                    result=Msg(N_("the process ended during the call")) if c.status is None
+                    else f"{c.status} ({c.text})".replace("  ", " ")) for c in self.calls if c.status != 0]
         if self.process_error:
             out.append(self.process_error)
         return out
 
     @property
-    def evidence(self) -> tuple[str, ...]:
+    def evidence(self) -> tuple[str | Msg, ...]:
         return (*self.failures, *(f"mapped: {p}" for p in self.mapped))
 
     @property
-    def note(self) -> str:
+    def note(self) -> Msg:
         """What verify says when the checks pass (or could not run)."""
         if self.not_cudnn:
-            return f"{self.soname}: exports no cudnnGetVersion, so cuDNN's version checks were not run"
-        return f"cuDNN {self.version_text}: its version checks pass ({', '.join(c.function for c in self.calls)})"
+            return Msg(N_("{soname}: exports no cudnnGetVersion, so cuDNN's version checks were not run"),
+                       soname=self.soname)
+        return Msg(N_("cuDNN {version}: its version checks pass ({calls})"), version=str(self.version_text),
+                   calls=", ".join(c.function for c in self.calls))
 
     def to_json(self) -> dict[str, object]:
         return {"soname": self.soname, "ok": self.ok, "load_error": self.load_error, "version": self.version,

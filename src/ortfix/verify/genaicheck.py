@@ -20,9 +20,9 @@ from ortfix.check.addons import GENAI_CUDA_DLL, GENAI_CUDA_LIBRARY, genai_built_
 from ortfix.check.facts import Facts
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, _, text, tr
 from ortfix.target.launch import launch
-from ortfix.verify.levels import windows_child_env
-from ortfix.verify.winloadcheck import check_loadable_windows
+from ortfix.verify.winloadcheck import check_loadable_windows, windows_child_env
 
 _MARK = "ORTFIX-GENAI:"
 # onnxruntime-genai-directml's own DLL (RECORD of the 0.11.4 win_amd64 wheel: beside it D3D12Core.dll).
@@ -47,7 +47,7 @@ if sys.argv[1] and out["import"] == "ok":
     except OSError as e:
         out["library"] = str(e) or "not loaded"
 print(%(mark)r + json.dumps(out))
-"""
+"""  # i18n: english (a program the target runs)
 
 
 @dataclass(frozen=True)
@@ -73,19 +73,22 @@ class GenaiReport:
         return self.fits and self.imported == "ok" and (self.library in (None, "ok") or self.needs_driver)
 
     def line(self) -> str:
+        """The report in one line, in the user's language (i18n.py)."""
         built = f"CUDA {self.cuda_major if self.cuda_major is not None else '?'}" if self.kind == "CUDA" else self.kind
-        ort = f"ONNX Runtime's CUDA {self.ort_cuda_major}" if self.ort_cuda_major is not None else "ONNX Runtime"
-        fit = ("fits " if self.fits else "does not fit ") + ort
+        ort = (tr("ONNX Runtime's CUDA {major}", major=self.ort_cuda_major) if self.ort_cuda_major is not None
+               else "ONNX Runtime")
+        fit = tr("fits {ort}", ort=ort) if self.fits else tr("does not fit {ort}", ort=ort)
         if self.imported != "ok":
-            loads = f"import fails: {self.imported}"
+            loads = tr("import fails: {error}", error=text(self.imported))
         elif self.library is None:
-            loads = "imports in a fresh process"
+            loads = _("imports in a fresh process")
         elif self.needs_driver:
-            loads = "its CUDA library needs the NVIDIA driver's libcuda.so.1, absent here: not loaded"
+            loads = _("its CUDA library needs the NVIDIA driver's libcuda.so.1, absent here: not loaded")
         else:
-            loads = ("its CUDA library loads" if self.library == "ok"
-                     else f"its CUDA library does not load: {self.library}")
-        return f"{self.package} {self.version} ({built}): {fit}; {loads}"
+            loads = (_("its CUDA library loads") if self.library == "ok"
+                     else tr("its CUDA library does not load: {error}", error=text(self.library)))
+        return tr("{package} {version} ({built}): {fit}; {loads}", package=self.package, version=self.version,
+                  built=built, fit=fit, loads=loads)
 
     def to_json(self) -> dict[str, object]:
         return {"package": self.package, "version": self.version, "kind": self.kind, "cuda_major": self.cuda_major,
@@ -136,14 +139,14 @@ def _load_windows(facts: Facts, python: str, library: str, *, timeout: float) ->
     env = windows_child_env(facts)
     imported, _ = _load(python, "", prefix=facts.probe.prefix, conda_hook=None, timeout=timeout, env=env)
     if not library or imported != "ok":
-        return imported, "not reached", False
+        return imported, N_("not reached"), False
     check = check_loadable_windows(python, library, [], prefix=facts.probe.prefix, timeout=timeout, env=env)
     lib = check.libraries[0] if check.libraries else None
     if check.process_error or lib is None:
-        return imported, check.process_error or "not reached", False
+        return imported, str(check.process_error or N_("not reached")), False
     if lib.error is None:
         return imported, "ok", False
-    return imported, lib.error, bool(lib.driver_missing) and not lib.missing
+    return imported, str(lib.error), bool(lib.driver_missing) and not lib.missing
 
 
 def _load(python: str, library: str, *, prefix: str, conda_hook: Path | None, timeout: float,
@@ -155,11 +158,11 @@ def _load(python: str, library: str, *, prefix: str, conda_hook: Path | None, ti
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(_MARK)), None)
     if line is None:
         why = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        return f"the check process failed ({why})", "not reached"
+        return f"the check process failed ({why})", N_("not reached")  # English: the --json report's value
     try:
         doc = json.loads(line[len(_MARK):])
     except ValueError:
-        return "the check process printed no valid report", "not reached"
+        return N_("the check process printed no valid report"), N_("not reached")
     imported, library = doc.get("import"), doc.get("library")
-    return (imported if isinstance(imported, str) else "no report",
-            library if isinstance(library, str) else "not reached")
+    return (imported if isinstance(imported, str) else N_("no report"),
+            library if isinstance(library, str) else N_("not reached"))

@@ -9,6 +9,7 @@ with every path passed as a positional argument (never pasted into a shell strin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import CUDA_MAJOR_FILES, cuda_major_by_name
 from ortfix.system.loader import VIA_RPATH, VIA_RUNPATH, Resolution
 from ortfix.target.launch import launch
@@ -74,13 +76,13 @@ except (OSError, ValueError):
     mapped = None
 out["mapped"] = mapped
 sys.stdout.write(%(mark)r + json.dumps(out) + "\n")
-"""
+"""  # i18n: english (a program the target runs)
 
 
 @dataclass(frozen=True)
 class LibLoad:
     soname: str  # on Windows: the DLL's name (the provider: its path, as onnxruntime loads it)
-    error: str | None  # None: loaded
+    error: str | Msg | None  # None: loaded (a Msg: English in --json, translated on the screen)
     via_requester: str | None = None  # loaded from this path, found through its requester's RUNPATH/RPATH
     # Windows: the import chain down to the first DLL that is not found (error 126 itself names none)
     missing: tuple[str, ...] = ()
@@ -93,7 +95,7 @@ class LoadCheck:
     imported: bool
     import_error: str | None
     libraries: tuple[LibLoad, ...]
-    process_error: str | None  # the process itself failed (crashed, no JSON)
+    process_error: str | Msg | None  # the process itself failed (crashed, no JSON)
     mapped: tuple[str, ...] = ()  # CUDA libraries in the process's /proc/self/maps afterwards
     cuda_major: int | None = None  # the major the build needs (None: not known)
     platform: str = "linux"  # linux | windows (verify/winloadcheck.py)
@@ -117,16 +119,17 @@ class LoadCheck:
         return out
 
     @property
-    def mixed_majors(self) -> str | None:
+    def mixed_majors(self) -> Msg | None:
         """Why the process's CUDA libraries are not one stack of the build's major; None when they are."""
         majors = self.majors
         if len(majors) > 1:
-            return ("libraries of " + " and ".join(f"CUDA {m} ({majors[m][0]})" for m in sorted(majors)) +
-                    " are mapped into one process: a stack mixes no majors")
+            stacks = [Msg("CUDA {major} ({path})", major=m, path=majors[m][0]) for m in sorted(majors)]
+            both = functools.reduce(lambda a, b: Msg(N_("{a} and {b}"), a=a, b=b), stacks)
+            return Msg(N_("libraries of {stacks} are mapped into one process: a stack mixes no majors"), stacks=both)
         if majors and self.cuda_major is not None and self.cuda_major not in majors:
             major = next(iter(majors))
-            return (f"the process maps CUDA {major} libraries ({majors[major][0]}); the build needs CUDA "
-                    f"{self.cuda_major}")
+            return Msg(N_("the process maps CUDA {major} libraries ({path}); the build needs CUDA {needed}"),
+                       major=major, path=majors[major][0], needed=self.cuda_major)
         return None
 
     def excused(self, lib: LibLoad) -> bool:
@@ -140,23 +143,24 @@ class LoadCheck:
                 and (self.cudnn is None or self.cudnn.ok))
 
     @property
-    def failures(self) -> list[str]:
-        out = []
+    def failures(self) -> list[str | Msg]:
+        out: list[str | Msg] = []
         if self.process_error:
             out.append(self.process_error)
         if self.mixed_majors:
             out.append(self.mixed_majors)
         if not self.imported:
-            out.append(f"import onnxruntime failed: {self.import_error}")
-        out += [f"{x.soname}: {x.error}" for x in self.libraries if x.error and not self.excused(x)]
+            out.append(Msg(N_("import onnxruntime failed: {error}"), error=str(self.import_error)))
+        out += [Msg("{soname}: {error}", soname=x.soname, error=x.error) for x in self.libraries
+                if x.error and not self.excused(x)]
         return out + (self.cudnn.failures if self.cudnn else [])
 
     def to_json(self) -> dict[str, object]:
         return {"schema": LOADCHECK_SCHEMA, "ok": self.ok, "argv": list(self.argv), "imported": self.imported,
-                "import_error": self.import_error, "process_error": self.process_error,
-                "libraries": {x.soname: x.error for x in self.libraries},
+                "import_error": self.import_error, "process_error": _english(self.process_error),
+                "libraries": {x.soname: _english(x.error) for x in self.libraries},
                 "via_requester": {x.soname: x.via_requester for x in self.libraries if x.via_requester},
-                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": self.mixed_majors,
+                "mapped": list(self.mapped), "cuda_major": self.cuda_major, "mixed_majors": _english(self.mixed_majors),
                 "platform": self.platform, "exit_code": self.exit_code, "cudnn8_missing": self.cudnn8_missing,
                 "driver_absent": self.driver_absent, "cudnn": self.cudnn.to_json() if self.cudnn else None,
                 "msvcp140": self.msvcp140,
@@ -188,18 +192,23 @@ def check_loadable(python: str, sonames: Sequence[str], *, prefix: str, conda_ho
         why = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
                else f"exit {proc.returncode}") + (f": {proc.stderr.strip().splitlines()[-1]}"
                                                   if proc.stderr.strip() else "")
-        return LoadCheck(shown, False, None, tuple(LibLoad(n, "not reached") for n in names),
-                         f"the verification process failed ({why})")
+        return LoadCheck(shown, False, None, tuple(LibLoad(n, N_("not reached")) for n in names),
+                         Msg(N_("the verification process failed ({why})"), why=why))
     doc = json.loads(line[len(_MARK):])
     imported = doc.get("import") == "ok"
     via = doc.get("via_requester") or {}
-    libs = tuple(LibLoad(n, doc["libraries"].get(n, "not reported"), via.get(n)) for n in names)
+    libs = tuple(LibLoad(n, doc["libraries"].get(n, N_("not reported")), via.get(n)) for n in names)
     mapped = tuple(p for p in doc.get("mapped") or () if isinstance(p, str))
     cudnn = cudnn_soname(names)
     versions = (check_cudnn(python, cudnn, prefix=prefix, conda_hook=conda_hook, timeout=timeout,
                             folders=(requester_dirs or {}).get(cudnn, ())) if cudnn else None)
     return LoadCheck(shown, imported, None if imported else str(doc.get("import")), libs, None, mapped, cuda_major,
                      cudnn=versions)
+
+
+def _english(value: str | Msg | None) -> str | None:
+    """A message as --json and the journal keep it: English."""
+    return None if value is None else str(value)
 
 
 def requester_runpath_dirs(resolutions: Iterable[Resolution]) -> dict[str, list[str]]:

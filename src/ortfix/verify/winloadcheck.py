@@ -10,18 +10,32 @@ provider but its DLL initialisation. Whatever the process does becomes data: the
 child walks the import tables, since error 126 names none), and cuDNN 8, which ends the process with exit code 9 when
 it cannot locate a sub-library (or zlibwapi.dll), becomes the verdict "cuDNN 8 could not load its sub-library X",
 never a crash. The result is the same `LoadCheck` (schema `ortfix.loadcheck/1`) the Linux check returns.
+
+Also here, for verify's Windows levels and genai check: the environment a Windows target's fresh process gets
+(`windows_child_env`) and the C++ runtime verdict (`msvc_verdict`).
 """
 
 from __future__ import annotations
 
 import json
 import ntpath
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
+from ortfix import subproc
+from ortfix.check.windows_remedies import MSVC_DLL, MSVC_MIN_ORT, MSVC_MIN_VERSION, msvc_version_ok
+from ortfix.i18n import N_, Msg
+from ortfix.system.windows.hooks import read_conda_windows_hook
 from ortfix.target.launch import launch
 from ortfix.target.ortrun import RunOutcome, cudnn8_exit, cudnn8_verdict, stream
 from ortfix.verify.loadcheck import LibLoad, LoadCheck
+
+if TYPE_CHECKING:
+    from ortfix.check.facts import Facts, OrtInstall
 
 SOURCE = Path(__file__).resolve().parents[1] / "target" / "_winload.py"
 PROVIDER_DLL = "onnxruntime_providers_cuda.dll"
@@ -66,17 +80,18 @@ def read_outcome(run: RunOutcome, provider: str | None, names: Sequence[str], cu
             libs.append(LibLoad(name, _with_missing(name, str(error), missing, driver) if error else None,
                                 missing=missing, driver_missing=driver))
         elif run.finished:
-            libs.append(LibLoad(name, "not reported"))
+            libs.append(LibLoad(name, N_("not reported")))
         elif in_flight is not None and in_flight[0] == name:
-            libs.append(LibLoad(name, f"the process ended while loading it ({_ended(run, cudnn8)})"))
+            libs.append(LibLoad(name, Msg(N_("the process ended while loading it ({how})"), how=_ended(run, cudnn8))))
         elif in_flight is not None and in_flight[1] == name:
-            libs.append(LibLoad(name, f"the process ended while loading {in_flight[0]}, which it imports "
-                                      f"({_ended(run, cudnn8)})", missing=(in_flight[0],) if cudnn8 else ()))
+            libs.append(LibLoad(name, Msg(N_("the process ended while loading {name}, which it imports ({how})"),
+                                          name=in_flight[0], how=_ended(run, cudnn8)),
+                                missing=(in_flight[0],) if cudnn8 else ()))
         else:
-            libs.append(LibLoad(name, "not reached"))
+            libs.append(LibLoad(name, N_("not reached")))
     runtime = run.stage("runtime") or {}
     process_error = None if run.finished else (cudnn8_verdict(cudnn8) if cudnn8 else
-                                               f"the verification process {run.death()}")
+                                               Msg(N_("the verification process {death}"), death=run.death()))
     import_error = None if imported is None else imported.get("error")
     return LoadCheck(argv=run.argv, imported=imported is not None and not import_error,
                      import_error=None if imported is None else (str(import_error) if import_error else None),
@@ -114,7 +129,7 @@ def _in_flight(run: RunOutcome) -> tuple[str, str | None] | None:
     return None if current is None else (current, requested if requested != current else None)
 
 
-def _ended(run: RunOutcome, cudnn8: str | None) -> str:
+def _ended(run: RunOutcome, cudnn8: str | None) -> Msg:
     return cudnn8_verdict(cudnn8) if cudnn8 else run.death()
 
 
@@ -122,15 +137,20 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
-def _with_missing(name: str, error: str, missing: Sequence[str], driver: Sequence[str] = ()) -> str:
+def _with_missing(name: str, error: str, missing: Sequence[str], driver: Sequence[str] = ()) -> str | Msg:
+    said: str | Msg = error
     if driver:
-        error += f"; the NVIDIA driver's {', '.join(driver)} {'is' if len(driver) == 1 else 'are'} not installed"
+        said = Msg(N_("{error}; the NVIDIA driver's {dlls} is not installed") if len(driver) == 1 else
+                   N_("{error}; the NVIDIA driver's {dlls} are not installed"), error=error, dlls=", ".join(driver))
     if not missing:
-        return error
+        return said
     if list(missing) == [name]:
-        return f"{error}; {name} is in none of the folders a load by name searches (PATH included)"
+        return Msg(N_("{error}; {name} is in none of the folders a load by name searches (PATH included)"),
+                   error=said, name=name)
     chain = " -> ".join(missing)
-    return f"{error}; it needs {chain}" + ("" if "(found at" in missing[-1] else ", which is not found")
+    if "(found at" in missing[-1]:
+        return Msg(N_("{error}; it needs {chain}"), error=said, chain=chain)
+    return Msg(N_("{error}; it needs {chain}, which is not found"), error=said, chain=chain)
 
 
 def first_missing(lib: LibLoad) -> str | None:
@@ -142,3 +162,43 @@ def first_missing(lib: LibLoad) -> str | None:
 
 def is_driver_dll(name: str) -> bool:
     return ntpath.basename(name).lower() in DRIVER_DLLS
+
+
+def windows_child_env(facts: Facts) -> dict[str, str] | None:
+    """The environment of a Windows target's fresh process as its user starts it: in a conda environment with
+    ortfix's activate.d scripts, as `conda activate` leaves it (their folders first on PATH, CONDA_PREFIX set; running
+    the environment's python.exe directly runs no script); None: this process's own (the PATH hook needs no help:
+    it acts when onnxruntime is imported). Outside conda, when the user Path in the registry has entries this
+    process's PATH lacks (`--hook user-path` added them after this shell started), the fresh process gets PATH as a
+    program started afterwards does: the machine Path, then the user Path, then what else this process has."""
+    win = facts.probe.windows
+    if facts.probe.env_kind != "conda":
+        if win is None or win.user_path is None:
+            return None
+        now = [e for e in os.environ.get("PATH", "").split(";") if e]
+        have = {e.rstrip("\\/").lower() for e in now}
+        if all(e.rstrip("\\/").lower() in have for e in win.user_path.expanded.split(";") if e):
+            return None
+        login = list(win.login_path)
+        at_login = {e.rstrip("\\/").lower() for e in login}
+        return subproc.child_env(PATH=";".join([*login, *(e for e in now if e.rstrip("\\/").lower() not in at_login)]))
+    dirs = read_conda_windows_hook(facts.probe.prefix)
+    if not dirs:
+        return None
+    return subproc.child_env(CONDA_PREFIX=facts.probe.prefix, PATH=";".join([*dirs, os.environ.get("PATH", "")]))
+
+
+def msvc_verdict(install: OrtInstall, check: LoadCheck) -> Msg | None:
+    """Why the C++ runtime the process loaded is too old for this onnxruntime, or None (new enough, or not known)."""
+    version = check.msvcp140_version
+    try:
+        if version is None or Version(install.version or "0").release[:2] < Version(MSVC_MIN_ORT).release[:2]:
+            return None
+    except InvalidVersion:
+        return None
+    if msvc_version_ok(version) is not False:
+        return None
+    shown = ".".join(str(v) for v in version)
+    return Msg(N_("{dll} is version {version}: onnxruntime-gpu {ort} and newer need {needed} {minimum} or newer"),
+               dll=str(check.msvcp140), version=shown, ort=MSVC_MIN_ORT, needed=MSVC_DLL,
+               minimum=f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]}")
