@@ -74,7 +74,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
     for action in plan.actions:
         handler_for(action.kind)  # an unknown kind stops here, before anything runs
         if action.kind != ActionKind.PIP_INSTALL:
-            steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details))
+            steps.append(_planned(len(steps) + 1, action.kind, str(action.summary), ORIGIN_PLAN, action.details))
             continue
         if action.details.get("installer") not in ("pip", "uv"):
             raise no_installer(env)
@@ -90,7 +90,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
                 f"move aside {old.name} {old.version} (pip would replace it with {r.version})", ORIGIN_REPLACED,
                 {"distribution": old.name, "version": old.version, "location": old.location,
                  "dist_info": old.dist_info}))
-        steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details,
+        steps.append(_planned(len(steps) + 1, action.kind, str(action.summary), ORIGIN_PLAN, action.details,
                               {"resolution": resolution.to_json()}))
     return steps, resolution, commands
 
