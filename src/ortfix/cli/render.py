@@ -233,7 +233,7 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
     lines.append("")
     adds = removes = changes = 0
     for i, a in enumerate(plan.actions, 1):
-        lines.append(f"{i}. {a.summary.text()}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes
+        lines.append(f"{i}. {text(a.summary)}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes
                                                     else ""))
         for c in a.changes:
             lines.append(f"     {text(c)}")

@@ -14,7 +14,10 @@ from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 
 
-def pip_uninstall_title(distribution: str, version: str, extra: str | Msg = "") -> Msg:
+def pip_uninstall_title(distribution: str, version: str, extra: str | Msg = "", *, replaced: bool = False) -> Msg:
+    """`replaced`: a step apply adds for what the installer would replace (transaction/preflight.py)."""
+    if replaced:
+        return Msg(N_("move aside {name} {version} (pip would replace it)"), name=distribution, version=version)
     return Msg(N_("uninstall {name} {version}{why}"), name=distribution, version=version, why=extra)
 
 

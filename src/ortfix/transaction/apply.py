@@ -197,7 +197,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification, broken=broken)
     runner.save(replace(runner.tx, message=reason))
-    warnings = [n.text for n in said(runner.reverse_all(reason))]
+    warnings = [str(n.text) for n in said(runner.reverse_all(reason))]
     free_discards(store, runner.tx, background=False)
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings), broken)
 
@@ -222,7 +222,7 @@ def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> Ortf
     message = runner.tx.message or (what if interrupted else
                                     exc.one_line() if isinstance(exc, OrtfixError) else f"{type(exc).__name__}: {exc}")
     try:
-        warnings = [n.text for n in said(runner.reverse_all(f"apply failed: {message}"))]
+        warnings = [str(n.text) for n in said(runner.reverse_all(f"apply failed: {message}"))]
     except BaseException as rexc:
         why = rexc.one_line() if isinstance(rexc, OrtfixError) else f"{type(rexc).__name__}: {rexc}"
         return OrtfixError(f"{message}; the automatic rollback failed too: {why}",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from packaging.utils import canonicalize_name
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import Msg
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
@@ -48,12 +49,12 @@ class Preflight:
     disk: DiskCheck | None
     problems: tuple[str, ...]
     commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
-    descriptions: tuple[tuple[str, ...], ...] = ()  # per step: the exact commands and file changes
+    descriptions: tuple[tuple[str | Msg, ...], ...] = ()  # per step: the exact commands and file changes
     # What the installer's own check (`pip check`) reports before the first change; None: not run (a dry run, no
     # package step, or no installer to run it)
     consistency: tuple[str, ...] | None = None
 
-    def describe(self) -> list[tuple[Step, list[str]]]:
+    def describe(self) -> list[tuple[Step, list[str | Msg]]]:
         return [(s, list(d)) for s, d in zip(self.steps, self.descriptions)]
 
 
@@ -160,7 +161,7 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
     tmp = tempfile.gettempdir()
     if disk is not None and disk.download_bytes and shutil.disk_usage(tmp).free < disk.download_bytes:
         problems.append(f"not enough free space in {tmp} for the downloads ({_mib(disk.download_bytes)})")
-    descriptions = []
+    descriptions: list[tuple[str | Msg, ...]] = []
     for step in steps:
         try:
             descriptions.append(tuple(handler_for(step.kind).describe(env, step.details)))

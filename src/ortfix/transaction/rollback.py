@@ -124,7 +124,7 @@ def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, ru
                 store.read_sidecar(tx.id, step.index, str(name), str(sha))
     problems: list[str] = []
     for step in steps_to_undo(tx):
-        problems += handler_for(step.kind).check_undo(env, step, runner.context(step))
+        problems += [str(p) for p in handler_for(step.kind).check_undo(env, step, runner.context(step))]
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise OrtfixError(f"transaction {tx.id} cannot be undone exactly: {'; '.join(problems[:3])}{more}",

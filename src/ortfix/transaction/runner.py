@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import tr
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.base import StepContext, TargetEnv, step_title, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
@@ -131,7 +132,7 @@ class Runner:
         for step in self.tx.steps:
             if pause == step.index:
                 _test_pause()
-            self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step.summary}")
+            self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step_title(step).text()}")
             handler = handler_for(step.kind)
             try:
                 record = handler.execute(self.env, step, self.context(step, crash_midway=during == step.index))
@@ -159,7 +160,8 @@ class Runner:
             for step in reversed(self.tx.steps):
                 if step.state not in (StepState.STARTED, StepState.DONE):
                     continue
-                self.ui.echo(f"undo [{step.index}/{len(self.tx.steps)}] {step.summary}")
+                self.ui.echo(tr("undo [{index}/{n}] {summary}", index=step.index, n=len(self.tx.steps),
+                                summary=step_title(step)))
                 try:
                     got = handler_for(step.kind).reverse(self.env, step, self.context(step))
                 except OSError as exc:
@@ -169,7 +171,7 @@ class Runner:
                                            "journal says how far it got") from exc
                 warnings += got
                 self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
-            said = [w.text for w in warnings if w.said]
+            said = [str(w.text) for w in warnings if w.said]
             rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": said}
             self.save(replace(self.tx, status=TxStatus.ROLLED_BACK, rollback=rollback))
         return warnings
