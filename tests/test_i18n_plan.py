@@ -191,8 +191,9 @@ def _in(env: Mapping[str, str], lang: str) -> dict[str, str]:
 
 
 def _step_lines(output: str) -> list[str]:
-    """Lines that name a step: apply's `[i/n] …`, rollback's undo lines, history show's `i. [state] …`."""
-    return [line for line in output.splitlines() if re.match(r"\s*(?:\[\d+/\d+\]|撤销 \[|undo \[|\d+\. \[)", line)]
+    """Lines that name a step: apply's `ortfix: [i/n] …`, rollback's undo lines, history show's `i. [state] …`."""
+    return [line for line in output.splitlines()
+            if re.match(r"(?:ortfix: )?(?:\[\d+/\d+\]|撤销 \[|undo \[|\d+\. \[)", line)]
 
 
 def test_plan_apply_history_rollback_name_their_steps_in_chinese(cpu_venv: Path, tmp_path: Path,
@@ -231,5 +232,6 @@ def test_plan_apply_history_rollback_name_their_steps_in_chinese(cpu_venv: Path,
 
 
 def test_the_step_lines_check_can_fail() -> None:
-    assert _step_lines("[1/4] uninstall onnxruntime 1.22.0\n1. [done] 卸载 x\nundo [2/4] install y\n") == [
-        "[1/4] uninstall onnxruntime 1.22.0", "1. [done] 卸载 x", "undo [2/4] install y"]
+    assert _step_lines("ortfix: [1/4] uninstall onnxruntime 1.22.0\n1. [done] 卸载 x\nortfix: undo [2/4] y\n"
+                       "     + onnxruntime-gpu 1.22.0\n") == [
+        "ortfix: [1/4] uninstall onnxruntime 1.22.0", "1. [done] 卸载 x", "ortfix: undo [2/4] y"]

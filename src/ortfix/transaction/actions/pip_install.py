@@ -8,13 +8,10 @@ import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import Any, TypedDict
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -35,7 +32,7 @@ from ortfix.plan.titles import pip_install_title
 from ortfix.system.confine import check_rel
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
-from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, problem, test_crash
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, problem
 from ortfix.transaction.actions.files import (
     PYC_CACHE,
     FileRow,
@@ -44,11 +41,13 @@ from ortfix.transaction.actions.files import (
     remove_empty_dirs,
     written_again,
 )
+from ortfix.transaction.actions.installer_run import run_installer
 from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
     ResolvedJson,
     install_argv,
+    install_description,
     install_environ,
     report_archives,
     report_installs,
@@ -61,17 +60,10 @@ from ortfix.transaction.ownfiles import DATA_FOLDERS
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
-_CHANGED = "changed"  # the veto's word for a file someone else changed (its note is built from the path)
-
 
 def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
     """Where a rollback moves what an install created; deleted right after, or by `history prune`."""
     return store.step_rel(tx_id, index) + "/discard"
-
-
-def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) -> None:
-    for line in iter(stream.readline, ""):
-        output(line.rstrip("\n"), is_err)
 
 
 def _fingerprint_list(item: object, n: int) -> list[object]:
@@ -156,9 +148,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         return pip_install_title([requirement(r) for r in want_str_list(step.details, "requirements", items=100)])
 
     def verify(self, env: TargetEnv, details: PipInstallDetails) -> list[str | Msg]:
-        problems: list[str | Msg] = [Msg(N_("{folder} is not writable"), folder=d)
-                                     for d in (*env.site_dirs, env.scripts)
-                                     if os.path.isdir(d) and not os.access(d, os.W_OK)]
+        problems: list[str | Msg] = [Msg(N_("{folder} is not writable"), folder=d) for d in (*env.site_dirs,
+                                     env.scripts) if os.path.isdir(d) and not os.access(d, os.W_OK)]
         try:
             install_argv(env, details)
         except OrtfixError as exc:
@@ -167,13 +158,9 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
 
     def describe(self, env: TargetEnv, details: PipInstallDetails) -> list[str | Msg]:
         try:
-            argv = install_argv(env, details)
+            return [install_description(env, details)]
         except OrtfixError as exc:
             return [problem(exc)]
-        if details.get("installer") == "uv":
-            return [Msg(N_("run (uv, with your pip configuration): {command}"), command=" ".join(shown(argv)))]
-        return [Msg(N_("run (the environment's own pip, with your pip configuration): {command}"),
-                    command=" ".join(shown(argv)))]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
@@ -256,46 +243,15 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         return record
 
     def _run(self, argv: Sequence[str], python: str, environ: Mapping[str, str] | None, record: PipInstallRecord,
-             step: Step,
-             ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
+             step: Step, ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
         installer = str(self.typed_details(step.details)["installer"])
         ctx.echo(tr("installing with {installer}: {command}", installer=installer, command=" ".join(shown(argv))))
 
-        def output(line: str, is_err: bool) -> None:
-            lines.append(line)
-            ctx.output(line, is_err)
+        def started(pid: int) -> None:
+            record["pid"] = pid
+            ctx.commit(record)
 
-        proc = subproc.start(argv, target_python=python, env=environ)
-        record["pid"] = proc.pid
-        ctx.commit(record)
-        threads = [threading.Thread(target=_pump, args=(proc.stdout, False, output), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, True, output), daemon=True)]
-        for t in threads:
-            t.start()
-        try:
-            if ctx.crash_midway:
-                self._crash_when_writing(proc, roots)
-            rc = proc.wait()
-        except BaseException:
-            subproc.terminate_group(proc, timeout=30, close_pipes=False)  # the output threads are still reading
-            raise
-        for t in threads:
-            t.join(timeout=5)
-        return rc
-
-    @staticmethod
-    def _crash_when_writing(proc: subprocess.Popen[str], roots: Sequence[str]) -> None:
-        # Fault injection: as soon as pip has started writing into the environment, kill it and die (kill -9).
-        tops = {r: set(os.listdir(r)) if os.path.isdir(r) else set() for r in roots}
-        while proc.poll() is None:
-            for root, names in tops.items():
-                with contextlib.suppress(OSError):
-                    if set(os.listdir(root)) - names:
-                        proc.kill()
-                        proc.wait()
-                        test_crash()
-            time.sleep(0.005)
-        test_crash()
+        return run_installer(argv, python, environ, ctx, roots, lines, started)
 
     def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, FileRow], list[str]]:
         record = self.typed_record(step)
@@ -359,7 +315,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                 # Only the very file the install wrote, untouched since: anything else (edited, or written again by
                 # a later installer, even with the same bytes) is someone else's now.
                 if rel in files and (stat.S_ISDIR(st.st_mode) or fingerprint(st) != files[rel][1:]):
-                    return _CHANGED  # the note is said below
+                    return "changed"  # the note is said below
                 return None
 
             later = [p for p in cached_bytecode(fs, files) if p not in files]  # a later run cached it

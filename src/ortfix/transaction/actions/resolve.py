@@ -98,6 +98,14 @@ def install_argv(env: TargetEnv, details: PipInstallDetails, *, dry_run_report: 
     return argv
 
 
+def install_description(env: TargetEnv, details: PipInstallDetails) -> Msg:
+    """What `apply --dry-run` says the install runs (OrtfixError where it cannot run)."""
+    command = " ".join(shown(install_argv(env, details)))
+    if details.get("installer") == "uv":
+        return Msg(N_("run (uv, with your pip configuration): {command}"), command=command)
+    return Msg(N_("run (the environment's own pip, with your pip configuration): {command}"), command=command)
+
+
 def refuse_redirect(env: TargetEnv) -> None:
     """OrtfixError when the pip configuration `pip install` would read now sends the install outside the environment
     (`target`, `prefix`, `root`): pip would write everything there, and no rollback would know."""
