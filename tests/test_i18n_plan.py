@@ -190,6 +190,12 @@ def _in(env: Mapping[str, str], lang: str) -> dict[str, str]:
     return {**env, "LANG": lang, "LANGUAGE": "", "ORTFIX_LANG": "", "LC_ALL": "", "LC_MESSAGES": ""}
 
 
+def _steps(document: str) -> str:
+    """A dry run's steps (summaries, what each would do) and its plan, as its JSON says them; the time blanked."""
+    doc = json.loads(document)
+    return json.dumps([doc["steps"], {**doc["plan"], "created": ""}], ensure_ascii=False)
+
+
 def _step_lines(output: str) -> list[str]:
     """Lines that name a step: apply's `ortfix: [i/n] …`, rollback's undo lines, history show's `i. [state] …`."""
     return [line for line in output.splitlines()
@@ -213,6 +219,14 @@ def test_plan_apply_history_rollback_name_their_steps_in_chinese(cpu_venv: Path,
     assert written["zh"] == written["en"] and '"summary": "uninstall onnxruntime 1.22.0"' in written["en"][0]
     plan = ortfix("plan", "--python", python, env=zh).stdout
     assert "1. 卸载 onnxruntime 1.22.0" in plan and "撤销：它的文件被移到事务的暂存区" in plan, plan
+    dry = {lang: ortfix("apply", "--python", python, "--dry-run", *json, env=environ).stdout
+           for lang, environ in (("zh", zh), ("en", en)) for json in ((), ("--json",))
+           for lang in [lang + "".join(json)]}
+    assert _steps(dry["zh--json"]) == _steps(dry["en--json"]) and "move aside " in _steps(dry["en--json"])
+    assert "1. pip-uninstall: 卸载 onnxruntime 1.22.0" in dry["zh"], dry["zh"]
+    assert re.search(r"^     把 onnxruntime 1\.22\.0 的 \d+ 个文件.*移到事务的暂存区", dry["zh"], re.M), dry["zh"]
+    described = [line for line in dry["zh"].splitlines() if re.match(r"\d+\. |     \S", line)]
+    assert len(described) >= 6 and not [line for line in described if english_sentences(line)], described
     apply = ortfix("apply", "--python", python, "--yes", env=zh)
     assert apply.returncode == 0, (apply.stdout[-3000:], apply.stderr[-3000:])
     tx_id = re.findall(r"\d{8}T\d{9}Z-[0-9a-f]+", apply.stdout)[-1]
