@@ -236,7 +236,7 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
         lines.append(f"{i}. {text(a.summary)}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes
                                                     else ""))
         for c in a.changes:
-            lines.append(f"     {text(c)}")
+            lines.append(f"     {c.text() if isinstance(c, Msg) else c}")
             adds += str(c).startswith("+")
             removes += str(c).startswith("-")
             changes += str(c).startswith("~")
