@@ -61,7 +61,16 @@ def sha_text(text: str) -> str:
 
 
 def reasons(env: TargetEnv, kind: ActionKind, details: Mapping[str, object]) -> list[str]:
-    return handler_for(kind).verify(env, details)
+    """The handler's problems in English (each a str or an i18n.Msg: English as a str)."""
+    return [str(r) for r in handler_for(kind).verify(env, details)]
+
+
+def described(env: TargetEnv, kind: ActionKind, details: Mapping[str, object]) -> list[str]:
+    return [str(line) for line in handler_for(kind).describe(env, details)]
+
+
+def problems(env: TargetEnv, kind: ActionKind, details: Mapping[str, object]) -> list[str]:
+    return [str(p) for p in verified(env, kind, details)]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -80,7 +89,7 @@ def test_write_file_new_hook_has_no_reasons_and_describes_the_write(fake: FakeEn
     pth = fake.site / "_ortfix_preload.pth"
     details = write_details(pth)
     assert reasons(fake.env, ActionKind.WRITE_FILE, details) == []
-    lines = handler_for(ActionKind.WRITE_FILE).describe(fake.env, details)
+    lines = described(fake.env, ActionKind.WRITE_FILE, details)
     assert lines[0].startswith(f"create {pth} ({len(PTH_TEXT)} bytes, mode 0644, sha256 {sha_text(PTH_TEXT)[:16]}")
     assert lines[-1] == "  | import _ortfix_preload"
 
@@ -90,7 +99,7 @@ def test_write_file_replacing_an_existing_hook_has_no_reasons(fake: FakeEnv) -> 
     hook.write_text("# an earlier ortfix hook\n", encoding="utf-8")
     details = write_details(hook, replaces_existing=True, content="export X=1\n")
     assert reasons(fake.env, ActionKind.WRITE_FILE, details) == []
-    assert "the current file is kept in the stash" in handler_for(ActionKind.WRITE_FILE).describe(fake.env, details)[0]
+    assert "the current file is kept in the stash" in described(fake.env, ActionKind.WRITE_FILE, details)[0]
 
 
 def test_write_file_over_a_file_that_appeared_since_the_plan_is_refused(fake: FakeEnv) -> None:
@@ -131,14 +140,14 @@ def test_write_file_of_a_file_that_is_not_an_ortfix_hook_is_refused(fake: FakeEn
     other = fake.site / "sitecustomize.py"
     with pytest.raises(BadField, match="is not a file ortfix writes"):
         reasons(fake.env, ActionKind.WRITE_FILE, write_details(other))
-    [problem] = verified(fake.env, ActionKind.WRITE_FILE, write_details(other))
+    [problem] = problems(fake.env, ActionKind.WRITE_FILE, write_details(other))
     assert problem.startswith(f"{other} is not a file ortfix writes (only its own hooks: ")
 
 
 def test_write_file_whose_content_was_edited_after_planning_is_refused(fake: FakeEnv) -> None:
     details = write_details(fake.site / "_ortfix_preload.pth")
     details["content"] = "import os; os.system('true')\n"
-    [problem] = verified(fake.env, ActionKind.WRITE_FILE, details)
+    [problem] = problems(fake.env, ActionKind.WRITE_FILE, details)
     assert "does not match its sha256 (edited)" in problem
 
 
@@ -158,7 +167,7 @@ def cublas_dir(fake: FakeEnv) -> Path:
 def test_symlink_valid_soname_link_has_no_reasons(fake: FakeEnv, cublas_dir: Path) -> None:
     details: SymlinkDetails = {"path": str(cublas_dir / "libcublas.so.12"), "target": "libcublas.so.12.1.0"}
     assert reasons(fake.env, ActionKind.SYMLINK, details) == []
-    assert handler_for(ActionKind.SYMLINK).describe(fake.env, details) == [
+    assert described(fake.env, ActionKind.SYMLINK, details) == [
         f"create the symbolic link {cublas_dir / 'libcublas.so.12'} -> libcublas.so.12.1.0"]
 
 
@@ -172,13 +181,13 @@ def test_symlink_that_is_not_a_soname_link_is_refused(fake: FakeEnv, cublas_dir:
     details: SymlinkDetails = {"path": str(cublas_dir / name), "target": target}
     with pytest.raises(BadField, match="is not a library's SONAME link"):
         reasons(fake.env, ActionKind.SYMLINK, details)
-    assert verified(fake.env, ActionKind.SYMLINK, details) == [
+    assert problems(fake.env, ActionKind.SYMLINK, details) == [
         f"{cublas_dir / name} -> {target} is not a library's SONAME link"]
 
 
 def test_symlink_named_for_another_library_is_refused(fake: FakeEnv, cublas_dir: Path) -> None:
     details: SymlinkDetails = {"path": str(cublas_dir / "libcudnn.so.9"), "target": "libcublas.so.12.1.0"}
-    assert any("it names another library" in r for r in verified(fake.env, ActionKind.SYMLINK, details))
+    assert any("it names another library" in r for r in problems(fake.env, ActionKind.SYMLINK, details))
 
 
 def test_symlink_over_an_existing_file_is_refused(fake: FakeEnv, cublas_dir: Path) -> None:
@@ -197,7 +206,7 @@ def test_symlink_to_a_file_that_is_not_there_is_refused(fake: FakeEnv, cublas_di
 def test_symlink_outside_site_packages_is_refused(fake: FakeEnv) -> None:
     link = fake.prefix / "lib" / "libcublas.so.12"
     (fake.prefix / "lib" / "libcublas.so.12.1.0").write_bytes(b"x")
-    assert verified(fake.env, ActionKind.SYMLINK, {"path": str(link), "target": "libcublas.so.12.1.0"}) == [
+    assert problems(fake.env, ActionKind.SYMLINK, {"path": str(link), "target": "libcublas.so.12.1.0"}) == [
         f"{link} is not inside the environment's site-packages"]
 
 
@@ -239,7 +248,7 @@ def uninstall_details(site: Path, dist_info: Path) -> PipUninstallDetails:
 def test_pip_uninstall_of_an_installed_distribution_has_no_reasons(fake: FakeEnv) -> None:
     details = uninstall_details(fake.site, install_dist(fake.site))
     assert reasons(fake.env, ActionKind.PIP_UNINSTALL, details) == []
-    lines = handler_for(ActionKind.PIP_UNINSTALL).describe(fake.env, details)
+    lines = described(fake.env, ActionKind.PIP_UNINSTALL, details)
     assert lines[0].startswith("move aside 3 files of demo 1.0 ")
     assert sorted(lines[1:]) == sorted(f"  - {fake.site / p}" for p in (
         "demo/__init__.py", "demo-1.0.dist-info/METADATA", "demo-1.0.dist-info/RECORD"))
@@ -269,7 +278,7 @@ def test_pip_uninstall_outside_site_packages_is_refused(fake: FakeEnv) -> None:
     elsewhere = fake.prefix / "lib"
     dist_info = elsewhere / "demo-1.0.dist-info"
     dist_info.mkdir()
-    assert verified(fake.env, ActionKind.PIP_UNINSTALL, uninstall_details(elsewhere, dist_info)) == [
+    assert problems(fake.env, ActionKind.PIP_UNINSTALL, uninstall_details(elsewhere, dist_info)) == [
         f"{elsewhere} is not a site-packages folder of this environment"]
 
 
@@ -297,7 +306,7 @@ def install_details(installer: Installer | None, *requirements: str) -> PipInsta
 def test_pip_install_with_pip_has_no_reasons_and_describes_the_command(fake: FakeEnv) -> None:
     details = install_details("pip")
     assert reasons(fake.env, ActionKind.PIP_INSTALL, details) == []
-    assert handler_for(ActionKind.PIP_INSTALL).describe(fake.env, details) == [
+    assert described(fake.env, ActionKind.PIP_INSTALL, details) == [
         f"run (the environment's own pip, with your pip configuration): {fake.env.python} -m pip install "
         "onnxruntime-gpu==1.22.0 --only-binary=:all: --disable-pip-version-check --no-user"]
 
@@ -316,7 +325,7 @@ def test_pip_install_without_an_installer_is_refused(fake: FakeEnv) -> None:
 @pytest.mark.parametrize("requirement", ["onnxruntime-gpu @ https://example.invalid/x.whl", "--index-url=x",
                                          "onnxruntime-gpu[cuda]==1.22.0", "x; python_version > '3'"])
 def test_pip_install_of_something_other_than_a_plain_requirement_is_refused(fake: FakeEnv, requirement: str) -> None:
-    assert verified(fake.env, ActionKind.PIP_INSTALL, install_details("pip", requirement)) == [
+    assert problems(fake.env, ActionKind.PIP_INSTALL, install_details("pip", requirement)) == [
         f"{requirement!r} is not a plain requirement (a name and version specifiers only)"]
 
 

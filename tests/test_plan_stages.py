@@ -102,7 +102,8 @@ def test_packages_stage_uninstalls_the_cpu_package_then_installs_the_gpu_build()
     assert pip.requirements == ("onnxruntime-gpu==1.22.0",)
     assert FindingCode.CPU_ONLY in pip.actions[1].fixes
     # The venv was made --without-pip and no uv is there: the install cannot run until pip is.
-    assert "the target environment has no pip (and no uv was found): install pip into it first" in pip.notes
+    assert "the target environment has no pip (and no uv was found): install pip into it first" in [
+        str(n) for n in pip.notes]
     assert pip.broken == ()
 
 
@@ -143,8 +144,8 @@ def test_hooks_stage_with_hook_none_says_which_folders_to_put_on_ld_library_path
             "libcudnn.so.9": "/env/nvidia/cudnn/lib/libcudnn.so.9"}
     actions, notes = hook_stage(facts, PlanOptions(hook="none"), (), libs, TensorrtChange())
     assert actions == []
-    assert notes == ["libraries need to be made findable but --hook none was given: set LD_LIBRARY_PATH to "
-                     "/env/nvidia/cublas/lib:/env/nvidia/cudnn/lib"]
+    assert [str(n) for n in notes] == ["libraries need to be made findable but --hook none was given: set "
+                                       "LD_LIBRARY_PATH to /env/nvidia/cublas/lib:/env/nvidia/cudnn/lib"]
 
 
 def test_hooks_stage_writes_a_hook_for_the_libraries_and_nothing_without_them() -> None:
@@ -163,8 +164,8 @@ def test_hooks_stage_writes_a_hook_for_the_libraries_and_nothing_without_them() 
 
 def test_notes_stage_names_each_library_no_wheel_provides() -> None:
     notes = closing_notes(MATRIX, PlanOptions(), set(), _swap(load_facts("empty"), None), ("libfoo.so.1",), 99)
-    assert notes == ["no NVIDIA pip wheel is known for libfoo.so.1 (CUDA 99): install it from the CUDA toolkit or "
-                     "your distribution"]
+    assert [str(n) for n in notes] == ["no NVIDIA pip wheel is known for libfoo.so.1 (CUDA 99): install it from the "
+                                       "CUDA toolkit or your distribution"]
 
 
 def test_notes_stage_gives_the_targets_reasons_only_when_it_is_installed() -> None:

@@ -420,7 +420,7 @@ def test_genai_directml_swap_never_breaks_a_package_that_requires_it(tmp_path: P
     plan = make_plan(facts, diagnose(facts, matrix), matrix, PlanOptions(driver_version=DRIVER_CUDA12))
     assert not any(a.details.get("distribution") == "onnxruntime-genai-directml" for a in plan.actions), plan.actions
     assert not any("onnxruntime-genai-cuda" in r for r in _requirements(plan)), plan.actions
-    assert any("genai-app 1.0 requires onnxruntime-genai-directml>=0.10" in n for n in plan.notes), plan.notes
+    assert any("genai-app 1.0 requires onnxruntime-genai-directml>=0.10" in str(n) for n in plan.notes), plan.notes
 
 
 def test_genai_cuda_beside_directml_is_genai003_and_becomes_genai_directml_where_directml_stays(

@@ -158,7 +158,7 @@ def test_user_path_is_refused_off_windows_in_one_line() -> None:
     handler = handler_for(ActionKind.USER_PATH)
     env = _env("C:\\envs\\e")
     details = {"entries": ["C:\\envs\\e\\Lib\\site-packages\\nvidia\\cublas\\bin"]}
-    problems = handler.verify(env, details)
+    problems = [str(p) for p in handler.verify(env, details)]
     assert len(problems) == 1 and "Windows" in problems[0] and "\n" not in problems[0]
     assert "user-path" in HOOK_CHOICES and parse_options(
         {"ort_version": None, "cuda_major": None, "hook": "user-path", "driver_version": None,
@@ -378,7 +378,7 @@ def write(value, kind):
 
 def apply(entries):
     details = {"entries": entries}
-    problems = handler.verify(env, details)
+    problems = [str(p) for p in handler.verify(env, details)]
     if problems:
         return {"problems": problems}
     s = step(entries)

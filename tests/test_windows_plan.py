@@ -123,7 +123,7 @@ def test_cuda13_build_gets_the_nvidia_13_wheels_and_their_folder_on_the_path_hoo
     facts = _gather(tmp_path, _probe(tmp_path, ort_version="1.31.1"), DRIVER_CUDA13)
     plan, codes = _plan(facts, DRIVER_CUDA13)
     assert FindingCode.LIB_MISSING in codes, codes
-    assert not [n for n in plan.notes if "no NVIDIA pip wheel is known" in n], plan.notes
+    assert not [n for n in plan.notes if "no NVIDIA pip wheel is known" in str(n)], plan.notes
     # The build's imports and what it loads on demand (cuFFT, cuDNN, NVRTC): ort.yaml's CUDA 13 set, not ORT itself.
     assert sorted(_requirement_names(plan)) == ["nvidia-cublas", "nvidia-cuda-nvrtc", "nvidia-cudnn-cu13",
                                                 "nvidia-cufft"], plan.actions
@@ -246,5 +246,5 @@ def test_seed_002_with_its_own_driver_says_what_the_cudnn_9_move_needs(tmp_path:
     plan, codes = _plan(facts, "522.06")
     assert FindingCode.ZLIBWAPI_MISSING in codes
     assert plan.target is None or plan.target.cudnn_major == 8, plan.target
-    said = [n for n in plan.notes if "cuDNN 9" in n]
+    said = [str(n) for n in plan.notes if "cuDNN 9" in str(n)]
     assert len(said) == 1 and ">= 528.33" in said[0], plan.notes

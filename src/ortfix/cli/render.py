@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, _, pad, tr
+from ortfix.i18n import N_, Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -233,12 +233,13 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
     lines.append("")
     adds = removes = changes = 0
     for i, a in enumerate(plan.actions, 1):
-        lines.append(f"{i}. {a.summary}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes else ""))
+        lines.append(f"{i}. {text(a.summary)}" + (tr("   (fixes {codes})", codes=", ".join(a.fixes)) if a.fixes
+                                                    else ""))
         for c in a.changes:
-            lines.append(f"     {c}")
-            adds += c.startswith("+")
-            removes += c.startswith("-")
-            changes += c.startswith("~")
+            lines.append(f"     {c.text() if isinstance(c, Msg) else c}")
+            adds += str(c).startswith("+")
+            removes += str(c).startswith("-")
+            changes += str(c).startswith("~")
         if a.kind == "pip-install":
             installer = str(a.details["installer"])
             lines.append(tr("     via: {command}   (installer {installer}, with your pip configuration)",
@@ -247,14 +248,14 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
             lines.append(tr("     content of {path} (mode {mode}):", path=str(a.details["path"]),
                             mode=f"{a.details['mode']:04o}"))
             lines += [f"       | {line}" for line in str(a.details["content"]).splitlines()]
-        lines.append(tr("     undo: {undo}", undo=a.undo))
+        lines.append(tr("     undo: {undo}", undo=a.undo))  # a Msg: translated with the line
     if not plan.actions:
         lines.append(_("No changes needed.") if not plan.unresolved else _("No change ortfix can make fixes this."))
     lines.append("")
     lines.append(tr("Plan: {adds} to add, {changes} to change, {removes} to remove. Fingerprint {fingerprint}.",
                     adds=adds, changes=changes, removes=removes, fingerprint=plan.fingerprint))
     for note in plan.notes:
-        lines.append(tr("note: {note}", note=note))
+        lines.append(tr("note: {note}", note=note if isinstance(note, Msg) else text(note)))
     if plan.unresolved:
         lines.append("")
         lines.append(_("Not fixed by this plan (needs you):"))

@@ -12,6 +12,7 @@ from ortfix.cli.cmdline import quote, windows_target
 from ortfix.i18n import Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
+from ortfix.transaction.actions.base import step_title
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
 from ortfix.transaction.store import HistoryEntry
 from ortfix.transaction.undo_notes import FAILING, any_failed, as_before, said, summary, summary_msgs, verdict
@@ -78,8 +79,8 @@ def render_dry_run(result: ApplyResult) -> str:
     lines.append("")
     for step, described in pf.describe():
         origin = _(" [pip would replace it]") if step.origin != "plan" else ""
-        lines.append(f"{step.index}. {step.kind}: {step.summary}{origin}")
-        lines += [f"     {d}" for d in described]
+        lines.append(f"{step.index}. {step.kind}: {step_title(step).text()}{origin}")
+        lines += [f"     {_said(d)}" for d in described]
     lines.append("")
     lines.append(_("then: verify in a fresh process of the target interpreter (import onnxruntime, load every library "
                    "the CUDA provider needs) and re-run `ortfix check`; roll back if either fails"))
@@ -88,6 +89,11 @@ def render_dry_run(result: ApplyResult) -> str:
         lines.append(_("Preflight would refuse:"))
         lines += [f"  {p.text()}" for p in pf.problems]
     return join_lines(lines)
+
+
+def _said(line: str | Msg) -> str:
+    """A handler's line (transaction/actions): a Msg translated, a path or command as it is."""
+    return line.text() if isinstance(line, Msg) else line
 
 
 def _would_install(r: Resolved) -> str:
@@ -200,7 +206,7 @@ def apply_json(result: ApplyResult) -> dict[str, Any]:
     }
     if result.dry_run:
         doc["steps"] = [{"index": s.index, "kind": s.kind, "summary": s.summary, "origin": s.origin,
-                         "would": described} for s, described in pf.describe()]
+                         "would": [str(d) for d in described]} for s, described in pf.describe()]
     doc["transaction"] = None if out.tx is None else transaction_json(out.tx)
     doc["verification"] = None if out.verification is None else out.verification.to_json()
     doc["warnings"] = list(out.warnings)
@@ -218,7 +224,7 @@ def render_rollback_preview(prefix: str, tx: Transaction) -> str:
     lines = [tr("Roll back transaction {id} in {prefix} ({status}, made {created}):", id=tx.id, prefix=prefix,
                 status=tx.status.value, created=tx.created)]
     for s in undo:
-        lines.append(tr("  undo {index}. {summary}", index=s.index, summary=s.summary)
+        lines.append(tr("  undo {index}. {summary}", index=s.index, summary=step_title(s))
                      + (_("  (cut off half-way)") if s.state is StepState.STARTED else ""))
     if not undo:
         lines.append(_("  no step had started; only the journal changes"))
@@ -235,7 +241,7 @@ def render_rollback(result: RollbackResult, *, verbose: bool = False) -> str:
     lines += [tr("warning: {warning}", warning=line) if cause in FAILING else tr("note: {note}", note=line)
               for cause, line in summary_msgs(o.notes)]
     if verbose:
-        lines += [f"  {n.cause.value}: {n.text}" for n in said(o.notes)]
+        lines += [f"  {n.cause.value}: {_said(n.text)}" for n in said(o.notes)]
     elif said(o.notes):
         lines.append(tr("Every path: `ortfix history show {id}` (or `rollback --verbose`, `--json`).", id=o.tx.id))
     lines.append(_(verdict(o.notes)))
@@ -252,7 +258,7 @@ def rollback_json(result: RollbackResult) -> dict[str, Any]:
             "verdict": verdict(o.notes),
             "summary": [line for _cause, line in summary(o.notes)],
             "notes": [n.to_json() for n in said(o.notes)],
-            "warnings": [n.text for n in said(o.notes)]}
+            "warnings": [str(n.text) for n in said(o.notes)]}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -260,7 +266,7 @@ def rollback_json(result: RollbackResult) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _said(error: str | Msg | None) -> str:
+def _unreadable_reason(error: str | Msg | None) -> str:
     """Why a journal cannot be read, in the user's language."""
     return "" if not error else text(error)
 
@@ -283,7 +289,7 @@ def render_history(result: HistoryResult) -> str:
     lines.append(_row("ID", _("CREATED (UTC)"), _("STATUS"), _("STASH"), _("CHANGES")))
     for e in result.entries:
         if e.tx is None:
-            lines.append(_row(e.id, "?", "unreadable", size(e.stash_bytes), _said(e.error)))
+            lines.append(_row(e.id, "?", "unreadable", size(e.stash_bytes), _unreadable_reason(e.error)))
             continue
         tx = e.tx
         status = tx.status.value + (_(" (pruned)") if tx.pruned else "")
@@ -308,7 +314,8 @@ def history_json(result: HistoryResult) -> dict[str, Any]:
 def render_show(result: ShowResult) -> str:
     e = result.entry
     if e.tx is None:
-        return join_lines([tr("transaction {id}: unreadable journal: {error}", id=e.id, error=_said(e.error)),
+        return join_lines([tr("transaction {id}: unreadable journal: {error}", id=e.id,
+                              error=_unreadable_reason(e.error)),
                            tr("folder: {folder}", folder=str(e.folder))])
     tx = e.tx
     lines = [tr("transaction {id}: {status}", id=tx.id, status=tx.status.value)
@@ -322,7 +329,7 @@ def render_show(result: ShowResult) -> str:
         lines.append(_field(_("message"), tx.message))
     lines.append("")
     for s in tx.steps:
-        lines.append(f"{s.index}. [{s.state.value}] {s.summary}"
+        lines.append(f"{s.index}. [{s.state.value}] {step_title(s).text()}"
                      + (_(" (replaced by pip)") if s.origin != "plan" else ""))
         for c in step_changes(s):
             lines.append(f"     {c}")

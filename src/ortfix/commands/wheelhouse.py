@@ -49,6 +49,6 @@ def run_wheelhouse(python: str | None, plan_file: Path | None, options: PlanOpti
     installs = [a for a in plan.actions if a.kind == ActionKind.PIP_INSTALL]
     requirements = [str(r) for a in installs for r in a.detail_items("requirements")]
     reasons = {str(f.code): f.summary for f in prepared.check.findings}
-    why = [f"{c}: {reasons.get(c, a.summary)}" for a in installs for c in a.fixes] or [a.summary for a in installs]
+    why = [f"{c}: {reasons.get(c, a.summary)}" for a in installs for c in a.fixes] or [str(a.summary) for a in installs]
     house = build_wheelhouse(plan.python, requirements, list(dict.fromkeys(why)), folder, target, progress)
     return WheelhouseResult(house, plan.prefix, prepared.source)

@@ -61,7 +61,7 @@ class ExportInput:
     def reason_lines(self, action: Action) -> list[str]:
         """One line per reason the action is there: the findings it fixes (or its summary when it fixes none)."""
         if not action.fixes:
-            return [action.summary]
+            return [str(action.summary)]
         return [f"{code}: {self.reasons.get(code, action.summary)}" for code in action.fixes]
 
     def header(self, what: str) -> list[str]:

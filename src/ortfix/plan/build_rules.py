@@ -14,6 +14,7 @@ from ortfix.check.facts import Facts
 from ortfix.check.packages import GPU_PACKAGE
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.plan.model import PlanOptions
 
 Candidate = tuple[Version, OrtBuild]
@@ -30,9 +31,9 @@ class NotRunning:
     """Why no build of a version runs here: the rule's one line, and what would work instead (may be empty)."""
 
     rule: str
-    cause: str
-    closest: str
-    keep: str = ""  # the other --cuda that keeps the version, when --cuda ruled it out
+    cause: Msg
+    closest: Msg
+    keep: str | Msg = ""  # the other --cuda that keeps the version, when --cuda ruled it out
 
 
 def _majors(builds: Sequence[Candidate]) -> str:
@@ -75,45 +76,58 @@ class BuildRules:
         GPU build it knows."""
         usable = [c for c in everything if self.runs_here(c[1])]
         newest = max(usable, key=lambda c: c[0]) if usable else None
-        closest = (f"the newest build that runs here is {GPU_PACKAGE} {newest[0]} (CUDA {newest[1].cuda_major})"
-                   if newest else f"no {GPU_PACKAGE} build runs here")
+        closest = (Msg(N_("the newest build that runs here is {package} {version} (CUDA {cuda})"),
+                       package=GPU_PACKAGE, version=str(newest[0]), cuda=newest[1].cuda_major)
+                   if newest else Msg(N_("no {package} build runs here"), package=GPU_PACKAGE))
         remaining = list(wanted)
         for rule in self.rules:
             kept = [c for c in remaining if rule.admits(c[1])]
             if not kept:
                 return self._explain(rule.name, label, remaining, everything, usable, closest)
             remaining = kept
-        return NotRunning("", f"no {GPU_PACKAGE} {label} build runs here", closest)  # not reached: wanted all ran
+        return NotRunning("", Msg(N_("no {package} {version} build runs here"), package=GPU_PACKAGE, version=label),
+                          closest)  # not reached: wanted all ran
 
     def _explain(self, rule: str, label: str, remaining: Sequence[Candidate], everything: Sequence[Candidate],
-                 usable: Sequence[Candidate], closest: str) -> NotRunning:
+                 usable: Sequence[Candidate], closest: Msg) -> NotRunning:
         probe, name = self.facts.probe, f"{GPU_PACKAGE} {label}".strip()
         if rule == "published" and not remaining:
             known = max((v for v, b in everything if b.index != "withdrawn"), default=None)
-            return NotRunning(rule, f"no {name} build is published (ortfix's matrix, data {self.matrix.data_version}"
-                              + (f", knows {known} as the newest)" if known else ")"), closest)
+            return NotRunning(rule, Msg(N_("no {name} build is published (ortfix's matrix, data {data}{newest})"),
+                                        name=name, data=self.matrix.data_version,
+                                        newest=Msg(N_(", knows {version} as the newest"), version=str(known))
+                                        if known else ""), closest)
         if rule == "published":
-            return NotRunning(rule, f"{name} is no longer published (withdrawn from the package index)", closest)
+            return NotRunning(rule, Msg(N_("{name} is no longer published (withdrawn from the package index)"),
+                                        name=name), closest)
         if rule == "python":
             tags = sorted({t for _, b in remaining for t in b.python_tags}, key=lambda t: (len(t), t))
-            return NotRunning(rule, f"{name} has no wheel for Python {probe.python_version} on {self.platform}"
-                              + (f" (its wheels are for {', '.join(tags)})" if tags else ""), closest)
+            return NotRunning(rule, Msg(N_("{name} has no wheel for Python {python} on {platform}{tags}"), name=name,
+                                        python=probe.python_version, platform=self.platform,
+                                        tags=Msg(N_(" (its wheels are for {tags})"), tags=", ".join(tags))
+                                        if tags else ""), closest)
         if rule == "cuda":
             asked = self.options.cuda_major
             others = [c for c in remaining if all(r.admits(c[1]) for r in self.rules if r.name != "cuda")]
-            keep = f"--cuda {_majors(others)} " + (f"keeps {label}" if label else "instead") if others else ""
-            instead = [keep] if keep else []
+            keep: str | Msg = ((Msg(N_("--cuda {majors} keeps {version}"), majors=_majors(others), version=label)
+                                if label else Msg(N_("--cuda {majors} instead"), majors=_majors(others)))
+                               if others else "")
+            instead: list[str | Msg] = [keep] if keep else []
             if usable:
-                instead.append(f"--ort-version {max(usable, key=lambda c: c[0])[0]} is the newest with CUDA {asked}")
-            cause = f"{name} has no CUDA {asked} build (asked for with --cuda {asked}; there are builds for CUDA " \
-                    f"{_majors(remaining)})"
-            return NotRunning(rule, cause, "; ".join(instead) or f"no CUDA {asked} build runs here", keep)
+                instead.append(Msg(N_("--ort-version {version} is the newest with CUDA {cuda}"),
+                                   version=str(max(usable, key=lambda c: c[0])[0]), cuda=str(asked)))
+            cause = Msg(N_("{name} has no CUDA {cuda} build (asked for with --cuda {cuda}; there are builds for CUDA "
+                           "{majors})"), name=name, cuda=str(asked), majors=_majors(remaining))
+            return NotRunning(rule, cause, Joined("; ", instead) if instead
+                              else Msg(N_("no CUDA {cuda} build runs here"), cuda=str(asked)), keep)
         if rule == "driver":
             rows = [row for _, b in remaining if (row := self.matrix.cuda_major(b.cuda_major)) is not None]
             needs = sorted({str(row.driver_min.get("linux")) for row in rows})
-            return NotRunning(rule, f"{name} is built for CUDA {_majors(remaining)}, which needs an NVIDIA driver >= "
-                              f"{' or '.join(needs)} (the driver is {self.facts.driver.version})", closest)
+            return NotRunning(rule, Msg(N_("{name} is built for CUDA {majors}, which needs an NVIDIA driver >= "
+                                           "{needs} (the driver is {driver})"), name=name, majors=_majors(remaining),
+                                        needs=" or ".join(needs), driver=str(self.facts.driver.version)),
+                              closest)
         cc = min((g.compute_capability for g in self.facts.driver.gpus if g.compute_capability), key=Version)
         need = min(n for _, b in remaining if (n := self._cc_needed(b)) is not None)
-        return NotRunning(rule, f"the GPU (compute capability {cc}) is older than {name} supports (it needs >= "
-                          f"{need})", closest)
+        return NotRunning(rule, Msg(N_("the GPU (compute capability {cc}) is older than {name} supports (it needs "
+                                       ">= {need})"), cc=str(cc), name=name, need=str(need)), closest)

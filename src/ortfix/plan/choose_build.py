@@ -16,6 +16,7 @@ from ortfix.check.requires import Consumer
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.plan.build_rules import BuildRules
 from ortfix.plan.model import ChosenBuild, PlanOptions
 
@@ -57,14 +58,15 @@ def cudnn9_first(codes: set[Code], ranked: Sequence[ChosenBuild], options: PlanO
     if Code.ZLIBWAPI_MISSING not in codes or options.ort_version or options.cuda_major:
         return list(ranked)
     newer = [b for b in ranked if (b.cudnn_major or 0) >= 9]
-    why = ("cuDNN 8.3-8.9 for Windows load zlibwapi.dll, which no pip wheel ships (WIN002); "
-           "this build is for cuDNN 9, which does not")
-    return [*(dataclasses.replace(b, reasons=(*b.reasons, f"{b.package} {b.version}: {why}")) for b in newer),
+    why = N_("{package} {version}: cuDNN 8.3-8.9 for Windows load zlibwapi.dll, which no pip wheel ships (WIN002); "
+             "this build is for cuDNN 9, which does not")
+    return [*(dataclasses.replace(b, reasons=(*b.reasons, Msg(why, package=b.package, version=b.version)))
+              for b in newer),
             *(b for b in ranked if b not in newer)]
 
 
 def cudnn9_out_of_reach(codes: set[Code], target: ChosenBuild | None, options: PlanOptions,
-                        matrix: Matrix) -> str | None:
+                        matrix: Matrix) -> Msg | None:
     """The note for WIN002 when the plan stays on cuDNN 8 without the user's choice: no build for cuDNN 9 runs here,
     and the driver that the oldest CUDA major of such a Windows build needs."""
     if (Code.ZLIBWAPI_MISSING not in codes or options.ort_version or options.cuda_major
@@ -76,8 +78,9 @@ def cudnn9_out_of_reach(codes: set[Code], target: ChosenBuild | None, options: P
     driver = row.driver_min.get("windows") if row else None
     if row is None or driver is None:
         return None
-    return (f"WIN002 stays: no onnxruntime-gpu build for cuDNN 9 runs here; the oldest (CUDA {row.major}) needs an "
-            f"NVIDIA driver >= {driver}: update the driver, then `ortfix plan` again (or find a zlibwapi.dll)")
+    return Msg(N_("WIN002 stays: no onnxruntime-gpu build for cuDNN 9 runs here; the oldest (CUDA {cuda}) needs an "
+                  "NVIDIA driver >= {driver}: update the driver, then `ortfix plan` again (or find a zlibwapi.dll)"),
+               cuda=row.major, driver=driver)
 
 
 def _current_version(facts: Facts, installed: OrtInstall | None) -> str | None:
@@ -116,15 +119,17 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
     candidates = [(Version(v), b) for b in matrix.builds if b.package == GPU_PACKAGE for v in b.versions]
     usable = [(v, b) for v, b in candidates if rules.runs_here(b)]
     share = not options.ort_version and any(shares(b) for _, b in usable)
-    instead = keep = ""  # why the version asked for (or installed) is not planned: named once the build is chosen
+    instead: str | Msg = ""
+    keep: str | Msg = ""  # why the version asked for (or installed) is not planned: named once the build is chosen
     kept: set[Version] = set()  # the installed version's release (else its minor's), ranked first unless shared
     if options.ort_version:
         wanted = Version(options.ort_version)
         exact = [(v, b) for v, b in usable if v == wanted]
         if not exact:
             why = rules.why_not(options.ort_version, [c for c in candidates if c[0] == wanted], candidates)
-            raise OrtfixError(f"--ort-version {options.ort_version}: {why.cause}",
-                              hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
+            raise OrtfixError(Msg("--ort-version {version}: {cause}", version=options.ort_version, cause=why.cause),
+                              hint=Msg(N_("{closest}; `ortfix matrix show` lists the known builds"),
+                                       closest=why.closest))
         usable = exact
     elif current and not share:
         cur = Version(current)
@@ -134,18 +139,19 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
             kept = {v for v, _ in same}
         elif same_minor:
             why = rules.why_not(current, [c for c in candidates if c[0] == cur], candidates)
-            instead = f"{why.cause}: the nearest release of {cur.major}.{cur.minor}"
+            instead = Msg(N_("{cause}: the nearest release of {minor}"), cause=why.cause,
+                          minor=f"{cur.major}.{cur.minor}")
             kept = {v for v, _ in same_minor}
         elif usable:
             minor = f"{cur.major}.{cur.minor}"
             why = rules.why_not(minor, [c for c in candidates if (c[0].major, c[0].minor) == (cur.major, cur.minor)],
                                 candidates)
-            instead = f"{why.cause}: the build this plan picks instead"
-            keep = f" ({why.keep})" if why.keep else ""
+            instead = Msg(N_("{cause}: the build this plan picks instead"), cause=why.cause)
+            keep = Msg(" ({keep})", keep=why.keep) if why.keep else ""
     if not usable and options.cuda_major:  # the user's --cuda leaves nothing: planning on would only uninstall
         why = rules.why_not("", candidates, candidates)
-        raise OrtfixError(f"--cuda {options.cuda_major}: {why.cause}",
-                          hint=f"{why.closest}; `ortfix matrix show` lists the known builds")
+        raise OrtfixError(Msg("--cuda {cuda}: {cause}", cuda=options.cuda_major, cause=why.cause),
+                          hint=Msg(N_("{closest}; `ortfix matrix show` lists the known builds"), closest=why.closest))
     if not usable:
         return []
     driver_known = bool(facts.driver.version)
@@ -161,21 +167,24 @@ def ranked_builds(facts: Facts, matrix: Matrix, options: PlanOptions, installed:
         return (int(shares(b)), int(v in kept), int(v == cur_version), int(b.index == "default"), broad, v)
 
     ordered = sorted(usable, key=rank, reverse=True)
-    return [_chosen(v, b, matrix, consumer if shares(b) else None, f"{instead}, {b.package} {v}, is used{keep}"
-                    if instead else "", driver_known) for v, b in ordered]
+    return [_chosen(v, b, matrix, consumer if shares(b) else None,
+                    Msg(N_("{cause}, {package} {version}, is used{keep}"), cause=instead, package=b.package,
+                        version=str(v), keep=keep) if instead else None, driver_known) for v, b in ordered]
 
 
-def _chosen(version: Version, build: OrtBuild, matrix: Matrix, consumer: Consumer | None, instead: str,
+def _chosen(version: Version, build: OrtBuild, matrix: Matrix, consumer: Consumer | None, instead: Msg | None,
             driver_known: bool) -> ChosenBuild:
-    why = [instead] if instead else []
+    why: list[str | Msg] = [instead] if instead else []
     if consumer is not None:
-        why.append(f"{consumer.name} {consumer.version} uses {consumer.majors()}: {build.package} {version} is built "
-                   f"for them, so {consumer.name}'s libraries are shared (--ort-version/--cuda choose another "
-                   "build)")
+        why.append(Msg(N_("{name} {version} uses {majors}: {package} {ort_version} is built for them, so {name}'s "
+                          "libraries are shared (--ort-version/--cuda choose another build)"),
+                       name=consumer.name, version=consumer.version, majors=consumer.majors(), package=build.package,
+                       ort_version=str(version)))
     cuda_row = matrix.cuda_major(build.cuda_major)
     if not driver_known and cuda_row is not None:
-        why.append(f"{build.package} {version} is built for CUDA {build.cuda_major}: the machine it runs on needs "
-                   f"an NVIDIA driver >= {cuda_row.driver_min.get('linux')} (no driver is known here; for "
-                   "another machine, plan with --driver VERSION)")
+        why.append(Msg(N_("{package} {version} is built for CUDA {cuda}: the machine it runs on needs an NVIDIA "
+                          "driver >= {driver} (no driver is known here; for another machine, plan with --driver "
+                          "VERSION)"), package=build.package, version=str(version), cuda=build.cuda_major,
+                       driver=str(cuda_row.driver_min.get("linux"))))
     return ChosenBuild(package=build.package, version=str(version), cuda_major=build.cuda_major,
                        cudnn_major=build.cudnn_major, index=build.index, reasons=tuple(why))

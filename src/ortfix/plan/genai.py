@@ -20,6 +20,7 @@ from ortfix.check.findings import Finding, genai_swap
 from ortfix.check.genai_directml import directml_install
 from ortfix.compat.addons import GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.plan.model import ChosenBuild
 from ortfix.plan.needed_libraries import stack_majors, stack_version
 from ortfix.plan.neighbours import Replacement
@@ -32,7 +33,7 @@ class GenaiChange:
     remove: tuple[str, ...] = ()  # the genai distributions to uninstall
     requirement: str | None = None  # onnxruntime-genai-cuda==V (or onnxruntime-genai-directml==V)
     fixes: tuple[FindingCode, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[str | Msg, ...] = ()
 
 
 def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Finding]],
@@ -42,12 +43,12 @@ def genai_change(facts: Facts, matrix: Matrix, by_code: Mapping[str, Sequence[Fi
         return GenaiChange()
     requirement, why_not = _replacement(facts, matrix, target, installed)
     if requirement is None:
-        return GenaiChange(notes=(f"{why_not}: onnxruntime-genai stays as it is",))
+        return GenaiChange(notes=(Msg(N_("{reason}: onnxruntime-genai stays as it is"), reason=why_not or ""),))
     remove = tuple(dict.fromkeys(genai_swap(f)["installed"] for f in findings))
     return GenaiChange(remove, requirement, tuple(sorted({f.code for f in findings})))
 
 
-def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> str | None:
+def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> Msg | None:
     """The note that leaves the swap out, where a replacement of the plan's packages stage (plan/pip_actions.py, the
     one neighbour check) that removes or replaces a genai distribution breaks what another distribution requires."""
     if genai.requirement is None:
@@ -56,13 +57,14 @@ def genai_breaks(genai: GenaiChange, changed: Sequence[Replacement]) -> str | No
     broken = [r for r in changed if r.broken and r.dist.normalized in ours]
     if not broken:
         return None
-    who = "; ".join(f"{n.who} requires {n.text}" for r in broken for n in r.broken)
-    return (f"{', '.join(genai.remove)} stays ({who}): replacing it with {genai.requirement} would break that "
-            "requirement")
+    who = Joined("; ", [Msg(N_("{who} requires {requirement}"), who=n.who, requirement=n.text)
+                        for r in broken for n in r.broken])
+    return Msg(N_("{installed} stays ({who}): replacing it with {requirement} would break that requirement"),
+               installed=", ".join(genai.remove), who=who, requirement=genai.requirement)
 
 
 def _replacement(facts: Facts, matrix: Matrix, target: ChosenBuild | None,
-                 installed: OrtInstall | None) -> tuple[str | None, str]:
+                 installed: OrtInstall | None) -> tuple[str | None, Msg | None]:
     """The genai requirement that fits where ONNX Runtime ends up: onnxruntime-genai-cuda of the GPU build's CUDA
     major; where onnxruntime-directml stays (Windows, no GPU build planned) onnxruntime-genai-directml. Else None
     and why."""
@@ -70,10 +72,11 @@ def _replacement(facts: Facts, matrix: Matrix, target: ChosenBuild | None,
     dml = directml_install(facts, installed) if target is None else None
     if dml is not None:
         pick = matrix.addons.genai_directml_for(dml.version or "")
-        return ((f"{GENAI_DIRECTML}=={pick}", "") if pick else
-                (None, f"no {GENAI_DIRECTML} release the matrix knows accepts {dml.package} {dml.version}"))
+        return ((f"{GENAI_DIRECTML}=={pick}", None) if pick else
+                (None, Msg(N_("no {addon} release the matrix knows accepts {package} {version}"),
+                           addon=GENAI_DIRECTML, package=str(dml.package), version=str(dml.version))))
     pick = matrix.addons.genai_cuda_for(version, cuda) if version and cuda else None
     if pick is None:
-        return None, (f"no {GENAI_CUDA} release the matrix knows is built for CUDA {cuda} and accepts "
-                      f"onnxruntime-gpu {version}")
-    return f"{GENAI_CUDA}=={pick}", ""
+        return None, Msg(N_("no {addon} release the matrix knows is built for CUDA {cuda} and accepts "
+                            "onnxruntime-gpu {version}"), addon=GENAI_CUDA, cuda=str(cuda), version=str(version))
+    return f"{GENAI_CUDA}=={pick}", None

@@ -19,8 +19,10 @@ from ortfix.check.findings import Finding, shadowing
 from ortfix.check.winstore import refuse_store_hook
 from ortfix.compat.addons import TENSORRT_FAMILIES
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, UserPathDetails
 from ortfix.plan.model import Action, PlanOptions
+from ortfix.plan.titles import user_path_title, write_file_title
 from ortfix.system.inventory import parse_lib_name
 
 # Load order for the preload hook: a library's dependencies first (cuBLAS needs cuBLASLt, cuDNN needs cuBLAS...).
@@ -89,12 +91,12 @@ def machine_path_shadows(facts: Facts, findings: Sequence[Finding]) -> dict[str,
     return out
 
 
-def user_path_note(beaten: Mapping[str, str]) -> str:
+def user_path_note(beaten: Mapping[str, str]) -> Msg:
     """What the plan says when `--hook user-path` leaves LIB004 as it is (machine_path_shadows)."""
     copies = ", ".join(f"{name} ({path})" for name, path in sorted(beaten.items()))
-    return (f"--hook user-path does not fix LIB004: {copies} lie on the machine Path, which every new process "
-            "searches before the user Path; ortfix's PATH hook (--hook auto or preload) puts the environment's "
-            "folders first in the process itself")
+    return Msg(N_("--hook user-path does not fix LIB004: {copies} lie on the machine Path, which every new process "
+                  "searches before the user Path; ortfix's PATH hook (--hook auto or preload) puts the environment's "
+                  "folders first in the process itself"), copies=copies)
 
 
 def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: set[Code]) -> list[Action]:
@@ -103,8 +105,8 @@ def hook_actions(facts: Facts, kind: str, hook_libs: Mapping[str, str], codes: s
     fixes = tuple(sorted(c for c in codes if c in HOOK_FIXES))
     plat = facts.platform
     if kind == "user-path" and kind not in plat.hook_kinds:
-        raise OrtfixError("--hook user-path changes the Windows user PATH; this target is not Windows",
-                          hint="use --hook auto, conda or preload")
+        raise OrtfixError(Msg(N_("--hook user-path changes the Windows user PATH; this target is not Windows")),
+                          hint=Msg(N_("use --hook auto, conda or preload")))
     refuse_store_hook(facts, kind)  # a packaged process searches no PATH: every Windows hook would fail its verify
     paths = load_order(hook_libs)
     if kind == "user-path":
@@ -117,18 +119,19 @@ def _user_path_action(dirs: list[str], fixes: tuple[str, ...]) -> Action:
     details: UserPathDetails = {"entries": dirs}
     return Action(
         ActionKind.USER_PATH,
-        f"add {len(dirs)} folder(s) at the front of the user PATH (HKCU\\Environment, for programs started "
-        "afterwards)", tuple(f"+ user PATH {d}" for d in dirs),
-        "exactly the entries added are removed again; every other entry (and any the user adds meanwhile) stays",
+        user_path_title(len(dirs)), tuple(Msg(N_("+ user PATH {folder}"), folder=d) for d in dirs),
+        Msg(N_("exactly the entries added are removed again; every other entry (and any the user adds meanwhile) "
+               "stays")),
         fixes, dict(details))
 
 
-def _write(path: str, content: str, summary: str, fixes: tuple[str, ...], present: tuple[str, ...]) -> Action:
+def _write(path: str, content: str, summary: str | Msg, fixes: tuple[str, ...], present: tuple[str, ...]) -> Action:
     existed = path in present
     digest = hashlib.sha256(content.encode()).hexdigest()
     return Action(
-        ActionKind.WRITE_FILE, f"{'replace' if existed else 'write'} {path}: {summary}",
-        (f"{'~' if existed else '+'} {path} ({len(content.encode())} bytes)",),
-        "the previous file is restored" if existed else "the file is deleted",
+        ActionKind.WRITE_FILE, write_file_title(path, existed, summary),
+        (Msg(N_("{mark} {path} ({size} bytes)"), mark="~" if existed else "+", path=path,
+             size=len(content.encode())),),
+        Msg(N_("the previous file is restored") if existed else N_("the file is deleted")),
         fixes,
         {"path": path, "content": content, "sha256": digest, "mode": 0o644, "replaces_existing": existed})

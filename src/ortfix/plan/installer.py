@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ortfix.check.facts import Facts
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import Installer
 from ortfix.system.pipconfig import PipConfig
 from ortfix.system.uvargs import UvOptions, translate
@@ -20,31 +21,32 @@ from ortfix.system.uvargs import UvOptions, translate
 class InstallerChoice:
     installer: Installer | None  # None: the environment has no installer ortfix may use
     options: tuple[str, ...] = ()  # uv's options as shown (credentials redacted)
-    note: str | None = None  # why auto did not pick uv although uv is there
-    refused: str | None = None  # why --installer uv cannot be honoured
+    note: Msg | None = None  # why auto did not pick uv although uv is there
+    refused: str | Msg | None = None  # why --installer uv cannot be honoured
 
 
-def _uv(facts: Facts) -> UvOptions | str:
+def _uv(facts: Facts) -> UvOptions | str | Msg:
     if not facts.uv:
-        return "no uv executable was found on PATH or beside ortfix's own interpreter"
+        return Msg(N_("no uv executable was found on PATH or beside ortfix's own interpreter"))
     if facts.pip_config is None:
-        return "the pip configuration could not be read"
+        return Msg(N_("the pip configuration could not be read"))
     return translate(facts.pip_config)
 
 
-def redirect_notes(config: PipConfig | None) -> list[str]:
+def redirect_notes(config: PipConfig | None) -> list[str | Msg]:
     """What the plan says of pip settings that would send the install elsewhere: `target`/`prefix`/`root` make apply
     refuse; `user` is ignored (`--no-user`)."""
     if config is None:
         return []
-    notes = []
+    notes: list[str | Msg] = []
     redirect = config.redirect()
     if redirect is not None:
-        notes.append(f"{redirect}: apply refuses to run pip with it; remove that setting first")
+        notes.append(Msg(N_("{setting}: apply refuses to run pip with it; remove that setting first"),
+                         setting=redirect))
     user = config.user_install()
     if user is not None:
-        notes.append(f"your pip configuration sets user = true ({user}): ignored, pip installs into the environment "
-                     "(--no-user)")
+        notes.append(Msg(N_("your pip configuration sets user = true ({where}): ignored, pip installs into the "
+                            "environment (--no-user)"), where=user))
     return notes
 
 
@@ -56,6 +58,7 @@ def choose_installer(facts: Facts, wanted: str) -> InstallerChoice:
     if wanted == "uv":
         return InstallerChoice("pip" if has_pip else None, refused=uv)
     if has_pip:
-        note = f"installing with pip, not uv: {uv}" if facts.uv and uv is not None else None
+        note = Msg(N_("installing with pip, not uv: {reason}"), reason=uv) if facts.uv and uv is not None else None
         return InstallerChoice("pip", note=note)
-    return InstallerChoice(None, note=f"uv cannot be used: {uv}" if facts.uv and uv is not None else None)
+    return InstallerChoice(None, note=Msg(N_("uv cannot be used: {reason}"), reason=uv) if facts.uv and uv is not None
+                           else None)

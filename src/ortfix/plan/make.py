@@ -26,6 +26,7 @@ from ortfix.check.requires import Consumer, Need, installed_needs, nvidia_consum
 from ortfix.check.winstore import STORE_REASON, STORE_REMEDY, is_store_python
 from ortfix.compat.matrix import Matrix
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.plan.choose_build import cudnn9_first, cudnn9_out_of_reach, ranked_builds
 from ortfix.plan.genai import genai_change
 from ortfix.plan.hook_actions import (
@@ -45,6 +46,7 @@ from ortfix.plan.project_actions import project_changes
 from ortfix.plan.schema import PLAN_SCHEMA
 from ortfix.plan.swap import Swap, choose_swap
 from ortfix.plan.tensorrt import TENSORRT_CODES, TensorrtChange, tensorrt_change
+from ortfix.plan.titles import symlink_title
 
 
 def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
@@ -67,11 +69,12 @@ def make_plan(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options
             break  # the build asked for, or nothing
     assert first is not None
     consumer = consumers[0] if consumers else None
-    options_text = ("pass --ort-version/--cuda for a build of its CUDA/cuDNN majors "
-                    f"({consumer.majors()})" if consumer else "pass --ort-version/--cuda for another build")
-    raise OrtfixError(refusal(first[1], options, f"nothing was changed; {options_text}, or change "
-                                                 f"{first[1][0].broken[0].dependant} first"),
-                      hint="`ortfix matrix show` lists the builds", exit_code=ExitCode.PROBLEMS)
+    options_text = (Msg(N_("pass --ort-version/--cuda for a build of its CUDA/cuDNN majors ({majors})"),
+                        majors=consumer.majors()) if consumer
+                    else Msg(N_("pass --ort-version/--cuda for another build")))
+    raise OrtfixError(refusal(first[1], options, Msg(N_("nothing was changed; {options}, or change {dependant} first"),
+                                                     options=options_text, dependant=first[1][0].broken[0].dependant)),
+                      hint=Msg(N_("`ortfix matrix show` lists the builds")), exit_code=ExitCode.PROBLEMS)
 
 
 def _draft(facts: Facts, findings: Sequence[Finding], matrix: Matrix, options: PlanOptions,
@@ -138,16 +141,16 @@ def link_actions(by_code: Mapping[str, Sequence[Finding]]) -> tuple[list[Action]
             continue
         link = os.path.join(missing_link["directory"], missing_link["link"])
         actions.append(Action(
-            ActionKind.SYMLINK, f"create {link} -> {missing_link['target']}",
+            ActionKind.SYMLINK, symlink_title(link, missing_link["target"]),
             (f"+ {link} -> {missing_link['target']}",),
-            "the link is removed", (Code.SONAME_LINK_MISSING,),
+            Msg(N_("the link is removed")), (Code.SONAME_LINK_MISSING,),
             {"path": link, "target": missing_link["target"]}))
         linked.setdefault(missing_link["link"], link)
     return actions, linked
 
 
 def hook_stage(facts: Facts, options: PlanOptions, findings: Sequence[Finding], hook_libs: Mapping[str, str],
-               trt: TensorrtChange) -> tuple[list[Action], list[str]]:
+               trt: TensorrtChange) -> tuple[list[Action], list[str | Msg]]:
     """The hooks stage: the actions that make `hook_libs` (soname → path) findable, or the note that says how."""
     codes = {f.code for f in findings}
     kind = hook_kind(facts, options)
@@ -157,18 +160,20 @@ def hook_stage(facts: Facts, options: PlanOptions, findings: Sequence[Finding], 
         actions = hook_actions(facts, kind, hook_libs, trt_codes - {Code.LIB_SHADOWED} if beaten else trt_codes)
         return actions, [user_path_note(beaten)] if beaten else []
     if hook_libs and is_store_python(facts):
-        return [], [f"libraries need to be made findable but {STORE_REASON}: {STORE_REMEDY}"]
+        return [], [Msg(N_("libraries need to be made findable but {reason}: {remedy}"), reason=Msg(STORE_REASON),
+                        remedy=Msg(STORE_REMEDY))]  # Msg: translated where check/winstore.py marks them
     if hook_libs:
-        return [], ["libraries need to be made findable but --hook none was given: "
-                    + facts.platform.no_hook_advice(load_order(hook_libs))]
+        return [], [Msg(N_("libraries need to be made findable but --hook none was given: {advice}"),
+                        advice=facts.platform.no_hook_advice(load_order(hook_libs)))]
     return [], []
 
 
 def closing_notes(matrix: Matrix, options: PlanOptions, codes: set[Code], swap: Swap, missing: Sequence[str],
-                  cuda_major: int | None) -> list[str]:
+                  cuda_major: int | None) -> list[str | Msg]:
     """The notes stage: the libraries no wheel provides, why the target build, and cuDNN 9 out of reach."""
-    notes = [f"no NVIDIA pip wheel is known for {soname} (CUDA {cuda_major}): install it from the CUDA toolkit or "
-             "your distribution" for soname in missing]
+    notes: list[str | Msg] = [Msg(N_("no NVIDIA pip wheel is known for {soname} (CUDA {cuda}): install it from the "
+                                     "CUDA toolkit or your distribution"), soname=soname, cuda=str(cuda_major))
+                                 for soname in missing]
     if swap.swap and swap.target is not None:
         notes += list(swap.target.reasons)
     notes += [n for n in (cudnn9_out_of_reach(codes, swap.target, options, matrix),) if n]

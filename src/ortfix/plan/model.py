@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
 
 from ortfix.check.findings import Finding, finding_json
+from ortfix.i18n import Msg
 
 # How libraries are made findable: by the environment's kind, a conda hook, a preload hook (Windows: the PATH hook),
 # the Windows user PATH in the registry, or not at all.
@@ -47,10 +48,13 @@ class PlanOptions:
 
 @dataclass(frozen=True)
 class Action:
+    """One change of the plan. Its words are `Msg`s: English in the plan's JSON and files (`str()`), translated on
+    the terminal (`.text()`)."""
+
     kind: str
-    summary: str
-    changes: tuple[str, ...]  # "+ path", "- distribution", "~ path": what exactly changes
-    undo: str
+    summary: Msg
+    changes: tuple[str | Msg, ...]  # "+ path", "- distribution", "~ path": what exactly changes
+    undo: Msg
     fixes: tuple[str, ...]  # finding codes this action addresses
     details: Mapping[str, object] = field(default_factory=dict)  # the kind's TypedDict (plan/kinds.py)
 
@@ -69,7 +73,7 @@ class ChosenBuild:
     cuda_major: int
     cudnn_major: int | None
     index: str
-    reasons: tuple[str, ...]
+    reasons: tuple[str | Msg, ...]
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class Plan:
     target: ChosenBuild | None
     actions: tuple[Action, ...]
     unresolved: tuple[Finding, ...]  # problems no action here can fix (the driver, a reboot...)
-    notes: tuple[str, ...]
+    notes: tuple[str | Msg, ...]
     # The options uv is run with (from the pip configuration, credentials redacted); empty for pip.
     installer_options: tuple[str, ...] = ()
 
@@ -97,9 +101,22 @@ class Plan:
         return not self.actions
 
     def to_json(self) -> dict[str, object]:
-        doc = asdict(self)
+        doc = asdict(self, dict_factory=_english_dict)
         doc["unresolved"] = [finding_json(f) for f in self.unresolved]
         return doc
+
+
+def _english(value: object) -> object:
+    """A field's value for JSON: a Msg as its English text (also inside a list or tuple)."""
+    if isinstance(value, Msg):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_english(v) for v in value)
+    return value
+
+
+def _english_dict(items: list[tuple[str, object]]) -> dict[str, object]:
+    return {key: _english(value) for key, value in items}
 
 
 def plan_fingerprint(facts_fingerprint: str, options: PlanOptions, actions: Sequence[Action]) -> str:

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.facts import Facts
 from ortfix.check.packages import CPU_PACKAGE, GPU_PACKAGE, OTHER_VARIANTS
 from ortfix.check.requires import Need
+from ortfix.i18n import N_, Msg
 from ortfix.plan.model import PlanOptions
 from ortfix.target.probe import Distribution
 
@@ -35,12 +36,13 @@ class Replacement:
     needs: tuple[Need, ...]  # what other installed distributions require of it
     broken: tuple[Need, ...]  # those the change leaves unmet
 
-    def line(self) -> str:
+    def line(self) -> Msg:
         """`name old → new (required by X: spec)`."""
-        new = f"{self.dist.name}{self.new}" if self.new else "removed"
+        new: str | Msg = f"{self.dist.name}{self.new}" if self.new else Msg(N_("removed"))
         shown = self.broken or self.needs
         by = "; ".join(f"{n.who}: {n.text}" for n in shown)
-        return f"{self.dist.name} {self.dist.version} → {new}" + (f" (required by {by})" if by else "")
+        return Msg(N_("{name} {version} → {new}{by}"), name=self.dist.name, version=self.dist.version, new=new,
+                   by=Msg(N_(" (required by {needs})"), needs=by) if by else "")
 
 
 def replacements(facts: Facts, removed: Iterable[str], requirements: Sequence[str],
@@ -94,14 +96,18 @@ def _can_meet(need: Need, new: SpecifierSet | None) -> bool:
     return False
 
 
-def refusal(broken: Sequence[Replacement], options: PlanOptions, alternatives: str) -> str:
+def refusal(broken: Sequence[Replacement], options: PlanOptions, alternatives: Msg) -> Msg:
     """One line: which change breaks whom, and what the user can do."""
     first = broken[0]
     need = first.broken[0]
     asked = " ".join(a for a in (f"--ort-version {options.ort_version}" if options.ort_version else "",
                                  f"--cuda {options.cuda_major}" if options.cuda_major else "") if a)
-    what = (f"uninstalling {first.dist.name} {first.dist.version}" if first.new is None
-            else f"replacing {first.dist.name} {first.dist.version} by {first.dist.name}{first.new}")
-    more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
-    return (f"{'the build asked for (' + asked + ')' if asked else 'every build that runs here'} would break "
-            f"{need.who}, which requires {need.text}: {what}{more}; {alternatives}")
+    what = (Msg(N_("uninstalling {name} {version}"), name=first.dist.name, version=first.dist.version)
+            if first.new is None else
+            Msg(N_("replacing {name} {version} by {name}{new}"), name=first.dist.name, version=first.dist.version,
+                new=str(first.new)))
+    more = Msg(N_(" (and {n} more)"), n=len(broken) - 1) if len(broken) > 1 else ""
+    which = (Msg(N_("the build asked for ({options})"), options=asked) if asked
+             else Msg(N_("every build that runs here")))
+    return Msg(N_("{which} would break {who}, which requires {requirement}: {what}{more}; {alternatives}"),
+               which=which, who=need.who, requirement=need.text, what=what, more=more, alternatives=alternatives)

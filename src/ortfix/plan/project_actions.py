@@ -13,8 +13,10 @@ from packaging.utils import canonicalize_name
 from ortfix.check.codes import FindingCode as Code
 from ortfix.check.facts import Facts
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, ProjectUpdateDetails, RequirementEdit
 from ortfix.plan.model import Action, ChosenBuild
+from ortfix.plan.titles import project_title
 from ortfix.safetext import visible
 from ortfix.system.project import (
     PYPROJECT,
@@ -31,7 +33,7 @@ from ortfix.system.project import (
 
 
 def project_changes(facts: Facts, target: ChosenBuild | None, requirements: Sequence[str], project_option: bool
-                    ) -> tuple[list[Action], list[str]]:
+                    ) -> tuple[list[Action], list[str | Msg]]:
     """(the project-update action, notes) for the plan; nothing when the project names no CPU onnxruntime."""
     project = facts.project
     if project is None or target is None or not cpu_mentions(project):
@@ -42,19 +44,21 @@ def project_changes(facts: Facts, target: ChosenBuild | None, requirements: Sequ
     elif project.manager == "requirements":
         found = _requirement_edits(project, add[0])
     else:
-        found = f"the project's {PYPROJECT} names onnxruntime, and no uv, poetry or pdm manages it: edit it by hand"
-    if isinstance(found, str):
+        found = Msg(N_("the project's {file} names onnxruntime, and no uv, poetry or pdm manages it: edit it by "
+                       "hand"), file=PYPROJECT)
+    if isinstance(found, (str, Msg)):
         if project_option:
-            raise OrtfixError(f"--project: {found}", hint="leave --project out to fix the environment alone; "
-                                                          "nothing was changed")
+            raise OrtfixError(Msg(N_("--project: {reason}"), reason=found),
+                              hint=Msg(N_("leave --project out to fix the environment alone; nothing was changed")))
         return [], [found]
     details, shown = found
     if not project_option:
-        return [], [f"a fix made only in the environment is undone by `{sync_command(project)}`; to make it hold in "
-                    f"the project: {shown} (or apply with --project)"]
-    return [Action(ActionKind.PROJECT_UPDATE, f"update the {project.manager} project at {visible(project.folder)}",
+        return [], [Msg(N_("a fix made only in the environment is undone by `{command}`; to make it hold in the "
+                           "project: {change} (or apply with --project)"), command=sync_command(project),
+                        change=shown)]
+    return [Action(ActionKind.PROJECT_UPDATE, project_title(project.manager, project.folder),
                    tuple(f"~ {visible(project.folder)}/{visible(name)}" for name in details["files"]),
-                   "the project's files are saved first and put back byte for byte",
+                   Msg(N_("the project's files are saved first and put back byte for byte")),
                    (Code.PROJECT_UNDOES,), dict(details))], []
 
 
@@ -76,16 +80,18 @@ def _files(project: Project, names: Sequence[str]) -> dict[str, str]:
     return {name: project.sha256(name) for name in names}
 
 
-def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails, str] | str:
+def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails, str] | str | Msg:
     """(the details of a uv, poetry or pdm project's change; the commands as shown), or why there is none."""
     declared = [m for m in cpu_mentions(project) if m.file == PYPROJECT]
     if not declared:
         locked = cpu_mentions(project)[0]
-        return (f"onnxruntime reaches the project through another dependency ({visible(locked.file)}:{locked.line}): "
-                "replace that dependency, or declare the GPU build and exclude the CPU one in its configuration")
+        return Msg(N_("onnxruntime reaches the project through another dependency ({file}:{line}): replace that "
+                      "dependency, or declare the GPU build and exclude the CPU one in its configuration"),
+                   file=visible(locked.file), line=locked.line)
     sections = sorted({m.section for m in declared})
     if len(sections) > 1:
-        return f"onnxruntime is declared in several places of {PYPROJECT} ({', '.join(sections)}): change them by hand"
+        return Msg(N_("onnxruntime is declared in several places of {file} ({sections}): change them by hand"),
+                   file=PYPROJECT, sections=", ".join(sections))
     section = sections[0]
     refused = tool_refusal(project.manager, section)
     if refused is not None:
@@ -99,18 +105,18 @@ def _tool_change(project: Project, add: list[str]) -> tuple[ProjectUpdateDetails
     return details, shown
 
 
-def _requirement_edits(project: Project, requirement: str) -> tuple[ProjectUpdateDetails, str] | str:
+def _requirement_edits(project: Project, requirement: str) -> tuple[ProjectUpdateDetails, str] | Msg:
     edits: list[RequirementEdit] = []
     for m in cpu_mentions(project):
         if m.section != "requirements" or not m.file.startswith("requirements"):
             continue  # a constraints file pins the CPU package only: harmless once nothing requires it
         new = replaced_line(m.text, requirement)
         if new is None:
-            return (f"{visible(m.file)}:{m.line} continues on the next line (hashes?): replace its onnxruntime "
-                    f"requirement by {requirement} by hand")
+            return Msg(N_("{file}:{line} continues on the next line (hashes?): replace its onnxruntime requirement "
+                          "by {requirement} by hand"), file=visible(m.file), line=m.line, requirement=requirement)
         edits.append({"file": m.file, "line": m.line, "old": m.text, "new": new})
     if not edits:
-        return "only constraints files name onnxruntime: nothing to change"
+        return Msg(N_("only constraints files name onnxruntime: nothing to change"))
     details: ProjectUpdateDetails = {
         "project": project.folder, "manager": "requirements", "section": "dependencies", "remove": [], "add": [],
         "files": _files(project, sorted({e["file"] for e in edits})), "edits": edits}

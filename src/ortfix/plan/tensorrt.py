@@ -19,6 +19,7 @@ from ortfix.check.facts import Facts, OrtInstall
 from ortfix.compat.addons import TENSORRT_FAMILIES, TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_, Msg
 from ortfix.plan.model import ChosenBuild
 from ortfix.plan.needed_libraries import stack_majors, stack_version
 
@@ -30,7 +31,7 @@ TENSORRT_CODES = (FindingCode.TENSORRT_NOT_LOADING, FindingCode.TENSORRT_WRONG_M
 class TensorrtChange:
     requirement: str | None = None  # tensorrt-cuNN-libs>=MIN,<MAJOR+1
     libraries: Mapping[str, str] = field(default_factory=dict)  # soname → the path the hooks make findable
-    notes: tuple[str, ...] = ()
+    notes: tuple[str | Msg, ...] = ()
     wheel: WheelSpec | None = None  # what the requirement installs where (plan/needed_libraries.occupying)
 
 
@@ -38,12 +39,13 @@ def tensorrt_change(facts: Facts, matrix: Matrix, installed: OrtInstall | None,
                     target: ChosenBuild | None) -> TensorrtChange:
     version, (cuda, _) = stack_version(target, installed), stack_majors(target, installed)
     if not version or not cuda:
-        return TensorrtChange(notes=("--with tensorrt: no GPU build to add TensorRT to",))
+        return TensorrtChange(notes=(Msg(N_("--with tensorrt: no GPU build to add TensorRT to")),))
     sonames = [n for n in platform_names(facts, _provider_needed(matrix, installed, version, cuda))
                if (parsed := facts.parse_library_name(n)) is not None and parsed[0] in TENSORRT_FAMILIES]
     major = next((facts.platform.library_major(n) for n in sonames if is_nvinfer(facts, n)), None)
     if major is None:
-        return TensorrtChange(notes=(f"--with tensorrt: which TensorRT {version} needs is not known",))
+        return TensorrtChange(notes=(Msg(N_("--with tensorrt: which TensorRT {version} needs is not known"),
+                                         version=version),))
     libraries: dict[str, str] = {}
     install = False
     other = _other_cuda_folders(facts, cuda)

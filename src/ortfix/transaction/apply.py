@@ -206,7 +206,7 @@ def _run(plan: Plan, env: TargetEnv, store: TransactionStore, tx: Transaction, p
         runner.save(replace(runner.tx, status=TxStatus.KEPT, message=reason))
         return ApplyOutcome(pf, runner.tx, verification, broken=broken)
     runner.save(replace(runner.tx, message=reason))
-    warnings = [n.text for n in said(runner.reverse_all(reason))]
+    warnings = [str(n.text) for n in said(runner.reverse_all(reason))]
     free_discards(store, runner.tx, background=False)
     return ApplyOutcome(pf, runner.tx, verification, tuple(warnings), broken)
 
@@ -233,7 +233,7 @@ def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> Ortf
     # The journal keeps the English; the terminal gets the same sentence in the user's language.
     message: str | Msg = runner.failure or runner.tx.message or (what if interrupted else why_failed(exc))
     try:
-        warnings = [n.text for n in said(runner.reverse_all(f"apply failed: {message}"))]
+        warnings = [str(n.text) for n in said(runner.reverse_all(f"apply failed: {message}"))]
     except BaseException as rexc:
         return OrtfixError(Msg(N_("{message}; the automatic rollback failed too: {why}"), message=message,
                                why=why_failed(rexc)),

@@ -19,7 +19,7 @@ from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import ORIGIN_PLAN, ORIGIN_REPLACED, TargetEnv, verified
+from ortfix.transaction.actions.base import ORIGIN_PLAN, ORIGIN_REPLACED, TargetEnv, step_title, verified
 from ortfix.transaction.actions.resolve import InstallerResolution, no_installer, resolve
 from ortfix.transaction.consistency import installer_check
 from ortfix.transaction.journal import Step, StepState
@@ -49,12 +49,12 @@ class Preflight:
     disk: DiskCheck | None
     problems: tuple[Msg, ...]  # English for --json (str), translated on the screen (.text())
     commands: tuple[tuple[str, ...], ...]  # what preflight itself ran (the installer's dry-run)
-    descriptions: tuple[tuple[str, ...], ...] = ()  # per step: the exact commands and file changes
+    descriptions: tuple[tuple[str | Msg, ...], ...] = ()  # per step: the exact commands and file changes
     # What the installer's own check (`pip check`) reports before the first change; None: not run (a dry run, no
     # package step, or no installer to run it)
     consistency: tuple[str, ...] | None = None
 
-    def describe(self) -> list[tuple[Step, list[str]]]:
+    def describe(self) -> list[tuple[Step, list[str | Msg]]]:
         return [(s, list(d)) for s, d in zip(self.steps, self.descriptions)]
 
 
@@ -75,7 +75,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
     for action in plan.actions:
         handler_for(action.kind)  # an unknown kind stops here, before anything runs
         if action.kind != ActionKind.PIP_INSTALL:
-            steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details))
+            steps.append(_planned(len(steps) + 1, action.kind, str(action.summary), ORIGIN_PLAN, action.details))
             continue
         if action.details.get("installer") not in ("pip", "uv"):
             raise no_installer(env)
@@ -92,7 +92,7 @@ def _expand(env: TargetEnv, plan: Plan, workdir: Path
                 ORIGIN_REPLACED,  # (a step's summary: journal data, like the plan's)
                 {"distribution": old.name, "version": old.version, "location": old.location,
                  "dist_info": old.dist_info}))
-        steps.append(_planned(len(steps) + 1, action.kind, action.summary, ORIGIN_PLAN, action.details,
+        steps.append(_planned(len(steps) + 1, action.kind, str(action.summary), ORIGIN_PLAN, action.details,
                               {"resolution": resolution.to_json()}))
     return steps, resolution, commands
 
@@ -153,7 +153,7 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
             problems.append(why)
     steps, resolution, commands = _expand(env, plan, workdir)
     for step in steps:
-        problems += [Msg(N_("step {n} ({summary}): {problem}"), n=step.index, summary=step.summary, problem=p)
+        problems += [Msg(N_("step {n} ({summary}): {problem}"), n=step.index, summary=step_title(step), problem=p)
                      for p in verified(env, step.kind, step.details)]
     disk = _disk(env, resolution)
     if disk is not None and disk.free_bytes < disk.needed_bytes:
@@ -165,7 +165,7 @@ def preflight(env: TargetEnv, plan: Plan, workdir: Path, *, dry_run: bool) -> Pr
     if disk is not None and disk.download_bytes and shutil.disk_usage(tmp).free < disk.download_bytes:
         problems.append(Msg(N_("not enough free space in {where} for the downloads ({size})"), where=tmp,
                             size=_mib(disk.download_bytes)))
-    descriptions = []
+    descriptions: list[tuple[str | Msg, ...]] = []
     for step in steps:
         try:
             descriptions.append(tuple(handler_for(step.kind).describe(env, step.details)))

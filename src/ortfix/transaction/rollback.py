@@ -133,7 +133,7 @@ def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, ru
                 store.read_sidecar(tx.id, step.index, str(name), str(sha))
     problems: list[str] = []
     for step in steps_to_undo(tx):
-        problems += handler_for(step.kind).check_undo(env, step, runner.context(step))
+        problems += [str(p) for p in handler_for(step.kind).check_undo(env, step, runner.context(step))]
     if problems:
         more: str | Msg = Msg(N_(" (and {n} more)"), n=len(problems) - 3) if len(problems) > 3 else ""
         raise OrtfixError(Msg(N_("transaction {id} cannot be undone exactly: {problems}{more}"), id=tx.id,

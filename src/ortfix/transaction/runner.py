@@ -19,7 +19,7 @@ from typing import Any
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg, tr
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.base import StepContext, TargetEnv, step_title, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
@@ -146,13 +146,13 @@ class Runner:
         for step in self.tx.steps:
             if pause == step.index:
                 _test_pause()
-            self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step.summary}")
+            self.ui.echo(f"[{step.index}/{len(self.tx.steps)}] {step_title(step).text()}")
             handler = handler_for(step.kind)
             try:
                 record = handler.execute(self.env, step, self.context(step, crash_midway=during == step.index))
             except BaseException as exc:
                 why = why_failed(exc)
-                self.failure = Msg(N_("step {n} ({summary}) failed: {why}"), n=step.index, summary=step.summary,
+                self.failure = Msg(N_("step {n} ({summary}) failed: {why}"), n=step.index, summary=step_title(step),
                                    why=why)
                 self.save(replace(_replace_step(self.tx, step.index, error=str(why)), message=str(self.failure)))
                 raise
@@ -174,18 +174,18 @@ class Runner:
                 if step.state not in (StepState.STARTED, StepState.DONE):
                     continue
                 self.ui.echo(tr("undo [{n}/{total}] {summary}", n=step.index, total=len(self.tx.steps),
-                                summary=step.summary))
+                                summary=step_title(step)))
                 try:
                     got = handler_for(step.kind).reverse(self.env, step, self.context(step))
                 except OSError as exc:
                     raise OrtfixError(Msg(N_("undoing step {n} ({summary}) failed: {path}: {error}"), n=step.index,
-                                          summary=step.summary, path=exc.filename or "",
+                                          summary=step_title(step), path=exc.filename or "",
                                           error=str(exc.strerror or exc)),
                                       hint=Msg(N_("fix that (free disk space?), then run `ortfix rollback` again; the "
                                                   "journal says how far it got"))) from exc
                 warnings += got
                 self.save(_replace_step(self.tx, step.index, state=StepState.REVERSED))
-            said = [w.text for w in warnings if w.said]
+            said = [str(w.text) for w in warnings if w.said]
             rollback = {**(self.tx.rollback or {}), "finished": now_iso(), "warnings": said}
             self.save(replace(self.tx, status=TxStatus.ROLLED_BACK, rollback=rollback))
         return warnings

@@ -57,7 +57,7 @@ FAILING = frozenset({Cause.REPLACED_LATER, Cause.NOT_RESTORED})  # the transacti
 class UndoNote:
     cause: Cause
     path: str  # the path (or PATH entry) concerned, as the user sees it
-    text: str  # the full sentence, for --verbose, --json and the journal
+    text: str | Msg  # the full sentence: English for --json and the journal (str()), translated for --verbose
 
     @property
     def as_before(self) -> bool:
@@ -75,7 +75,7 @@ class UndoNote:
         return self.cause is not Cause.PUT_BACK
 
     def to_json(self) -> dict[str, str | bool]:
-        return {"cause": self.cause.value, "path": self.path, "text": self.text, "as_before": self.as_before,
+        return {"cause": self.cause.value, "path": self.path, "text": str(self.text), "as_before": self.as_before,
                 "undone": not self.failed}
 
 

@@ -5,6 +5,8 @@ Every kind has a handler with the same contract (after conda's PathAction):
 - `verify(env, details)`: every reason it cannot run here, without changing anything (all steps are verified before
   the first one executes). `details` may come from a saved plan or a journal: untrusted, checked field by field.
 - `describe(env, details)`: the exact commands and file changes, for `apply --dry-run`;
+- `title(step)`: the step's one-line summary rebuilt from its details (plan/titles.py), for the terminal: a plan or
+  journal keeps the English summary, apply, rollback and history show it translated (`step_title`);
 - `execute(env, step, ctx)`: first `ctx.commit(record)` (the journal then holds everything needed to undo the step),
   then the change;
 - `check_undo(env, step, ctx)`: before a rollback changes anything, every reason the step cannot be undone exactly
@@ -12,6 +14,9 @@ Every kind has a handler with the same contract (after conda's PathAction):
 - `reverse(env, step, ctx)`: undo, judged from what is on disk now, so it is idempotent and also undoes a step that
   was cut off half-way (Ctrl-C, kill -9, power loss). Returns a note (`undo_notes.UndoNote`) for each path it could
   not put back exactly, with its cause.
+
+Problems, descriptions and undo notes are `i18n.Msg`s where they are sentences: English in journals and `--json`,
+translated on the terminal.
 
 Every file operation goes through the environment's `EnvRoot` (system/confine.py): paths are relative to the prefix
 and are walked without following any link, at the moment of use. Commands are built here from typed values;
@@ -31,6 +36,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField
+from ortfix.i18n import N_, Msg, language
 from ortfix.plan.kinds import ActionKind
 from ortfix.system.confine import ConfinementError, EnvRoot
 from ortfix.system.host import HOST
@@ -66,7 +72,7 @@ class TargetEnv:
     @property
     def fs(self) -> EnvRoot:
         if self.root is None:
-            raise RuntimeError("the environment was not opened")
+            raise RuntimeError("the environment was not opened")  # i18n: english (a bug, never the user's)
         return self.root
 
     def journaled(self) -> dict[str, str]:
@@ -115,10 +121,12 @@ def open_env(python: str, prefix: str, purelib: str, platlib: str, scripts: str,
         paths = []
         for what, path in (("purelib", purelib), ("platlib", platlib), ("scripts", scripts)):
             if "\0" in path or not os.path.isabs(path):
-                raise OrtfixError(f"the environment's {what} {path!r} is not an absolute path")
+                raise OrtfixError(Msg(N_("the environment's {what} {path} is not an absolute path"), what=what,
+                                      path=repr(path)))
             canon = os.path.realpath(path)
             if not os.path.normcase(canon).startswith(os.path.normcase(real).rstrip("\\/") + os.sep):
-                raise ConfinementError(f"the environment's {what} {path} is outside its prefix {prefix}")
+                raise ConfinementError(str(Msg(N_("the environment's {what} {path} is outside its prefix {prefix}"),
+                                               what=what, path=path, prefix=prefix)))
             paths.append(canon)
         return TargetEnv(python=python, prefix=real, purelib=paths[0], platlib=paths[1], scripts=paths[2],
                          env_kind=env_kind, uv=uv, break_system_packages=break_system_packages, root=root)
@@ -135,7 +143,7 @@ class StepContext:
     tx_id: str
     index: int
     commit: Callable[[Mapping[str, object]], None]  # journal the step's undo record now (before the change)
-    echo: Callable[[str], None]
+    echo: Callable[[str], None]  # a line for the terminal (translated already)
     output: Callable[[str, bool], None]  # a line of a child's output (pip), and whether it came from stderr
     crash_midway: bool = False  # test-only fault injection: die half-way through this step
 
@@ -202,6 +210,10 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
             return exc.one_line() if isinstance(exc, OrtfixError) else str(exc)
         return None
 
+    @abstractmethod
+    def title(self, step: Step) -> Msg:
+        """The step's summary rebuilt from its details (plan/titles.py); BadField when they do not allow it."""
+
     def typed_details(self, details: Mapping[str, object]) -> DetailsT:
         """`details` as this kind's TypedDict: only for details `check_details` accepted."""
         return cast(DetailsT, details)
@@ -219,16 +231,16 @@ class Handler(ABC, Generic[DetailsT, RecordT]):
         """Raise BadField/ConfinementError unless the record's fields are well-formed."""
 
     @abstractmethod
-    def verify(self, env: TargetEnv, details: DetailsT) -> list[str]: ...
+    def verify(self, env: TargetEnv, details: DetailsT) -> list[str | Msg]: ...
 
     @abstractmethod
-    def describe(self, env: TargetEnv, details: DetailsT) -> list[str]: ...
+    def describe(self, env: TargetEnv, details: DetailsT) -> list[str | Msg]: ...
 
     @abstractmethod
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> RecordT:
         """Do it; returns the final record (the journal gets it with the step marked done)."""
 
-    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str | Msg]:
         """Every reason the step cannot be undone exactly (its stash is incomplete); checked before any change."""
         return []
 
@@ -256,15 +268,48 @@ def handler_for(kind: str) -> AnyHandler:
     try:
         return HANDLERS[kind]
     except KeyError as exc:
-        raise OrtfixError(f"unknown action kind {kind!r}", hint=f"this ortfix knows {', '.join(sorted(HANDLERS))}"
-                          ) from exc
+        raise OrtfixError(Msg(N_("unknown action kind {kind}"), kind=repr(kind)),
+                          hint=Msg(N_("this ortfix knows {kinds}"), kinds=", ".join(sorted(HANDLERS)))) from exc
 
 
-def verified(env: TargetEnv, kind: str, details: Mapping[str, object]) -> list[str]:
+def verified(env: TargetEnv, kind: str, details: Mapping[str, object]) -> list[str | Msg]:
     """The handler's problems, with malformed details reported as one problem instead of an exception."""
     handler = handler_for(kind)
     try:
         handler.check_details(env, details)
     except (BadField, OrtfixError) as exc:
-        return [exc.one_line() if isinstance(exc, OrtfixError) else str(exc)]
+        return [problem(exc)]
     return handler.verify(env, details)
+
+
+def problem(exc: BadField | OrtfixError) -> str | Msg:
+    """The one line an exception says, a Msg where it carries one (translated where it is printed)."""
+    if isinstance(exc, OrtfixError):
+        return (Msg("{message} ({hint})", message=exc.message_msg, hint=exc.hint_msg) if exc.hint_msg is not None
+                else exc.message_msg)
+    return exc.args[0] if exc.args and isinstance(exc.args[0], Msg) else str(exc)
+
+
+class _Retold(Msg):
+    """A step's title whose English is the summary its plan or journal holds, translated as the title rebuilt from
+    its details (which may say less: why a distribution is uninstalled, what a hook does, stays in English only)."""
+
+    __slots__ = ("rebuilt", "summary")
+
+    def __init__(self, summary: str, rebuilt: Msg) -> None:
+        super().__init__("{summary}", summary=summary)
+        self.summary, self.rebuilt = summary, rebuilt
+
+    def text(self) -> str:
+        return self.summary if language() == "en" else self.rebuilt.text()
+
+
+def step_title(step: Step) -> Msg:
+    """What the terminal shows for a step (apply, rollback, history, its plan or journal read back): its English
+    summary as it is written there, translated by rebuilding the kind's title from the step's details (checked field
+    by field); the summary as it is when they do not allow that or the kind is unknown."""
+    try:
+        rebuilt = handler_for(step.kind).title(step)
+    except (BadField, OrtfixError):
+        return Msg("{summary}", summary=step.summary)
+    return rebuilt if str(rebuilt) == step.summary else _Retold(step.summary, rebuilt)

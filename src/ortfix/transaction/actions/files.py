@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Union
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.confine import EnvRoot
 from ortfix.system.envpaths import Kept
 from ortfix.system.host import HOST
@@ -54,15 +55,17 @@ def written_again(env: TargetEnv, kept: Sequence[Kept], digests: dict[str, str])
     notes = []
     for k in kept:
         if now[k.dst] is not None and now[k.dst] == digests.get(k.dst):
-            notes.append(UndoNote(Cause.BACK_ALREADY, env.abs(k.dst), f"{env.abs(k.dst)} was written again after "
-                                  "the apply with the bytes it had before; the stashed copy stays in "
-                                  f"{env.abs(k.src)}"))
+            notes.append(UndoNote(Cause.BACK_ALREADY, env.abs(k.dst), Msg(
+                N_("{path} was written again after the apply with the bytes it had before; the stashed copy stays in "
+                   "{copy}"), path=env.abs(k.dst), copy=env.abs(k.src))))
         elif f"/{PYC_CACHE}/" in f"/{k.dst}" and k.dst.endswith(".pyc"):
-            notes.append(UndoNote(Cause.BYTECODE, env.abs(k.dst), f"{env.abs(k.dst)} was compiled again after the "
-                                  f"apply; left in place, the earlier copy stays in {env.abs(k.src)}"))
+            notes.append(UndoNote(Cause.BYTECODE, env.abs(k.dst), Msg(
+                N_("{path} was compiled again after the apply; left in place, the earlier copy stays in {copy}"),
+                path=env.abs(k.dst), copy=env.abs(k.src))))
         else:
-            notes.append(UndoNote(Cause.REPLACED_LATER, env.abs(k.dst), f"{env.abs(k.dst)} was changed after the "
-                                  f"apply; its earlier content stays in {env.abs(k.src)}"))
+            notes.append(UndoNote(Cause.REPLACED_LATER, env.abs(k.dst), Msg(
+                N_("{path} was changed after the apply; its earlier content stays in {copy}"), path=env.abs(k.dst),
+                copy=env.abs(k.src))))
     return notes
 
 

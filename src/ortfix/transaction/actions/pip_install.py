@@ -8,13 +8,10 @@ import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import Any, TypedDict
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -29,11 +26,13 @@ from ortfix.fields import (
     want_str,
     want_str_list,
 )
+from ortfix.i18n import N_, Msg, tr
 from ortfix.plan.kinds import ActionKind, PipInstallDetails
+from ortfix.plan.titles import pip_install_title
 from ortfix.system.confine import check_rel
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.attribution import InstalledJson, attribute_install, claimed_by_others, foreign_changes
-from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, problem
 from ortfix.transaction.actions.files import (
     PYC_CACHE,
     FileRow,
@@ -42,11 +41,13 @@ from ortfix.transaction.actions.files import (
     remove_empty_dirs,
     written_again,
 )
+from ortfix.transaction.actions.installer_run import run_installer
 from ortfix.transaction.actions.overwrite import overwrite_candidates
 from ortfix.transaction.actions.resolve import (
     INSTALLERS,
     ResolvedJson,
     install_argv,
+    install_description,
     install_environ,
     report_archives,
     report_installs,
@@ -63,11 +64,6 @@ from ortfix.transaction.undo_notes import Cause, UndoNote
 def discard_rel(store: TransactionStore, tx_id: str, index: int) -> str:
     """Where a rollback moves what an install created; deleted right after, or by `history prune`."""
     return store.step_rel(tx_id, index) + "/discard"
-
-
-def _pump(stream: IO[str], is_err: bool, output: Callable[[str, bool], None]) -> None:
-    for line in iter(stream.readline, ""):
-        output(line.rstrip("\n"), is_err)
 
 
 def _fingerprint_list(item: object, n: int) -> list[object]:
@@ -112,11 +108,12 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
     def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         reqs = want_list(details, "requirements", limit=100)
         if not reqs:
-            raise BadField("field 'requirements' is empty")
+            raise BadField(Msg(N_("field 'requirements' is empty")))
         for r in reqs:
             requirement(r)
         if details.get("installer") not in (*INSTALLERS, None):  # None: the environment has no installer
-            raise BadField(f"field 'installer' must be one of {', '.join(INSTALLERS)} or null")
+            raise BadField(Msg(N_("field 'installer' must be one of {installers} or null"),
+                               installers=", ".join(INSTALLERS)))
         want_bool(details, "reinstall")
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
@@ -124,7 +121,7 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             check_rel(rel if isinstance(rel, str) else "")
         sidecars = want_dict(step.record, "sidecars")
         if not set(sidecars) <= {"snapshot", "created"}:
-            raise BadField("field 'sidecars' names an unknown sidecar")
+            raise BadField(Msg(N_("field 'sidecars' names an unknown sidecar")))
         for key in sidecars:
             want_sha(sidecars, key)
         for item in want_list(step.record, "protected"):
@@ -142,27 +139,28 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         for key in ("installed", "resolution"):
             for item in want_list(step.record, key) if key in step.record else []:
                 if not isinstance(item, dict):
-                    raise BadField(f"field {key!r} is not a list of objects")
+                    raise BadField(Msg(N_("field {key} is not a list of objects"), key=repr(key)))
         for item in want_list(step.record, "installed") if "installed" in step.record else []:
             for field_name in ("name", "version", "dist_info"):
                 want_str(item, field_name, where="installed")
 
-    def verify(self, env: TargetEnv, details: PipInstallDetails) -> list[str]:
-        problems = [f"{d} is not writable" for d in (*env.site_dirs, env.scripts)
-                    if os.path.isdir(d) and not os.access(d, os.W_OK)]
+    def title(self, step: Step) -> Msg:
+        return pip_install_title([requirement(r) for r in want_str_list(step.details, "requirements", items=100)])
+
+    def verify(self, env: TargetEnv, details: PipInstallDetails) -> list[str | Msg]:
+        problems: list[str | Msg] = [Msg(N_("{folder} is not writable"), folder=d) for d in (*env.site_dirs,
+                                     env.scripts) if os.path.isdir(d) and not os.access(d, os.W_OK)]
         try:
             install_argv(env, details)
         except OrtfixError as exc:
-            problems.append(exc.one_line())
+            problems.append(problem(exc))
         return problems
 
-    def describe(self, env: TargetEnv, details: PipInstallDetails) -> list[str]:
-        who = "uv" if details.get("installer") == "uv" else "the environment's own pip"
+    def describe(self, env: TargetEnv, details: PipInstallDetails) -> list[str | Msg]:
         try:
-            argv = install_argv(env, details)
+            return [install_description(env, details)]
         except OrtfixError as exc:
-            return [exc.one_line()]
-        return [f"run ({who}, with your pip configuration): {' '.join(shown(argv))}"]
+            return [problem(exc)]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> PipInstallRecord:
         fs = env.fs
@@ -205,7 +203,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             lines: list[str] = []
             rc = self._run(argv, env.python, install_environ(env, planned), record, step, ctx, roots, lines)
             if rc != 0:
-                raise OrtfixError(f"{installer} install failed (exit {rc})", hint="its own output above says why")
+                raise OrtfixError(Msg(N_("{installer} install failed (exit {rc})"), installer=installer, rc=rc),
+                                  hint=Msg(N_("its own output above says why")))
             if installer == "pip":  # what pip took from an ortfix wheelhouse, by the hash pip took it with
                 check_wheelhouse_files(report_archives(report))
             names = ([n for n, _v, _u in report_installs(report)] if installer == "pip"
@@ -237,74 +236,46 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
         if foreign:
             ctx.commit(record)
             raise OrtfixError(
-                f"the environment changed while {installer} was installing: {len(foreign)} path(s) this install did "
-                f"not write, e.g. {env.abs(foreign[0])} (another installer running at the same time?)",
-                hint="everything this transaction did is undone; what the other installer did stays")
+                Msg(N_("the environment changed while {installer} was installing: {n} path(s) this install did not "
+                       "write, e.g. {path} (another installer running at the same time?)"), installer=installer,
+                    n=len(foreign), path=env.abs(foreign[0])),
+                hint=Msg(N_("everything this transaction did is undone; what the other installer did stays")))
         return record
 
     def _run(self, argv: Sequence[str], python: str, environ: Mapping[str, str] | None, record: PipInstallRecord,
-             step: Step,
-             ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
-        ctx.echo(f"installing with {self.typed_details(step.details)['installer']}: {' '.join(shown(argv))}")
+             step: Step, ctx: StepContext, roots: Sequence[str], lines: list[str]) -> int:
+        installer = str(self.typed_details(step.details)["installer"])
+        ctx.echo(tr("installing with {installer}: {command}", installer=installer, command=" ".join(shown(argv))))
 
-        def output(line: str, is_err: bool) -> None:
-            lines.append(line)
-            ctx.output(line, is_err)
+        def started(pid: int) -> None:
+            record["pid"] = pid
+            ctx.commit(record)
 
-        proc = subproc.start(argv, target_python=python, env=environ)
-        record["pid"] = proc.pid
-        ctx.commit(record)
-        threads = [threading.Thread(target=_pump, args=(proc.stdout, False, output), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, True, output), daemon=True)]
-        for t in threads:
-            t.start()
-        try:
-            if ctx.crash_midway:
-                self._crash_when_writing(proc, roots)
-            rc = proc.wait()
-        except BaseException:
-            subproc.terminate_group(proc, timeout=30, close_pipes=False)  # the output threads are still reading
-            raise
-        for t in threads:
-            t.join(timeout=5)
-        return rc
-
-    @staticmethod
-    def _crash_when_writing(proc: subprocess.Popen[str], roots: Sequence[str]) -> None:
-        # Fault injection: as soon as pip has started writing into the environment, kill it and die (kill -9).
-        tops = {r: set(os.listdir(r)) if os.path.isdir(r) else set() for r in roots}
-        while proc.poll() is None:
-            for root, names in tops.items():
-                with contextlib.suppress(OSError):
-                    if set(os.listdir(root)) - names:
-                        proc.kill()
-                        proc.wait()
-                        test_crash()
-            time.sleep(0.005)
-        test_crash()
+        return run_installer(argv, python, environ, ctx, roots, lines, started)
 
     def _created(self, step: Step, ctx: StepContext) -> tuple[dict[str, FileRow], list[str]]:
         record = self.typed_record(step)
         data = ctx.read_sidecar("created", record["sidecars"]["created"])
         try:
             if not isinstance(data, dict) or set(data) != {"files", "dirs"}:
-                raise BadField("not {files, dirs}")
+                raise BadField("not {files, dirs}")  # i18n: english (names the fields)
             files = want_dict(data, "files")
             for rel, item in files.items():
                 check_rel(rel)
                 _fingerprint_list(item, 4)
             dirs = [check_rel(d) for d in want_list(data, "dirs") if isinstance(d, str)]
         except BadField as exc:
-            raise OrtfixError(f"the created sidecar of step {step.index} is malformed: {exc}") from exc
+            raise OrtfixError(Msg(N_("the created sidecar of step {index} is malformed: {reason}"), index=step.index,
+                                  reason=problem(exc))) from exc
         return files, dirs
 
-    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str | Msg]:
         record = self.typed_record(step)
         if not record.get("sidecars", {}).get("snapshot"):
             return []
         if record["sidecars"].get("created"):
             self._created(step, ctx)
-        problems = []
+        problems: list[str | Msg] = []
         protect_rel = ctx.step_rel + "/protect"
         protected = record.get("protected", [])
         copies = env.fs.stat_many(f"{protect_rel}/{p[0]}" for p in protected)
@@ -314,11 +285,12 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             st = copies[copy]
             if st is not None:
                 if fingerprint(st) != fp and env.fs.sha256(copy) != digest:
-                    problems.append(f"{env.abs(copy)} was changed since it was saved")
+                    problems.append(Msg(N_("{path} was changed since it was saved"), path=env.abs(copy)))
             else:  # saved aside by hard link: put back, it is the very same file (or it was never replaced)
                 here = in_place[rel]
                 if here is None or (fingerprint(here) != fp and env.fs.sha256(rel) != digest):
-                    problems.append(f"{env.abs(copy)} (the earlier {env.abs(rel)}) is missing from the stash")
+                    problems.append(Msg(N_("{copy} (the earlier {path}) is missing from the stash"),
+                                        copy=env.abs(copy), path=env.abs(rel)))
         return problems
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
@@ -328,8 +300,10 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             return []  # never started: pip did not run
         pid = record.get("pid")
         if isinstance(pid, int) and subproc.installer_alive(pid, env.python):
-            raise OrtfixError(f"the installer the interrupted apply started (pid {pid}) is still running",
-                              hint=f"wait for it to end (or kill {pid}), then run `ortfix rollback` again")
+            raise OrtfixError(Msg(N_("the installer the interrupted apply started (pid {pid}) is still running"),
+                                  pid=pid),
+                              hint=Msg(N_("wait for it to end (or kill {pid}), then run `ortfix rollback` again"),
+                                       pid=pid))
         fs = env.fs
         discard = discard_rel(ctx.store, ctx.tx_id, ctx.index)
         warnings: list[UndoNote] = []
@@ -341,24 +315,25 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
                 # Only the very file the install wrote, untouched since: anything else (edited, or written again by
                 # a later installer, even with the same bytes) is someone else's now.
                 if rel in files and (stat.S_ISDIR(st.st_mode) or fingerprint(st) != files[rel][1:]):
-                    return f"{env.abs(rel)} was changed after the install; left in place"
+                    return "changed"  # the note is said below
                 return None
 
             later = [p for p in cached_bytecode(fs, files) if p not in files]  # a later run cached it
             moves = ((rel, f"{discard}/{rel}") for rel in [*sorted(files), *later])
-            warnings += [UndoNote(Cause.CHANGED_LATER, env.abs(k.src), k.why)
+            warnings += [UndoNote(Cause.CHANGED_LATER, env.abs(k.src),
+                                  Msg(N_("{path} was changed after the install; left in place"), path=env.abs(k.src)))
                          for k in fs.move_many(moves, veto=changed) if k.why]
             for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
                 fs.rmdir(f"{d}/{PYC_CACHE}")  # emptied above (bytecode a later run cached for the install's files)
                 if fs.is_dir(d) and not fs.rmdir(d):
                     others = sorted(fs.listdir(d))
-                    warnings.append(UndoNote(Cause.FOLDER_IN_USE, env.abs(d), f"{env.abs(d)} holds files this "
-                                             "transaction did not install "
-                                             f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}); kept"))
+                    warnings.append(UndoNote(Cause.FOLDER_IN_USE, env.abs(d), Msg(
+                        N_("{folder} holds files this transaction did not install ({files}); kept"), folder=env.abs(d),
+                        files=f"{', '.join(others[:3])}{', …' if len(others) > 3 else ''}")))
         else:  # cut off while pip ran: judge by the snapshot taken before it started
             before = ctx.read_sidecar("snapshot", sidecars["snapshot"])
             if not isinstance(before, dict):
-                raise OrtfixError(f"the snapshot sidecar of step {step.index} is malformed")
+                raise OrtfixError(Msg(N_("the snapshot sidecar of step {index} is malformed"), index=step.index))
             roots = [env.abs(check_rel(r)) for r in record.get("roots", [])]
             diff = diff_snapshots(before, take_snapshot(roots, env.prefix))
             claimed = claimed_by_others(env, step, diff)
@@ -367,8 +342,8 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             fs.move_many((rel, f"{discard}/{rel}") for rel in sorted(set(created) - set(folders)))
             remove_empty_dirs(fs, folders)
             for rel in sorted(claimed)[:1]:
-                warnings.append(UndoNote(Cause.OTHER_INSTALL, env.abs(rel), f"{env.abs(rel)} belongs to a "
-                                         "distribution another installer wrote meanwhile; kept"))
+                warnings.append(UndoNote(Cause.OTHER_INSTALL, env.abs(rel), Msg(
+                    N_("{path} belongs to a distribution another installer wrote meanwhile; kept"), path=env.abs(rel))))
         protect_rel = ctx.step_rel + "/protect"
         restore = ((f"{protect_rel}/{p[0]}", p[0]) for p in record.get("protected", []))
         kept = fs.move_many(restore, replace=False)  # a copy gone was put back already
@@ -378,14 +353,14 @@ class PipInstall(Handler[PipInstallDetails, PipInstallRecord]):
             saved = {p[0] for p in record.get("protected", [])}
             overwritten = [r for r in diff.get("changed", []) if r not in saved]
         for rel in overwritten or []:
-            warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), f"{env.abs(rel)} was overwritten by the "
-                                     "install and its earlier content was not saved"))
+            warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), Msg(
+                N_("{path} was overwritten by the install and its earlier content was not saved"), path=env.abs(rel))))
         if diff is not None:
             saved = {p[0] for p in record.get("protected", [])}
             for rel in diff.get("removed", []):
                 if not fs.exists(rel) and rel not in saved:
-                    warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), f"{env.abs(rel)} was removed by "
-                                             "the install and could not be restored"))
+                    warnings.append(UndoNote(Cause.NOT_RESTORED, env.abs(rel), Msg(
+                        N_("{path} was removed by the install and could not be restored"), path=env.abs(rel))))
         return warnings
 
     def changes(self, step: Step) -> list[str]:

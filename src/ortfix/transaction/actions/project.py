@@ -25,7 +25,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_dict, want_int, want_list, want_sha, want_str, want_str_list
+from ortfix.i18n import N_, Msg, tr
 from ortfix.plan.kinds import ActionKind, ProjectUpdateDetails, RequirementEdit
+from ortfix.plan.titles import project_title
 from ortfix.safetext import first_control, visible
 from ortfix.system.confine import EnvRoot
 from ortfix.system.project import (
@@ -38,7 +40,7 @@ from ortfix.system.project import (
     tool_commands,
     tool_refusal,
 )
-from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, problem, test_crash
 from ortfix.transaction.journal import Step, sha256_bytes
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
@@ -66,73 +68,85 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
     def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         project = want_str(details, "project")
         if os.path.realpath(project) != os.path.dirname(env.prefix):
-            raise BadField(f"project {project!r} is not the folder that holds the environment {env.prefix}")
+            raise BadField(Msg(N_("project {project} is not the folder that holds the environment {prefix}"),
+                               project=repr(project), prefix=env.prefix))
         manager = want_str(details, "manager", limit=16)
         if manager not in (*TOOLS, "requirements"):
-            raise BadField(f"manager {manager!r} is not uv, poetry, pdm or requirements")
+            raise BadField(Msg(N_("manager {manager} is not uv, poetry, pdm or requirements"), manager=repr(manager)))
         files = want_dict(details, "files")
         if not files or len(files) > 16:
-            raise BadField("files names no project file (or too many)")
+            raise BadField(Msg(N_("files names no project file (or too many)")))
         for name, sha in files.items():
             ours = name in (PYPROJECT, lock_file(manager)) if manager in TOOLS else bool(requirement_file().match(name))
             if not ours:
-                raise BadField(f"{name!r} is not a project file ortfix changes for {manager}")
+                raise BadField(Msg(N_("{name} is not a project file ortfix changes for {manager}"), name=repr(name),
+                                   manager=manager))
             if sha != "":
                 want_sha(files, name)
         section = want_str(details, "section", limit=120)
         if not section_pattern().match(section):
-            raise BadField(f"section {section!r} is not dependencies, optional:NAME or group:NAME")
+            raise BadField(Msg(N_("section {section} is not dependencies, optional:NAME or group:NAME"),
+                               section=repr(section)))
         for name in want_str_list(details, "remove", items=4, limit=100):
             if not _NAME.match(name):
-                raise BadField(f"{name!r} is not a distribution name")
+                raise BadField(Msg(N_("{name} is not a distribution name"), name=repr(name)))
         for req in want_str_list(details, "add", items=32, limit=300):
             _requirement(req)
         edits = [self._edit(e, files) for e in want_list(details, "edits", limit=64)]
         if manager in TOOLS and (edits or not details["remove"] or not details["add"]):
-            raise BadField(f"a {manager} update removes and adds distributions and edits no line")
+            raise BadField(Msg(N_("a {manager} update removes and adds distributions and edits no line"),
+                               manager=manager))
         if manager in TOOLS and tool_refusal(manager, section):
-            raise BadField(f"{manager} cannot change the section {section!r}")
+            raise BadField(Msg(N_("{manager} cannot change the section {section}"), manager=manager,
+                               section=repr(section)))
         if manager == "requirements" and (not edits or details["remove"] or details["add"]):
-            raise BadField("a requirements update edits lines and runs no tool")
+            raise BadField(Msg(N_("a requirements update edits lines and runs no tool")))
 
     @staticmethod
     def _edit(doc: object, files: Mapping[str, object]) -> RequirementEdit:
         if not isinstance(doc, dict) or set(doc) != {"file", "line", "old", "new"}:
-            raise BadField("an edit is not {file, line, old, new}")
+            raise BadField("an edit is not {file, line, old, new}")  # i18n: english (names the fields)
         name = want_str(doc, "file", limit=200)
         if name not in files or not requirement_file().match(name):
-            raise BadField(f"edit of {name!r}, which is not a requirements file of this update")
+            raise BadField(Msg(N_("edit of {name}, which is not a requirements file of this update"), name=repr(name)))
         old, new = want_str(doc, "old", limit=1000), want_str(doc, "new", limit=1000)
         for text in (old, new):
             if first_control(text) is not None or "\n" in text or "\r" in text:
-                raise BadField(f"edit of {name} holds a control character: {visible(text)}")
+                raise BadField(Msg(N_("edit of {name} holds a control character: {text}"), name=name,
+                                   text=visible(text)))
         _requirement(new.split(" #", 1)[0])
         return {"file": name, "line": want_int(doc, "line", low=1, high=1_000_000), "old": old, "new": new}
 
     # -- the contract ----------------------------------------------------------------------------------------------
 
-    def verify(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str]:
-        problems = []
+    def title(self, step: Step) -> Msg:
+        return project_title(want_str(step.details, "manager", limit=16), want_str(step.details, "project"))
+
+    def verify(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str | Msg]:
+        problems: list[str | Msg] = []
         if details["manager"] in TOOLS and not self._tool(env, details["manager"]):
-            problems.append(f"the plan updates the project with {details['manager']}, which is not installed: no "
-                            f"{details['manager']} on PATH or beside ortfix's interpreter (install it, or apply "
-                            "without --project)")
+            problems.append(Msg(N_("the plan updates the project with {manager}, which is not installed: no {manager} "
+                                   "on PATH or beside ortfix's interpreter (install it, or apply without --project)"),
+                                manager=details["manager"]))
         with EnvRoot(details["project"]) as root:
             for name, sha in details["files"].items():
                 if (root.sha256(name) or "") != sha:
-                    problems.append(f"{visible(details['project'])}/{visible(name)} changed since the plan was made")
+                    problems.append(Msg(N_("{path} changed since the plan was made"),
+                                        path=f"{visible(details['project'])}/{visible(name)}"))
         if not os.access(details["project"], os.W_OK):
-            problems.append(f"cannot write in {visible(details['project'])}: not writable")
+            problems.append(Msg(N_("cannot write in {folder}: not writable"), folder=visible(details["project"])))
         return problems
 
-    def describe(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str]:
+    def describe(self, env: TargetEnv, details: ProjectUpdateDetails) -> list[str | Msg]:
         folder = visible(details["project"])
-        lines = [f"save {', '.join(visible(n) for n in details['files'])} of {folder} into the journal"]
+        lines: list[str | Msg] = [Msg(N_("save {files} of {folder} into the journal"),
+                                      files=", ".join(visible(n) for n in details["files"]), folder=folder)]
         for argv in self._argv(env, details):
-            lines.append(f"in {folder}: {' '.join(visible(a) for a in argv)}")
+            lines.append(Msg(N_("in {folder}: {command}"), folder=folder, command=" ".join(visible(a) for a in argv)))
         for e in details["edits"]:
-            lines.append(f"{folder}/{visible(e['file'])} line {e['line']}: {visible(e['old'])!r} → "
-                         f"{visible(e['new'])!r} (every other byte kept)")
+            lines.append(Msg(N_("{path} line {line}: {old} → {new} (every other byte kept)"),
+                             path=f"{folder}/{visible(e['file'])}", line=e["line"], old=repr(visible(e["old"])),
+                             new=repr(visible(e["new"]))))
         return lines
 
     @staticmethod
@@ -175,7 +189,7 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
     def _run_tool(self, env: TargetEnv, planned: ProjectUpdateDetails, ctx: StepContext) -> list[list[str]]:
         ran = []
         for argv in self._argv(env, planned):
-            ctx.echo(f"updating the project: {' '.join(visible(a) for a in argv)}")
+            ctx.echo(tr("updating the project: {command}", command=" ".join(visible(a) for a in argv)))
             # The user's own environment: the project's tool runs with the user's configuration (uv.toml, UV_*,
             # poetry's config.toml and POETRY_*, pdm's config and PDM_*), and its sources in pyproject.toml.
             proc = subproc.run(argv, target_python=env.python, env=dict(os.environ), timeout=TOOL_TIMEOUT,
@@ -184,9 +198,10 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
                 ctx.output(line, True)
             ran.append(argv)
             if proc.returncode != 0:
-                raise OrtfixError(f"{' '.join(visible(a) for a in argv[:3])} … failed (exit {proc.returncode}) in "
-                                  f"{visible(planned['project'])}",
-                                  hint="its output is above; the project's files are put back")
+                raise OrtfixError(Msg(N_("{command} … failed (exit {rc}) in {folder}"),
+                                      command=" ".join(visible(a) for a in argv[:3]), rc=proc.returncode,
+                                      folder=visible(planned["project"])),
+                                  hint=Msg(N_("its output is above; the project's files are put back")))
         return ran
 
     @staticmethod
@@ -197,33 +212,34 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
             line = lines[e["line"] - 1] if e["line"] <= len(lines) else ""
             body = line.rstrip("\r\n")
             if body != e["old"]:
-                raise OrtfixError(f"{name} line {e['line']} is not {visible(e['old'])!r} any more",
-                                  hint="make a new plan; the project's files are put back")
+                raise OrtfixError(Msg(N_("{name} line {line} is not {old} any more"), name=name, line=e["line"],
+                                      old=repr(visible(e["old"]))),
+                                  hint=Msg(N_("make a new plan; the project's files are put back")))
             lines[e["line"] - 1] = e["new"] + line[len(body):]
         root.atomic_write(name, "".join(lines).encode("utf-8"), st.st_mode & 0o7777)
 
-    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str | Msg]:
         record = self.typed_record(step)
         if "sidecar_sha256" not in record:
             return []
         try:
             self._saved(step, ctx)
         except (OrtfixError, BadField) as exc:
-            return [exc.one_line() if isinstance(exc, OrtfixError) else str(exc)]
+            return [problem(exc)]
         return []
 
     def _saved(self, step: Step, ctx: StepContext) -> dict[str, bytes]:
         record = self.typed_record(step)
         doc = ctx.read_sidecar(SIDECAR, record["sidecar_sha256"])
         if not isinstance(doc, dict):
-            raise BadField("the saved project files are not an object")
+            raise BadField(Msg(N_("the saved project files are not an object")))
         out = {}
         for name, sha in record["saved"].items():
             if sha == "":
                 continue
             data = base64.b64decode(str(doc.get(name, "")), validate=True)
             if sha256_bytes(data) != sha:
-                raise BadField(f"the saved copy of {name} does not match its sha256")
+                raise BadField(Msg(N_("the saved copy of {name} does not match its sha256"), name=name))
             out[name] = data
         return out
 
@@ -263,13 +279,15 @@ class ProjectUpdate(Handler[ProjectUpdateDetails, ProjectUpdateRecord]):
         path = f"{visible(project)}/{visible(name)}"
         keep = f"{name}.before-ortfix"
         if before is None:
-            said = "it did not exist before the apply"
+            said = Msg(N_("it did not exist before the apply"))
         elif root.exists(keep):
-            said = f"{visible(keep)} exists already, so the version from before the apply stays in the journal only"
+            said = Msg(N_("{copy} exists already, so the version from before the apply stays in the journal only"),
+                       copy=visible(keep))
         else:
             root.write_new(keep, before, 0o644)
-            said = f"the version from before the apply is in {visible(keep)}"
-        return UndoNote(Cause.CHANGED_LATER, path, f"{path} was edited after the apply: left as it is; {said}")
+            said = Msg(N_("the version from before the apply is in {copy}"), copy=visible(keep))
+        return UndoNote(Cause.CHANGED_LATER, path, Msg(N_("{path} was edited after the apply: left as it is; {said}"),
+                                                       path=path, said=said))
 
     def changes(self, step: Step) -> list[str]:
         planned = self.typed_details(step.details)
@@ -280,7 +298,7 @@ def _file_shas(record: Mapping[str, object], key: str, files: Mapping[str, str])
     """`record[key]`: a sha256 ("" for an absent file) for each planned file, and for no other."""
     shas = want_dict(record, key)
     if set(shas) != set(files):
-        raise BadField(f"the files in {key} are not the planned ones")
+        raise BadField(Msg(N_("the files in {key} are not the planned ones"), key=key))
     for name, sha in shas.items():
         if sha != "":
             want_sha(shas, name)
@@ -290,6 +308,6 @@ def _requirement(text: str) -> None:
     try:
         Requirement(text)
     except InvalidRequirement as exc:
-        raise BadField(f"{text!r} is not a requirement: {exc}") from exc
+        raise BadField(Msg(N_("{text} is not a requirement: {reason}"), text=repr(text), reason=str(exc))) from exc
     if text.lstrip().startswith("-"):
-        raise BadField(f"{text!r} is not a requirement")
+        raise BadField(Msg(N_("{text} is not a requirement"), text=repr(text)))

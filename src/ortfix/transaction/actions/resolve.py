@@ -26,6 +26,7 @@ from ortfix import subproc
 from ortfix.compat.addons import tensorrt_libs_dists
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import PipInstallDetails
 from ortfix.system.pipconfig import read_pip_config
 from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
@@ -36,31 +37,32 @@ from ortfix.transaction.actions.snapshot import take_snapshot
 
 INSTALLERS = ("pip", "uv")
 ONLY_BINARY = "--only-binary=:all:"
-_NO_MATCH = ("No matching distribution", "Could not find a version", "no version of", "not found in the package "
-             "registry", "No solution found")
+_NO_MATCH = ("No matching distribution", "Could not find a version", "no version of",  # i18n: english (pip's words)
+             "not found in the package registry", "No solution found")  # i18n: english (uv's words)
 
 
 def uv_options(env: TargetEnv) -> UvOptions:
     """The user's pip configuration for this environment, read now, as uv options (system/uvargs.py)."""
     options = translate(read_pip_config(env.prefix, os.environ))
     if isinstance(options, str):
-        raise OrtfixError(f"the plan installs with uv, but {options}",
-                          hint="make a new plan (--installer auto then uses pip); nothing was changed")
+        raise OrtfixError(Msg(N_("the plan installs with uv, but {reason}"), reason=options),
+                          hint=Msg(N_("make a new plan (--installer auto then uses pip); nothing was changed")))
     return options
 
 
 def no_installer(env: TargetEnv) -> OrtfixError:
     """Why nothing can install into an environment without pip: no uv at all, or the uv found and why its options
     cannot say what the pip configuration says."""
-    hint = f"install pip into it first: {env.python} -m ensurepip; nothing was changed"
+    hint = Msg(N_("install pip into it first: {python} -m ensurepip; nothing was changed"), python=env.python)
     if not env.uv:
-        return OrtfixError("the target environment has no pip (and no uv was found)", hint=hint)
+        return OrtfixError(Msg(N_("the target environment has no pip (and no uv was found)")), hint=hint)
     try:
-        why = translate(read_pip_config(env.prefix, os.environ))
+        why: UvOptions | str | Msg = translate(read_pip_config(env.prefix, os.environ))
     except OrtfixError as exc:
-        why = f"the pip configuration could not be read ({exc.message})"
-    reason = why if isinstance(why, str) else "the plan was made when uv could not be used"
-    return OrtfixError(f"the target environment has no pip, and uv ({env.uv}) is not used: {reason}", hint=hint)
+        why = Msg(N_("the pip configuration could not be read ({reason})"), reason=exc.message_msg)
+    reason = why if isinstance(why, (str, Msg)) else Msg(N_("the plan was made when uv could not be used"))
+    return OrtfixError(Msg(N_("the target environment has no pip, and uv ({uv}) is not used: {reason}"), uv=env.uv,
+                           reason=reason), hint=hint)
 
 
 def install_argv(env: TargetEnv, details: PipInstallDetails, *, dry_run_report: str | None = None,
@@ -72,8 +74,8 @@ def install_argv(env: TargetEnv, details: PipInstallDetails, *, dry_run_report: 
     requirements = [requirement(r) for r in details.get("requirements", [])]
     if installer == "uv":
         if not env.uv:
-            raise OrtfixError("the plan installs with uv, but no uv is on PATH now",
-                              hint="install uv, or pip into the environment; nothing was changed")
+            raise OrtfixError(Msg(N_("the plan installs with uv, but no uv is on PATH now")),
+                              hint=Msg(N_("install uv, or pip into the environment; nothing was changed")))
         argv = [env.uv, "pip", "install", "--python", env.python, *uv_options(env).options, "--only-binary", ":all:"]
         if env.break_system_packages:
             argv.append("--break-system-packages")
@@ -96,13 +98,21 @@ def install_argv(env: TargetEnv, details: PipInstallDetails, *, dry_run_report: 
     return argv
 
 
+def install_description(env: TargetEnv, details: PipInstallDetails) -> Msg:
+    """What `apply --dry-run` says the install runs (OrtfixError where it cannot run)."""
+    command = " ".join(shown(install_argv(env, details)))
+    if details.get("installer") == "uv":
+        return Msg(N_("run (uv, with your pip configuration): {command}"), command=command)
+    return Msg(N_("run (the environment's own pip, with your pip configuration): {command}"), command=command)
+
+
 def refuse_redirect(env: TargetEnv) -> None:
     """OrtfixError when the pip configuration `pip install` would read now sends the install outside the environment
     (`target`, `prefix`, `root`): pip would write everything there, and no rollback would know."""
     why = read_pip_config(env.prefix, os.environ).redirect()
     if why is not None:
-        raise OrtfixError(why, hint="remove that setting: ortfix installs into the environment only; nothing was "
-                                    "changed")
+        raise OrtfixError(why, hint=Msg(N_("remove that setting: ortfix installs into the environment only; nothing "
+                                           "was changed")))
 
 
 def install_environ(env: TargetEnv, details: PipInstallDetails) -> dict[str, str] | None:
@@ -183,7 +193,7 @@ def pip_error_line(text: str) -> str:
     return re.sub(r"^(ERROR|error):\s*", "", pick)
 
 
-def no_wheel_hint(message: str, fallback: str) -> str:
+def no_wheel_hint(message: str, fallback: str | Msg) -> str | Msg:
     """What to do when the installer found nothing: that it looked at wheels only, and how to supply a package that
     is only available as source (tensorrt-cuNN-libs: its wheels are on NVIDIA's own index); `fallback` for any other
     failure."""
@@ -191,22 +201,22 @@ def no_wheel_hint(message: str, fallback: str) -> str:
     if trt is not None:
         return trt
     if any(m in message for m in _NO_MATCH):
-        return ("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's build "
-                "code runs: a package available only as source needs its wheel built by you (pip wheel NAME -w DIR, "
-                "then DIR in your find-links); nothing was changed")
+        return Msg(N_("is the index reachable (`pip config list`)? ortfix takes wheels only, so that no package's "
+                      "build code runs: a package available only as source needs its wheel built by you (pip wheel "
+                      "NAME -w DIR, then DIR in your find-links); nothing was changed"))
     return fallback
 
 
-def tensorrt_wheel_hint(message: str) -> str | None:
+def tensorrt_wheel_hint(message: str) -> Msg | None:
     """Where no wheel of tensorrt-cuNN-libs was found: the default index has only its placeholder source package,
     whose build fetches the wheel from NVIDIA's own index (and fails where that is unreachable)."""
     trt = tensorrt_libs_dists().search(message.lower())
     if trt is None or not any(m in message for m in _NO_MATCH):
         return None
-    return (f"{trt.group(0)} is on the default index only as a placeholder source package that fetches its wheel "
-            "from NVIDIA's own package index when built: add NVIDIA's index (NVIDIA's TensorRT installation guide "
-            "names it) as an extra index in your pip configuration, or leave out --with tensorrt; nothing was "
-            "changed")
+    return Msg(N_("{distribution} is on the default index only as a placeholder source package that fetches its "
+                  "wheel from NVIDIA's own package index when built: add NVIDIA's index (NVIDIA's TensorRT "
+                  "installation guide names it) as an extra index in your pip configuration, or leave out --with "
+                  "tensorrt; nothing was changed"), distribution=trt.group(0))
 
 
 def resolve(env: TargetEnv, details: PipInstallDetails, workdir: Path, *,
@@ -230,9 +240,10 @@ def resolve(env: TargetEnv, details: PipInstallDetails, workdir: Path, *,
                     env.fs.unlink(rel)
         if proc.returncode != 0:
             message = redact(pip_error_line(proc.stderr))
-            raise OrtfixError(f"uv cannot resolve {wanted}: {message}",
-                              hint=no_wheel_hint(proc.stderr, "is the index reachable? check your uv/pip "
-                                                              "configuration"))
+            raise OrtfixError(Msg(N_("uv cannot resolve {requirements}: {message}"), requirements=wanted,
+                                  message=message),
+                              hint=no_wheel_hint(proc.stderr, Msg(N_("is the index reachable? check your uv/pip "
+                                                                     "configuration"))))
         items = []
         for name, version in uv_installed(proc.stderr + proc.stdout):
             old = installed.get(canonicalize_name(name))
@@ -246,14 +257,17 @@ def resolve(env: TargetEnv, details: PipInstallDetails, workdir: Path, *,
     if proc.returncode != 0:
         message = pip_error_line(proc.stderr or proc.stdout)
         if "no such option: --report" in proc.stderr or "no such option: --dry-run" in proc.stderr:
-            raise OrtfixError("the target's pip is older than 22.2 (no --dry-run --report)",
-                              hint=f"upgrade it first: {env.python} -m pip install -U pip")
+            raise OrtfixError(Msg(N_("the target's pip is older than 22.2 (no --dry-run --report)")),
+                              hint=Msg(N_("upgrade it first: {command}"),
+                                       command=f"{env.python} -m pip install -U pip"))
         if "externally-managed-environment" in proc.stderr:
-            raise OrtfixError(f"{env.python} is an externally managed system Python: pip refuses to change it",
-                              hint="use a venv (python3 -m venv), or pass --system to change it anyway")
-        raise OrtfixError(f"pip cannot get {wanted} from the configured index or wheelhouse: {message}",
-                          hint=no_wheel_hint(message, "is the index reachable? check `pip config list` and your "
-                                                      "network; nothing was changed"))
+            raise OrtfixError(Msg(N_("{python} is an externally managed system Python: pip refuses to change it"),
+                                  python=env.python),
+                              hint=Msg(N_("use a venv (python3 -m venv), or pass --system to change it anyway")))
+        raise OrtfixError(Msg(N_("pip cannot get {requirements} from the configured index or wheelhouse: {message}"),
+                              requirements=wanted, message=message),
+                          hint=no_wheel_hint(message, Msg(N_("is the index reachable? check `pip config list` and "
+                                                             "your network; nothing was changed"))))
     check_wheelhouse_files(report_archives(report))  # a wheel planted in an ortfix wheelhouse is refused here
     items = []
     for name, version, url in report_installs(report):

@@ -16,11 +16,13 @@ from typing import TypedDict
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, want_bool, want_str, want_str_list
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, UserPathDetails
+from ortfix.plan.titles import user_path_title
 from ortfix.system.pathrules import within
 from ortfix.system.windows import hooks as winhooks
 from ortfix.system.windows import userpath
-from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
+from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, problem, test_crash
 from ortfix.transaction.journal import Step, StepState
 from ortfix.transaction.undo_notes import Cause, UndoNote
 
@@ -49,43 +51,49 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
     def check_details(self, env: TargetEnv, details: Mapping[str, object]) -> None:
         entries = want_str_list(details, "entries", items=MAX_ENTRIES, limit=1024)
         if not entries:
-            raise BadField("a user-path step adds at least one folder")
+            raise BadField(Msg(N_("a user-path step adds at least one folder")))
         for entry in entries:
             try:
                 winhooks.check_path_folder(entry)
             except OrtfixError as exc:
-                raise BadField(exc.message) from exc
+                raise BadField(exc.message_msg) from exc
             if "%" in entry:
-                raise BadField(f"{entry!r} contains '%', which Windows would expand in the user PATH")
+                raise BadField(Msg(N_("{entry} contains '%', which Windows would expand in the user PATH"),
+                                   entry=repr(entry)))
             if not _inside(entry, env.prefix):
-                raise BadField(f"{entry} is not a folder of the environment {env.prefix}")
+                raise BadField(Msg(N_("{entry} is not a folder of the environment {prefix}"), entry=entry,
+                                   prefix=env.prefix))
         if len({userpath.entry_key(e) for e in entries}) != len(entries):
-            raise BadField("a user-path step names a folder twice")
+            raise BadField(Msg(N_("a user-path step names a folder twice")))
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
         want_bool(step.record, "existed")
         if want_str(step.record, "value_type", limit=16) not in tuple(userpath.ValueType):
-            raise BadField(f"value_type {step.record['value_type']!r} is not REG_SZ or REG_EXPAND_SZ")
+            raise BadField(Msg(N_("value_type {value} is not REG_SZ or REG_EXPAND_SZ"),
+                               value=repr(step.record["value_type"])))
         entries = self.typed_details(step.details)["entries"]
         for entry in want_str_list(step.record, "added", items=MAX_ENTRIES, limit=1024):
             if entry not in entries:
-                raise BadField(f"added entry {entry!r} is not one the step planned")
+                raise BadField(Msg(N_("added entry {entry} is not one the step planned"), entry=repr(entry)))
 
-    def verify(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
+    def title(self, step: Step) -> Msg:
+        return user_path_title(len(want_str_list(step.details, "entries", items=MAX_ENTRIES, limit=1024)))
+
+    def verify(self, env: TargetEnv, details: UserPathDetails) -> list[str | Msg]:
         try:  # off Windows, reading the user PATH is the one-line error of a plan made for another platform
             current = userpath.read_user_path()
             new, _ = userpath.added_value(current.value, details["entries"])
             if new is not None:
                 userpath.check_length(new, userpath.expanded(new))
         except OrtfixError as exc:
-            return [exc.one_line()]
+            return [problem(exc)]
         return []
 
-    def describe(self, env: TargetEnv, details: UserPathDetails) -> list[str]:
+    def describe(self, env: TargetEnv, details: UserPathDetails) -> list[str | Msg]:
         entries = details["entries"]
-        return [f"add {len(entries)} folder(s) at the front of the user PATH ({_WHERE}, its registry type kept; "
-                "those already there are left as they are), then broadcast WM_SETTINGCHANGE; programs started "
-                "afterwards see it", *(f"  + {e}" for e in entries)]
+        return [Msg(N_("add {n} folder(s) at the front of the user PATH ({where}, its registry type kept; those "
+                       "already there are left as they are), then broadcast WM_SETTINGCHANGE; programs started "
+                       "afterwards see it"), n=len(entries), where=_WHERE), *(f"  + {e}" for e in entries)]
 
     def execute(self, env: TargetEnv, step: Step, ctx: StepContext) -> UserPathRecord:
         entries = self.typed_details(step.details)["entries"]
@@ -110,7 +118,8 @@ class UserPath(Handler[UserPathDetails, UserPathRecord]):
         current = userpath.read_user_path()
         new, removed = userpath.removed_value(current.value, record["added"])
         # A step cut off before its write added nothing: no warning for entries it never put there.
-        warnings = [UndoNote(Cause.ALREADY_UNDONE, e, f"{e} is no longer in the user PATH; nothing to remove")
+        warnings = [UndoNote(Cause.ALREADY_UNDONE, e, Msg(N_("{entry} is no longer in the user PATH; nothing to "
+                                                            "remove"), entry=e))
                     for e in record["added"]
                     if e not in removed and step.state is StepState.DONE]
         if not removed:

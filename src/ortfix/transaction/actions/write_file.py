@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from ortfix.fields import BadField, want_bool, want_int, want_sha, want_str, want_str_list
+from ortfix.i18n import N_, Msg
 from ortfix.plan.kinds import ActionKind, WriteFileDetails
+from ortfix.plan.titles import write_file_title
 from ortfix.system.confine import check_rel
 from ortfix.system.envpaths import TEMP_NAME_START
 from ortfix.transaction.actions.base import Handler, StepContext, TargetEnv, test_crash
@@ -44,18 +46,20 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
         self._rel(env, details)
         content = want_str(details, "content", limit=1 << 20)
         if want_sha(details, "sha256") != sha256_bytes(content.encode("utf-8")):
-            raise BadField(f"the content planned for {details['path']} does not match its sha256 (edited)")
+            raise BadField(Msg(N_("the content planned for {path} does not match its sha256 (edited)"),
+                               path=str(details["path"])))
         if want_int(details, "mode", high=0o7777) not in FILE_MODES:
             allowed = ", ".join(f"{m:o}" for m in FILE_MODES)
-            raise BadField(f"mode {details['mode']:o} is not one ortfix writes ({allowed})")
+            raise BadField(Msg(N_("mode {mode} is not one ortfix writes ({allowed})"), mode=f"{details['mode']:o}",
+                               allowed=allowed))
         want_bool(details, "replaces_existing")
 
     def _rel(self, env: TargetEnv, details: Mapping[str, object]) -> str:
         path = want_str(details, "path")
         rel = env.rel(path)
         if rel not in env.hook_rels():
-            raise BadField(f"{path} is not a file ortfix writes (only its own hooks: "
-                           f"{', '.join(env.abs(r) for r in sorted(env.hook_rels()))})")
+            raise BadField(Msg(N_("{path} is not a file ortfix writes (only its own hooks: {hooks})"), path=path,
+                               hooks=", ".join(env.abs(r) for r in sorted(env.hook_rels()))))
         return rel
 
     def check_record(self, env: TargetEnv, step: Step) -> None:
@@ -65,29 +69,37 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
         parents = set(parent_dirs(self._rel(env, step.details)))
         for d in want_str_list(step.record, "created_dirs", items=16):
             if check_rel(d) not in parents:
-                raise BadField(f"created folder {d!r} is not a folder of {step.details['path']}")
+                raise BadField(Msg(N_("created folder {folder} is not a folder of {path}"), folder=repr(d),
+                                   path=str(step.details["path"])))
         want_bool(step.record, "pycache_existed")
 
-    def verify(self, env: TargetEnv, details: WriteFileDetails) -> list[str]:
+    def title(self, step: Step) -> Msg:
+        return write_file_title(want_str(step.details, "path"), want_bool(step.details, "replaces_existing"))
+
+    def verify(self, env: TargetEnv, details: WriteFileDetails) -> list[str | Msg]:
         rel = self._rel(env, details)
         path = env.abs(rel)
         st = env.fs.lstat(rel)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            return [f"{path} is not a regular file"]
+            return [Msg(N_("{path} is not a regular file"), path=path)]
         if (st is not None) != bool(details["replaces_existing"]):
-            return [f"{path} {'appeared' if st is not None else 'disappeared'} since the plan was made"]
+            return [Msg(N_("{path} appeared since the plan was made") if st is not None
+                        else N_("{path} disappeared since the plan was made"), path=path)]
         if not is_writable(path if st is not None else os.path.dirname(path)):
-            return [f"cannot write {path}: not writable"]
+            return [Msg(N_("cannot write {path}: not writable"), path=path)]
         return []
 
-    def describe(self, env: TargetEnv, details: WriteFileDetails) -> list[str]:
+    def describe(self, env: TargetEnv, details: WriteFileDetails) -> list[str | Msg]:
         rel = self._rel(env, details)
         content = str(details["content"])
-        verb = "replace" if env.fs.exists(rel) else "create"
-        lines = [f"{verb} {env.abs(rel)} ({len(content.encode('utf-8'))} bytes, mode {int(details['mode']):04o}, "
-                 f"sha256 {str(details['sha256'])[:16]}…) via a temp file + rename"
-                 + ("; the current file is kept in the stash" if verb == "replace" else "")]
-        lines += [f"  + folder {env.abs(d)}" for d in missing_dirs(env.fs, rel)]
+        replace = env.fs.exists(rel)
+        what: dict[str, str | int] = dict(path=env.abs(rel), size=len(content.encode("utf-8")),
+                                          mode=f"{int(details['mode']):04o}", sha256=str(details["sha256"])[:16])
+        lines: list[str | Msg] = [
+            Msg(N_("replace {path} ({size} bytes, mode {mode}, sha256 {sha256}…) via a temp file + rename; the current "
+                   "file is kept in the stash"), **what) if replace else
+            Msg(N_("create {path} ({size} bytes, mode {mode}, sha256 {sha256}…) via a temp file + rename"), **what)]
+        lines += [Msg(N_("  + folder {folder}"), folder=env.abs(d)) for d in missing_dirs(env.fs, rel)]
         lines += [f"  | {line}" for line in content.splitlines()]
         return lines
 
@@ -126,7 +138,7 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
     def _tmp(rel: str, tx_id: str) -> str:
         return f"{os.path.dirname(rel)}/{TEMP_NAME_START}{os.path.basename(rel)}.ortfix-{tx_id}.tmp"
 
-    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str]:
+    def check_undo(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[str | Msg]:
         record = self.typed_record(step)
         if not record.get("existed"):
             return []
@@ -134,7 +146,8 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
         want = record["saved_sha256"]
         if env.fs.sha256(saved) == want or env.fs.sha256(self._rel(env, step.details)) == want:
             return []
-        return [f"{env.abs(saved)} (the earlier {step.details['path']}) is missing from the stash or was changed"]
+        return [Msg(N_("{copy} (the earlier {path}) is missing from the stash or was changed"), copy=env.abs(saved),
+                    path=str(step.details["path"]))]
 
     def reverse(self, env: TargetEnv, step: Step, ctx: StepContext) -> list[UndoNote]:
         record = self.typed_record(step)
@@ -152,15 +165,16 @@ class WriteFile(Handler[WriteFileDetails, WriteFileRecord]):
                 fs.rename(saved, rel)
             elif not fs.exists(rel):
                 warnings.append(UndoNote(Cause.NOT_RESTORED, path,
-                                         f"{path} cannot be restored: its saved copy is gone"))
+                                         Msg(N_("{path} cannot be restored: its saved copy is gone"), path=path)))
         elif fs.exists(rel):
             if fs.is_file(rel) and fs.sha256(rel) == self.typed_details(step.details)["sha256"]:
                 fs.unlink(rel)
             else:
                 aside = f"{ctx.stash_rel}/changed-after-apply"
                 fs.rename(rel, aside, make_parents=True)
-                warnings.append(UndoNote(Cause.MOVED_ASIDE, path, f"{path} was changed after ortfix wrote it; removed, "
-                                         f"and kept as {env.abs(aside)}"))
+                warnings.append(UndoNote(Cause.MOVED_ASIDE, path, Msg(N_("{path} was changed after ortfix wrote it; "
+                                                                          "removed, and kept as {copy}"),
+                                                                       path=path, copy=env.abs(aside))))
         if rel.endswith(".py"):
             for pyc in cached_bytecode(fs, [rel]):
                 with contextlib.suppress(OSError):
