@@ -33,7 +33,7 @@ class Invocation:
 
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = tuple(argv)
-        self.lang, bare = _lang_option(self.argv)  # the group's `--lang X` (ortfix/i18n.py), before the command
+        self.lang, bare = _lang_option(self.argv)  # `--lang X` (ortfix/i18n.py), before or after the command
         self.debug = bare[:1] == ("--debug",)  # `ortfix --debug CMD`: the traceback of an unexpected error
         self.json = "--json" in bare
         words = [a for a in bare if not a.startswith("-")]
@@ -59,12 +59,15 @@ class Invocation:
 
 
 def _lang_option(argv: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
-    """The value of the group's `--lang X` / `--lang=X` (an option before the command's name), and the command line
-    without it."""
+    """The value of `--lang X` / `--lang=X`, before the command's name (the group's option) or after it (every
+    command's: cli/helptext.py), the last one given, up to a `--` that ends the options; and the command line without
+    it."""
     lang: str | None = None
     out: list[str] = []
     rest = list(argv)
-    while rest and rest[0].startswith("-"):
+    while rest:
+        if rest[0] == "--":
+            break
         if rest[0] == "--lang" and len(rest) > 1:
             lang, rest = rest[1], rest[2:]
         elif rest[0].startswith("--lang="):
