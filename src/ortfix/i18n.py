@@ -25,6 +25,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: choose.p
 
 if TYPE_CHECKING:
     import gettext
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 DOMAIN = "ortfix"
 LOCALE_DIR = Path(__file__).parent / "locale"
@@ -212,3 +216,24 @@ def pad(value: str, width: int, *, right: bool = False) -> str:
     `f"{value:>width}"`) for any language."""
     fill = " " * max(0, width - display_width(value))
     return fill + value if right else value + fill
+
+
+def named_language(override: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The catalog `--lang` (`override`) or ORTFIX_LANG names, "en" when neither is given: the locale variables are
+    not asked. The language of the comments of the files `export` writes: a file keeps English unless asked."""
+    env = os.environ if environ is None else environ
+    if not (override or env.get(ENV_OVERRIDE)):
+        return "en"
+    return choose({ENV_OVERRIDE: env.get(ENV_OVERRIDE, "")}, override)
+
+
+def rendered_in(name: str, render: Callable[[], T]) -> T:
+    """`render()` with catalog `name` ("en": English) in use, the language chosen before in use again after: the
+    comments of an exported file are in the language named for it (named_language), whatever the terminal's."""
+    global _current, _chosen
+    saved = (_translations(), _chosen)
+    _current, _chosen = _load(name), name
+    try:
+        return render()
+    finally:
+        _current, _chosen = saved

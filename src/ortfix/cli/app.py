@@ -19,7 +19,7 @@ from ortfix.cli import helptext, options
 from ortfix.cli.output import Carried, Command, dump_json, envelope, print_error
 from ortfix.cli.streams import fit
 from ortfix.errors import ExitCode, OrtfixError
-from ortfix.i18n import N_, _, tr
+from ortfix.i18n import N_, Msg, _, tr
 from ortfix.safetext import visible, visible_lines
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def run(invocation: Invocation) -> int:
     entry point (ortfix/__main__.py), the one place that renders it."""
     argv = list(invocation.argv)
     try:
-        code = main.main(args=argv, prog_name="ortfix", standalone_mode=False)
+        code = main.main(args=argv, prog_name="ortfix", standalone_mode=False, obj={"lang": invocation.lang})
     except click.ClickException as exc:
         exc.show()
         command = invocation.json_command()
@@ -328,14 +328,18 @@ def export(python: str | None, as_json: bool, fmt: str, plan_file: Path | None, 
                              _export_inputs(ort_version, cuda, driver_version, compute_capability, hook, with_),
                              prefix_in_image=prefix_in_image, output=output)
     if request.format is ExportFormat.DOCKERFILE and request.image_prefix is None:
-        _echo("ortfix: warning: the paths are the exporting environment's; if the image's environment is "
-              "elsewhere, name it with --prefix-in-image PATH", err=True)
+        _echo("ortfix: " + _("warning: the paths are the exporting environment's; if the image's environment is "
+                             "elsewhere, name it with --prefix-in-image PATH"), err=True)
+    from ortfix.i18n import named_language
+
+    lang = named_language(click.get_current_context().find_root().obj["lang"])  # --lang, ORTFIX_LANG: else English
     result = run_export(request.format, request.python, request.plan_file, request.options, request.output,
-                        request.image_prefix)
+                        request.image_prefix, language=lang)
     if result.undo is not None and output is None and not as_json:
         name = undo_path(Path(f"fix.{fmt}"), request.format)
-        _echo(f"ortfix: the undo script is written with -o: `ortfix export {fmt} -o fix.{fmt}` writes "
-                   f"fix.{fmt} and {name}", err=True)
+        _echo("ortfix: " + tr("the undo script is written with -o: `{command}` writes {file} and {undo}",
+                              command=f"ortfix export {fmt} -o fix.{fmt}", file=f"fix.{fmt}", undo=str(name)),
+              err=True)
     _finish(Command.EXPORT, result, as_json, export_json, render_export)
 
 
@@ -401,8 +405,8 @@ def _confirm(question: str) -> bool:
 
 def _require_confirmation_possible(yes: bool) -> None:
     if not yes and not sys.stdin.isatty():
-        raise OrtfixError("refusing to change the environment without confirmation: standard input is not a terminal",
-                          hint="pass --yes for unattended use")
+        raise OrtfixError(Msg(N_("refusing to change the environment without confirmation: standard input is not a "
+                                 "terminal")), hint=Msg(N_("pass --yes for unattended use")))
 
 
 def _named(target: TargetDescription, as_json: bool) -> TargetDescription:
@@ -504,7 +508,7 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
         _echo(render_plan(prepared.plan, prepared.check.target, applying=True), err=as_json)
         _echo("", err=as_json)
     if ask and not _confirm(tr("Apply these changes to {prefix}?", prefix=visible(prepared.plan.prefix))):
-        raise OrtfixError("cancelled; nothing was changed", exit_code=ExitCode.PROBLEMS)
+        raise OrtfixError(Msg(N_("cancelled; nothing was changed")), exit_code=ExitCode.PROBLEMS)
     result = run_apply(prepared, dry_run=dry_run, keep_on_failure=keep_on_failure, ui=_tx_ui(as_json), system=system)
     _finish(Command.APPLY, result, as_json, apply_json, render_apply)
 
