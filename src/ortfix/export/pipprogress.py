@@ -22,6 +22,7 @@ from typing import IO
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 
 # What pip logs as it starts a file (its size as pip formats it: 123 bytes, 18 kB, 283.2 MB, 1.2 GB).
@@ -126,8 +127,8 @@ def run_download(argv: Sequence[str], python: str, progress: DownloadProgress | 
         rc = proc.wait(timeout=subproc.child_timeout(timeout))
     except subprocess.TimeoutExpired as exc:
         subproc.terminate_group(proc, timeout=5, close_pipes=False)
-        raise OrtfixError(f"pip download did not finish in {timeout:.0f} s",
-                          hint="check your network; a slow link may need a nearer index or mirror") from exc
+        raise OrtfixError(Msg(N_("pip download did not finish in {seconds} s"), seconds=f"{timeout:.0f}"),
+                          hint=Msg(N_("check your network; a slow link may need a nearer index or mirror"))) from exc
     except BaseException:
         subproc.terminate_group(proc, timeout=5, close_pipes=False)  # the readers are still reading
         raise

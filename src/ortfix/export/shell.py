@@ -119,7 +119,7 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.WRITE_FILE:
             path, mode = str(d["path"]), d["mode"]
             if not isinstance(mode, int):  # the plan's own (a saved one was checked field by field)
-                raise TypeError(f"write-file mode {mode!r} is not a number")
+                raise TypeError(f"write-file mode {mode!r} is not a number")  # i18n: english
             do += [f"steps stash-files \"$STASH\" {sh_quote(path)}", reached(n),
                    f"mkdir -p {sh_quote(posixpath.dirname(path))}",
                    *_write_file(path, str(d["content"]), mode, n)]
