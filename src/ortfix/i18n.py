@@ -171,7 +171,9 @@ class Msg:
 
 
 class Joined(Msg):
-    """Values joined by a separator (a list of wheels, of GPUs), each translated with the sentence around it."""
+    """Values joined by a separator (a list of wheels, of GPUs), each translated with the sentence around it. The
+    separator is a marked string (`N_(", ")`: the enumeration comma in zh_CN, `N_("; ")`: the full-width
+    semicolon), English in `str()`, translated in `text()`; an empty one joins as it is."""
 
     __slots__ = ("items",)
 
@@ -189,7 +191,8 @@ class Joined(Msg):
         return hash(self.items)
 
     def text(self) -> str:
-        return self.template.join(i.text() if isinstance(i, Msg) else str(i) for i in self.items)
+        separator = _(self.template) if self.template else ""  # gettext("") is the catalog's header
+        return separator.join(i.text() if isinstance(i, Msg) else str(i) for i in self.items)
 
 
 def tr(template: str, **values: str | int | Msg) -> str:

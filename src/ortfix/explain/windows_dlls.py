@@ -108,12 +108,12 @@ def about_dll(dll: str, matrix: Matrix | None) -> list[Msg]:
 def _shown(wheels: list[tuple[int, WheelSpec]], cudnn: bool) -> Msg:
     """Which wheels install the DLL, and into which folder."""
     if cudnn:
-        names = Joined(", ", [Msg(N_("{wheel} (for CUDA {major} builds)"), wheel=w.distribution, major=major)
+        names = Joined(N_(", "), [Msg(N_("{wheel} (for CUDA {major} builds)"), wheel=w.distribution, major=major)
                               for major, w in wheels])
         template = N_("{wheels} installs it into {folder}") if len(wheels) == 1 else N_(
             "{wheels} install it into {folder}")
         return Msg(template, wheels=names, folder=_where(wheels[0][1], True))
-    return Joined("; ", [Msg(N_("{wheel} installs it into {folder}"), wheel=w.distribution, folder=_where(w, False))
+    return Joined(N_("; "), [Msg(N_("{wheel} installs it into {folder}"), wheel=w.distribution, folder=_where(w, False))
                          for _, w in wheels])
 
 

@@ -23,7 +23,7 @@ def render_requirements(inp: ExportInput) -> str:
     if not hashes:
         missing = [p.name for p in inp.pins if not p.sha256]
         lines.append(comment(tr("No hashes: pip reported none for {names}, and pip's hash-checking mode needs one on "
-                                "every line.", names=Joined(tr(", "), missing))))
+                                "every line.", names=Joined(N_(", "), missing))))
     reasons = [r for a in installs for r in inp.reason_lines(a)]
     lines += [comment(r) for r in dict.fromkeys(reasons)]
     requested, deps = [p for p in inp.pins if p.requested], [p for p in inp.pins if not p.requested]

@@ -51,7 +51,7 @@ _PLATFORM = re.compile(r"^[A-Za-z0-9_.]{1,100}$")
 _PY_VERSION = re.compile(r"^3\.[0-9]{1,2}$")
 # What pip's warnings say when it cannot reach an index (it then reports "no matching distribution").
 _UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Connection refused",
-                "Name or service not known", "Temporary failure in name resolution", "ProxyError",
+                "Name or service not known", "Temporary failure in name resolution", "ProxyError",  # i18n: english
                 "ConnectTimeoutError", "Network is unreachable")
 
 
