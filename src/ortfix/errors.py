@@ -53,9 +53,10 @@ class OrtfixError(Exception):
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
-        from ortfix.safetext import visible  # not at import: errors is imported before the probe starts
+        from ortfix.i18n import tr  # not at import: errors is imported before the probe starts
+        from ortfix.safetext import visible
 
-        return visible(f"ortfix: error: {self.text()}")
+        return visible("ortfix: " + tr("error: {message}", message=self.text()))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -71,7 +72,9 @@ def exit_for(exc: BaseException, *, debug: bool = False) -> int:
         sys.stderr.write(exc.rendered() + "\n")
         return int(exc.exit_code)
     if isinstance(exc, KeyboardInterrupt):
-        sys.stderr.write("ortfix: interrupted\n")
+        from ortfix.i18n import _
+
+        sys.stderr.write("ortfix: " + _("interrupted") + "\n")
         return int(ExitCode.INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return broken_pipe()
@@ -91,10 +94,14 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    line = f"ortfix: error: {unexpected_message(exc)}"
-    if not debug:
-        line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    from ortfix.i18n import _, tr
     from ortfix.safetext import visible
+
+    name, message = _unexpected(exc)
+    said = tr("unexpected {error}", error=name) + (f": {message}" if message else "")
+    line = "ortfix: " + tr("error: {message}", message=said)
+    if not debug:
+        line += _(" (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)")
 
     sys.stderr.write(visible(line) + "\n")
     sys.stderr.flush()
@@ -104,10 +111,16 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
 def unexpected_message(exc: BaseException) -> str:
     """What an unexpected exception is called, on standard error and in --json's error envelope: its type and its
     text on one line, at most 500 characters of it."""
+    name, message = _unexpected(exc)
+    return f"unexpected {name}" + (f": {message}" if message else "")
+
+
+def _unexpected(exc: BaseException) -> tuple[str, str]:
+    """The exception's type name and its text on one line, at most 500 characters of it."""
     message = " ".join(str(exc).split())
     if len(message) > 500:
         message = message[:500] + "…"
-    return f"unexpected {type(exc).__name__}" + (f": {message}" if message else "")
+    return type(exc).__name__, message
 
 
 def broken_pipe() -> int:

@@ -74,7 +74,7 @@ def run(invocation: Invocation) -> int:
             print_error(command, exc.exit_code, exc.format_message())
         return exc.exit_code
     except click.exceptions.Abort:
-        _echo("Aborted!", err=True)
+        _echo(_("Aborted!"), err=True)
         return 1
     return code if isinstance(code, int) else 0
 

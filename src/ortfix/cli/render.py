@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, _, pad, tr
+from ortfix.i18n import N_, Msg, _, pad, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -192,7 +192,7 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
 
 
 def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
-                 own_note: str | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
+                 own_note: str | Msg | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
     """The check's report; its first line names the target and how it was chosen. `verbose`: every library row, not
     only those that are a problem; `with_tensorrt`: the TensorRT provider's table even where none is installed."""
     lines = [target.line_msg().text(), *_stack_lines(facts)]

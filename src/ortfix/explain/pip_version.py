@@ -65,7 +65,7 @@ def _oldest(matrix: Matrix, keep: Callable[[OrtBuild], bool]) -> Version | None:
 
 _ASKED = re.compile(r"===?\s*v?(?P<version>\d+(?:\.\d+)*)(?![\w.*+])")
 _SKIPPED_FOR_PYTHON = re.compile(r"(?P<version>\d+(?:\.\d+)*)\s+Requires-Python\s+(?P<spec>[^;\n]+)")
-_IGNORED_HEADER = "Ignored the following versions that require a different python version:"
+_IGNORED_HEADER = "Ignored the following versions that require a different python version:"  # i18n: english (pip's)
 
 
 def pip_version(ctx: AnalysisContext) -> list[Msg]:
