@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, Msg, _, pad, tr
+from ortfix.i18n import N_, Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -200,7 +200,7 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):
-        lines.append(tr("note: {note}", note=note))
+        lines.append(tr("note: {note}", note=text(note)))  # a marked constant note (N_) translated too
     lines.append("")
     errors = sum(f.severity is Severity.ERROR for f in findings)
     warnings = sum(f.severity is Severity.WARNING for f in findings)

@@ -105,4 +105,4 @@ try:
         sys.meta_path.insert(0, {finder})
 except Exception as exc:
     _debug("not installed: %s: %s" % (type(exc).__name__, exc))
-'''
+'''  # i18n: english (a hook file's text)

@@ -90,7 +90,7 @@ def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
     return f"""{_MARKER} Puts this environment's CUDA/cuDNN libraries ahead of any system copy.
 # Undo: `ortfix rollback`, or delete this file and deactivate.d/{CONDA_HOOK_NAME}.
 {listing}
-{sh_prepend("LD_LIBRARY_PATH", assigns, parts, unsets, prefix)}"""
+{sh_prepend("LD_LIBRARY_PATH", assigns, parts, unsets, prefix)}"""  # i18n: english (a hook file's text)
 
 
 def render_conda_deactivate(prefix: str) -> str:
@@ -132,7 +132,7 @@ def render_preload_pth() -> str:
                   "import os\n"
                   "if os.environ.get('ORTFIX_PRELOAD_DEBUG'): sys.stderr.write('ortfix preload: the preload hook is "
                   f"not active (%s: %s); delete {PRELOAD_PTH} from site-packages, or run ortfix rollback\\n' "
-                  "% (type(e).__name__, e))")
+                  "% (type(e).__name__, e))")  # i18n: english (a hook file's text)
     guarded = f"try:import _ortfix_preload\nexcept Exception as e:exec({on_failure!r})"
     return f"import sys; exec({guarded!r})\n"
 
@@ -181,7 +181,7 @@ def _load():
             _debug("loaded %s" % path)
         except Exception as exc:
             _debug(exc)
-{on_onnxruntime_import('_OrtfixPreload', '_load')}'''
+{on_onnxruntime_import('_OrtfixPreload', '_load')}'''  # i18n: english (a hook file's text)
 
 
 def read_preload_hook(site_packages: str) -> list[str] | None:

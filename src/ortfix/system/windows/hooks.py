@@ -107,7 +107,7 @@ def render_path_hook_pth() -> str:
                   "import os\n"
                   "if os.environ.get('ORTFIX_PRELOAD_DEBUG'): sys.stderr.write('ortfix: the PATH hook is "
                   f"not active (%s: %s); delete {PATH_HOOK_PTH} from site-packages, or run ortfix rollback\\n' "
-                  "% (type(e).__name__, e))")
+                  "% (type(e).__name__, e))")  # i18n: english (a hook file's text)
     guarded = f"try:import {name}\nexcept Exception as e:exec({on_failure!r})"
     return f"import sys; exec({guarded!r})\n"
 
@@ -153,7 +153,7 @@ def _prepend():
         _debug("PATH starts with %s" % ";".join(FOLDERS))
     except Exception as exc:
         _debug("PATH not changed: %s: %s" % (type(exc).__name__, exc))
-{on_onnxruntime_import('_OrtfixDllPath', '_prepend')}'''
+{on_onnxruntime_import('_OrtfixDllPath', '_prepend')}'''  # i18n: english (a hook file's text)
 
 
 def read_path_hook(site_packages: str) -> list[str] | None:
@@ -265,7 +265,7 @@ def render_conda_windows_activate(dirs: Sequence[str], prefix: str) -> tuple[str
     bat = f"""@REM {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 @REM Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
 @set "PATH={joined};%PATH%"
-"""
+"""  # i18n: english (a hook file's text)
     ps_list = ", ".join(_ps_folder(f, prefix) for f in folders)
     ps1 = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
@@ -276,13 +276,13 @@ if (Test-Path Env:PATH) {{
 }}
 $Env:{added} = (@({ps_list}) -join ';')
 $Env:PATH = ((@($Env:{added}) + @($Env:PATH | Where-Object {{ $_ }})) -join ';')
-"""
+"""  # i18n: english (a hook file's text)
     assigns = "\n".join(f"_ortfix_{i}={_sh_quote(_posix(f))}" for i, f in enumerate(folders))
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(folders)))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(folders)))
     sh = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
-{sh_prepend("PATH", assigns, parts, unsets, prefix)}"""
+{sh_prepend("PATH", assigns, parts, unsets, prefix)}"""  # i18n: english (a hook file's text)
     return bat, ps1, sh
 
 
@@ -309,7 +309,7 @@ def render_conda_windows_deactivate(dirs: Sequence[str], prefix: str) -> tuple[s
     folders = _conda_folders(dirs, prefix)
     added, unset = hook_var("ADDED", "PATH", prefix), hook_var("UNSET", "PATH", prefix)
     bat = f"""@REM {_MARKER} Takes out of PATH the folders activate.d\\{CONDA_HOOK_STEM}.bat put first on it.
-{_bat_take_back(folders, prefix)}"""
+{_bat_take_back(folders, prefix)}"""  # i18n: english (a hook file's text)
     ps1 = f"""# {_MARKER} Takes out of PATH what activate.d\\{CONDA_HOOK_STEM}.ps1 put there.
 if (Test-Path Env:{added}) {{
     $ortfixPath = ';' + [string]$Env:PATH + ';'
@@ -326,7 +326,7 @@ if (Test-Path Env:{added}) {{
     Remove-Item Env:{added}
     Remove-Item Env:{unset} -ErrorAction SilentlyContinue
 }}
-"""
+"""  # i18n: english (a hook file's text)
     sh = f"""# {_MARKER} Takes out of PATH what activate.d/{CONDA_HOOK_STEM}.sh put there.
 {sh_take_back("PATH", prefix)}"""
     return bat, ps1, sh
