@@ -14,6 +14,8 @@ Every command (and group) here also takes `--lang LANG`, so that it may follow t
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -53,14 +55,82 @@ def _short(text: str, limit: int) -> str:
     return first + "…"
 
 
+# A wide character (Chinese, full-width punctuation) is a word of its own: a line may break before or after it.
+_WIDE = "\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+_TOKENS = re.compile(rf"\s+|[{_WIDE}]|[^\s{_WIDE}]+")
+# Full-width punctuation that never starts a line (comma, full stop, closing brackets...): it ends the line before.
+_NO_LINE_START = frozenset("\uff0c\u3002\u3001\uff1b\uff1a\uff1f\uff01\uff09\u300d\u300f\u300b\u3009\u3011\u2026")
+FULL_WIDTH_COLON = "\uff1a"
+
+
+def _wide(text: str) -> bool:
+    return display_width(text) != len(text)
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """`text` (one paragraph) in lines of at most `width` terminal columns (i18n.display_width), broken at spaces
+    and between wide characters, never before closing full-width punctuation: click's wrapping counts characters,
+    and a Chinese character takes two columns."""
+    lines: list[str] = []
+    line = ""
+    for token in _TOKENS.findall(text):
+        if token.isspace():
+            line += " " if line and not line.endswith(" ") else ""
+            continue
+        if line.strip() and token not in _NO_LINE_START and display_width(line + token) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += token
+    return [*lines, line.rstrip()] if line.strip() else lines
+
+
 class HelpFormatter(click.HelpFormatter):
-    """click's formatter, with its fixed words (`Usage:`, section headings) translated."""
+    """click's formatter, with its fixed words (`Usage:`, section headings) translated and text that holds wide
+    characters wrapped by terminal columns (`wrap`); English text is click's own."""
 
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         super().write_usage(prog, args, _("Usage: ") if prefix is None else prefix)
 
     def section(self, name: str) -> Any:
         return super().section(_(name))
+
+    def write_heading(self, heading: str) -> None:
+        if not _wide(heading):
+            return super().write_heading(heading)
+        self.write(f"{'':>{self.current_indent}}{heading}{FULL_WIDTH_COLON}\n")
+
+    def _paragraphs(self, text: str, width: int) -> list[str]:
+        """The lines of `text`: paragraphs wrapped, one after a `\\b` line kept as they are (click's rule)."""
+        out: list[str] = []
+        for paragraph in text.split("\n\n"):
+            if paragraph.startswith("\b"):
+                out += paragraph.split("\n")[1:]
+            else:
+                out += wrap(" ".join(paragraph.split()), width)
+            out.append("")
+        return out[:-1]
+
+    def write_text(self, text: str) -> None:
+        if not _wide(text):
+            return super().write_text(text)
+        indent = " " * self.current_indent
+        lines = self._paragraphs(text, max(self.width - self.current_indent, 11))
+        self.write("".join(f"{indent}{line}\n" if line else "\n" for line in lines))
+
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        rows = list(rows)
+        if not any(_wide(second) for _first, second in rows):
+            return super().write_dl(rows, col_max, col_spacing)
+        first_col = min(max(len(first) for first, _second in rows), col_max) + col_spacing
+        margin = " " * (first_col + self.current_indent)
+        for first, second in rows:
+            self.write(f"{'':>{self.current_indent}}{first}")
+            if len(first) <= first_col - col_spacing:
+                self.write(" " * (first_col - len(first)))
+            else:
+                self.write("\n" + margin)
+            lines = self._paragraphs(second, max(self.width - first_col - 2, 10)) or [""]
+            self.write(lines[0] + "\n" + "".join(f"{margin}{line}\n" if line else "\n" for line in lines[1:]))
 
 
 class Context(click.Context):
