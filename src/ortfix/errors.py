@@ -43,13 +43,15 @@ class OrtfixError(Exception):
 
     def text(self) -> str:
         """The line in the user's language: a Msg translated, a plain string as it is."""
-        from ortfix.i18n import Msg  # not at import: errors is imported before the probe starts
+        from ortfix.i18n import Msg, tr  # not at import: errors is imported before the probe starts
 
         def say(value: str | Msg) -> str:
             return value.text() if isinstance(value, Msg) else value
 
         message = say(self.message_msg)
-        return f"{message} ({say(self.hint_msg)})" if self.hint and self.hint_msg is not None else message
+        if not self.hint or self.hint_msg is None:
+            return message
+        return tr("{message} ({hint})", message=message, hint=say(self.hint_msg))
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""

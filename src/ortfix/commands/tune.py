@@ -112,7 +112,7 @@ def _cpu_baseline(cpu: RunOutcome, cpu_config: Config, target: Path, model: Path
     if inputs is None:
         raise OrtfixError(Msg(N_("the CPU run {death} while loading {model}"), death=cpu.death(), model=str(model)))
     if inputs.get("error"):
-        raise OrtfixError(f"{model}: {one_line(str(inputs['error']))}")
+        raise OrtfixError(Msg(N_("{model}: {error}"), model=str(model), error=one_line(str(inputs["error"]))))
     resolved: list[Mapping[str, Sequence[int]]] = list(inputs.get("shape_sets") or [])
     cpu_results = results_of(cpu, [cpu_config])
     if not cpu_results:

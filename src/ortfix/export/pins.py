@@ -62,7 +62,7 @@ def parse_report(text: str) -> list[Pin]:
         version = meta.get("version") if isinstance(meta, dict) else None
         if not (isinstance(name, str) and _NAME.fullmatch(name)
                 and isinstance(version, str) and _VERSION.fullmatch(version)):
-            raise OrtfixError("pip's --report names a distribution ortfix cannot pin")
+            raise OrtfixError(Msg(N_("pip's --report names a distribution ortfix cannot pin")))
         info = entry.get("download_info")
         archive = info.get("archive_info") if isinstance(info, dict) else None
         hashes = archive.get("hashes") if isinstance(archive, dict) else None

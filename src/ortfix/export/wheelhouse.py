@@ -286,7 +286,8 @@ def build_wheelhouse(python: str, requirements: Sequence[str], reasons: Sequence
             write_output(folder / OWN_REQUIREMENTS, own_requirements_text(files))
         write_output(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     except OSError as exc:
-        raise OrtfixError(f"cannot move the downloads into {folder}: {exc.strerror or exc}") from exc
+        raise OrtfixError(Msg(N_("cannot move the downloads into {folder}: {error}"), folder=str(folder),
+                              error=str(exc.strerror or exc))) from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Wheelhouse(str(folder), files, source, missing)
