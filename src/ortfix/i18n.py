@@ -235,7 +235,8 @@ def rendered_in(name: str, render: Callable[[], T]) -> T:
     comments of an exported file are in the language named for it (named_language), whatever the terminal's."""
     global _current, _chosen
     saved = (_translations(), _chosen)
-    _current, _chosen = _load(name), name
+    _current = _load(name)
+    _chosen = name if type(_current).__name__ == "GNUTranslations" else "en"
     try:
         return render()
     finally:

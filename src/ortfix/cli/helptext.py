@@ -26,7 +26,8 @@ from ortfix.i18n import N_, _, display_width
 CLICK_WORDS = (N_("Usage: "), N_("Options"), N_("Commands"), N_("Positional arguments"),
                N_("Show this message and exit."), N_("Show the version and exit."))
 LANG_HELP = N_("The language of the text printed for people (zh_CN, en); also ORTFIX_LANG, else LANGUAGE, LC_ALL, "
-               "LC_MESSAGES, LANG. --json documents and files ortfix writes stay English.")
+               "LC_MESSAGES, LANG. --json documents and files ortfix writes stay English (an exported file's "
+               "comments follow --lang or ORTFIX_LANG).")
 SUB_LANG_HELP = N_("The language of the text printed for people, as `ortfix --lang LANG` (export: also of the "
                    "files' comments).")
 
