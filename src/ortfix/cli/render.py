@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, Msg, _, pad, text, tr
+from ortfix.i18n import N_, Joined, Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -224,7 +224,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
                tr("compute capability {cc}", cc=plan.options.compute_capability)
                if plan.options.compute_capability else ""]
     if any(machine):
-        lines.append(tr("for a machine with {machine} (assumed, as given)", machine=", ".join(m for m in machine if m)))
+        lines.append(tr("for a machine with {machine} (assumed, as given)",
+                        machine=Joined(N_(", "), [m for m in machine if m])))
     if plan.target:
         t = plan.target
         lines.append(tr("ORT build: {package} {version} (CUDA {cuda}{cudnn}{feed})", package=t.package,
@@ -268,7 +269,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
 
 
 def render_matrix(matrix: Matrix) -> str:
-    lines = [tr("compatibility matrix {version} ({files})", version=matrix.data_version, files=", ".join(matrix.files)),
+    lines = [tr("compatibility matrix {version} ({files})", version=matrix.data_version,
+                files=Joined(N_(", "), matrix.files)),
              "", f"{pad('ONNX Runtime', 28)} {pad(_('index'), 9)} {pad('CUDA', 6)} {pad('cuDNN', 6)} {_('needs')}"]
     for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
         versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} - {b.versions[-1]}"

@@ -72,7 +72,7 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     startup: float | None = None
     if CUDA_EP not in available:
         note = Msg(N_("this onnxruntime build has no {provider} (available: {available})"), provider=CUDA_EP,
-                   available=", ".join(available))
+                   available=Joined(N_(", "), available))
     else:
         cuda = run("CUDA", grid)
         cuda_results = results_of(cuda, grid)

@@ -131,7 +131,7 @@ def about_majors(cuda: int, cudnn: int, matrix: Matrix | None) -> list[Msg]:
     return [Msg(N_("This build needs the DLLs of CUDA {cuda} and cuDNN {cudnn}; the pip wheels of those majors are "
                    "{wheels} (`pip install onnxruntime-gpu[cuda,cudnn]` installs the ones it needs), each in a "
                    "site-packages\\nvidia folder that must be on PATH when the session is created."),
-                cuda=cuda, cudnn=cudnn, wheels=", ".join(names))]
+                cuda=cuda, cudnn=cudnn, wheels=Joined(N_(", "), names))]
 
 
 def windows_dll(ctx: AnalysisContext) -> list[Msg]:

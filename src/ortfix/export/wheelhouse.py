@@ -35,7 +35,7 @@ from ortfix import __version__, subproc
 from ortfix.errors import OrtfixError
 from ortfix.export.pipprogress import DownloadProgress, folder_tally, run_download, tally_line
 from ortfix.fields import requirement
-from ortfix.i18n import N_, Msg
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.outfile import write_output
 from ortfix.system.wheelmanifest import (
     MANIFEST,
@@ -204,7 +204,8 @@ def _add_ortfix(python: str, folder: Path, target: WheelhouseTarget,
             wheel.unlink()
         return "", Msg(N_("{source} now builds ortfix {versions}, not the running {version}: reinstall it "
                           "({command}) and run this again"), source=str(source),
-                       versions=", ".join(sorted(versions)) or Msg(N_("(no wheel)")), version=__version__,
+                       versions=Joined(N_(", "), sorted(versions)) if versions else Msg(N_("(no wheel)")),
+                       version=__version__,
                        command=f"pip install -e {source}")
     _download(python, _own_requirements(), folder, target, "ortfix's dependencies", progress)
     return f"built from {source}", None
