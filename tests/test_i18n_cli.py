@@ -332,3 +332,19 @@ def test_json_and_error_envelopes_are_byte_identical_across_locales() -> None:
         assert not HAN.search(outs["C"][1]) and not HAN.search(outs["C"][2]), args
         if outs["C"][0] == 2:  # an error: its line on stderr speaks the locale, the envelope stays English
             assert outs["zh_CN.UTF-8"][2].startswith("ortfix: 错误："), outs["zh_CN.UTF-8"][2]
+
+
+def test_a_replayed_check_is_never_in_another_language(tmp_path: Path) -> None:
+    """check replays an identical earlier check's output: `--lang` (before or after the command, the click-free path
+    and click's) is part of what makes it identical, as the locale's variables are."""
+    python = sys.executable
+    env = {"ORTFIX_CACHE_DIR": str(tmp_path / "cache"), "LANG": "C", "LANGUAGE": "", "ORTFIX_LANG": ""}
+    english = run_ortfix("check", "--python", python, env=env)
+    assert english.stdout.startswith("target ") and run_ortfix("check", "--python", python, env=env).stdout == (
+        english.stdout)  # replayed
+    for args, extra in ((("check", "--python", python, "--lang", "zh_CN"), {}),
+                        (("--lang", "zh_CN", "check", "--python", python), {}),
+                        (("--lang", "zh_CN", "check", "--python", python), {"ORTFIX_NO_FASTPATH": "1"})):
+        chinese = run_ortfix(*args, env={**env, **extra})
+        assert chinese.stdout.startswith(f"目标 {python}（"), (args, chinese.stdout[:200])
+    assert run_ortfix("check", "--python", python, env=env).stdout == english.stdout

@@ -155,7 +155,7 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
     from ortfix.cli.fastcheck import check_command
 
     sys.exit(check_command(python, as_json, driver_version, compute_capability, _echo, fresh=fresh, verbose=verbose,
-                           with_=with_))
+                           with_=with_, lang=click.get_current_context().find_root().obj["lang"]))
 
 
 @main.command(help=N_(

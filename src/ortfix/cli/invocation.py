@@ -44,6 +44,8 @@ class Invocation:
         self.command = name  # as --json's envelope names it ("history show"); None when no word names one
         self.prefetch = _prefetch_target(bare)
         self.check = parse_check(bare)
+        if self.check is not None:
+            self.check["lang"] = self.lang  # check's saved output is per language (fastcheck.check_command)
 
     def json_command(self) -> Command | None:
         """The command whose error envelope is printed on standard output: only under --json, and only for a
