@@ -13,12 +13,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from clitools import NEUTRAL, REPO, run_ortfix
 from ortfix import i18n
 from test_i18n import _clean_env, english_sentences, extract_messages
+
+if TYPE_CHECKING:
+    from ortfix.export.model import ExportInput
 
 SRC = REPO / "src" / "ortfix"
 HELP_EN = Path(__file__).parent / "data" / "i18n" / "help_en"
@@ -228,7 +232,7 @@ def test_a_joined_list_uses_the_languages_separator() -> None:
 
 # --- (4) exported files --------------------------------------------------------------------------------------------
 
-def _export_input(prefix: str, python: str) -> object:
+def _export_input(prefix: str, python: str) -> ExportInput:
     from ortfix.export.model import ExportInput
     from ortfix.export.pins import Pin
     from ortfix.plan.model import Action, Plan, PlanOptions
@@ -253,8 +257,8 @@ def test_exported_comments_follow_the_named_language_and_nothing_else_changes(fm
     windows = fmt == "ps1"
     inp = _export_input("C:\\envs\\infer" if windows else "/opt/infer",
                         "C:\\envs\\infer\\python.exe" if windows else "/opt/infer/bin/python")
-    english = render(inp, ExportFormat(fmt), None)  # type: ignore[arg-type]
-    chinese = i18n.rendered_in("zh_CN", lambda: render(inp, ExportFormat(fmt), None))  # type: ignore[arg-type]
+    english = render(inp, ExportFormat(fmt), None)
+    chinese = i18n.rendered_in("zh_CN", lambda: render(inp, ExportFormat(fmt), None))
     assert i18n.language() == "en"  # the terminal's language is back
     for en_text, zh_text in zip(english, chinese):
         if en_text is None:
