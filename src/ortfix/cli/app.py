@@ -2,7 +2,8 @@
 envelope of cli/output.py) and exit with the code the result carries. Nothing below this package imports click.
 
 Over 400 lines: most of it is the commands' help texts (what `--help` prints); the command bodies are a few lines
-each, and spreading the click declarations over several modules would only hide which commands exist."""
+each, and spreading the click declarations over several modules would only hide which commands exist. The help
+texts are marked English (`help=N_(...)`), translated where click renders them (cli/helptext.py)."""
 
 from __future__ import annotations
 
