@@ -43,17 +43,22 @@ class OrtfixError(Exception):
 
     def text(self) -> str:
         """The line in the user's language: a Msg translated, a plain string as it is."""
-        from ortfix.i18n import N_, Msg, text  # not at import: errors is imported before the probe starts
+        from ortfix.i18n import Msg, tr  # not at import: errors is imported before the probe starts
 
-        if not (self.hint and self.hint_msg is not None):
-            return text(self.message_msg) if isinstance(self.message_msg, Msg) else self.message_msg
-        return Msg(N_("{message} ({hint})"), message=self.message_msg, hint=self.hint_msg).text()
+        def say(value: str | Msg) -> str:
+            return value.text() if isinstance(value, Msg) else value
+
+        message = say(self.message_msg)
+        if not self.hint or self.hint_msg is None:
+            return message
+        return tr("{message} ({hint})", message=message, hint=say(self.hint_msg))
 
     def rendered(self) -> str:
         """The line every command prints on stderr: one line, whatever the message quotes (safetext.visible)."""
-        from ortfix.safetext import visible  # not at import: errors is imported before the probe starts
+        from ortfix.i18n import tr  # not at import: errors is imported before the probe starts
+        from ortfix.safetext import visible
 
-        return visible(f"ortfix: error: {self.text()}")
+        return visible("ortfix: " + tr("error: {message}", message=self.text()))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -69,7 +74,9 @@ def exit_for(exc: BaseException, *, debug: bool = False) -> int:
         sys.stderr.write(exc.rendered() + "\n")
         return int(exc.exit_code)
     if isinstance(exc, KeyboardInterrupt):
-        sys.stderr.write("ortfix: interrupted\n")
+        from ortfix.i18n import _
+
+        sys.stderr.write("ortfix: " + _("interrupted") + "\n")
         return int(ExitCode.INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         return broken_pipe()
@@ -89,10 +96,14 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    line = f"ortfix: error: {unexpected_message(exc)}"
-    if not debug:
-        line += " (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)"
+    from ortfix.i18n import _, tr
     from ortfix.safetext import visible
+
+    name, message = _unexpected(exc)
+    said = tr("unexpected {error}", error=name) + (f": {message}" if message else "")
+    line = "ortfix: " + tr("error: {message}", message=said)
+    if not debug:
+        line += _(" (run again with --debug, or ORTFIX_DEBUG=1, for the traceback)")
 
     sys.stderr.write(visible(line) + "\n")
     sys.stderr.flush()
@@ -102,10 +113,16 @@ def report_unexpected(exc: BaseException, *, debug: bool = False) -> int:
 def unexpected_message(exc: BaseException) -> str:
     """What an unexpected exception is called, on standard error and in --json's error envelope: its type and its
     text on one line, at most 500 characters of it."""
+    name, message = _unexpected(exc)
+    return f"unexpected {name}" + (f": {message}" if message else "")
+
+
+def _unexpected(exc: BaseException) -> tuple[str, str]:
+    """The exception's type name and its text on one line, at most 500 characters of it."""
     message = " ".join(str(exc).split())
     if len(message) > 500:
         message = message[:500] + "…"
-    return f"unexpected {type(exc).__name__}" + (f": {message}" if message else "")
+    return type(exc).__name__, message
 
 
 def broken_pipe() -> int:

@@ -25,6 +25,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: choose.p
 
 if TYPE_CHECKING:
     import gettext
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 DOMAIN = "ortfix"
 LOCALE_DIR = Path(__file__).parent / "locale"
@@ -167,7 +171,9 @@ class Msg:
 
 
 class Joined(Msg):
-    """Values joined by a separator (a list of wheels, of GPUs), each translated with the sentence around it."""
+    """Values joined by a separator (a list of wheels, of GPUs), each translated with the sentence around it. The
+    separator is a marked string (`N_(", ")`: the enumeration comma in zh_CN, `N_("; ")`: the full-width
+    semicolon), English in `str()`, translated in `text()`; an empty one joins as it is."""
 
     __slots__ = ("items",)
 
@@ -185,7 +191,8 @@ class Joined(Msg):
         return hash(self.items)
 
     def text(self) -> str:
-        return self.template.join(i.text() if isinstance(i, Msg) else str(i) for i in self.items)
+        separator = _(self.template) if self.template else ""  # gettext("") is the catalog's header
+        return separator.join(i.text() if isinstance(i, Msg) else str(i) for i in self.items)
 
 
 def tr(template: str, **values: str | int | Msg) -> str:
@@ -212,3 +219,25 @@ def pad(value: str, width: int, *, right: bool = False) -> str:
     `f"{value:>width}"`) for any language."""
     fill = " " * max(0, width - display_width(value))
     return fill + value if right else value + fill
+
+
+def named_language(override: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The catalog `--lang` (`override`) or ORTFIX_LANG names, "en" when neither is given: the locale variables are
+    not asked. The language of the comments of the files `export` writes: a file keeps English unless asked."""
+    env = os.environ if environ is None else environ
+    if not (override or env.get(ENV_OVERRIDE)):
+        return "en"
+    return choose({ENV_OVERRIDE: env.get(ENV_OVERRIDE, "")}, override)
+
+
+def rendered_in(name: str, render: Callable[[], T]) -> T:
+    """`render()` with catalog `name` ("en": English) in use, the language chosen before in use again after: the
+    comments of an exported file are in the language named for it (named_language), whatever the terminal's."""
+    global _current, _chosen
+    saved = (_translations(), _chosen)
+    _current = _load(name)
+    _chosen = name if type(_current).__name__ == "GNUTranslations" else "en"
+    try:
+        return render()
+    finally:
+        _current, _chosen = saved

@@ -33,20 +33,21 @@ if TYPE_CHECKING:
 
 def check_command(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
                   echo: Callable[[str], None], fresh: bool = False, verbose: bool = False,
-                  with_: Sequence[str] = ()) -> int:
+                  with_: Sequence[str] = (), lang: str | None = None) -> int:
     """Run `check` and print its report; the exit code. OrtfixError is the caller's to render.
 
     The options are validated by commands/inputs.check_request, as they are as click's. An identical earlier check
     is replayed while nothing it depended on has changed (commands/check.check_output); `fresh` skips that.
     `verbose`: every library row of the report, not only those that are a problem. `with_` (`--with tensorrt`):
-    TensorRT is judged and shown even where none is installed."""
+    TensorRT is judged and shown even where none is installed. `lang`: the `--lang` given (the environment's
+    variables are part of a saved check's key already), so that a replay is never in another language."""
     from ortfix.commands.check import check_output
     from ortfix.commands.inputs import check_request
 
     request = check_request(python, driver_version, compute_capability, with_)
     python = request.python
     key = (as_json, driver_version, compute_capability, verbose, request.with_tensorrt)
-    output, code = check_output(python, key, fresh=fresh, full=lambda: _check(python, *key))
+    output, code = check_output(python, (*key, lang), fresh=fresh, full=lambda: _check(python, *key))
     echo(output)
     return code
 

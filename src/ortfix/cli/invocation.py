@@ -33,7 +33,7 @@ class Invocation:
 
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = tuple(argv)
-        self.lang, bare = _lang_option(self.argv)  # the group's `--lang X` (ortfix/i18n.py), before the command
+        self.lang, bare = _lang_option(self.argv)  # `--lang X` (ortfix/i18n.py), before or after the command
         self.debug = bare[:1] == ("--debug",)  # `ortfix --debug CMD`: the traceback of an unexpected error
         self.json = "--json" in bare
         words = [a for a in bare if not a.startswith("-")]
@@ -44,6 +44,8 @@ class Invocation:
         self.command = name  # as --json's envelope names it ("history show"); None when no word names one
         self.prefetch = _prefetch_target(bare)
         self.check = parse_check(bare)
+        if self.check is not None:
+            self.check["lang"] = self.lang  # check's saved output is per language (fastcheck.check_command)
 
     def json_command(self) -> Command | None:
         """The command whose error envelope is printed on standard output: only under --json, and only for a
@@ -59,12 +61,15 @@ class Invocation:
 
 
 def _lang_option(argv: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
-    """The value of the group's `--lang X` / `--lang=X` (an option before the command's name), and the command line
-    without it."""
+    """The value of `--lang X` / `--lang=X`, before the command's name (the group's option) or after it (every
+    command's: cli/helptext.py), the last one given, up to a `--` that ends the options; and the command line without
+    it."""
     lang: str | None = None
     out: list[str] = []
     rest = list(argv)
-    while rest and rest[0].startswith("-"):
+    while rest:
+        if rest[0] == "--":
+            break
         if rest[0] == "--lang" and len(rest) > 1:
             lang, rest = rest[1], rest[2:]
         elif rest[0].startswith("--lang="):

@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, Msg, _, pad, text, tr
+from ortfix.i18n import N_, Joined, Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -192,7 +192,7 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
 
 
 def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescription,
-                 own_note: str | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
+                 own_note: str | Msg | None = None, *, verbose: bool = False, with_tensorrt: bool = False) -> str:
     """The check's report; its first line names the target and how it was chosen. `verbose`: every library row, not
     only those that are a problem; `with_tensorrt`: the TensorRT provider's table even where none is installed."""
     lines = [target.line_msg().text(), *_stack_lines(facts)]
@@ -200,7 +200,7 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):
-        lines.append(tr("note: {note}", note=note))
+        lines.append(tr("note: {note}", note=text(note)))  # a marked constant note (N_) translated too
     lines.append("")
     errors = sum(f.severity is Severity.ERROR for f in findings)
     warnings = sum(f.severity is Severity.WARNING for f in findings)
@@ -224,7 +224,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
                tr("compute capability {cc}", cc=plan.options.compute_capability)
                if plan.options.compute_capability else ""]
     if any(machine):
-        lines.append(tr("for a machine with {machine} (assumed, as given)", machine=", ".join(m for m in machine if m)))
+        lines.append(tr("for a machine with {machine} (assumed, as given)",
+                        machine=Joined(N_(", "), [m for m in machine if m])))
     if plan.target:
         t = plan.target
         lines.append(tr("ORT build: {package} {version} (CUDA {cuda}{cudnn}{feed})", package=t.package,
@@ -269,7 +270,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
 
 
 def render_matrix(matrix: Matrix) -> str:
-    lines = [tr("compatibility matrix {version} ({files})", version=matrix.data_version, files=", ".join(matrix.files)),
+    lines = [tr("compatibility matrix {version} ({files})", version=matrix.data_version,
+                files=Joined(N_(", "), matrix.files)),
              "", f"{pad('ONNX Runtime', 28)} {pad(_('index'), 9)} {pad('CUDA', 6)} {pad('cuDNN', 6)} {_('needs')}"]
     for b in sorted(matrix.builds, key=lambda b: (b.newest, b.cuda_major)):
         versions = b.versions[0] if len(b.versions) == 1 else f"{b.versions[0]} - {b.versions[-1]}"

@@ -6,7 +6,7 @@ from typing import Any
 
 from ortfix.commands.export import ExportResult
 from ortfix.commands.wheelhouse import WheelhouseResult
-from ortfix.i18n import _, tr
+from ortfix.i18n import N_, Joined, _, tr
 from ortfix.safetext import join_lines
 
 
@@ -20,7 +20,7 @@ def render_export(r: ExportResult) -> str:
     if r.written:
         if len(r.written) == 2:  # the script and its undo script
             return tr("Wrote {file} and {undo}.", file=r.written[0], undo=r.written[1])
-        return tr("Wrote {files}.", files=", ".join(r.written))
+        return tr("Wrote {files}.", files=Joined(N_(", "), r.written))
     return r.text[:-1] if r.text.endswith("\n") else r.text
 
 

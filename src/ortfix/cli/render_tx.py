@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.cli.cmdline import quote, windows_target
-from ortfix.i18n import Msg, _, pad, text, tr
+from ortfix.i18n import N_, Joined, Msg, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import step_title
@@ -58,7 +58,8 @@ def _short(changes: Sequence[str], limit: int = 4) -> str:
         return _("(nothing changed)")
     shown = [c if not c.startswith(("+ /", "~ /")) else f"{c[0]} {os.path.basename(c[2:])}" for c in changes]
     shown.sort(key=lambda c: 0 if " onnxruntime" in c else 1)  # stable: the ORT change first, then the rest
-    return ", ".join(shown[:limit]) + (tr(", … {n} more", n=len(shown) - limit) if len(shown) > limit else "")
+    return Joined(N_(", "), shown[:limit]).text() + (tr(", … {n} more", n=len(shown) - limit)
+                                                      if len(shown) > limit else "")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -108,7 +109,8 @@ def _disk(disk: DiskCheck) -> str:
                needed=size(disk.needed_bytes))
             + (tr(" (estimated from measured wheels for {n} of them)", n=len(disk.estimated)) if disk.estimated
                else "")
-            + (tr(" (sizes unknown for {names})", names=", ".join(disk.unknown_sizes)) if disk.unknown_sizes else ""))
+            + (tr(" (sizes unknown for {names})", names=Joined(N_(", "), disk.unknown_sizes))
+               if disk.unknown_sizes else ""))
 
 
 def render_apply(result: ApplyResult) -> str:
@@ -371,7 +373,7 @@ def render_prune(result: PruneResult) -> str:
     lines = [tr("Pruned {n} transaction stash(es) in {prefix}: {freed} freed; kept the newest {kept}.",
                 n=len(o.pruned), prefix=result.target.prefix, freed=size(o.freed_bytes), kept=len(o.kept))]
     if o.skipped:
-        lines.append(tr("Not pruned (interrupted or unreadable): {ids}", ids=", ".join(o.skipped)))
+        lines.append(tr("Not pruned (interrupted or unreadable): {ids}", ids=Joined(N_(", "), o.skipped)))
     if o.pruned:
         lines.append(_("Their journals stay for `ortfix history`; they can no longer be rolled back."))
     return join_lines(lines)

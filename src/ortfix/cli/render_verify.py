@@ -6,7 +6,7 @@ from typing import Any
 
 from ortfix.commands.verify import VerifyResult
 from ortfix.errors import ExitCode
-from ortfix.i18n import N_, _, pad, text, tr
+from ortfix.i18n import N_, Joined, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.verify.levels import BUILTIN_MODEL, Status
 
@@ -60,10 +60,11 @@ def render_verify(result: VerifyResult) -> str:
     not_run = [lv for lv in result.levels if lv.status is Status.NOT_RUN]
     bad_genai = [g.package for g in result.genai if not g.ok]
     if failed or bad_genai:
-        lines.append(tr("Failed: {what}.", what=", ".join([*(_level(lv.number, lv.name) for lv in failed),
-                                                          *bad_genai])))
+        lines.append(tr("Failed: {what}.", what=Joined(N_(", "), [*(_level(lv.number, lv.name) for lv in failed),
+                                                                  *bad_genai])))
     if not_run:
-        lines.append(tr("Could not run here: {what}.", what=", ".join(_level(lv.number, lv.name) for lv in not_run)))
+        lines.append(tr("Could not run here: {what}.",
+                        what=Joined(N_(", "), [_level(lv.number, lv.name) for lv in not_run])))
     if not failed and not not_run and not bad_genai:
         lines.append(_("The GPU path works: the CUDA provider starts and computes what the CPU computes."))
     return join_lines(lines)

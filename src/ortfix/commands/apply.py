@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.transaction.apply import ApplyOutcome, apply_plan
 from ortfix.transaction.journal import TxStatus
 from ortfix.transaction.runner import Ui
@@ -69,15 +70,18 @@ def prepare_apply(python: str | None, plan_file: Path | None, options: PlanOptio
 def _same_machine(where: str, saved: PlanOptions, given: PlanOptions) -> None:
     """--driver / --compute-capability given with a saved plan must say what the plan was made for."""
     for flag, mine, theirs, what, own in (
-            ("--driver", given.driver_version, saved.driver_version, "NVIDIA driver", "driver"),
-            ("--compute-capability", given.compute_capability, saved.compute_capability, "compute capability",
-             "GPU")):
+            ("--driver", given.driver_version, saved.driver_version, N_("NVIDIA driver"), N_("driver")),
+            ("--compute-capability", given.compute_capability, saved.compute_capability, N_("compute capability"),
+             N_("GPU"))):
         if mine is not None and mine != theirs:
-            made_for = (f"was planned for {what} {theirs}" if theirs is not None
-                        else f"was planned without {flag} (for this machine's own {own})")
-            raise OrtfixError(f"{where} {made_for}, not for {flag} {mine}",
-                              hint=f"leave {flag} out to apply the plan as it was made, or make a new one: "
-                                   f"`ortfix plan {flag} {mine} -o plan.json`")
+            made_for = (Msg(N_("was planned for {what} {value}"), what=Msg(what), value=theirs) if theirs is not None
+                        else Msg(N_("was planned without {option} (for this machine's own {own})"), option=flag,
+                                 own=Msg(own)))
+            raise OrtfixError(Msg(N_("{file} {made_for}, not for {option} {value}"), file=where, made_for=made_for,
+                                  option=flag, value=mine),
+                              hint=Msg(N_("leave {option} out to apply the plan as it was made, or make a new one: "
+                                          "{command}"), option=flag,
+                                       command=f"`ortfix plan {flag} {mine} -o plan.json`"))
 
 
 def post_apply_check(env: TargetEnv, assumed_driver: str | None) -> Verification:

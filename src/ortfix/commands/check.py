@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.speed import prefetch
 from ortfix.target.choose import EXPLICIT, TargetDescription, choose_target, is_own_prefix
 
@@ -104,12 +105,13 @@ def unfinished_transactions(prefix: str) -> Sequence[InterruptedTransaction]:
     return interrupted_transactions(prefix)
 
 
-def own_environment_note(target: TargetDescription) -> str | None:
+def own_environment_note(target: TargetDescription) -> Msg | None:
     """What `check` says about ortfix's own environment found on PATH (plan and apply refuse it)."""
     if not target.own or target.chosen_by in EXPLICIT:
         return None
-    return (f"{target.prefix} is the environment ortfix itself runs in, found as {target.chosen_by}: `ortfix plan` "
-            f"and `ortfix apply` change it only when it is named with --python")
+    return Msg(N_("{prefix} is the environment ortfix itself runs in, found as {chosen_by}: `ortfix plan` and "
+                  "`ortfix apply` change it only when it is named with --python"), prefix=target.prefix,
+               chosen_by=target.chosen_by)
 
 
 def refuse_own_environment(target: TargetDescription) -> None:
@@ -118,7 +120,8 @@ def refuse_own_environment(target: TargetDescription) -> None:
     if target.own and target.chosen_by not in EXPLICIT:
         import shlex
 
-        raise OrtfixError(f"the target found as {target.chosen_by}, {target.python}, is the environment ortfix "
-                          f"itself runs in ({target.prefix}); ortfix does not change it unless it is named",
-                          hint=f"to change it anyway, pass --python {shlex.quote(target.python)}; for another "
-                               "environment, pass --python ENV or activate it")
+        raise OrtfixError(Msg(N_("the target found as {chosen_by}, {python}, is the environment ortfix itself runs "
+                                 "in ({prefix}); ortfix does not change it unless it is named"),
+                              chosen_by=target.chosen_by, python=target.python, prefix=target.prefix),
+                          hint=Msg(N_("to change it anyway, pass {option}; for another environment, pass --python ENV "
+                                      "or activate it"), option=f"--python {shlex.quote(target.python)}"))

@@ -18,6 +18,7 @@ from ortfix.export.pins import resolve_pins
 from ortfix.export.powershell import render_ps1
 from ortfix.export.requirements import render_requirements
 from ortfix.export.shell import render_sh
+from ortfix.i18n import N_, Msg, rendered_in
 from ortfix.outfile import write_output
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import PlanOptions
@@ -49,20 +50,23 @@ def undo_path(output: Path, fmt: ExportFormat) -> Path:
 def require_pip(prepared: PreparedApply) -> None:
     """Pins come from the target's own pip, and the scripts run it: an environment without pip is refused."""
     if not prepared.check.facts.probe.has_pip:
-        raise OrtfixError(f"{prepared.plan.python} has no pip: the exact pins come from its own pip's dry run, and "
-                          "the exported scripts run it", hint=f"install pip into it first: {prepared.plan.python} -m "
-                          "ensurepip")
+        python = prepared.plan.python
+        raise OrtfixError(Msg(N_("{python} has no pip: the exact pins come from its own pip's dry run, and the "
+                                 "exported scripts run it"), python=python),
+                          hint=Msg(N_("install pip into it first: {command}"), command=f"{python} -m ensurepip"))
 
 
 def require_plain_paths(prepared: PreparedApply) -> None:
     """The target's paths go into comment lines and (Dockerfile) unquotable ENV/RUN lines: a control character (a
     newline would end the comment and start a command or an instruction) is refused."""
-    for what, path in (("environment", prepared.plan.prefix), ("interpreter", prepared.plan.python)):
+    for what, path in ((N_("the environment {path}"), prepared.plan.prefix),
+                       (N_("the interpreter {path}"), prepared.plan.python)):
         ch = first_control(path, surrogates=True)
         if ch is not None:
-            raise OrtfixError(f"the {what} {visible(path)} contains a control character ({escaped(ch)}); an exported "
-                              "file cannot name it safely (a line break would start a command)",
-                              hint="move the environment to a plain path")
+            raise OrtfixError(Msg(N_("{what} contains a control character ({char}); an exported file cannot name it "
+                                     "safely (a line break would start a command)"),
+                                  what=Msg(what, path=visible(path)), char=escaped(ch)),
+                              hint=Msg(N_("move the environment to a plain path")))
 
 
 def kept_build(prepared: PreparedApply) -> list[str]:
@@ -93,20 +97,23 @@ def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     return ExportInput(plan=plan, python=plan.python, prefix=plan.prefix, pins=tuple(pins), reasons=reasons)
 
 
+def render(inp: ExportInput, fmt: ExportFormat, image_prefix: str | None) -> tuple[str, str | None]:
+    """(the file, its undo script or None), its comments in the language in use."""
+    if fmt is ExportFormat.REQUIREMENTS:
+        return render_requirements(inp), None
+    if fmt is ExportFormat.DOCKERFILE:
+        return render_dockerfile(inp, image_prefix), None
+    return render_sh(inp) if fmt is ExportFormat.SH else render_ps1(inp)
+
+
 def run_export(fmt: ExportFormat, python: str | None, plan_file: Path | None, options: PlanOptions,
-               output: Path | None, image_prefix: str | None = None) -> ExportResult:
-    """`image_prefix`: the environment's path in the image (dockerfile only; validated by the caller)."""
+               output: Path | None, image_prefix: str | None = None, language: str = "en") -> ExportResult:
+    """`image_prefix`: the environment's path in the image (dockerfile only; validated by the caller). `language`:
+    the catalog of the files' comments (i18n.named_language: English unless --lang or ORTFIX_LANG names one); the
+    commands in them are the same in every language."""
     prepared = prepare_apply(python, plan_file, options)
     inp = export_input(prepared, fmt)
-    undo: str | None = None
-    if fmt is ExportFormat.REQUIREMENTS:
-        text = render_requirements(inp)
-    elif fmt is ExportFormat.DOCKERFILE:
-        text = render_dockerfile(inp, image_prefix)
-    elif fmt is ExportFormat.SH:
-        text, undo = render_sh(inp)
-    else:
-        text, undo = render_ps1(inp)
+    text, undo = rendered_in(language, lambda: render(inp, fmt, image_prefix))
     written: list[str] = []
     if output is not None:
         executable = 0o755 if undo is not None else 0o644

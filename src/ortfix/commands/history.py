@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.target.choose import TargetDescription
 from ortfix.transaction.prune import PruneOutcome, prune
 from ortfix.transaction.store import HistoryEntry, TransactionStore
@@ -49,7 +50,8 @@ def run_history_show(target: TargetDescription, tx_id: str) -> ShowResult:
     with TransactionStore(prefix) as store:
         if tx_id not in store.ids():  # a malformed id is refused by store.folder first
             store.folder(tx_id)
-            raise OrtfixError(f"no transaction {tx_id} in {prefix}", hint="`ortfix history` lists them")
+            raise OrtfixError(Msg(N_("no transaction {id} in {prefix}"), id=tx_id, prefix=prefix),
+                              hint=Msg(N_("`ortfix history` lists them")))
         entry = store.entry(tx_id)
         return ShowResult(target, entry, store.plan_doc(tx_id) if entry.tx is not None else None)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.target.choose import refuse_empty_python
 from ortfix.versions import validate_machine_options, validate_ort_version
 
@@ -46,7 +47,9 @@ CUDA_MAJORS = (10, 20)  # the --cuda values that can name a CUDA major at all (t
 
 def _one_of(flag: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
-        raise OrtfixError(f"{flag} {value!r}: not one of {', '.join(choices)}", hint=f"e.g. {flag} {choices[0]}")
+        raise OrtfixError(Msg(N_("{option} {value}: not one of {choices}"), option=flag, value=repr(value),
+                              choices=Joined(N_(", "), choices)),
+                          hint=Msg(N_("e.g. {example}"), example=f"{flag} {choices[0]}"))
     return value
 
 
@@ -84,7 +87,8 @@ def cuda_major(value: str | None) -> int | None:
     low, high = CUDA_MAJORS
     number = _whole(value)
     if number is None or not low <= number <= high:
-        raise OrtfixError(f"--cuda {value!r}: not a CUDA major", hint=f"a number from {low} to {high}, e.g. 12")
+        raise OrtfixError(Msg(N_("--cuda {value}: not a CUDA major"), value=repr(value)),
+                          hint=Msg(N_("a number from {low} to {high}, e.g. 12"), low=low, high=high))
     return number
 
 
@@ -95,7 +99,8 @@ def seconds(value: str, flag: str = "--timeout") -> float:
     except ValueError:
         number = math.nan
     if not (math.isfinite(number) and number >= 1):
-        raise OrtfixError(f"{flag} {value}: expected a number of seconds, at least 1")
+        raise OrtfixError(Msg(N_("{option} {value}: expected a number of seconds, at least 1"), option=flag,
+                              value=value))
     return number
 
 
@@ -103,8 +108,10 @@ def count(value: str, flag: str, low: int, high: int | None = None) -> int:
     """A whole number from `low` to `high` (no upper bound: None)."""
     number = _whole(value)
     if number is None or number < low or (high is not None and number > high):
-        bounds = f"from {low} to {high}" if high is not None else f"{low} or more"
-        raise OrtfixError(f"{flag} {value!r}: expected a whole number {bounds}")
+        bounds = (Msg(N_("from {low} to {high}"), low=low, high=high) if high is not None
+                  else Msg(N_("{low} or more"), low=low))
+        raise OrtfixError(Msg(N_("{option} {value}: expected a whole number {bounds}"), option=flag,
+                              value=repr(value), bounds=bounds))
     return number
 
 
@@ -114,17 +121,20 @@ def output_file(path: Path | None, flag: str = "-o") -> Path | None:
     if path is None:
         return None
     if path.is_dir():
-        raise OrtfixError(f"{flag} {path}: a folder, not a file", hint="give the name of the file to write")
+        raise OrtfixError(Msg(N_("{option} {path}: a folder, not a file"), option=flag, path=str(path)),
+                          hint=Msg(N_("give the name of the file to write")))
     folder = path.parent
     if not folder.is_dir():
-        raise OrtfixError(f"cannot write {path}: no folder {folder}", hint="choose another file or folder")
+        raise OrtfixError(Msg(N_("cannot write {path}: no folder {folder}"), path=str(path), folder=str(folder)),
+                          hint=Msg(N_("choose another file or folder")))
     return path
 
 
 def dest_folder(path: Path, flag: str = "-d") -> Path:
     """A folder to fill: new or a folder (whether it is empty and writable is checked when it is made)."""
     if os.path.lexists(path) and not path.is_dir():
-        raise OrtfixError(f"{flag} {path}: not a folder", hint="choose a new or empty folder")
+        raise OrtfixError(Msg(N_("{option} {path}: not a folder"), option=flag, path=str(path)),
+                          hint=Msg(N_("choose a new or empty folder")))
     return path
 
 
@@ -172,22 +182,23 @@ def plan_options(given: PlanInputs) -> PlanOptions:
                        with_tensorrt=with_tensorrt(given.with_))
 
 
-def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: str, flags: str,
+def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: Msg, flags: Msg,
                       also_given: bool = False) -> None:
     """Step 4: a saved plan is a file (what it holds is read when it is used: transaction/plan_file.py), applied
     (exported) exactly as it is; the options that only shape a new plan are refused beside it (the machine may be
     repeated: commands/apply._same_machine)."""
     if plan_file is not None and plan_file.is_dir():
-        raise OrtfixError(f"{plan_file}: a folder, not a plan file", hint="give the file `ortfix plan -o` wrote")
+        raise OrtfixError(Msg(N_("{file}: a folder, not a plan file"), file=str(plan_file)),
+                          hint=Msg(N_("give the file `ortfix plan -o` wrote")))
     if plan_file is not None and (options.ort_version or options.cuda_major or options.hook != "auto" or also_given):
-        raise OrtfixError(f"a saved plan is {verb} exactly as it is", hint=f"{flags} only apply when planning now")
+        raise OrtfixError(verb, hint=Msg(N_("{options} only apply when planning now"), options=flags))
 
 
 def _export_options(plan_file: Path | None, given: PlanInputs) -> PlanOptions:
     """export's and wheelhouse's options: a new plan's, refused beside a saved plan (step 4)."""
     plan = plan_options(given)
-    _saved_plan_alone(plan_file, plan, "exported", "--ort-version, --cuda, --hook and --with",
-                      also_given=plan.with_tensorrt)
+    _saved_plan_alone(plan_file, plan, Msg(N_("a saved plan is exported exactly as it is")),
+                      Msg(N_("--ort-version, --cuda, --hook and --with")), also_given=plan.with_tensorrt)
     return plan
 
 
@@ -212,7 +223,8 @@ class ApplyRequest(NamedTuple):
 def apply_request(python: str | None, plan_file: Path | None, given: PlanInputs) -> ApplyRequest:
     python = refuse_empty_python(python)
     plan = plan_options(given)
-    _saved_plan_alone(plan_file, plan, "applied", "--ort-version, --cuda, --hook, --installer, --project and --with",
+    _saved_plan_alone(plan_file, plan, Msg(N_("a saved plan is applied exactly as it is")),
+                      Msg(N_("--ort-version, --cuda, --hook, --installer, --project and --with")),
                       also_given=plan.installer != "auto" or plan.project or plan.with_tensorrt)
     return ApplyRequest(python, plan_file, plan)
 
@@ -237,8 +249,8 @@ def export_request(python: str | None, fmt: str, plan_file: Path | None, given: 
     image_prefix = None
     if prefix_in_image is not None:
         if export_format is not ExportFormat.DOCKERFILE:
-            raise OrtfixError(f"--prefix-in-image is for dockerfile, not {export_format}",
-                              hint="the other formats run in the environment they were made for")
+            raise OrtfixError(Msg(N_("--prefix-in-image is for dockerfile, not {format}"), format=str(export_format)),
+                              hint=Msg(N_("the other formats run in the environment they were made for")))
         image_prefix = validate_image_prefix(prefix_in_image)
     return ExportRequest(python, export_format, plan_file, plan, image_prefix, output_file(output))
 
@@ -274,12 +286,12 @@ def verify_request(python: str | None, *, model: Path | None, shapes: str | None
 
     python = refuse_empty_python(python)
     if shapes is not None and model is None:
-        raise OrtfixError("--shapes goes with --model", hint="the built-in model has its own shapes")
+        raise OrtfixError(Msg(N_("--shapes goes with --model")), hint=Msg(N_("the built-in model has its own shapes")))
     spec = None
     if shapes is not None:
         sets = parse_shapes([shapes])
         if len(sets) != 1:
-            raise OrtfixError(f"--shapes {shapes!r}: verify takes one set of shapes")
+            raise OrtfixError(Msg(N_("--shapes {value}: verify takes one set of shapes"), value=repr(shapes)))
         spec = sets[0]
     resolved = model_file(model, f"--model {model}") if model is not None else None
     return VerifyRequest(python, resolved, spec, seconds(timeout))
@@ -319,11 +331,13 @@ def explain_request(python: str | None, text: str | None, log_file: Path | None,
             try:
                 text = log_file.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
-                raise OrtfixError(f"cannot read {log_file}: {exc.strerror or exc}") from exc
+                raise OrtfixError(Msg(N_("cannot read {file}: {error}"), file=str(log_file),
+                                      error=str(exc.strerror or exc))) from exc
         elif log_file is not None or not stdin.isatty():
             text = stdin.read()
         else:
-            raise OrtfixError("nothing to explain", hint="give the message as an argument, --file LOG, or pipe it in")
+            raise OrtfixError(Msg(N_("nothing to explain")),
+                              hint=Msg(N_("give the message as an argument, --file LOG, or pipe it in")))
     return ExplainRequest(python, text, check)
 
 

@@ -11,6 +11,7 @@ from ortfix.compat.load import compat_files, default_compat_dir, load_matrix
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.validate import validate_document
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg, tr
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ def validate_matrix_files(files: Sequence[Path]) -> list[str]:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot read {file}: {error}"), file=str(path),
+                                  error=str(exc.strerror or exc))) from exc
         doc = validate_document(data, str(path))
-        lines.append(f"{path}: ok ({doc['kind']}, schema {doc['schema_version']}, data {doc['data_version']})")
+        lines.append(tr("{file}: ok ({kind}, schema {schema}, data {data})", file=str(path), kind=doc["kind"],
+                        schema=doc["schema_version"], data=doc["data_version"]))
     return lines

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.system.linux import hooks
 from ortfix.target.ortrun import CUDA_EP, RunOutcome, model_file, one_line, run_in_target
 from ortfix.tune import DEFAULT_DIMS, Config, ConfigResult, Recommendation, ShapeSpec, configs, recommend, results_of
@@ -26,7 +27,7 @@ class TuneResult:
     runs: int
     results: tuple[ConfigResult, ...]
     cuda_complete: bool
-    cuda_note: str | None  # why (part of) the CUDA part could not run
+    cuda_note: Msg | None  # why (part of) the CUDA part could not run (English in --json)
     cuda_startup_ms: float | None  # the process's CUDA start, timed apart from every configuration
     recommendation: Recommendation
 
@@ -65,12 +66,13 @@ def run_tune(python: str | None, model: Path, shape_specs: Sequence[ShapeSpec], 
     cpu_config = Config("CPU", "cpu")
     version, available, resolved, cpu_results = _cpu_baseline(run("CPU", [cpu_config]), cpu_config, target, model)
     cuda_results: list[ConfigResult] = []
-    note: str | None = None
+    note: Msg | None = None
     complete = False
     grid = configs()
     startup: float | None = None
     if CUDA_EP not in available:
-        note = f"this onnxruntime build has no {CUDA_EP} (available: {', '.join(available)})"
+        note = Msg(N_("this onnxruntime build has no {provider} (available: {available})"), provider=CUDA_EP,
+                   available=Joined(N_(", "), available))
     else:
         cuda = run("CUDA", grid)
         cuda_results = results_of(cuda, grid)
@@ -100,26 +102,29 @@ def _cpu_baseline(cpu: RunOutcome, cpu_config: Config, target: Path, model: Path
     results; or the error that says why the CPU run cannot be the baseline."""
     imported = cpu.stage("import")
     if imported is None:
-        raise OrtfixError(f"the CPU run in {target} {cpu.death()} before importing onnxruntime")
+        raise OrtfixError(Msg(N_("the CPU run in {target} {death} before importing onnxruntime"), target=str(target),
+                              death=cpu.death()))
     if imported.get("error"):
-        raise OrtfixError(f"cannot import onnxruntime in {target}: {imported['error']}",
-                          hint="`ortfix check` says what is installed")
+        raise OrtfixError(Msg(N_("cannot import onnxruntime in {target}: {error}"), target=str(target),
+                              error=str(imported["error"])),
+                          hint=Msg(N_("`ortfix check` says what is installed")))
     inputs = cpu.stage("inputs")
     if inputs is None:
-        raise OrtfixError(f"the CPU run {cpu.death()} while loading {model}")
+        raise OrtfixError(Msg(N_("the CPU run {death} while loading {model}"), death=cpu.death(), model=str(model)))
     if inputs.get("error"):
-        raise OrtfixError(f"{model}: {one_line(str(inputs['error']))}")
+        raise OrtfixError(Msg(N_("{model}: {error}"), model=str(model), error=one_line(str(inputs["error"]))))
     resolved: list[Mapping[str, Sequence[int]]] = list(inputs.get("shape_sets") or [])
     cpu_results = results_of(cpu, [cpu_config])
     if not cpu_results:
-        raise OrtfixError(f"the CPU run {cpu.death()} while timing {model}")
+        raise OrtfixError(Msg(N_("the CPU run {death} while timing {model}"), death=cpu.death(), model=str(model)))
     if cpu_results[0].error:
-        raise OrtfixError(f"{model} does not run on the CPU: {one_line(cpu_results[0].error)}")
+        raise OrtfixError(Msg(N_("{model} does not run on the CPU: {error}"), model=str(model),
+                              error=one_line(cpu_results[0].error)))
     available: list[str] = list(inputs.get("available") or [])
     return imported.get("version"), available, resolved, cpu_results
 
 
-def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[ConfigResult]) -> str | None:
+def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[ConfigResult]) -> Msg | None:
     """Why the CUDA run is not complete (no configuration ran, some failed, or some did not run); None when every
     configuration of `grid` ran."""
     from ortfix.system.linux.driver import detect_driver
@@ -130,18 +135,21 @@ def _cuda_note(cuda: RunOutcome, grid: Sequence[Config], cuda_results: Sequence[
     ran = [r for r in cuda_results if not r.error]
     if not ran:
         reason = no_gpu_reason(detect_driver(load_ld_cache()))
-        what = (failed[0].error if failed else None) or f"the process {cuda.death()}"
+        what: str | Msg = (failed[0].error if failed else None) or Msg(N_("the process {death}"),
+                                                                        death=cuda.death())
         logs = cuda.evidence
-        detail = what + (f"; onnxruntime said: {logs[0]}" if logs else "")
-        return (f"{reason}, so the CUDA provider cannot start here ({detail})" if reason
-                else f"the CUDA provider did not run: {detail}")
+        detail = Msg(N_("{what}; onnxruntime said: {said}"), what=what, said=logs[0]) if logs else what
+        return (Msg(N_("{reason}, so the CUDA provider cannot start here ({detail})"), reason=reason, detail=detail)
+                if reason else Msg(N_("the CUDA provider did not run: {detail}"), detail=detail))
     if failed or len(cuda_results) < len(grid):
-        parts = [f"{len(ran)} of {len(grid)} CUDA configurations ran"]
+        parts: list[str | Msg] = [Msg(N_("{ran} of {total} CUDA configurations ran"), ran=len(ran), total=len(grid))]
         if failed:
-            parts.append(f"{len(failed)} failed (first: {failed[0].config.name}: {failed[0].error})")
+            parts.append(Msg(N_("{count} failed (first: {config}: {error})"), count=len(failed),
+                             config=failed[0].config.name, error=failed[0].error or ""))
         if len(cuda_results) < len(grid):
-            parts.append(f"{len(grid) - len(cuda_results)} did not run: the process {cuda.death()}")
-        return "; ".join(parts)
+            parts.append(Msg(N_("{count} did not run: the process {death}"), count=len(grid) - len(cuda_results),
+                             death=cuda.death()))
+        return Joined(N_("; "), parts)
     return None
 
 

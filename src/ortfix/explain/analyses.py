@@ -115,7 +115,7 @@ def _gpu_count(ctx: AnalysisContext) -> list[Msg]:
     gpus = driver.gpus
     if not gpus:
         return [Msg(N_("The NVIDIA driver here reports no GPU."))]
-    names = ", ".join(f"{g.index}: {g.name}" for g in gpus)
+    names = Joined(N_(", "), [f"{g.index}: {g.name}" for g in gpus])
     template = (N_("The driver here reports {count} GPU ({names}); valid device_id values are 0 to {last}, fewer when "
                    "CUDA_VISIBLE_DEVICES lists fewer.") if len(gpus) == 1 else
                 N_("The driver here reports {count} GPUs ({names}); valid device_id values are 0 to {last}, fewer "

@@ -26,7 +26,7 @@ from ortfix.errors import OrtfixError
 from ortfix.explain.analyses import ANALYSES, analysis_function
 from ortfix.explain.context import AnalysisContext, MatrixOnDemand
 from ortfix.explain.message_os import MessageOs, message_os
-from ortfix.i18n import Msg, _, text, tr
+from ortfix.i18n import N_, Msg, _, text, tr
 
 if TYPE_CHECKING:
     from ortfix.check.facts import Facts
@@ -93,12 +93,12 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
     duplicate id, for a row that lacks a required key, names an unknown analysis or an `unless` id no row has."""
     rows = doc.get("patterns")
     if not isinstance(rows, list):
-        raise OrtfixError("error patterns: 'patterns' must be a list")
+        raise OrtfixError(Msg(N_("error patterns: 'patterns' must be a list")))
     patterns: list[Pattern] = []
     seen: set[str] = set()
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise OrtfixError(f"error patterns: entry {index} is not a mapping")
+            raise OrtfixError(Msg(N_("error patterns: entry {index} is not a mapping"), index=index))
         pid = str(row.get("id", f"#{index}"))
         try:
             regex_text = str(row["regex"])
@@ -117,17 +117,19 @@ def load_patterns(doc: Mapping[str, Any]) -> list[Pattern]:
             )
             analysis = None if row.get("analysis") is None else str(row["analysis"])  # checked below, after the id
         except KeyError as exc:
-            raise OrtfixError(f"error pattern '{pid}': missing key {exc.args[0]!r}") from exc
+            raise OrtfixError(Msg(N_("error pattern '{id}': missing key {key}"), id=pid,
+                                  key=repr(exc.args[0]))) from exc
         if pid in seen:
-            raise OrtfixError(f"error pattern '{pid}': the id is used twice")
+            raise OrtfixError(Msg(N_("error pattern '{id}': the id is used twice"), id=pid))
         if analysis is not None and analysis not in ANALYSES:
-            raise OrtfixError(f"error pattern '{pid}': unknown analysis '{analysis}'")
+            raise OrtfixError(Msg(N_("error pattern '{id}': unknown analysis '{analysis}'"), id=pid, analysis=analysis))
         seen.add(pid)
         patterns.append(replace(pattern, analysis=Analysis(analysis)) if analysis is not None else pattern)
     for pattern in patterns:
         for other in pattern.unless:
             if other not in seen or other == pattern.id:
-                raise OrtfixError(f"error pattern '{pattern.id}': `unless` names '{other}', which is no other row")
+                raise OrtfixError(Msg(N_("error pattern '{id}': `unless` names '{other}', which is no other row"),
+                                      id=pattern.id, other=other))
     return patterns
 
 
@@ -138,16 +140,18 @@ def _row_os(pid: str, value: object) -> MessageOs | None:
         return "linux"
     if value == "windows":
         return "windows"
-    raise OrtfixError(f"error pattern '{pid}': os must be linux or windows, not {value!r}")
+    raise OrtfixError(Msg(N_("error pattern '{id}': os must be linux or windows, not {value}"), id=pid,
+                          value=repr(value)))
 
 
 def _compile(pid: str, text: str) -> re.Pattern[str]:
     try:
         rx = re.compile(text, re.IGNORECASE)
     except re.error as exc:
-        raise OrtfixError(f"error pattern '{pid}': invalid regex: {exc}") from exc
+        raise OrtfixError(Msg(N_("error pattern '{id}': invalid regex: {error}"), id=pid, error=str(exc))) from exc
     if rx.search("") is not None:
-        raise OrtfixError(f"error pattern '{pid}': the regex matches empty text, so it would match anything")
+        raise OrtfixError(Msg(N_("error pattern '{id}': the regex matches empty text, so it would match anything"),
+                              id=pid))
     return rx
 
 
@@ -268,6 +272,6 @@ def read_patterns_document(path: Path) -> dict[str, Any]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise OrtfixError(f"{path}: cannot read: {exc.strerror or exc}",
-                          hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder") from exc
+        raise OrtfixError(Msg(N_("{file}: cannot read: {error}"), file=str(path), error=str(exc.strerror or exc)),
+                          hint=Msg(N_("reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder"))) from exc
     return validate_document(data, str(path), kind=ERROR_PATTERNS_KIND)

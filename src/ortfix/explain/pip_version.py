@@ -30,12 +30,12 @@ def _python_of(tag: str) -> str:
     return f"{tag[2]}.{tag[3:]}" if len(tag) > 3 else tag
 
 
-def _tags_text(tags: Sequence[str]) -> str:
+def _tags_text(tags: Sequence[str]) -> str | Msg:
     ordered = sorted(set(tags), key=_tag_minor)
     minors = [_tag_minor(t) for t in ordered]
     if len(ordered) > 2 and minors == list(range(minors[0], minors[0] + len(minors))):
         return f"{ordered[0]}-{ordered[-1]}"
-    return ", ".join(ordered)
+    return Joined(N_(", "), ordered)
 
 
 def _platform(facts: Facts) -> str | None:
@@ -65,7 +65,7 @@ def _oldest(matrix: Matrix, keep: Callable[[OrtBuild], bool]) -> Version | None:
 
 _ASKED = re.compile(r"===?\s*v?(?P<version>\d+(?:\.\d+)*)(?![\w.*+])")
 _SKIPPED_FOR_PYTHON = re.compile(r"(?P<version>\d+(?:\.\d+)*)\s+Requires-Python\s+(?P<spec>[^;\n]+)")
-_IGNORED_HEADER = "Ignored the following versions that require a different python version:"
+_IGNORED_HEADER = "Ignored the following versions that require a different python version:"  # i18n: english (pip's)
 
 
 def pip_version(ctx: AnalysisContext) -> list[Msg]:
@@ -133,7 +133,7 @@ def pip_version(ctx: AnalysisContext) -> list[Msg]:
     if tags or platforms:
         parts = ([Msg(N_(" for {tags}"), tags=_tags_text(tags))] if tags else []) + (
             [Msg(N_(" (Requires-Python {spec})"), spec=", ".join(requires))] if requires else []) + (
-            [Msg(N_(" on {platforms}"), platforms=", ".join(platforms))] if platforms else [])
+            [Msg(N_(" on {platforms}"), platforms=Joined(N_(", "), platforms))] if platforms else [])
         out.append(Msg(N_("On the default index {asked} has wheels{parts}."), asked=str(asked),
                        parts=Joined("", parts)))
     if ctx.facts is None:

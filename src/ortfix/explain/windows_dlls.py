@@ -108,12 +108,12 @@ def about_dll(dll: str, matrix: Matrix | None) -> list[Msg]:
 def _shown(wheels: list[tuple[int, WheelSpec]], cudnn: bool) -> Msg:
     """Which wheels install the DLL, and into which folder."""
     if cudnn:
-        names = Joined(", ", [Msg(N_("{wheel} (for CUDA {major} builds)"), wheel=w.distribution, major=major)
+        names = Joined(N_(", "), [Msg(N_("{wheel} (for CUDA {major} builds)"), wheel=w.distribution, major=major)
                               for major, w in wheels])
         template = N_("{wheels} installs it into {folder}") if len(wheels) == 1 else N_(
             "{wheels} install it into {folder}")
         return Msg(template, wheels=names, folder=_where(wheels[0][1], True))
-    return Joined("; ", [Msg(N_("{wheel} installs it into {folder}"), wheel=w.distribution, folder=_where(w, False))
+    return Joined(N_("; "), [Msg(N_("{wheel} installs it into {folder}"), wheel=w.distribution, folder=_where(w, False))
                          for _, w in wheels])
 
 
@@ -131,7 +131,7 @@ def about_majors(cuda: int, cudnn: int, matrix: Matrix | None) -> list[Msg]:
     return [Msg(N_("This build needs the DLLs of CUDA {cuda} and cuDNN {cudnn}; the pip wheels of those majors are "
                    "{wheels} (`pip install onnxruntime-gpu[cuda,cudnn]` installs the ones it needs), each in a "
                    "site-packages\\nvidia folder that must be on PATH when the session is created."),
-                cuda=cuda, cudnn=cudnn, wheels=", ".join(names))]
+                cuda=cuda, cudnn=cudnn, wheels=Joined(N_(", "), names))]
 
 
 def windows_dll(ctx: AnalysisContext) -> list[Msg]:

@@ -17,6 +17,7 @@ from ortfix.errors import OrtfixError
 from ortfix.export.libdirs import library_folders
 from ortfix.export.model import ExportInput, comment, plain
 from ortfix.export.shell import sh_quote
+from ortfix.i18n import N_, Msg, tr
 from ortfix.plan.kinds import ActionKind
 from ortfix.plan.model import Action
 from ortfix.safetext import escaped, first_control, visible
@@ -27,19 +28,22 @@ def _env_value(text: str) -> str:
     return plain(text).replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
+_GIVE_PATH = Msg(N_("give the environment's path in the image, e.g. /opt/venv"))
+
+
 def validate_image_prefix(text: str) -> str:
     """`--prefix-in-image PATH`: absolute (POSIX), no control character, no ':'; normalized (`..`, `//`, a trailing
     `/`)."""
     ch = first_control(text, surrogates=True)
     if ch is not None:
-        raise OrtfixError(f"--prefix-in-image {visible(text)} contains a control character ({escaped(ch)})",
-                          hint="give the environment's path in the image, e.g. /opt/venv")
+        raise OrtfixError(Msg(N_("--prefix-in-image {path} contains a control character ({char})"),
+                              path=visible(text), char=escaped(ch)), hint=_GIVE_PATH)
     if not text.startswith("/"):
-        raise OrtfixError(f"--prefix-in-image {text} is not an absolute path",
-                          hint="give the environment's path in the image, e.g. /opt/venv")
+        raise OrtfixError(Msg(N_("--prefix-in-image {path} is not an absolute path"), path=text), hint=_GIVE_PATH)
     if ":" in text:
-        raise OrtfixError(f"--prefix-in-image {text} has a ':': LD_LIBRARY_PATH cannot name folders under it",
-                          hint="choose a path without ':' for the environment in the image")
+        raise OrtfixError(Msg(N_("--prefix-in-image {path} has a ':': LD_LIBRARY_PATH cannot name folders under it"),
+                              path=text),
+                          hint=Msg(N_("choose a path without ':' for the environment in the image")))
     return posixpath.normpath(text).replace("//", "/")
 
 
@@ -49,18 +53,19 @@ def in_image(path: str, prefix: str, image_prefix: str) -> str:
     root = prefix.rstrip("/") or "/"
     rel = posixpath.relpath(posixpath.normpath(path), root) if path.startswith("/") else ".."
     if rel == ".." or rel.startswith("../"):
-        raise OrtfixError(f"{visible(path)} lies outside the environment {visible(prefix)}: it cannot be mapped to "
-                          f"the image's {image_prefix}",
-                          hint="install what it holds into the environment, or export sh to keep the plan's paths")
+        raise OrtfixError(Msg(N_("{path} lies outside the environment {prefix}: it cannot be mapped to the image's "
+                                 "{image}"), path=visible(path), prefix=visible(prefix), image=image_prefix),
+                          hint=Msg(N_("install what it holds into the environment, or export sh to keep the plan's "
+                                      "paths")))
     return image_prefix if rel == "." else posixpath.join(image_prefix, rel)
 
 
 def render_dockerfile(inp: ExportInput, image_prefix: str | None = None) -> str:
     """The fragment for an image whose environment is at `image_prefix` (default: the exporting one's path)."""
     image = image_prefix or inp.prefix
-    lines = [comment(line) for line in inp.header("Dockerfile fragment")]
-    lines.append(comment(f"for the environment at {image} in the image: `pip` must be its pip (e.g. its bin folder "
-                         "first on PATH)."))
+    lines = [comment(line) for line in inp.header(N_("Dockerfile fragment"))]
+    lines.append(comment(tr("for the environment at {image} in the image: `pip` must be its pip (e.g. its bin "
+                            "folder first on PATH).", image=image)))
     said: set[str] = set()
 
     def reasons(actions: list[Action]) -> list[str]:
@@ -72,20 +77,22 @@ def render_dockerfile(inp: ExportInput, image_prefix: str | None = None) -> str:
     commands = [f"pip uninstall -y {sh_quote(str(a.details['distribution']))}" for a in uninstalls]
     lines += reasons([*uninstalls, *(inp.actions(ActionKind.PIP_INSTALL) if inp.pins else [])])
     if inp.pins:
-        lines.append(comment("For pip's hash-checking mode, COPY the file of `ortfix export requirements` and install "
-                             "it with -r instead."))
+        lines.append(comment(tr("For pip's hash-checking mode, COPY the file of `ortfix export requirements` and "
+                                "install it with -r instead.")))
         commands.append("pip install --no-cache-dir " + " ".join(sh_quote(p.spec) for p in inp.pins))
     if commands:
         lines.append("RUN " + " && ".join(commands))
     folders = [in_image(f, inp.prefix, image) for f in library_folders(inp.plan)]
     colon = next((f for f in folders if ":" in f), None)
     if colon is not None:
-        raise OrtfixError(f"{colon} has a ':' in its path: LD_LIBRARY_PATH cannot name it (':' separates entries)",
-                          hint="move the environment to a path without ':', or export sh to keep the plan's hook")
+        raise OrtfixError(Msg(N_("{path} has a ':' in its path: LD_LIBRARY_PATH cannot name it (':' separates "
+                                 "entries)"), path=colon),
+                          hint=Msg(N_("move the environment to a path without ':', or export sh to keep the plan's "
+                                      "hook")))
     if folders:
         lines += reasons([a for a in inp.plan.actions if a.kind == ActionKind.WRITE_FILE and a.fixes])
-        lines.append(comment("The libraries' folders, instead of the plan's hook files: every process of the image "
-                             "finds them."))
+        lines.append(comment(tr("The libraries' folders, instead of the plan's hook files: every process of the "
+                                "image finds them.")))
         value = ":".join(_env_value(f) for f in folders)
         lines.append(f'ENV LD_LIBRARY_PATH="{value}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"')
     for action in inp.plan.actions:

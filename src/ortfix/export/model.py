@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ortfix.errors import OrtfixError
 from ortfix.export.pins import Pin
+from ortfix.i18n import N_, Msg, text, tr
 from ortfix.plan.model import Action, Plan
 from ortfix.safetext import escaped, first_control, visible
 from ortfix.strenum import StrEnum
@@ -30,9 +31,10 @@ def plain(text: str) -> str:
     ch = first_control(text, surrogates=True)
     if ch is None:
         return text
-    raise OrtfixError(f"{visible(text)} contains a control character ({escaped(ch)}): an exported file cannot name "
-                      "it safely (a line break would start a command)",
-                      hint="remove or rename what holds it in the environment, or apply the plan with ortfix there")
+    raise OrtfixError(Msg(N_("{value} contains a control character ({char}): an exported file cannot name it safely "
+                             "(a line break would start a command)"), value=visible(text), char=escaped(ch)),
+                      hint=Msg(N_("remove or rename what holds it in the environment, or apply the plan with ortfix "
+                                  "there")))
 
 
 class ExportFormat(StrEnum):
@@ -48,7 +50,7 @@ class ExportInput:
     python: str  # the target's interpreter (absolute), as ortfix found it
     prefix: str  # its environment (sys.prefix)
     pins: tuple[Pin, ...]  # what the plan's pip-install installs, exactly
-    reasons: Mapping[str, str]  # finding code → its one-line summary
+    reasons: Mapping[str, str | Msg]  # finding code → its one-line summary
 
     def actions(self, kind: str) -> list[Action]:
         return [a for a in self.plan.actions if a.kind == kind]
@@ -61,14 +63,17 @@ class ExportInput:
     def reason_lines(self, action: Action) -> list[str]:
         """One line per reason the action is there: the findings it fixes (or its summary when it fixes none)."""
         if not action.fixes:
-            return [str(action.summary)]
-        return [f"{code}: {self.reasons.get(code, action.summary)}" for code in action.fixes]
+            return [text(action.summary)]
+        return [f"{code}: {text(self.reasons.get(code, action.summary))}" for code in action.fixes]
 
     def header(self, what: str) -> list[str]:
+        """The first comment lines of a file (`what`: a marked name, "Fix script"), in the language of the file's
+        comments (i18n.rendered_in)."""
         plan = self.plan
-        return [f"{what}, exported by ortfix {plan.ortfix_version} from plan {plan.fingerprint}",
-                f"for {self.prefix} (made with {self.python})",
-                *([f"for a machine with NVIDIA driver {plan.options.driver_version}"]
+        return [tr("{what}, exported by ortfix {version} from plan {fingerprint}", what=Msg(what),
+                   version=plan.ortfix_version, fingerprint=plan.fingerprint),
+                tr("for {prefix} (made with {python})", prefix=self.prefix, python=self.python),
+                *([tr("for a machine with NVIDIA driver {version}", version=plan.options.driver_version)]
                   if plan.options.driver_version else []),
-                *([f"for a GPU of compute capability {plan.options.compute_capability}"]
+                *([tr("for a GPU of compute capability {cc}", cc=plan.options.compute_capability)]
                   if plan.options.compute_capability else [])]

@@ -18,6 +18,7 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.fields import requirement
+from ortfix.i18n import N_, Msg
 from ortfix.system.wheelmanifest import check_wheelhouse_files
 from ortfix.transaction.actions.resolve import ONLY_BINARY, no_wheel_hint, pip_error_line, report_archives
 
@@ -50,10 +51,10 @@ def parse_report(text: str) -> list[Pin]:
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise OrtfixError(f"pip's --report is not JSON: {exc}") from exc
+        raise OrtfixError(Msg(N_("pip's --report is not JSON: {error}"), error=str(exc))) from exc
     entries = doc.get("install") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
-        raise OrtfixError("pip's --report has no install list")
+        raise OrtfixError(Msg(N_("pip's --report has no install list")))
     pins = []
     for entry in entries:
         meta = entry.get("metadata") if isinstance(entry, dict) else None
@@ -61,7 +62,7 @@ def parse_report(text: str) -> list[Pin]:
         version = meta.get("version") if isinstance(meta, dict) else None
         if not (isinstance(name, str) and _NAME.fullmatch(name)
                 and isinstance(version, str) and _VERSION.fullmatch(version)):
-            raise OrtfixError("pip's --report names a distribution ortfix cannot pin")
+            raise OrtfixError(Msg(N_("pip's --report names a distribution ortfix cannot pin")))
         info = entry.get("download_info")
         archive = info.get("archive_info") if isinstance(info, dict) else None
         hashes = archive.get("hashes") if isinstance(archive, dict) else None
@@ -81,13 +82,14 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
                           timeout=900)
         if proc.returncode != 0:
             why = pip_error_line(proc.stderr or proc.stdout)
-            raise OrtfixError(f"pip cannot resolve {' '.join(requirements)}: {why}",
-                              hint=no_wheel_hint(why, "is the index reachable? check `pip config list`; nothing was "
-                                                      "changed"))
+            raise OrtfixError(Msg(N_("pip cannot resolve {requirements}: {why}"), requirements=" ".join(requirements),
+                                  why=why),
+                              hint=no_wheel_hint(why, "") or Msg(N_("is the index reachable? check `pip config list`; "
+                                                                   "nothing was changed")))
         check_wheelhouse_files(report_archives(report))  # the pins are what an install will take: never a planted file
         try:
             text = report.read_text(encoding="utf-8")
         except OSError as exc:
-            raise OrtfixError(f"pip wrote no --report: {exc.strerror or exc}",
-                              hint="the target's pip must be 22.2 or newer") from exc
+            raise OrtfixError(Msg(N_("pip wrote no --report: {error}"), error=str(exc.strerror or exc)),
+                              hint=Msg(N_("the target's pip must be 22.2 or newer"))) from exc
     return parse_report(text)

@@ -22,6 +22,7 @@ from typing import IO
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg, tr
 from ortfix.safetext import visible
 
 # What pip logs as it starts a file (its size as pip formats it: 123 bytes, 18 kB, 283.2 MB, 1.2 GB).
@@ -53,11 +54,14 @@ def size_text(n: int) -> str:
     for unit, scale in (("GB", 1000**3), ("MB", 1000**2), ("kB", 1000)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
+    return tr("{n} bytes", n=n)
 
 
 def tally_line(files: int, size: int) -> str:
-    return f"downloaded {files} file{'' if files == 1 else 's'}, {size_text(size)}"
+    """How far a download is, for the terminal."""
+    if files == 1:
+        return tr("downloaded {files} file, {size}", files=files, size=size_text(size))
+    return tr("downloaded {files} files, {size}", files=files, size=size_text(size))
 
 
 def terminal_text(text: str) -> str:
@@ -78,7 +82,8 @@ def _feed(progress: DownloadProgress, line: str) -> None:
     progress.finish_current()
     progress.current = int(float(m.group(2)) * _UNIT[m.group(3)])
     name = m.group(1).split("#")[0].split("?")[0].rsplit("/", 1)[-1]  # a find-links URL: its file name only
-    progress.line(f"{tally_line(progress.files, progress.size)}; now {name} ({m.group(2)} {m.group(3)})")
+    progress.line(tr("{tally}; now {name} ({size})", tally=tally_line(progress.files, progress.size), name=name,
+                     size=f"{m.group(2)} {m.group(3)}"))
 
 
 def _read_chunks(proc: subprocess.Popen[str], show: Callable[[str], None]) -> None:
@@ -126,8 +131,8 @@ def run_download(argv: Sequence[str], python: str, progress: DownloadProgress | 
         rc = proc.wait(timeout=subproc.child_timeout(timeout))
     except subprocess.TimeoutExpired as exc:
         subproc.terminate_group(proc, timeout=5, close_pipes=False)
-        raise OrtfixError(f"pip download did not finish in {timeout:.0f} s",
-                          hint="check your network; a slow link may need a nearer index or mirror") from exc
+        raise OrtfixError(Msg(N_("pip download did not finish in {seconds} s"), seconds=f"{timeout:.0f}"),
+                          hint=Msg(N_("check your network; a slow link may need a nearer index or mirror"))) from exc
     except BaseException:
         subproc.terminate_group(proc, timeout=5, close_pipes=False)  # the readers are still reading
         raise

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from ortfix.errors import OrtfixError
 from ortfix.export.model import ExportInput, comment, plain
 from ortfix.export.snippets import STEPS_PY
+from ortfix.i18n import N_, Msg, text, tr
 from ortfix.plan.kinds import ActionKind
 
 _QUOTES = "'\u2018\u2019\u201a\u201b"
@@ -34,7 +35,7 @@ def _preamble(inp: ExportInput, what: str) -> list[str]:
     sep = "\\" if "\\" in inp.prefix else "/"
     work = f"{inp.prefix.rstrip(sep)}{sep}.ortfix{sep}export-{inp.plan.fingerprint}"
     if "@'" in STEPS_PY or "'@" in STEPS_PY:
-        raise OrtfixError("internal: the steps program cannot be a PowerShell here-string")
+        raise OrtfixError("internal: the steps program cannot be a PowerShell here-string")  # i18n: english
     return [
         *(comment(line) for line in inp.header(what)),
         "Set-StrictMode -Version 3.0",
@@ -46,10 +47,11 @@ def _preamble(inp: ExportInput, what: str) -> list[str]:
         "function Fail([string]$Message) { [Console]::Error.WriteLine(\"ortfix export: $Message\"); exit 2 }",
         "function Invoke-Checked { & $Python @args; if ($LASTEXITCODE -ne 0) { Fail \"step failed: $args\" } }",
         "if (-not (Test-Path -LiteralPath $Python -PathType Leaf)) { Fail \"$Python is not there (this script was "
-        "made for $Prefix)\" }",
+        "made for $Prefix)\" }",  # i18n: english
         "& $Python -I -B -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))'"
         " $Prefix",
-        "if ($LASTEXITCODE -ne 0) { Fail \"$Python is not the interpreter of $Prefix (this script was made for it)\" }",
+        "if ($LASTEXITCODE -ne 0) { Fail \"$Python is not the interpreter of $Prefix (this script was made for "
+        "it)\" }",  # i18n: english
     ]
 
 
@@ -77,13 +79,15 @@ def _user_path(entries: list[str], add: bool) -> list[str]:
 
 def render_ps1(inp: ExportInput) -> tuple[str, str]:
     """(do-script, undo script)."""
-    do = [*_preamble(inp, "Fix script"), "# Undo: the undo script exported with it (ortfix export ps1 -o FILE "
-          "writes FILE and its .undo.ps1).",
+    do = [*_preamble(inp, N_("Fix script")),
+          comment(tr("Undo: the undo script exported with it (ortfix export ps1 -o FILE writes FILE and its "
+                     ".undo.ps1).")),
           "if (Test-Path -LiteralPath $Stash) { Fail \"already run: $Stash exists (run the undo script first)\" }",
           *_steps_file(), "New-Item -ItemType Directory -Force -Path $Stash | Out-Null"]
-    undo = [*_preamble(inp, "Undo script"),
+    undo = [*_preamble(inp, N_("Undo script")),
             "if (-not (Test-Path -LiteralPath $Stash)) { Fail \"nothing to undo: $Stash is not there (the fix script "
-            "has not run)\" }", *_steps_file()]
+            "has not run)\" }",  # i18n: english
+            *_steps_file()]
     undo_first: list[str] = []
     undo_then: list[str] = []
 
@@ -95,8 +99,8 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
         return [f"if (Test-Path -LiteralPath (Join-Path $Work 'step-{n}')) {{", *(f"    {ln}" for ln in lines), "}"]
 
     for n, action in enumerate(inp.plan.actions, 1):
-        do += ["", comment(f"{n}. {action.summary}"),
-               *(comment(f"   fixes {r}") for r in inp.reason_lines(action) if action.fixes)]
+        do += ["", comment(f"{n}. {text(action.summary)}"),
+               *(comment(tr("   fixes {reason}", reason=r)) for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
         if action.kind == ActionKind.PIP_UNINSTALL:
             do.append(f"Invoke-Checked -I -B $Steps stash-dists $Stash {ps_quote(str(d['dist_info']))}")
@@ -126,7 +130,8 @@ def render_ps1(inp: ExportInput) -> tuple[str, str]:
             do += [reached(n), *_user_path(entries, add=True)]
             undo_first += if_reached(n, _user_path(entries, add=False))
         else:
-            raise OrtfixError(f"a PowerShell script cannot make the plan's {action.kind} change ({action.summary})")
+            raise OrtfixError(Msg(N_("a PowerShell script cannot make the plan's {kind} change ({summary})"),
+                                  kind=str(action.kind), summary=action.summary))
     do += ["", "Write-Output 'done; the undo script puts everything back'"]
     undo += [*undo_first, *undo_then, "Invoke-Checked -I -B $Steps restore $Stash",
              "Remove-Item -LiteralPath $Work -Recurse -Force",

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from ortfix.errors import OrtfixError
 from ortfix.export.model import ExportInput, comment, plain
 from ortfix.export.snippets import STEPS_PY
+from ortfix.i18n import N_, Msg, text, tr
 from ortfix.plan.kinds import ActionKind
 
 
@@ -70,9 +71,9 @@ def _preamble(inp: ExportInput, what: str) -> list[str]:
         f"WORK={sh_quote(work)}",
         'STASH="$WORK/stash"',
         'fail() { printf \'%s\\n\' "$0: $*" >&2; exit 2; }',
-        '[ -x "$PYTHON" ] || fail "$PYTHON is not there (this script was made for $PREFIX)"',
+        '[ -x "$PYTHON" ] || fail "$PYTHON is not there (this script was made for $PREFIX)"',  # i18n: english
         '"$PYTHON" -I -B -c \'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))\''
-        ' "$PREFIX" || fail "$PYTHON is not the interpreter of $PREFIX (this script was made for it)"',
+        ' "$PREFIX" || fail "$PYTHON is not the interpreter of $PREFIX (this script was made for it)"',  # i18n: english
     ]
 
 
@@ -84,14 +85,16 @@ def _steps_file() -> list[str]:
 def render_sh(inp: ExportInput) -> tuple[str, str]:
     """(do-script, undo script); an OrtfixError for a Windows target (its script is the ps1 one)."""
     if re.match(r"^[A-Za-z]:[\\/]|^\\\\", inp.prefix):
-        raise OrtfixError(f"{inp.prefix} is a Windows environment: a sh script cannot fix it",
-                          hint="export ps1 instead")
-    do = [*_preamble(inp, "Fix script"), "# Undo: the undo script exported with it (ortfix export sh -o FILE writes "
-          "FILE and its .undo.sh).",
+        raise OrtfixError(Msg(N_("{prefix} is a Windows environment: a sh script cannot fix it"), prefix=inp.prefix),
+                          hint=Msg(N_("export ps1 instead")))
+    do = [*_preamble(inp, N_("Fix script")),
+          comment(tr("Undo: the undo script exported with it (ortfix export sh -o FILE writes FILE and its "
+                     ".undo.sh).")),
           '[ ! -e "$STASH" ] || fail "already run: $STASH exists (run the undo script first)"',
           *_steps_file(), 'mkdir -p "$STASH"']
-    undo = [*_preamble(inp, "Undo script"),
-            '[ -d "$STASH" ] || fail "nothing to undo: $STASH is not there (the fix script has not run)"',
+    undo = [*_preamble(inp, N_("Undo script")),
+            '[ -d "$STASH" ] || fail "nothing to undo: $STASH is not there (the fix script has not '
+            'run)"',  # i18n: english
             *_steps_file()]
     undo_steps: list[tuple[int, str]] = []  # (step, its undo): run only when the fix script got to that step
 
@@ -100,8 +103,8 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         return f': > "$WORK/step-{n}"'
 
     for n, action in enumerate(inp.plan.actions, 1):
-        do += ["", comment(f"{n}. {action.summary}"),
-               *(comment(f"   fixes {r}") for r in inp.reason_lines(action) if action.fixes)]
+        do += ["", comment(f"{n}. {text(action.summary)}"),
+               *(comment(tr("   fixes {reason}", reason=r)) for r in inp.reason_lines(action) if action.fixes)]
         d = action.details
         if action.kind == ActionKind.PIP_UNINSTALL:
             do.append(f"steps stash-dists \"$STASH\" {sh_quote(str(d['dist_info']))}")
@@ -116,7 +119,7 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
         elif action.kind == ActionKind.WRITE_FILE:
             path, mode = str(d["path"]), d["mode"]
             if not isinstance(mode, int):  # the plan's own (a saved one was checked field by field)
-                raise TypeError(f"write-file mode {mode!r} is not a number")
+                raise TypeError(f"write-file mode {mode!r} is not a number")  # i18n: english
             do += [f"steps stash-files \"$STASH\" {sh_quote(path)}", reached(n),
                    f"mkdir -p {sh_quote(posixpath.dirname(path))}",
                    *_write_file(path, str(d["content"]), mode, n)]
@@ -126,8 +129,9 @@ def render_sh(inp: ExportInput) -> tuple[str, str]:
             do += [reached(n), f"ln -s {sh_quote(str(d['target']))} {sh_quote(path)}"]
             undo_steps.append((n, f"rm -f {sh_quote(path)}"))
         else:
-            raise OrtfixError(f"a shell script cannot make the plan's {action.kind} change ({action.summary})",
-                              hint="export ps1 for a Windows target, or apply the plan with ortfix there")
+            raise OrtfixError(Msg(N_("a shell script cannot make the plan's {kind} change ({summary})"),
+                                  kind=str(action.kind), summary=action.summary),
+                              hint=Msg(N_("export ps1 for a Windows target, or apply the plan with ortfix there")))
     do += ["", 'echo "done; the undo script puts everything back"']
     # Hook files first: the interpreter the later steps start must not import a half-removed hook.
     for n, step in sorted(undo_steps, key=lambda s: not s[1].startswith("steps discard-files")):

@@ -165,5 +165,5 @@ def main(argv):
 
 
 main(sys.argv[1:])
-'''
+'''  # i18n: english (a program, run by the exported scripts)
 STEPS_PY = _PROGRAM.replace("# ORTFIX_RULE\n", RULE_PY)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
 class ConfinementError(OrtfixError):
     """A path that would lead outside the environment (or through a link inside it): refused, nothing done."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, hint="ortfix only changes files inside the target environment, never through a "
-                                       "symbolic link or a junction; nothing was changed by this operation")
+    def __init__(self, message: str | Msg) -> None:
+        super().__init__(message, hint=Msg(N_("ortfix only changes files inside the target environment, never "
+                                              "through a symbolic link or a junction; nothing was changed by this "
+                                              "operation")))
 
 
 def by_folder(rels: Iterable[str]) -> dict[tuple[str, ...], list[tuple[str, str]]]:
@@ -59,10 +61,10 @@ def rel_parts(rel: str) -> list[str]:
     text = rel.replace("\\", "/") if sys.platform == "win32" else rel
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if not parts or any(p == ".." for p in parts) or "\0" in rel or text.startswith("/"):
-        raise ConfinementError(f"{rel!r} is not a path inside the environment")
+        raise ConfinementError(Msg(N_("{path} is not a path inside the environment"), path=repr(rel)))
     if sys.platform == "win32" and any(_bad_windows_part(p) for p in parts):
-        raise ConfinementError(f"{rel!r} is not a plain path inside the environment (a drive, a stream, a device, "
-                               "or a name ending in a dot or a space)")
+        raise ConfinementError(Msg(N_("{path} is not a plain path inside the environment (a drive, a stream, a "
+                                      "device, or a name ending in a dot or a space)"), path=repr(rel)))
     return parts
 
 
@@ -105,8 +107,9 @@ def require_trusted_owner(uid: int, env_owner: int, where: str, *, hint: str | M
     if sys.platform == "win32":
         return
     if uid not in (os.geteuid(), env_owner):
-        raise OrtfixError(f"{where} is owned by {owner_name(uid)}, neither you nor the environment's owner "
-                          f"({owner_name(env_owner)})", hint=hint)
+        raise OrtfixError(Msg(N_("{file} is owned by {owner}, neither you nor the environment's owner "
+                                 "({env_owner})"), file=where, owner=owner_name(uid),
+                              env_owner=owner_name(env_owner)), hint=hint)
 
 
 def read_regular(fd: int, where: str, limit: int) -> tuple[bytes, os.stat_result]:
@@ -114,7 +117,7 @@ def read_regular(fd: int, where: str, limit: int) -> tuple[bytes, os.stat_result
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OrtfixError(f"{where} is not a regular file")
+            raise OrtfixError(Msg(N_("{file} is not a regular file"), file=where))
         chunks = []
         total = 0
         while chunk := os.read(fd, 1 << 20):
@@ -123,7 +126,8 @@ def read_regular(fd: int, where: str, limit: int) -> tuple[bytes, os.stat_result
                 break
             chunks.append(chunk)
         if st.st_size > limit or total > limit:
-            raise OrtfixError(f"{where} is larger than {limit >> 20} MiB: not an ortfix file")
+            raise OrtfixError(Msg(N_("{file} is larger than {size} MiB: not an ortfix file"), file=where,
+                                  size=limit >> 20))
         return b"".join(chunks), st
     finally:
         os.close(fd)

@@ -7,23 +7,26 @@ system/windows/hooks.py (the PATH hook, conda's .bat/.ps1/.sh scripts)."""
 from __future__ import annotations
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import first_control
 
+PLAIN_PATH = Msg(N_("move the environment to a plain path"))
 
-def check_hook_path(path: str, what: str, *, shell: bool) -> None:
+
+def check_hook_path(path: str, what: str, *, shell: bool) -> None:  # what: a marked name (N_)
     """Refuse a path that cannot be written into a hook file safely: any control character (a newline would end the
     `# ortfix-dir:` comment line and start a command); for the shell hooks (`shell`), also one that is not valid
     UTF-8 (surrogate escapes from the file system's bytes)."""
     ch = first_control(path)
     if ch is not None:
-        raise OrtfixError(f"{what} {path!r} contains a control character ({ch!r}); ortfix cannot write a safe hook "
-                          "there", hint="move the environment to a plain path")
+        raise OrtfixError(Msg(N_("{what} {path} contains a control character ({char}); ortfix cannot write a safe "
+                                 "hook there"), what=Msg(what), path=repr(path), char=repr(ch)), hint=PLAIN_PATH)
     if shell:
         try:
             path.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise OrtfixError(f"{what} {path!r} is not valid UTF-8; ortfix cannot write a safe shell hook there",
-                              hint="move the environment to a plain path") from exc
+            raise OrtfixError(Msg(N_("{what} {path} is not valid UTF-8; ortfix cannot write a safe shell hook there"),
+                                  what=Msg(what), path=repr(path)), hint=PLAIN_PATH) from exc
 
 
 def hook_var(kind: str, variable: str, prefix: str) -> str:
@@ -102,4 +105,4 @@ try:
         sys.meta_path.insert(0, {finder})
 except Exception as exc:
     _debug("not installed: %s: %s" % (type(exc).__name__, exc))
-'''
+'''  # i18n: english (a hook file's text)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
@@ -104,8 +105,9 @@ def _read_file(path: str) -> dict[str, dict[str, str]]:
         with open(path, encoding="utf-8") as f:
             parser.read_file(f, path)
     except (OSError, UnicodeDecodeError, configparser.Error) as exc:
-        raise OrtfixError(f"pip's configuration file {path} could not be read: {str(exc).splitlines()[0]}",
-                          hint="pip itself would refuse it too; fix or remove it") from exc
+        raise OrtfixError(Msg(N_("pip's configuration file {file} could not be read: {error}"), file=str(path),
+                              error=str(exc).splitlines()[0]),
+                          hint=Msg(N_("pip itself would refuse it too; fix or remove it"))) from exc
     return {s: {normalize(k): v for k, v in parser.items(s)} for s in parser.sections()}
 
 
@@ -114,8 +116,8 @@ def boolean(key: str, value: str) -> bool:
         return True
     if value.strip().lower() in _FALSE:
         return False
-    raise OrtfixError(f"pip configuration: {value!r} is not a valid value for {key}",
-                      hint="pip takes yes/no, true/false, on/off or 1/0")
+    raise OrtfixError(Msg(N_("pip configuration: {value} is not a valid value for {key}"), value=repr(value), key=key),
+                      hint=Msg(N_("pip takes yes/no, true/false, on/off or 1/0")))
 
 
 def read_pip_config(prefix: str, environ: Mapping[str, str], *, windows: bool = os.name == "nt") -> PipConfig:

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import LoadReport, Resolution
@@ -304,5 +305,5 @@ class Platform(Protocol):
 
 def unsupported(system: str) -> OrtfixError:
     """The one-line error for a target whose operating system has no Platform yet."""
-    return OrtfixError(f"{system} is not supported yet: ortfix knows Linux (glibc) and Windows",
-                       hint="run ortfix on Linux or Windows")
+    return OrtfixError(Msg(N_("{system} is not supported yet: ortfix knows Linux (glibc) and Windows"), system=system),
+                       hint=Msg(N_("run ortfix on Linux or Windows")))

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from ortfix.errors import OrtfixError
 from ortfix.fields import BadField, exact_fields, want_bool, want_list, want_sha, want_str
+from ortfix.i18n import N_, Msg
 
 MANIFEST = "ortfix-wheelhouse.json"
 MANIFEST_SCHEMA = "ortfix.wheelhouse-manifest/2"
@@ -69,15 +70,15 @@ def is_wheelhouse(folder: str) -> bool:
 
 def _read(path: str) -> bytes:
     if os.path.islink(path):
-        raise OSError("it is a link")
+        raise OSError(Msg(N_("it is a link")))
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(
         os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError("it is not a regular file")
+            raise OSError(Msg(N_("it is not a regular file")))
         data = f.read(_MAX_BYTES + 1)
     if len(data) > _MAX_BYTES:
-        raise OSError(f"it is larger than {_MAX_BYTES >> 20} MiB")
+        raise OSError(Msg(N_("it is larger than {size} MiB"), size=_MAX_BYTES >> 20))
     return data
 
 
@@ -90,23 +91,24 @@ def read_manifest(folder: str) -> list[ManifestFile] | None:
     try:
         doc = exact_fields(json.loads(_read(path)), _TOP, "the manifest")
         if doc["schema"] != MANIFEST_SCHEMA:
-            raise BadField(f"its schema is not {MANIFEST_SCHEMA}")
+            raise BadField(Msg(N_("its schema is not {schema}"), schema=MANIFEST_SCHEMA))
         files: list[ManifestFile] = []
         for i, item in enumerate(want_list(doc, "files", limit=100_000)):
             where = f"file {i + 1}"
             entry = exact_fields(item, _FILE, where)
             name = want_str(entry, "file", limit=255, where=where)
             if not wheel_file().match(name):
-                raise BadField(f"{where} {name!r} is not a wheel's file name")
+                raise BadField(Msg(N_("{where} {name} is not a wheel's file name"), where=where, name=repr(name)))
             files.append({"file": name, "distribution": want_str(entry, "distribution", limit=255, where=where),
                           "version": want_str(entry, "version", limit=255, where=where),
                           "why": want_str(entry, "why", where=where), "sha256": want_sha(entry, "sha256", where=where),
                           "for_ortfix": want_bool(entry, "for_ortfix", where=where)})
     except (OSError, ValueError, RecursionError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise OrtfixError(f"{path} is not a wheelhouse manifest ortfix can trust: {why}",
-                          hint="make the wheelhouse again into an empty folder (ortfix wheelhouse -d DIR); nothing "
-                               "was installed from it") from exc
+        said = exc.args[0] if exc.args and isinstance(exc.args[0], Msg) else None  # this module's own words
+        why = said or (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        raise OrtfixError(Msg(N_("{file} is not a wheelhouse manifest ortfix can trust: {why}"), file=path, why=why),
+                          hint=Msg(N_("make the wheelhouse again into an empty folder (ortfix wheelhouse -d DIR); "
+                                      "nothing was installed from it"))) from exc
     return files
 
 
@@ -124,14 +126,18 @@ def check_wheelhouse_files(archives: Iterable[tuple[str, str | None]]) -> None:
             continue
         name = os.path.basename(path)
         if name not in hashes:
-            raise OrtfixError(f"{path} is not listed in the manifest of the wheelhouse {folder} ({MANIFEST}): a file "
-                              "ortfix did not download was put there", hint="remove it, or make the wheelhouse again "
-                              "into an empty folder (ortfix wheelhouse -d DIR)")
+            raise OrtfixError(Msg(N_("{file} is not listed in the manifest of the wheelhouse {folder} ({manifest}): "
+                                     "a file ortfix did not download was put there"), file=path, folder=folder,
+                                  manifest=MANIFEST),
+                              hint=Msg(N_("remove it, or make the wheelhouse again into an empty folder (ortfix "
+                                          "wheelhouse -d DIR)")))
         try:
             digest = reported or sha256_file(path)
         except OSError as exc:
-            raise OrtfixError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot read {file}: {error}"), file=path,
+                                  error=str(exc.strerror or exc))) from exc
         if digest != hashes[name]:
-            raise OrtfixError(f"{path} is not the file the wheelhouse's manifest lists (its sha256 is {digest[:16]}…, "
-                              f"the manifest's {hashes[name][:16]}…): it was changed after ortfix downloaded it",
-                              hint="make the wheelhouse again into an empty folder (ortfix wheelhouse -d DIR)")
+            raise OrtfixError(Msg(N_("{file} is not the file the wheelhouse's manifest lists (its sha256 is {sha}…, "
+                                     "the manifest's {listed}…): it was changed after ortfix downloaded it"),
+                                  file=path, sha=digest[:16], listed=hashes[name][:16]),
+                              hint=Msg(N_("make the wheelhouse again into an empty folder (ortfix wheelhouse -d DIR)")))

@@ -31,6 +31,7 @@ from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.envpaths import (
     ConfinementError,
     Kept,
@@ -55,7 +56,8 @@ class PosixEnvRoot:
         try:
             self.fd = os.open(self.real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            raise OrtfixError(f"cannot open the environment {self.given}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot open the environment {prefix}: {error}"), prefix=self.given,
+                                  error=str(exc.strerror or exc))) from exc
         st = os.fstat(self.fd)
         self.dev, self.ino, self.uid = st.st_dev, st.st_ino, st.st_uid
 
@@ -77,7 +79,7 @@ class PosixEnvRoot:
         here and must stay inside the root; the last component is never resolved (it may be a link to act on)."""
         text = os.fspath(path)
         if "\0" in text or not os.path.isabs(text):
-            raise ConfinementError(f"{text!r} is not an absolute path")
+            raise ConfinementError(Msg(N_("{path} is not an absolute path"), path=repr(text)))
         norm = os.path.normpath(text)
         for base in (self.given, self.real):
             base = os.path.normpath(base)
@@ -90,7 +92,7 @@ class PosixEnvRoot:
         if parent == self.real:
             return check_rel(os.path.basename(norm))
         if not parent.startswith(real_prefix):
-            raise ConfinementError(f"{text} is outside the environment {self.given}")
+            raise ConfinementError(Msg(N_("{path} is outside the environment {prefix}"), path=text, prefix=self.given))
         return check_rel(parent[len(real_prefix):] + "/" + os.path.basename(norm))
 
     def _plain(self, rest: str) -> bool:
@@ -124,7 +126,8 @@ class PosixEnvRoot:
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                         where = "/".join(parts[: i + 1])
-                        raise ConfinementError(f"{self.abs(where)} is a symbolic link or not a folder") from exc
+                        raise ConfinementError(Msg(N_("{path} is a symbolic link or not a folder"),
+                                                   path=self.abs(where))) from exc
                     raise
                 os.close(fd)
                 fd = nfd
@@ -256,7 +259,7 @@ class PosixEnvRoot:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise ConfinementError(f"{self.abs(rel)} is a symbolic link") from exc
+                    raise ConfinementError(Msg(N_("{path} is a symbolic link"), path=self.abs(rel))) from exc
                 raise
         return read_regular(fd, self.abs(rel), limit)
 

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
 from ortfix.system.linux.ldcache import LdCache
 
@@ -78,7 +79,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
     if libcuda and not source:
         source = libcuda
     if kernel is None and libcuda is None:
-        return DriverFacts(present=False, version=None, source="no nvidia kernel module, no libcuda.so.1")
+        return DriverFacts(present=False, version=None, source=N_("no nvidia kernel module, no libcuda.so.1"))
     gpus: tuple[Gpu, ...] = ()
     cuda_version = None
     if query_gpus and libcuda and root == Path("/"):
@@ -97,8 +98,8 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
                 userspace = userspace or driver
                 source += " + nvidia-smi"
     if libcuda and kernel is None:
-        notes.append("libcuda.so.1 is present but the nvidia kernel module is not loaded "
-                     "(a container without the GPU passed through, or the module failed to load)")
+        notes.append(N_("libcuda.so.1 is present but the nvidia kernel module is not loaded (a container without the "
+                        "GPU passed through, or the module failed to load)"))
     return DriverFacts(
         present=kernel is not None or (libcuda is not None and os.path.isdir(root / WSL_LIB_DIR.lstrip("/"))),
         version=userspace or kernel,
@@ -133,7 +134,7 @@ _GPU_QUERY = nvml_query_script('ctypes.CDLL("libnvidia-ml.so.1")', r"""    try:
             out["error"] = "cuInit failed with CUDA error %d" % rc
     except OSError as exc2:
         out["error"] = str(exc2)
-""")
+""")  # i18n: english (a program run in the target)
 
 
 def query_gpu_subprocess() -> GpuQuery | None:

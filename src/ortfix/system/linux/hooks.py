@@ -27,7 +27,8 @@ from functools import cache
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
-from ortfix.system.hooks import check_hook_path, on_onnxruntime_import, sh_prepend, sh_take_back
+from ortfix.i18n import N_, Msg
+from ortfix.system.hooks import PLAIN_PATH, check_hook_path, on_onnxruntime_import, sh_prepend, sh_take_back
 
 CONDA_HOOK_NAME = "ortfix-cuda-libs.sh"
 PRELOAD_MODULE = "_ortfix_preload.py"
@@ -49,13 +50,14 @@ def _loader_special() -> re.Pattern[str]:
 def _check_conda_paths(dirs: Sequence[str], prefix: str) -> None:
     """The folders go onto LD_LIBRARY_PATH, which the loader splits at ':' and ';' and in which it expands $ORIGIN,
     $LIB and $PLATFORM: a path with any of them would add other folders (relative ones: the current directory's)."""
-    for path, what in ((prefix, "the environment's path"), *((d, "the library folder") for d in dirs)):
+    for path, what in ((prefix, N_("the environment's path")), *((d, N_("the library folder")) for d in dirs)):
         check_hook_path(path, what, shell=True)
         special = _loader_special().search(path)
         if special:
-            raise OrtfixError(f"{what} {path!r} contains {special.group(0)!r}, which the loader reads in "
-                              "LD_LIBRARY_PATH as a separator or a variable; ortfix cannot put it there safely",
-                              hint="move the environment to a plain path")
+            raise OrtfixError(Msg(N_("{what} {path} contains {special}, which the loader reads in LD_LIBRARY_PATH as "
+                                     "a separator or a variable; ortfix cannot put it there safely"),
+                                  what=Msg(what), path=repr(path), special=repr(special.group(0))),
+                              hint=PLAIN_PATH)
 
 
 def _sh_quote(text: str) -> str:
@@ -88,7 +90,7 @@ def render_conda_activate(dirs: Sequence[str], prefix: str) -> str:
     return f"""{_MARKER} Puts this environment's CUDA/cuDNN libraries ahead of any system copy.
 # Undo: `ortfix rollback`, or delete this file and deactivate.d/{CONDA_HOOK_NAME}.
 {listing}
-{sh_prepend("LD_LIBRARY_PATH", assigns, parts, unsets, prefix)}"""
+{sh_prepend("LD_LIBRARY_PATH", assigns, parts, unsets, prefix)}"""  # i18n: english (a hook file's text)
 
 
 def render_conda_deactivate(prefix: str) -> str:
@@ -130,7 +132,7 @@ def render_preload_pth() -> str:
                   "import os\n"
                   "if os.environ.get('ORTFIX_PRELOAD_DEBUG'): sys.stderr.write('ortfix preload: the preload hook is "
                   f"not active (%s: %s); delete {PRELOAD_PTH} from site-packages, or run ortfix rollback\\n' "
-                  "% (type(e).__name__, e))")
+                  "% (type(e).__name__, e))")  # i18n: english (a hook file's text)
     guarded = f"try:import _ortfix_preload\nexcept Exception as e:exec({on_failure!r})"
     return f"import sys; exec({guarded!r})\n"
 
@@ -139,10 +141,10 @@ def render_preload_module(libraries: Sequence[str], site_packages: str) -> str:
     """The hook module. Paths inside site-packages are stored relative to it, so a moved venv keeps working. It never
     raises, neither at start-up nor when onnxruntime is imported: a library that does not load is left to ORT's own
     message (ORTFIX_PRELOAD_DEBUG=1 shows why)."""
-    check_hook_path(site_packages, "the site-packages folder", shell=False)
+    check_hook_path(site_packages, N_("the site-packages folder"), shell=False)
     entries = []
     for lib in libraries:
-        check_hook_path(lib, "the library", shell=False)
+        check_hook_path(lib, N_("the library"), shell=False)
         rel = os.path.relpath(lib, site_packages)
         entries.append(rel if not rel.startswith("..") else lib)
     return f'''"""{_MARKER[2:]} Loads the CUDA/cuDNN libraries onnxruntime needs, by absolute path, just before
@@ -179,7 +181,7 @@ def _load():
             _debug("loaded %s" % path)
         except Exception as exc:
             _debug(exc)
-{on_onnxruntime_import('_OrtfixPreload', '_load')}'''
+{on_onnxruntime_import('_OrtfixPreload', '_load')}'''  # i18n: english (a hook file's text)
 
 
 def read_preload_hook(site_packages: str) -> list[str] | None:

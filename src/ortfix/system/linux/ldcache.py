@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.i18n import N_
 
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -74,7 +75,7 @@ def parse_ld_cache(data: bytes, source: str = "/etc/ld.so.cache") -> LdCache:
         offset = 16 + nlibs * 12
         offset = (offset + 7) & ~7  # the new header is aligned to 8 bytes behind the old table
         if not data.startswith(_NEW_MAGIC, offset):
-            raise ValueError("old-format ld.so.cache without a new-format section is not supported")
+            raise ValueError(N_("old-format ld.so.cache without a new-format section is not supported"))
     if not data.startswith(_NEW_MAGIC, offset):
         raise ValueError("not an ld.so.cache file")
     nlibs, _len_strings = struct.unpack_from("<II", data, offset + 20)

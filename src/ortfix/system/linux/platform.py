@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_
 from ortfix.system import inventory
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
@@ -39,7 +40,8 @@ _ELF_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 
 def _elf_reader(reader: LibraryReader) -> ElfReader:
     if not isinstance(reader, ElfReader):
-        raise TypeError(f"the Linux platform reads ELF files with an ElfReader, not {type(reader).__name__}")
+        raise TypeError(f"the Linux platform reads ELF files with an ElfReader, not "  # i18n: english (a bug)
+                        f"{type(reader).__name__}")
     return reader
 
 
@@ -52,8 +54,8 @@ class LinuxPlatform:
     os_name = "posix"
     matrix_os = "linux"
     driver_looked_at = ("checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1",)
-    no_driver_advice = ("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); "
-                        "to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
+    no_driver_advice = N_("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus "
+                          "all); to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "libonnxruntime_providers_shared.so"

@@ -42,6 +42,7 @@ from functools import cache
 from typing import TypeVar, cast
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.system.envpaths import (
     TEMP_NAME_START,
     ConfinementError,
@@ -158,11 +159,12 @@ def _open_checked_file(path: str, *, write: bool = False) -> int:
         fd = _open_entry(path, access, _OPEN_ALWAYS if write else _OPEN_EXISTING, folder=False)
     except OSError as exc:
         if sys.platform != "win32" and exc.errno == errno.ELOOP:  # the POSIX fallback met a link
-            raise ConfinementError(f"{path} is a symbolic link") from exc
+            raise ConfinementError(Msg(N_("{path} is a symbolic link"), path=str(path))) from exc
         raise
     if is_link(os.fstat(fd)) or not _same_path(fd, path):
         os.close(fd)
-        raise ConfinementError(f"{_strip_long(path)} is a symbolic link or a junction, or is reached through one")
+        raise ConfinementError(Msg(N_("{path} is a symbolic link or a junction, or is reached through one"),
+                                   path=_strip_long(path)))
     return fd
 
 
@@ -203,11 +205,13 @@ class WindowsEnvRoot:
         try:
             self._pin = _open_entry(self.real, _FILE_READ_ATTRIBUTES, _OPEN_EXISTING, folder=True)
         except OSError as exc:
-            raise OrtfixError(f"cannot open the environment {self.given}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot open the environment {prefix}: {error}"), prefix=self.given,
+                                  error=str(exc.strerror or exc))) from exc
         st = os.fstat(self._pin)
         if not stat.S_ISDIR(st.st_mode) or not _same_path(self._pin, self.real):
             os.close(self._pin)
-            raise OrtfixError(f"cannot open the environment {self.given}: not a folder, or it changed while opened")
+            raise OrtfixError(Msg(N_("cannot open the environment {prefix}: not a folder, or it changed while "
+                                     "opened"), prefix=self.given))
         self.dev, self.ino, self.uid = st.st_dev, st.st_ino, st.st_uid
 
     def close(self) -> None:
@@ -229,7 +233,7 @@ class WindowsEnvRoot:
         leaves the root, or a UNC path elsewhere: ConfinementError."""
         text = os.fspath(path)
         if "\0" in text or not os.path.isabs(text):
-            raise ConfinementError(f"{text!r} is not an absolute path")
+            raise ConfinementError(Msg(N_("{path} is not an absolute path"), path=repr(text)))
         norm = os.path.normpath(text)
         for base in (self.given, self.real):
             base = os.path.normpath(base).rstrip("\\/")
@@ -242,7 +246,7 @@ class WindowsEnvRoot:
         if os.path.normcase(parent) == os.path.normcase(real):
             return check_rel(os.path.basename(norm))
         if not os.path.normcase(parent).startswith(os.path.normcase(real) + os.sep):
-            raise ConfinementError(f"{text} is outside the environment {self.given}")
+            raise ConfinementError(Msg(N_("{path} is outside the environment {prefix}"), path=text, prefix=self.given))
         return check_rel(parent[len(real) + 1:] + "/" + os.path.basename(norm))
 
     def _plain(self, rest: str) -> bool:
@@ -262,7 +266,7 @@ class WindowsEnvRoot:
         """The path of the folder `parts` below the root, every folder on the way pinned and checked while the
         caller uses it; `create` makes missing ones."""
         if self._pin < 0:
-            raise OrtfixError(f"the environment {self.given} is closed")
+            raise OrtfixError(Msg(N_("the environment {prefix} is closed"), prefix=self.given))
         path = self.real
         with ExitStack() as pins:
             for i, part in enumerate(parts):
@@ -277,14 +281,14 @@ class WindowsEnvRoot:
                     fd = _open_entry(path, _FILE_READ_ATTRIBUTES, _OPEN_EXISTING, folder=True)
                 except OSError as exc:
                     if exc.errno in (errno.ENOTDIR, errno.ELOOP):  # the POSIX fallback met a file or a link
-                        raise ConfinementError(f"{self.abs('/'.join(parts[: i + 1]))} is a symbolic link or not "
-                                               "a folder") from exc
+                        raise ConfinementError(Msg(N_("{path} is a symbolic link or not a folder"),
+                                                   path=self.abs("/".join(parts[: i + 1])))) from exc
                     raise
                 pins.callback(os.close, fd)
                 st = os.fstat(fd)
                 if is_link(st) or not stat.S_ISDIR(st.st_mode) or not _same_path(fd, path):
-                    raise ConfinementError(f"{self.abs('/'.join(parts[: i + 1]))} is a symbolic link, a junction "
-                                           "or not a folder")
+                    raise ConfinementError(Msg(N_("{path} is a symbolic link, a junction or not a folder"),
+                                               path=self.abs("/".join(parts[: i + 1]))))
             yield path
 
     @contextmanager
@@ -431,7 +435,7 @@ class WindowsEnvRoot:
         with self._entry(src) as spath, self._entry(dst, create=make_parents) as dpath:
             st = os.lstat(spath)
             if is_link(st):
-                raise ConfinementError(f"{self.abs(src)} is a symbolic link or a junction")
+                raise ConfinementError(Msg(N_("{path} is a symbolic link or a junction"), path=self.abs(src)))
             os.link(spath, dpath)
 
     def copy(self, src: str, dst: str, *, make_parents: bool = False) -> None:

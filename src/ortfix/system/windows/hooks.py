@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ortfix.errors import OrtfixError
-from ortfix.system.hooks import check_hook_path, hook_var, on_onnxruntime_import, sh_prepend, sh_take_back
+from ortfix.i18n import N_, Msg
+from ortfix.system.hooks import PLAIN_PATH, check_hook_path, hook_var, on_onnxruntime_import, sh_prepend, sh_take_back
 from ortfix.system.windows.userpath import entry_key
 
 PATH_HOOK_MODULE = "_ortfix_dllpath.py"
@@ -43,7 +44,7 @@ PATH_HOOK_PTH = "_ortfix_dllpath.pth"
 CONDA_HOOK_STEM = "ortfix-cuda-dlls"
 CONDA_SHELLS = ("bat", "ps1", "sh")
 _MARKER = "Written by ortfix."
-_HINT = "move the environment to a plain path"
+_HINT = PLAIN_PATH
 
 
 def _unique(dirs: Sequence[str]) -> list[str]:
@@ -56,34 +57,36 @@ def _unique(dirs: Sequence[str]) -> list[str]:
     return out
 
 
-def check_path_folder(folder: str, what: str = "the DLL folder") -> None:
+def check_path_folder(folder: str, what: str = N_("the DLL folder")) -> None:
     """Refuse a folder that cannot be a PATH entry: a control character, ';' (PATH's separator), '"', a relative
     path (it would be searched from whatever the current folder is)."""
     check_hook_path(folder, what, shell=False)
     for ch in (";", '"'):
         if ch in folder:
-            raise OrtfixError(f"{what} {folder!r} contains {ch!r}, which cannot stand in a PATH entry; ortfix cannot "
-                              "put it on PATH safely", hint=_HINT)
+            raise OrtfixError(Msg(N_("{what} {path} contains {char}, which cannot stand in a PATH entry; ortfix "
+                                     "cannot put it on PATH safely"), what=Msg(what), path=repr(folder),
+                                  char=repr(ch)), hint=_HINT)
     if not folder or not ntpath.isabs(folder):
-        raise OrtfixError(f"{what} {folder!r} is not an absolute path", hint="ortfix puts only absolute folders on "
-                          "PATH")
+        raise OrtfixError(Msg(N_("{what} {path} is not an absolute path"), what=Msg(what), path=repr(folder)),
+                          hint=Msg(N_("ortfix puts only absolute folders on PATH")))
 
 
 def _path_folders(dirs: Sequence[str], hook: str) -> list[str]:
     """`dirs` without duplicates, each one a folder that can stand in PATH; at least one, or OrtfixError."""
     folders = _unique(dirs)
     if not folders:
-        raise OrtfixError(f"{hook} needs at least one folder")
+        raise OrtfixError(Msg(N_("{hook} needs at least one folder"), hook=hook))
     for d in folders:
         check_path_folder(d)
     return folders
 
 
-def _refuse(folder: str, chars: str, where: str, what: str = "the DLL folder") -> None:
+def _refuse(folder: str, chars: str, where: str, what: str = N_("the DLL folder")) -> None:
     for ch in chars:
         if ch in folder:
-            raise OrtfixError(f"{what} {folder!r} contains {ch!r}, which {where} would expand or end a quote with; "
-                              "ortfix cannot write a safe hook there", hint=_HINT)
+            raise OrtfixError(Msg(N_("{what} {path} contains {char}, which {shell} would expand or end a quote "
+                                     "with; ortfix cannot write a safe hook there"), what=Msg(what), path=repr(folder),
+                                  char=repr(ch), shell=where), hint=_HINT)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -104,7 +107,7 @@ def render_path_hook_pth() -> str:
                   "import os\n"
                   "if os.environ.get('ORTFIX_PRELOAD_DEBUG'): sys.stderr.write('ortfix: the PATH hook is "
                   f"not active (%s: %s); delete {PATH_HOOK_PTH} from site-packages, or run ortfix rollback\\n' "
-                  "% (type(e).__name__, e))")
+                  "% (type(e).__name__, e))")  # i18n: english (a hook file's text)
     guarded = f"try:import {name}\nexcept Exception as e:exec({on_failure!r})"
     return f"import sys; exec({guarded!r})\n"
 
@@ -112,7 +115,7 @@ def render_path_hook_pth() -> str:
 def render_path_hook_module(dirs: Sequence[str], site_packages: str) -> str:
     """The hook module: the folders are stored exactly (absolute, `repr`-quoted), in order, without duplicates. It
     never raises, neither at start-up nor when onnxruntime is imported."""
-    check_hook_path(site_packages, "the site-packages folder", shell=False)
+    check_hook_path(site_packages, N_("the site-packages folder"), shell=False)
     folders = _path_folders(dirs, "the PATH hook")
     return f'''"""{_MARKER} Puts the folders of the CUDA/cuDNN DLLs onnxruntime needs first on PATH, just before
 onnxruntime is first imported (ORT loads its CUDA provider with LOAD_WITH_ALTERED_SEARCH_PATH, which searches PATH);
@@ -150,7 +153,7 @@ def _prepend():
         _debug("PATH starts with %s" % ";".join(FOLDERS))
     except Exception as exc:
         _debug("PATH not changed: %s: %s" % (type(exc).__name__, exc))
-{on_onnxruntime_import('_OrtfixDllPath', '_prepend')}'''
+{on_onnxruntime_import('_OrtfixDllPath', '_prepend')}'''  # i18n: english (a hook file's text)
 
 
 def read_path_hook(site_packages: str) -> list[str] | None:
@@ -207,20 +210,20 @@ def _literal(folder: str, prefix: str) -> str:
 
 
 def _conda_folders(dirs: Sequence[str], prefix: str) -> list[str]:
-    check_hook_path(prefix, "the environment's path", shell=True)
+    check_hook_path(prefix, N_("the environment's path"), shell=True)
     folders = _path_folders(dirs, "the conda hook")
     for d in folders:
-        check_hook_path(d, "the DLL folder", shell=True)
+        check_hook_path(d, N_("the DLL folder"), shell=True)
         literal = _literal(d, prefix)
         _refuse(literal, "%!", "cmd")
         _refuse(literal, "\u2018\u2019\u201a\u201b", "PowerShell")
         if not literal.isascii():
             # cmd reads a .bat in the console's code page and Windows PowerShell a BOM-less .ps1 in the ANSI one
-            raise OrtfixError(f"the DLL folder {d!r} is outside the environment and not ASCII; cmd and PowerShell "
-                              "would misread it in a script", hint=_HINT)
+            raise OrtfixError(Msg(N_("the DLL folder {path} is outside the environment and not ASCII; cmd and "
+                                     "PowerShell would misread it in a script"), path=repr(d)), hint=_HINT)
         if ":" in _posix(d)[1:]:
-            raise OrtfixError(f"the DLL folder {d!r} contains ':', PATH's separator in bash; ortfix cannot write a "
-                              "safe hook there", hint=_HINT)
+            raise OrtfixError(Msg(N_("the DLL folder {path} contains ':', PATH's separator in bash; ortfix cannot "
+                                     "write a safe hook there"), path=repr(d)), hint=_HINT)
     return folders
 
 
@@ -262,7 +265,7 @@ def render_conda_windows_activate(dirs: Sequence[str], prefix: str) -> tuple[str
     bat = f"""@REM {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 @REM Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
 @set "PATH={joined};%PATH%"
-"""
+"""  # i18n: english (a hook file's text)
     ps_list = ", ".join(_ps_folder(f, prefix) for f in folders)
     ps1 = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
@@ -273,13 +276,13 @@ if (Test-Path Env:PATH) {{
 }}
 $Env:{added} = (@({ps_list}) -join ';')
 $Env:PATH = ((@($Env:{added}) + @($Env:PATH | Where-Object {{ $_ }})) -join ';')
-"""
+"""  # i18n: english (a hook file's text)
     assigns = "\n".join(f"_ortfix_{i}={_sh_quote(_posix(f))}" for i, f in enumerate(folders))
     parts = ":".join("${_ortfix_" + str(i) + "}" for i in range(len(folders)))
     unsets = " ".join(f"_ortfix_{i}" for i in range(len(folders)))
     sh = f"""# {_MARKER} Puts this environment's CUDA/cuDNN DLL folders first on PATH.
 # Undo: `ortfix rollback`, or delete this file and the other {CONDA_HOOK_STEM} scripts.
-{sh_prepend("PATH", assigns, parts, unsets, prefix)}"""
+{sh_prepend("PATH", assigns, parts, unsets, prefix)}"""  # i18n: english (a hook file's text)
     return bat, ps1, sh
 
 
@@ -306,7 +309,7 @@ def render_conda_windows_deactivate(dirs: Sequence[str], prefix: str) -> tuple[s
     folders = _conda_folders(dirs, prefix)
     added, unset = hook_var("ADDED", "PATH", prefix), hook_var("UNSET", "PATH", prefix)
     bat = f"""@REM {_MARKER} Takes out of PATH the folders activate.d\\{CONDA_HOOK_STEM}.bat put first on it.
-{_bat_take_back(folders, prefix)}"""
+{_bat_take_back(folders, prefix)}"""  # i18n: english (a hook file's text)
     ps1 = f"""# {_MARKER} Takes out of PATH what activate.d\\{CONDA_HOOK_STEM}.ps1 put there.
 if (Test-Path Env:{added}) {{
     $ortfixPath = ';' + [string]$Env:PATH + ';'
@@ -323,7 +326,7 @@ if (Test-Path Env:{added}) {{
     Remove-Item Env:{added}
     Remove-Item Env:{unset} -ErrorAction SilentlyContinue
 }}
-"""
+"""  # i18n: english (a hook file's text)
     sh = f"""# {_MARKER} Takes out of PATH what activate.d/{CONDA_HOOK_STEM}.sh put there.
 {sh_take_back("PATH", prefix)}"""
     return bat, ps1, sh

@@ -26,6 +26,7 @@ from ortfix import subproc
 from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, nvml_query_script, parse_nvidia_smi_csv
 from ortfix.system.inventory import (
     ORIGIN_CONDA,
@@ -120,16 +121,16 @@ class WindowsPlatform:
     os_name = "nt"
     matrix_os = "windows"
     driver_looked_at: tuple[str, ...] = ()
-    no_driver_advice = ("install the NVIDIA driver; to prepare an environment for another machine, use "
-                        "`ortfix plan --driver VERSION`")
+    no_driver_advice = N_("install the NVIDIA driver; to prepare an environment for another machine, use "
+                          "`ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "onnxruntime_providers_shared.dll"
     search_path_variable = "PATH"
     search_path_separator = ";"
     preload_variable: str | None = None
-    activation_note = ("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
-                       "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
+    activation_note = N_("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
+                         "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
 
     library_names_are_sonames = False
@@ -221,7 +222,8 @@ class WindowsPlatform:
 
     def new_process(self, probe: ProbeFacts, search_path: str | None, reader: LibraryReader) -> WindowsLoader:
         if not isinstance(reader, PeReader):
-            raise TypeError(f"the Windows platform reads PE files with a PeReader, not {type(reader).__name__}")
+            raise TypeError(f"the Windows platform reads PE files with a PeReader, not "  # i18n: english (a bug)
+                            f"{type(reader).__name__}")
         return WindowsLoader(self.loader_config(probe, search_path), reader)
 
     def start_interpreter(self, process: SimulatedProcess, probe: ProbeFacts) -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 from ortfix.strenum import StrEnum
 
 REGISTRY_KEY = "HKCU\\Environment"
@@ -73,11 +74,14 @@ def same_entry(a: str, b: str) -> bool:
 
 def check_length(value: str, expanded: str | None = None) -> None:
     """Refuse a Path value longer than one environment variable can be (raw, or once %VAR% entries are expanded)."""
-    for text, how in ((value, ""), (expanded, "expanded ")):
+    for text, template in ((value, N_("the user PATH would be {count} characters long, over Windows' limit of "
+                                      "{limit}")),
+                           (expanded, N_("the user PATH would be {count} characters expanded long, over Windows' "
+                                         "limit of {limit}"))):
         if text is not None and len(text) >= MAX_VALUE:
-            raise OrtfixError(f"the user PATH would be {len(text)} characters {how}long, over Windows' limit of "
-                              f"{MAX_VALUE - 1}", hint="remove entries you no longer need from the user PATH (System "
-                              "properties, Environment Variables), or use the PATH hook (--hook preload)")
+            raise OrtfixError(Msg(template, count=len(text), limit=MAX_VALUE - 1),
+                              hint=Msg(N_("remove entries you no longer need from the user PATH (System properties, "
+                                          "Environment Variables), or use the PATH hook (--hook preload)")))
 
 
 def added_value(value: str | None, folders: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -119,11 +123,13 @@ if sys.platform == "win32":
         except FileNotFoundError:
             return UserPath(None, ValueType.REG_EXPAND_SZ)  # what Windows itself creates
         except OSError as exc:
-            raise OrtfixError(f"cannot read {where}\\{VALUE_NAME}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot read {value}: {error}"), value=f"{where}\\{VALUE_NAME}",
+                                  error=str(exc.strerror or exc))) from exc
         if kind not in (_REG_SZ, _REG_EXPAND_SZ) or not isinstance(raw, str):
-            raise OrtfixError(f"{where}\\{VALUE_NAME} is of registry type {kind}, not REG_SZ or "
-                              "REG_EXPAND_SZ; ortfix does not change it", hint="fix the value in Environment "
-                              "Variables, or use the PATH hook (--hook preload)")
+            raise OrtfixError(Msg(N_("{value} is of registry type {kind}, not REG_SZ or REG_EXPAND_SZ; ortfix does not "
+                                     "change it"), value=f"{where}\\{VALUE_NAME}", kind=str(kind)),
+                              hint=Msg(N_("fix the value in Environment Variables, or use the PATH hook (--hook "
+                                          "preload)")))
         return UserPath(raw, ValueType.REG_SZ if kind == _REG_SZ else ValueType.REG_EXPAND_SZ)
 
     def read_user_path() -> UserPath:
@@ -155,7 +161,8 @@ if sys.platform == "win32":
                     kind = _REG_SZ if value_type is ValueType.REG_SZ else _REG_EXPAND_SZ
                     winreg.SetValueEx(key, VALUE_NAME, 0, kind, value)
         except OSError as exc:
-            raise OrtfixError(f"cannot write {REGISTRY_KEY}\\{VALUE_NAME}: {exc.strerror or exc}") from exc
+            raise OrtfixError(Msg(N_("cannot write {value}: {error}"), value=f"{REGISTRY_KEY}\\{VALUE_NAME}",
+                                  error=str(exc.strerror or exc))) from exc
 
     def broadcast_environment_change() -> bool:
         """Tell running programs (Explorer) that the environment changed; False when some window did not answer
@@ -169,9 +176,9 @@ if sys.platform == "win32":
                          ctypes.byref(result)))
 else:
     def _not_windows() -> OrtfixError:
-        return OrtfixError(f"this step changes the Windows user PATH ({REGISTRY_KEY}\\{VALUE_NAME}); this is "
-                           f"{sys.platform}",
-                           hint="plans are per platform: make and apply the plan on the Windows machine")
+        return OrtfixError(Msg(N_("this step changes the Windows user PATH ({value}); this is {platform}"),
+                               value=f"{REGISTRY_KEY}\\{VALUE_NAME}", platform=sys.platform),
+                           hint=Msg(N_("plans are per platform: make and apply the plan on the Windows machine")))
 
     def read_user_path() -> UserPath:
         """Off Windows there is no user PATH: the one-line error a Windows plan's step gets there."""
