@@ -49,8 +49,16 @@ def test_no_unmarked_english_left(path: Path) -> None:
 
 # --- the target's errors --------------------------------------------------------------------------------------------
 
+ERROR_PREFIXES = ("ortfix: error: ", "ortfix: 错误：")  # English, zh_CN
+
+
+def _body(line: str) -> str:
+    """An error line without its `ortfix: error:` prefix (in either language)."""
+    return next(line[len(p):] for p in ERROR_PREFIXES if line.startswith(p))
+
+
 def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ortfix: error: ")]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(ERROR_PREFIXES)]
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     return lines[0]
 
@@ -61,7 +69,7 @@ def _assert_chinese_error(args: tuple[str, ...], *chinese: str, cwd: Path | None
     zh = _error_line(run_ortfix(*args, env=ZH, cwd=cwd))
     for fragment in chinese:
         assert fragment in zh, (fragment, zh)
-    assert not english_sentences(zh[len("ortfix: error: "):]), zh
+    assert not english_sentences(_body(zh)), zh
     envelopes = [run_ortfix(*args, "--json", env=env, cwd=cwd).stdout for env in (ZH, EN)]
     assert envelopes[0] == envelopes[1] and '"schema": "ortfix.error/1"' in envelopes[0], envelopes
     assert not _CHINESE.search(envelopes[0]), envelopes[0]
@@ -94,7 +102,7 @@ def test_no_interpreter_anywhere_is_a_chinese_error(tmp_path: Path) -> None:
     proc = run_ortfix("check", env=env, cwd=tmp_path)
     line = _error_line(proc)
     assert "PATH 上没有 python3 或 python，也没有已激活的环境（VIRTUAL_ENV、CONDA_PREFIX）" in line, line
-    assert "请传入 --python PATH" in line and not english_sentences(line[len("ortfix: error: "):]), line
+    assert "请传入 --python PATH" in line and not english_sentences(_body(line)), line
 
 
 def _fake_venv(root: Path, *, transaction: bool) -> Path:
@@ -180,7 +188,7 @@ def test_a_missing_model_is_a_chinese_error(tmp_path: Path) -> None:
 
 def _progress(text: str) -> list[str]:
     return [ln[len("ortfix: "):] for ln in text.splitlines() if ln.startswith("ortfix: ") and
-            not ln.startswith("ortfix: error:")]
+            not ln.startswith(ERROR_PREFIXES)]
 
 
 def test_apply_progress_and_its_automatic_rollback_speak_chinese(cpu_venv: Path, tmp_path: Path, wheelhouse: Path,
@@ -210,7 +218,7 @@ def test_apply_progress_and_its_automatic_rollback_speak_chinese(cpu_venv: Path,
     assert any(ln.startswith("撤销 [") for ln in lines), out
     for english in ("preflight: ", "transaction ", "undo [", "verifying "):
         assert not any(ln.startswith(english) for ln in lines), (english, out)
-    assert "ortfix: error: 被终止（SIGTERM）；所有改动都已回滚\n" in err, err[-2000:]
+    assert "ortfix: 错误：被终止（SIGTERM）；所有改动都已回滚\n" in err, err[-2000:]
     [tx] = json.loads(ortfix("history", "--python", str(python), "--json", env={**env, **EN}).stdout)["transactions"]
     assert tx["status"] == "rolled-back"
     journal = json.loads((cpu_venv / ".ortfix" / "transactions" / tx["id"] / "journal.json").read_text())
