@@ -16,7 +16,7 @@ from ortfix.check.facts import Facts, facts_summary
 from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
-from ortfix.i18n import N_, _, pad, tr
+from ortfix.i18n import N_, _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
@@ -184,10 +184,10 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
     out = []
     for f in findings:
         out.append(tr("{mark} {code} {severity}: {summary}", mark=_MARK[f.severity], code=str(f.code),
-                      severity=_(_SEVERITY[f.severity]), summary=f.summary))
+                      severity=_(_SEVERITY[f.severity]), summary=text(f.summary)))
         for e in f.evidence:
-            out.append(f"    {e}")
-        out.append(tr("    fix: {fix}", fix=f.fix))
+            out.append(f"    {text(e)}")
+        out.append(tr("    fix: {fix}", fix=text(f.fix)))
     return out
 
 
@@ -200,7 +200,7 @@ def render_check(facts: Facts, findings: Sequence[Finding], target: TargetDescri
     if libs:
         lines += ["", *libs]
     for note in (*facts.notes, *([own_note] if own_note else [])):
-        lines.append(tr("note: {note}", note=note))
+        lines.append(tr("note: {note}", note=text(note)))
     lines.append("")
     errors = sum(f.severity is Severity.ERROR for f in findings)
     warnings = sum(f.severity is Severity.WARNING for f in findings)
@@ -259,8 +259,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
         lines.append("")
         lines.append(_("Not fixed by this plan (needs you):"))
         for f in plan.unresolved:
-            lines.append(f"  {f.code} {f.summary}")
-            lines.append(tr("      fix: {fix}", fix=f.fix))
+            lines.append(f"  {f.code} {text(f.summary)}")
+            lines.append(tr("      fix: {fix}", fix=text(f.fix)))
     if plan.actions and not applying:
         lines.append("")
         lines.append(_("Nothing has been changed. `ortfix apply` makes these changes as one transaction."))
@@ -336,8 +336,8 @@ def render_explain(result: ExplainResult) -> str:
             if related:
                 lines.append(_("  on this machine:"))
                 for f in related:
-                    lines.append(f"    {f.code} {f.summary}")
-                    lines += [f"      {ev}" for ev in f.evidence[:4]]
+                    lines.append(f"    {f.code} {text(f.summary)}")
+                    lines += [f"      {text(ev)}" for ev in f.evidence[:4]]
             elif e.finding:
                 lines.append(tr("  on this machine: `ortfix check` does not see this problem in {python}",
                                 python=result.check.facts.probe.executable))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ortfix.cli.cmdline import quote, windows_target
-from ortfix.i18n import _, pad, tr
+from ortfix.i18n import _, pad, text, tr
 from ortfix.safetext import join_lines
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, transaction_json
@@ -110,7 +110,7 @@ def render_apply(result: ApplyResult) -> str:
     if result.outcome is None:
         return _("Nothing to change.") + ("" if not plan.unresolved else tr(
             " Not fixable by ortfix here: {findings}",
-            findings=", ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
+            findings=", ".join(f"{f.code} {text(f.summary)}" for f in plan.unresolved)))
     if result.dry_run:
         return render_dry_run(result)
     out = result.outcome
@@ -135,7 +135,7 @@ def render_apply(result: ApplyResult) -> str:
         lines += [tr("warning: {warning}", warning=w) for w in out.warnings]
     if plan.unresolved:
         lines.append(tr("Still needs you: {findings}",
-                        findings="; ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
+                        findings="; ".join(f"{f.code} {text(f.summary)}" for f in plan.unresolved)))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
         # a line to paste: the path is quoted for the target's shell (a prefix may hold spaces, quotes, `$(...)`,
         # backticks; cmd and PowerShell read double quotes only)

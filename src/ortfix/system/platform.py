@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
+from ortfix.i18n import Msg
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import LoadReport, Resolution
@@ -199,7 +200,7 @@ class Platform(Protocol):
         """What to do about a copy outside the environment that wins over its own (LIB004)."""
         ...
 
-    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str | Msg:
         """The loader's search as the evidence of a library finding says it."""
         ...
 

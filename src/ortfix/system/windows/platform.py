@@ -26,6 +26,7 @@ from ortfix import subproc
 from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_, Msg
 from ortfix.system.driver import DriverFacts, Gpu, nvml_query_script, parse_nvidia_smi_csv
 from ortfix.system.inventory import (
     ORIGIN_CONDA,
@@ -120,7 +121,7 @@ class WindowsPlatform:
     os_name = "nt"
     matrix_os = "windows"
     driver_looked_at: tuple[str, ...] = ()
-    no_driver_advice = ("install the NVIDIA driver; to prepare an environment for another machine, use "
+    no_driver_advice = N_("install the NVIDIA driver; to prepare an environment for another machine, use "
                         "`ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
@@ -128,7 +129,7 @@ class WindowsPlatform:
     search_path_variable = "PATH"
     search_path_separator = ";"
     preload_variable: str | None = None
-    activation_note = ("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
+    activation_note = N_("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
                        "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
 
@@ -138,7 +139,7 @@ class WindowsPlatform:
     findable_advice = libraries.FINDABLE_ADVICE
     shadow_advice = libraries.SHADOW_ADVICE
 
-    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> Msg:
         return libraries.search_summary(search_path, default_dirs)
 
     def no_hook_advice(self, paths: Sequence[str]) -> str:
