@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from ortfix import subproc
+from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
 from ortfix.system.linux.ldcache import LdCache
 
@@ -78,7 +79,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
     if libcuda and not source:
         source = libcuda
     if kernel is None and libcuda is None:
-        return DriverFacts(present=False, version=None, source="no nvidia kernel module, no libcuda.so.1")
+        return DriverFacts(present=False, version=None, source=N_("no nvidia kernel module, no libcuda.so.1"))
     gpus: tuple[Gpu, ...] = ()
     cuda_version = None
     if query_gpus and libcuda and root == Path("/"):
