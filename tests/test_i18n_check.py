@@ -25,10 +25,12 @@ from ortfix import i18n
 from ortfix.check.diagnose import diagnose
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding, finding_json
+from ortfix.check.windows import windows_findings
 from ortfix.cli.render import render_findings
 from ortfix.compat.load import load_matrix
 from ortfix.system.driver import DriverFacts, overridden_driver
-from ortfix.system.inventory import LibCopy
+from ortfix.system.inventory import ORIGIN_TORCH, LibCopy
+from ortfix.system.windows.facts import DllAt, LoginDifference
 from ortfix.target.probe import TorchInfo
 from support.fixtures import build_stub_lib, fake_ort_gpu_wheel
 from test_i18n import english_sentences, extract_messages
@@ -215,13 +217,9 @@ def _sweep() -> list[Finding]:
     return list(out.values())
 
 
-def test_every_finding_of_the_sweep_speaks_chinese() -> None:
-    """The findings of the recorded environments (and their changes) rendered under zh_CN: no English sentence in any
-    line; under English, each line is exactly the finding's JSON words."""
-    findings = _sweep()
-    codes = {f.code for f in findings}
-    assert {"ORT001", "ORT002", "DRV001", "DRV002", "DRV003", "GPU001", "LIB001", "LIB002", "LIB003", "LIB004",
-            "LIB006", "LIB009", "TX001", "TORCH001"} <= codes, codes
+def _assert_chinese_and_english(findings: Sequence[Finding]) -> None:
+    """`findings` rendered under zh_CN: no English sentence in any line; under English, each line is exactly the
+    finding's JSON words (the English screen did not change)."""
     try:
         i18n.set_language("zh_CN")
         chinese = render_findings(findings)
@@ -236,3 +234,33 @@ def test_every_finding_of_the_sweep_speaks_chinese() -> None:
         doc = finding_json(f)
         expected += [f"{doc['summary']}", *(f"    {e}" for e in doc["evidence"]), f"    fix: {doc['fix']}"]
     assert [re.sub(r"^[✗!i] [A-Z]+\d{3} \w+: ", "", line) for line in english] == expected
+
+
+def test_every_finding_of_the_sweep_speaks_chinese() -> None:
+    """The findings of the recorded environments (and their changes), in Chinese and in English."""
+    findings = _sweep()
+    codes = {f.code for f in findings}
+    assert {"ORT001", "ORT002", "DRV001", "DRV002", "DRV003", "GPU001", "LIB001", "LIB002", "LIB003", "LIB004",
+            "LIB006", "LIB009", "TX001", "TORCH001"} <= codes, codes
+    _assert_chinese_and_english(findings)
+
+
+def test_the_windows_findings_speak_chinese(tmp_path: Path) -> None:
+    """WIN001-WIN004 (an old, a missing and an unversioned MSVC runtime; cuDNN 8 without zlibwapi.dll; a DLL only in
+    torch\\lib; a DLL a new login finds elsewhere), in Chinese and in English."""
+    from test_windows_check import _facts, _windows
+
+    system32 = "C:\\Windows\\System32\\msvcp140.dll"
+    runtimes = [DllAt("msvcp140.dll", system32, "System32", (14, 29, 30133, 0)),
+                DllAt("msvcp140.dll", None, None, None, ("C:\\py", "C:\\Windows\\System32")),
+                DllAt("msvcp140.dll", system32, "System32", None)]
+    later = (LoginDifference("cudnn64_9.dll", None, "C:\\cudnn\\bin\\cudnn64_9.dll"),)
+    torch_copy = LibCopy("C:\\py\\Lib\\site-packages\\torch\\lib\\cublas64_12.dll", "cublas", "cublas64_12.dll", 12,
+                         "12.1.3.1", ORIGIN_TORCH, True)
+    findings: list[Finding] = []
+    for facts in (*(_facts(tmp_path, _windows(r)) for r in runtimes),
+                  _facts(tmp_path, _windows(runtimes[0], later), cudnn="8.9.2.26"),
+                  _facts(tmp_path, _windows(runtimes[0]), missing=("cublas64_12.dll",), libraries=(torch_copy,))):
+        findings += windows_findings(facts, facts.ort[0])
+    assert {"WIN001", "WIN002", "WIN003", "WIN004"} <= {f.code for f in findings}, findings
+    _assert_chinese_and_english(findings)
