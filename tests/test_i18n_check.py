@@ -39,6 +39,7 @@ SRC = REPO / "src" / "ortfix"
 AREA = sorted([*(SRC / "check").glob("*.py"), SRC / "fields.py", *(SRC / "compat").glob("*.py")])
 MATRIX = load_matrix()
 _FINDING_LINE = re.compile(r"^[✗!i] [A-Z]+\d{3} ")
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 
 
 def test_the_findings_modules_have_no_unmarked_english() -> None:
@@ -169,6 +170,34 @@ def test_check_json_is_the_same_in_every_language(name: str, situations: Situati
     for f in json.loads(en)["findings"]:
         assert f"{f['code']} {f['severity']}: {f['summary']}" in screen
         assert all(f"    {e}" in screen for e in f["evidence"]) and f"    fix: {f['fix']}" in screen
+
+
+def test_plan_says_what_needs_you_in_chinese(situations: Situations) -> None:
+    """plan's "needs you" block (the findings no change fixes: the damaged wheels, no driver) in Chinese; `plan
+    --json` the same bytes in both languages (but for the time it was made)."""
+    args, env = situations["damaged-cpu"]
+    screens = {lang: run_ortfix("plan", "--python", sys.executable, *args, env={**env, "ORTFIX_LANG": lang})
+               for lang in ("en", "zh_CN")}
+    assert all(p.returncode in (0, 1) and not p.stderr for p in screens.values()), screens
+    lines = screens["zh_CN"].stdout.splitlines()
+    block = lines[lines.index(i18n_zh("Not fixed by this plan (needs you):")) + 1:]
+    block = block[:block.index("")]
+    assert {line.split()[0] for line in block if not line.startswith("      ")} >= {"LIB007", "ORT007", "DRV001"}
+    for line in block:
+        assert not english_sentences(line), (english_sentences(line), line)
+    en, zh = (re.sub(_TIMESTAMP, "TIME", run_ortfix("plan", "--python", sys.executable, "--json", *args,
+                                                    env={**env, "ORTFIX_LANG": lang}).stdout)
+              for lang in ("en", "zh_CN"))
+    assert zh == en and "LIB007" in en and not re.search(r"[\u4e00-\u9fff]", en)
+
+
+def i18n_zh(message: str) -> str:
+    """`message` in the zh_CN catalog."""
+    try:
+        i18n.set_language("zh_CN")
+        return i18n._(message)
+    finally:
+        i18n.set_language()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
