@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -198,6 +199,37 @@ def i18n_zh(message: str) -> str:
         return i18n._(message)
     finally:
         i18n.set_language()
+
+
+@pytest.mark.parametrize(("change", "english"), [
+    (("schema_version: 1", "schema_version: 99"), "schema_version 99 is not supported (this ortfix reads 1) "
+                                                  "(upgrade ortfix or use a matching matrix)"),
+    (('versions: ["1.11.0", "1.11.1"]', 'versions: ["1.11.0", "1.11.0"]'), "onnxruntime-gpu 1.11.0 (CUDA 11, default "
+                                                                            "index) is already in row 1"),
+])
+def test_matrix_file_errors_speak_chinese(tmp_path: Path, change: tuple[str, str], english: str) -> None:
+    """A broken matrix file (ORTFIX_COMPAT_DIR): the one-line error in Chinese on stderr (the file, its line and the
+    values as they are), in English as before, and the `--json` error envelope the same bytes in both languages."""
+    compat = tmp_path / "compat"
+    compat.mkdir()
+    for f in (REPO / "compat").glob("*.yaml"):
+        text = f.read_text(encoding="utf-8")
+        (compat / f.name).write_text(text.replace(*change, 1) if f.name == "ort.yaml" else text, encoding="utf-8")
+    bad = compat / "ort.yaml"
+
+    def show(lang: str, *json: str) -> subprocess.CompletedProcess[str]:
+        proc = run_ortfix("matrix", "show", *json, env={"ORTFIX_LANG": lang, "ORTFIX_COMPAT_DIR": str(compat)})
+        assert proc.returncode == 2, proc
+        return proc
+
+    en = show("en").stderr.strip()
+    assert en.startswith(f"ortfix: error: {bad}:") and en.endswith(english), en
+    zh = show("zh_CN").stderr.strip()
+    assert zh.startswith(f"ortfix: error: {bad}:") and re.search(r"[\u4e00-\u9fff]", zh), zh
+    assert not english_sentences(zh.removeprefix("ortfix: error: ")), zh
+    en_json, zh_json = (show(lang, "--json").stdout for lang in ("en", "zh_CN"))
+    error = json.loads(en_json)["error"]
+    assert zh_json == en_json and english.startswith(error["message"].split(": ", 1)[1]), error
 
 
 # ---------------------------------------------------------------------------------------------------------------------
