@@ -29,6 +29,7 @@ from ortfix.check.findings import Finding, finding_json
 from ortfix.check.windows import windows_findings
 from ortfix.cli.render import render_findings
 from ortfix.compat.load import load_matrix
+from ortfix.fields import BadField, requirement, want_str
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import ORIGIN_TORCH, LibCopy
 from ortfix.system.windows.facts import DllAt, LoginDifference
@@ -181,7 +182,7 @@ def test_plan_says_what_needs_you_in_chinese(situations: Situations) -> None:
                for lang in ("en", "zh_CN")}
     assert all(p.returncode in (0, 1) and not p.stderr for p in screens.values()), screens
     lines = screens["zh_CN"].stdout.splitlines()
-    block = lines[lines.index(i18n_zh("Not fixed by this plan (needs you):")) + 1:]
+    block = lines[lines.index(_zh("Not fixed by this plan (needs you):")) + 1:]
     block = block[:block.index("")]
     assert {line.split()[0] for line in block if not line.startswith("      ")} >= {"LIB007", "ORT007", "DRV001"}
     for line in block:
@@ -190,15 +191,6 @@ def test_plan_says_what_needs_you_in_chinese(situations: Situations) -> None:
                                                     env={**env, "ORTFIX_LANG": lang}).stdout)
               for lang in ("en", "zh_CN"))
     assert zh == en and "LIB007" in en and not re.search(r"[\u4e00-\u9fff]", en)
-
-
-def i18n_zh(message: str) -> str:
-    """`message` in the zh_CN catalog."""
-    try:
-        i18n.set_language("zh_CN")
-        return i18n._(message)
-    finally:
-        i18n.set_language()
 
 
 @pytest.mark.parametrize(("change", "english"), [
@@ -230,6 +222,28 @@ def test_matrix_file_errors_speak_chinese(tmp_path: Path, change: tuple[str, str
     en_json, zh_json = (show(lang, "--json").stdout for lang in ("en", "zh_CN"))
     error = json.loads(en_json)["error"]
     assert zh_json == en_json and english.startswith(error["message"].split(": ", 1)[1]), error
+
+
+def test_a_bad_saved_field_says_so_in_english_and_in_chinese() -> None:
+    """BadField (a saved plan's or journal's field of the wrong type): its str() the English line it always was (the
+    journals, the error envelope), its `message` translated where it is printed for people."""
+    with pytest.raises(BadField) as caught:
+        want_str({"summary": 7}, "summary", limit=80, where="action 3")
+    assert str(caught.value) == "action 3 field 'summary' is not a string of at most 80 characters"
+    assert _zh(caught.value.message) == "action 3 的字段 'summary' 不是不超过 80 个字符的字符串"
+    with pytest.raises(BadField) as caught:
+        requirement("numpy @ https://example.invalid/numpy.whl")
+    assert str(caught.value) == ("'numpy @ https://example.invalid/numpy.whl' is not a plain requirement (a name and "
+                                 "version specifiers only)")
+
+
+def _zh(message: str | i18n.Msg) -> str:
+    """`message` as printed under zh_CN (a plain string as a catalog key)."""
+    try:
+        i18n.set_language("zh_CN")
+        return i18n.text(message)
+    finally:
+        i18n.set_language()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

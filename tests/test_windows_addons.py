@@ -367,7 +367,8 @@ def test_windows_genai_cuda_s_cuda_major_is_read_from_its_dll(tmp_path: Path) ->
     probe = _probe(tmp_path, ort_version="1.22.0", distributions=[("onnxruntime-genai-cuda", "0.99.0")])
     facts = _gather(tmp_path, probe, DRIVER_CUDA12)
     other = {f.code: f for f in diagnose(facts, load_matrix())}[FindingCode.GENAI_OTHER_CUDA]
-    assert "built for CUDA 13" in str(other.summary) and "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in str(other.evidence[0])
+    assert "built for CUDA 13" in str(other.summary)
+    assert "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in str(other.evidence[0])
 
 
 def _by_code(facts: Facts) -> dict[str, list[Finding]]:
