@@ -11,6 +11,7 @@ from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
 from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, Msg
+from ortfix.system.driver import GIVEN_GPU
 
 
 def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
@@ -64,7 +65,7 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
                 out.append(Finding(
                     FindingCode.GPU_ARCH, Severity.ERROR,
                     Msg(N_("GPU {index} ({name}, compute capability {cc}) is older than any architecture {package} "
-                           "{version} can run on"), index=g.index, name=g.name, cc=g.compute_capability,
+                           "{version} can run on"), index=g.index, name=_gpu_name(g.name), cc=g.compute_capability,
                         package=str(gpu.package), version=str(gpu.version)),
                     (built,), N_("use an ONNX Runtime build for an older CUDA major"),
                     {"compute_capability": g.compute_capability}))
@@ -73,8 +74,14 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
                     FindingCode.GPU_ARCH, Severity.WARNING,
                     Msg(N_("GPU {index} ({name}, compute capability {cc}) is not among the architectures {package} "
                            "{version} is built for; it relies on PTX JIT (slow first run)"), index=g.index,
-                        name=g.name, cc=g.compute_capability, package=str(gpu.package), version=str(gpu.version)),
+                        name=_gpu_name(g.name), cc=g.compute_capability, package=str(gpu.package),
+                        version=str(gpu.version)),
                     (Msg(N_("built for: {archs}"), archs=", ".join(archs)),),
                     N_("use a newer ONNX Runtime build if one covers this GPU"),
                     {"compute_capability": g.compute_capability}))
     return out
+
+
+def _gpu_name(name: str) -> str | Msg:
+    """A GPU's name; the one --compute-capability stands for in the user's language."""
+    return Msg(GIVEN_GPU) if name == GIVEN_GPU else name
