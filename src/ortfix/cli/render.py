@@ -94,7 +94,7 @@ def _stack_lines(facts: Facts) -> list[str]:
         if o.providers:
             cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
             if o.cuda_major and o.cuda_source and o.cuda_source != "binary":
-                cuda = tr("{cuda} (per the {source})", cuda=cuda, source=o.cuda_source)
+                cuda = tr("{cuda} (per the {source})", cuda=cuda, source=text(o.cuda_source))
             cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
             build = " ".join(x for x in (o.package, o.version) if x) or _("an unidentified build")
             lines.append(_row("", tr("{folder}: {build} built for {cuda}{cudnn}", folder=o.dir.package_dir,
