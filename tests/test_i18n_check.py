@@ -34,7 +34,7 @@ from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import ORIGIN_TORCH, LibCopy
 from ortfix.system.windows.facts import DllAt, LoginDifference
 from ortfix.target.probe import TorchInfo
-from support.fixtures import build_stub_lib, fake_ort_gpu_wheel
+from support.fixtures import build_stub_lib, fake_ort_cpu_wheel, fake_ort_gpu_wheel
 from test_i18n import english_sentences, extract_messages
 
 SRC = REPO / "src" / "ortfix"
@@ -86,11 +86,30 @@ def _gpu_layout(folder: Path, *, version: str, torch_cuda: str | None, tensorrt:
     when `tensorrt`), and torch built for `torch_cuda`."""
     with zipfile.ZipFile(fake_ort_gpu_wheel(folder.parent / "wheels", version=version, tensorrt=tensorrt)) as wheel:
         wheel.extractall(folder)
+    _dist_info(folder, "onnxruntime-genai", "0.8.2", installer=None, record=[])  # the CPU genai: GENAI001
+    if tensorrt:  # TensorRT built for CUDA 13 beside a CUDA 12 build: TRT004
+        _dist_info(folder, "tensorrt-cu13-libs", "10.13.3.9", installer=None, record=[])
     if torch_cuda:
         (folder / "torch").mkdir()
         (folder / "torch" / "__init__.py").write_text("", encoding="utf-8")
         (folder / "torch" / "version.py").write_text(f"__version__ = '2.3.0'\ncuda = '{torch_cuda}'\n",
                                                      encoding="utf-8")
+    return folder
+
+
+def _both_builds_layout(folder: Path) -> Path:
+    """The GPU and then the CPU wheel unpacked into one folder (ORT003: the CPU package's files won)."""
+    for make in (fake_ort_gpu_wheel, fake_ort_cpu_wheel):
+        with zipfile.ZipFile(make(folder.parent / "wheels-both")) as wheel:
+            wheel.extractall(folder)
+    return folder
+
+
+def _gpu_without_provider_layout(folder: Path) -> Path:
+    """onnxruntime-gpu's metadata and package, but no CUDA provider library in onnxruntime/capi (ORT006)."""
+    (folder / "onnxruntime" / "capi").mkdir(parents=True)
+    (folder / "onnxruntime" / "__init__.py").write_text("", encoding="utf-8")
+    _dist_info(folder, "onnxruntime-gpu", "1.22.0", installer=None, record=[])
     return folder
 
 
@@ -119,14 +138,18 @@ def situations(tmp_path_factory: pytest.TempPathFactory) -> Situations:
         "unknown-build": (["--driver", "580.65.06", "--compute-capability", "8.6", "--with", "tensorrt"],
                           {"PYTHONPATH": str(_gpu_layout(root / "new", version="1.99.0", torch_cuda=None,
                                                            tensorrt=True))}),
+        "both-builds": (["--driver", "580.65.06"], {"PYTHONPATH": str(_both_builds_layout(root / "both"))}),
+        "no-provider": (["--driver", "580.65.06"], {"PYTHONPATH": str(_gpu_without_provider_layout(root / "bare"))}),
     }
 
 
 # What each situation must show, whatever CUDA libraries the machine has (so the test reads the findings it means to).
 EXPECTED = {
     "damaged-cpu": {"ORT002", "ORT004", "ORT005", "ORT007", "LIB007"},
-    "gpu-old-driver": {"DRV002", "GPU001", "LIB005", "TORCH001"},
-    "unknown-build": {"MTX001", "TRT001"},
+    "gpu-old-driver": {"DRV002", "GPU001", "LIB005", "TORCH001", "GENAI001"},
+    "unknown-build": {"MTX001", "TRT001", "TRT004"},
+    "both-builds": {"ORT003"},
+    "no-provider": {"ORT006"},
 }
 
 
