@@ -54,7 +54,7 @@ class LinuxPlatform:
     matrix_os = "linux"
     driver_looked_at = (N_("checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1"),)
     no_driver_advice = N_("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); "
-                        "to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
+                          "to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "libonnxruntime_providers_shared.so"

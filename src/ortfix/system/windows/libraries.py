@@ -27,7 +27,7 @@ FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cuspar
 SHADOW_VIAS = (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER,
                VIA_CURRENT_FOLDER)
 FINDABLE_ADVICE = N_("make them findable: ortfix's PATH hook (prepends their folders to PATH when onnxruntime is "
-                   "imported), a conda activate.d hook, or the user PATH")
+                     "imported), a conda activate.d hook, or the user PATH")
 SHADOW_ADVICE = N_("put the environment's folder first: ortfix's PATH hook or a conda activate.d hook")
 
 

@@ -122,7 +122,7 @@ class WindowsPlatform:
     matrix_os = "windows"
     driver_looked_at: tuple[str, ...] = ()
     no_driver_advice = N_("install the NVIDIA driver; to prepare an environment for another machine, use "
-                        "`ortfix plan --driver VERSION`")
+                          "`ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "onnxruntime_providers_shared.dll"
@@ -130,7 +130,7 @@ class WindowsPlatform:
     search_path_separator = ";"
     preload_variable: str | None = None
     activation_note = N_("PATH simulated with the folders of ortfix's installed hook first (the PATH hook adds them "
-                       "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
+                         "when onnxruntime is imported; conda's activate.d scripts on `conda activate`)")
     read_errors: tuple[type[Exception], ...] = (PeError,)
 
     library_names_are_sonames = False
