@@ -83,7 +83,7 @@ def _trt_target(root: Path, *, ort_version: str = "1.22.0", trt_dlls: Sequence[s
 
 
 def _codes(facts: Facts, *, asked: bool = False) -> dict[str, dict[str, object]]:
-    return {f.code: {"summary": f.summary, **dict(f.data)} for f in diagnose(facts, load_matrix(),
+    return {f.code: {"summary": str(f.summary), **dict(f.data)} for f in diagnose(facts, load_matrix(),
                                                                              with_tensorrt=asked)}
 
 
@@ -324,8 +324,8 @@ def test_cpu_genai_beside_directml_names_genai_directml(tmp_path: Path) -> None:
     findings = {f.code: f for f in diagnose(facts, load_matrix())}
     genai = findings[FindingCode.GENAI_CPU]
     assert genai.data == {"installed": "onnxruntime-genai", "version": "0.11.4", "replacement": "0.11.4"}
-    assert "onnxruntime-directml" in genai.summary and "DirectML" in genai.summary, genai.summary
-    assert "onnxruntime-genai-directml==0.11.4" in genai.fix, genai.fix
+    assert "onnxruntime-directml" in str(genai.summary) and "DirectML" in str(genai.summary), genai.summary
+    assert "onnxruntime-genai-directml==0.11.4" in str(genai.fix), genai.fix
 
 
 def test_directml_moved_to_the_gpu_build_takes_genai_to_genai_cuda(tmp_path: Path) -> None:
@@ -367,7 +367,8 @@ def test_windows_genai_cuda_s_cuda_major_is_read_from_its_dll(tmp_path: Path) ->
     probe = _probe(tmp_path, ort_version="1.22.0", distributions=[("onnxruntime-genai-cuda", "0.99.0")])
     facts = _gather(tmp_path, probe, DRIVER_CUDA12)
     other = {f.code: f for f in diagnose(facts, load_matrix())}[FindingCode.GENAI_OTHER_CUDA]
-    assert "built for CUDA 13" in other.summary and "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in other.evidence[0]
+    assert "built for CUDA 13" in str(other.summary)
+    assert "onnxruntime-genai-cuda 0.99.0 (CUDA 13)" in str(other.evidence[0])
 
 
 def _by_code(facts: Facts) -> dict[str, list[Finding]]:
@@ -399,7 +400,7 @@ def test_genai_directml_beside_the_gpu_build_is_genai003_and_swapped_for_genai_c
     onnxruntime-gpu>=1.22.0 the build meets), ORT unmoved."""
     facts = _gpu_target_with(tmp_path, ("onnxruntime-genai-directml", "0.10.0"))
     [other] = _by_code(facts)[FindingCode.GENAI_OTHER_FLAVOUR]
-    assert "DirectML" in other.summary and "onnxruntime-gpu" in other.summary, other.summary
+    assert "DirectML" in str(other.summary) and "onnxruntime-gpu" in str(other.summary), other.summary
     assert other.data == {"installed": "onnxruntime-genai-directml", "version": "0.10.0", "replacement": "0.9.2"}
     matrix = load_matrix()
     plan = make_plan(facts, diagnose(facts, matrix), matrix, PlanOptions(driver_version=DRIVER_CUDA12))
@@ -430,8 +431,8 @@ def test_genai_cuda_beside_directml_is_genai003_and_becomes_genai_directml_where
     facts = _directml_target(tmp_path, ort="1.22.0", genai="0.9.2", package="onnxruntime-genai-cuda")
     by_code = _by_code(facts)
     [other] = by_code[FindingCode.GENAI_OTHER_FLAVOUR]
-    assert "onnxruntime-directml" in other.summary and "CUDA" in other.summary, other.summary
-    assert "onnxruntime-genai-directml==0.10.0" in other.fix, other.fix
+    assert "onnxruntime-directml" in str(other.summary) and "CUDA" in str(other.summary), other.summary
+    assert "onnxruntime-genai-directml==0.10.0" in str(other.fix), other.fix
     change = genai_change(facts, load_matrix(), by_code, None, None)
     assert change.remove == ("onnxruntime-genai-cuda",) and change.requirement == "onnxruntime-genai-directml==0.10.0"
     assert change.fixes == (FindingCode.GENAI_OTHER_FLAVOUR,)

@@ -211,7 +211,7 @@ def test_msvc_runtime_older_than_14_40_for_ort_1_22_and_later(tmp_path: Path) ->
     assert windows_findings(_facts(tmp_path, _windows(old), version="1.21.1"), gpu) == []  # before 1.22: fine
     found = windows_findings(_facts(tmp_path, _windows(none)), gpu)
     assert [f.code for f in found] == [FindingCode.MSVC_RUNTIME_OLD] and found[0].data["path"] is None
-    assert "C:\\Windows\\System32" in found[0].evidence[0]
+    assert "C:\\Windows\\System32" in str(found[0].evidence[0])
 
 
 def test_a_dll_only_in_torch_lib_and_a_login_path_that_differs(tmp_path: Path) -> None:

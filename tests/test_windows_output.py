@@ -94,13 +94,13 @@ def test_check_and_explain_give_the_same_msvc_remedy(tmp_path: Path) -> None:
     old = DllAt("msvcp140.dll", "C:\\Windows\\System32\\msvcp140.dll", "System32", (14, 29, 30133, 0))
     facts = _facts(tmp_path, _windows(old))
     (finding,) = [f for f in windows_findings(facts, facts.ort[0]) if f.code is FindingCode.MSVC_RUNTIME_OLD]
-    assert REDIST_URL in finding.fix and WINGET_ID in finding.fix, finding.fix
+    assert REDIST_URL in str(finding.fix) and WINGET_ID in str(finding.fix), finding.fix
     for message in ("msvcp140.dll was not found",
                     "ImportError: DLL load failed while importing onnxruntime_pybind11_state: The specified module "
                     "could not be found."):
         proc = run_ortfix("explain", "--json", message, env=_plain_env())
         fixes = [e["fix"] for e in json.loads(proc.stdout)["explanations"]]
-        assert any(finding.fix in fix for fix in fixes), (finding.fix, fixes)
+        assert any(str(finding.fix) in fix for fix in fixes), (finding.fix, fixes)
 
 
 # -- under wine ----------------------------------------------------------------------------------------------------

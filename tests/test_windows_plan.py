@@ -197,7 +197,7 @@ def test_cudnn_8_version_read_from_the_file_version_makes_win002_an_error(tmp_pa
     facts = _gather(*_seed_002(tmp_path), DRIVER_CUDA12)
     win002 = [f for f in diagnose(facts, load_matrix()) if f.code is FindingCode.ZLIBWAPI_MISSING]
     assert [f.severity for f in win002] == [Severity.ERROR], win002
-    assert "cuDNN 8.9.5.29" in win002[0].summary
+    assert "cuDNN 8.9.5.29" in str(win002[0].summary)
 
 
 def test_seed_002_plan_moves_to_a_cudnn_9_build(tmp_path: Path) -> None:

@@ -201,8 +201,8 @@ def tr(template: str, **values: str | int | Msg) -> str:
 
 
 def text(message: str | Msg) -> str:
-    """A Msg translated, a plain string as a catalog key."""
-    return message.text() if isinstance(message, Msg) else _(message)
+    """A Msg translated, a plain string as a catalog key ("" stays "": gettext's key for the catalog's header)."""
+    return message.text() if isinstance(message, Msg) else _(message) if message else message
 
 
 def display_width(value: str) -> int:

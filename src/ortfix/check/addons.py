@@ -14,6 +14,7 @@ from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES, TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, Msg
 from ortfix.target.probe import Distribution
 
 # The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
@@ -50,19 +51,23 @@ def tensorrt_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall, *, asked: b
             c.family == "nvinfer" and c.major == major for c in facts.libraries):
         out.append(Finding(
             FindingCode.TENSORRT_WRONG_MAJOR, Severity.ERROR,
-            f"the TensorRT provider of {gpu.package} {gpu.version} needs TensorRT {major} ({needed}); only another "
-            f"TensorRT major is installed",
-            tuple(present), f"install TensorRT {major} (tensorrt-cu{gpu.cuda_major}-libs {major}.*): "
-            f"`ortfix plan --with tensorrt`", {"soname": needed or "", "present": present}))
+            Msg(N_("the TensorRT provider of {package} {version} needs TensorRT {major} ({library}); only another "
+                   "TensorRT major is installed"), package=str(gpu.package), version=str(gpu.version), major=major,
+                library=str(needed)),
+            tuple(present), Msg(N_("install TensorRT {major} ({wheel} {major}.*): `ortfix plan --with tensorrt`"),
+                                major=major, wheel=f"tensorrt-cu{gpu.cuda_major}-libs"),
+            {"soname": needed or "", "present": present}))
     missing = [r.name for r in provider.missing]
     if missing:
         out.append(Finding(
             FindingCode.TENSORRT_NOT_LOADING, Severity.ERROR,
-            f"{len(missing)} librar{'y' if len(missing) == 1 else 'ies'} of the TensorRT provider would not load: "
-            "ONNX Runtime falls back from TensorrtExecutionProvider silently",
-            tuple(f"{n}: not found by the loader" for n in missing),
-            "`ortfix plan --with tensorrt` installs the TensorRT major the build needs and makes it findable; or drop "
-            "TensorrtExecutionProvider from the providers list", {"sonames": missing}))
+            Msg(N_("{n} library of the TensorRT provider would not load: ONNX Runtime falls back from "
+                   "TensorrtExecutionProvider silently") if len(missing) == 1 else
+                N_("{n} libraries of the TensorRT provider would not load: ONNX Runtime falls back from "
+                   "TensorrtExecutionProvider silently"), n=len(missing)),
+            tuple(Msg(N_("{library}: not found by the loader"), library=n) for n in missing),
+            N_("`ortfix plan --with tensorrt` installs the TensorRT major the build needs and makes it findable; or "
+               "drop TensorrtExecutionProvider from the providers list"), {"sonames": missing}))
     out += _tensorrt_version_findings(facts, matrix, gpu)
     out += _tensorrt_cuda_findings(facts, gpu)
     return out
@@ -87,10 +92,13 @@ def _tensorrt_cuda_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:
     """TRT004: the installed tensorrt-cuNN-libs is built for another CUDA major than the build."""
     return [Finding(
         FindingCode.TENSORRT_OTHER_CUDA, Severity.ERROR,
-        f"{d.name} {d.version} is TensorRT built for CUDA {tensorrt_cuda_major(d)}, {gpu.package} {gpu.version} for "
-        f"CUDA {gpu.cuda_major}: its libraries have the names the TensorRT provider asks for but need the other CUDA "
-        "major's libraries", (f"{d.name} {d.version} at {d.location}",),
-        f"install tensorrt-cu{gpu.cuda_major}-libs in its place: `ortfix plan --with tensorrt`",
+        Msg(N_("{name} {version} is TensorRT built for CUDA {cuda}, {package} {ort_version} for CUDA {ort_cuda}: its "
+               "libraries have the names the TensorRT provider asks for but need the other CUDA major's libraries"),
+            name=d.name, version=d.version, cuda=str(tensorrt_cuda_major(d)), package=str(gpu.package),
+            ort_version=str(gpu.version), ort_cuda=str(gpu.cuda_major)),
+        (Msg(N_("{name} {version} at {location}"), name=d.name, version=d.version, location=d.location),),
+        Msg(N_("install {wheel} in its place: `ortfix plan --with tensorrt`"),
+            wheel=f"tensorrt-cu{gpu.cuda_major}-libs"),
         {"installed": d.name, "version": d.version, "replacement": f"tensorrt-cu{gpu.cuda_major}-libs"})
         for d in tensorrt_other_cuda(facts, gpu.cuda_major)]
 
@@ -111,10 +119,12 @@ def _tensorrt_version_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall) ->
         if old and Version(dist.version).major == row.major:
             out.append(Finding(
                 FindingCode.TENSORRT_TOO_OLD, Severity.WARNING,
-                f"{dist.name} {dist.version} is older than TensorRT {row.min_version}, what ONNX Runtime "
-                f"{gpu.version}'s TensorRT provider is documented for",
-                (f"{dist.name} {dist.version} at {dist.location}", f"matrix: {row.source}"),
-                f"install {dist.name}>={row.min_version},<{row.major + 1}"))
+                Msg(N_("{name} {version} is older than TensorRT {minimum}, what ONNX Runtime {ort_version}'s "
+                       "TensorRT provider is documented for"), name=dist.name, version=dist.version,
+                    minimum=row.min_version, ort_version=str(gpu.version)),
+                (Msg(N_("{name} {version} at {location}"), name=dist.name, version=dist.version,
+                     location=dist.location), Msg(N_("matrix: {source}"), source=row.source)),
+                Msg(N_("install {requirement}"), requirement=f"{dist.name}>={row.min_version},<{row.major + 1}")))
     return out
 
 
@@ -140,15 +150,21 @@ def genai_installs(facts: Facts) -> list[GenaiInstall]:
     return out
 
 
-def genai_other_flavour(g: GenaiInstall, flavour: tuple[str, str, str], ort: OrtInstall, swap: str,
+def genai_other_flavour(g: GenaiInstall, flavour: tuple[str, str, str], ort: OrtInstall, swap: str | Msg,
                         data: GenaiData) -> Finding:
     """GENAI003: genai `g` of another flavour than the ONNX Runtime `ort` installed; `flavour` is (the build `g` is,
     the ONNX Runtime package it pairs with, what `ort` runs that `g` lacks)."""
     built, pairs, lacks = flavour
     return Finding(
         FindingCode.GENAI_OTHER_FLAVOUR, Severity.ERROR,
-        f"{g.dist.name} {g.dist.version} is the {built} build of onnxruntime-genai: it pairs with {pairs}, not with "
-        f"{ort.package} (no {lacks} in it)", (f"{g.line} at {g.dist.location}",), swap, data)
+        Msg(N_("{name} {version} is the {built} build of onnxruntime-genai: it pairs with {pairs}, not with "
+               "{package} (no {lacks} in it)"), name=g.dist.name, version=g.dist.version, built=built, pairs=pairs,
+            package=str(ort.package), lacks=lacks), (genai_at(g),), swap, data)
+
+
+def genai_at(g: GenaiInstall) -> Msg:
+    """The evidence of a genai finding: the install and where it is."""
+    return Msg(N_("{install} at {location}"), install=g.line, location=g.dist.location)
 
 
 def genai_built_major(g: GenaiInstall, matrix: Matrix) -> int | None:
@@ -182,17 +198,18 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
         return []
     out = []
     replacement = matrix.addons.genai_cuda_for(gpu.version or "", gpu.cuda_major)
-    swap = (f"replace it with {GENAI_CUDA}=={replacement} (CUDA {gpu.cuda_major}): `ortfix plan`" if replacement
-            else f"no {GENAI_CUDA} release the matrix knows is built for CUDA {gpu.cuda_major} and accepts "
-            f"{gpu.package} {gpu.version}")
+    swap = (Msg(N_("replace it with {requirement} (CUDA {cuda}): `ortfix plan`"),
+                requirement=f"{GENAI_CUDA}=={replacement}", cuda=gpu.cuda_major) if replacement
+            else Msg(N_("no {package} release the matrix knows is built for CUDA {cuda} and accepts {ort} {version}"),
+                     package=GENAI_CUDA, cuda=gpu.cuda_major, ort=str(gpu.package), version=str(gpu.version)))
     for g in genai_installs(facts):
         data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
         if g.dist.normalized == GENAI_CPU:
             out.append(Finding(
                 FindingCode.GENAI_CPU, Severity.ERROR,
-                f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {gpu.package} it "
-                "says \"CUDA execution provider is not enabled in this build\"", (f"{g.line} at {g.dist.location}",),
-                swap, data))
+                Msg(N_("{name} {version} is the CPU build of onnxruntime-genai: beside {package} it says \"CUDA "
+                       "execution provider is not enabled in this build\""), name=g.dist.name,
+                    version=g.dist.version, package=str(gpu.package)), (genai_at(g),), swap, data))
             continue
         if g.dist.normalized == GENAI_DIRECTML:
             out.append(genai_other_flavour(g, ("DirectML", "onnxruntime-directml", "CUDA"), gpu, swap, data))
@@ -201,7 +218,8 @@ def genai_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list
         if major is not None and major != gpu.cuda_major:
             out.append(Finding(
                 FindingCode.GENAI_OTHER_CUDA, Severity.ERROR,
-                f"{g.dist.name} {g.dist.version} is built for CUDA {major}, {gpu.package} {gpu.version} for CUDA "
-                f"{gpu.cuda_major}: the process would need both majors' libraries",
-                (f"{g.line} at {g.dist.location}",), swap, data))
+                Msg(N_("{name} {version} is built for CUDA {cuda}, {package} {ort_version} for CUDA {ort_cuda}: the "
+                       "process would need both majors' libraries"), name=g.dist.name, version=g.dist.version,
+                    cuda=major, package=str(gpu.package), ort_version=str(gpu.version), ort_cuda=gpu.cuda_major),
+                (genai_at(g),), swap, data))
     return out

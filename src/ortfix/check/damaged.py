@@ -10,6 +10,7 @@ from ortfix.check.facts import Facts
 from ortfix.check.findings import DamagedData, Finding
 from ortfix.check.packages import GPU_PACKAGE, builds_onnxruntime
 from ortfix.fields import BadField, distribution_name
+from ortfix.i18n import N_, Msg
 
 # How many paths of a damaged distribution the evidence names.
 _EVIDENCE_PATHS = 5
@@ -31,35 +32,43 @@ def damaged_findings(facts: Facts) -> list[Finding]:
             continue
         code = FindingCode.ORT_DAMAGED if ort else FindingCode.LIB_DAMAGED
         version = dist.installed_version
-        label = f"{dist.name} {version or dist.version or '(version unknown)'}"
+        label = Msg(N_("{name} {version}"), name=dist.name,
+                    version=version or dist.version or Msg(N_("(version unknown)")))
         pin = f"{dist.name}=={version}" if version else dist.name
         if dist.has_record is False:
             if dist.installer not in _RECORD_WRITERS or dist.location.startswith(_SYSTEM_PACKAGES):
                 continue
             out.append(Finding(
                 code, Severity.ERROR,
-                f"{label} has no RECORD: its install was stopped before it finished (pip writes RECORD last)",
-                (f"{dist.dist_info}: no RECORD" + (f" (INSTALLER: {dist.installer})" if dist.installer else
-                                                   ", no INSTALLER"),),
-                f"move {dist.dist_info} out of {dist.location} (without a RECORD neither pip nor ortfix can "
-                f"uninstall it exactly), then run `ortfix plan` again to reinstall {pin}",
+                Msg(N_("{label} has no RECORD: its install was stopped before it finished (pip writes RECORD "
+                       "last)"), label=label),
+                (Msg(N_("{dist_info}: no RECORD (INSTALLER: {installer})"), dist_info=dist.dist_info,
+                     installer=dist.installer) if dist.installer else
+                 Msg(N_("{dist_info}: no RECORD, no INSTALLER"), dist_info=dist.dist_info),),
+                Msg(N_("move {dist_info} out of {location} (without a RECORD neither pip nor ortfix can uninstall it "
+                       "exactly), then run `ortfix plan` again to reinstall {pin}"), dist_info=dist.dist_info,
+                    location=dist.location, pin=pin),
                 {"distribution": dist.name, "version": version, "record": False, "remove": []}))
             continue
         missing = [p for p in dist.damaged if p.actual is None]
         wrong = [p for p in dist.damaged if p.actual is not None and p.overwritten_by is None]
         if not missing and not wrong:
             continue
-        parts = ([f"{len(missing)} of its {dist.checked} files {'is' if len(missing) == 1 else 'are'} missing"]
-                 if missing else [])
+        parts = [Msg(N_("{n} of its {checked} files is missing") if len(missing) == 1 else
+                     N_("{n} of its {checked} files are missing"), n=len(missing), checked=dist.checked)
+                 ] if missing else []
         if wrong:
-            parts.append(f"{len(wrong)} {'has' if len(wrong) == 1 else 'have'} another size than its RECORD says")
+            parts.append(Msg(N_("{n} has another size than its RECORD says") if len(wrong) == 1 else
+                             N_("{n} have another size than its RECORD says"), n=len(wrong)))
         shown = (missing + wrong)[:_EVIDENCE_PATHS]
-        evidence = [f"{dist.dist_info}/RECORD: {dist.checked} files checked by size, {len(missing)} missing, "
-                    f"{len(wrong)} with another size"]
-        evidence += [f"missing: {p.path}" if p.actual is None else
-                     f"cut short or changed: {p.path} ({p.actual} bytes on disk, RECORD says {p.size})" for p in shown]
+        evidence: list[str | Msg] = [Msg(N_("{dist_info}/RECORD: {checked} files checked by size, {missing} missing, "
+                                            "{wrong} with another size"), dist_info=dist.dist_info,
+                                         checked=dist.checked, missing=len(missing), wrong=len(wrong))]
+        evidence += [Msg(N_("missing: {path}"), path=p.path) if p.actual is None else
+                     Msg(N_("cut short or changed: {path} ({actual} bytes on disk, RECORD says {size})"), path=p.path,
+                         actual=p.actual, size=str(p.size)) for p in shown]
         if len(missing) + len(wrong) > len(shown):
-            evidence.append(f"... and {len(missing) + len(wrong) - len(shown)} more")
+            evidence.append(Msg(N_("... and {n} more"), n=len(missing) + len(wrong) - len(shown)))
         data: DamagedData = {"distribution": dist.name, "version": version, "record": True,
                                 "missing": len(missing), "wrong_size": len(wrong), "paths": [p.path for p in shown],
                                 "remove": [dist.name], "reinstall": True}
@@ -67,10 +76,11 @@ def damaged_findings(facts: Facts) -> list[Finding]:
             data["requirement"] = pin  # else left unresolved: no exact wheel to reinstall is known
         out.append(Finding(
             code, Severity.ERROR,
-            f"{label} is damaged: {' and '.join(parts)} (an install or uninstall stopped half-way, or files were "
-            "deleted)",
+            Msg(N_("{label} is damaged: {parts} (an install or uninstall stopped half-way, or files were deleted)"),
+                label=label, parts=parts[0] if len(parts) == 1 else
+                Msg(N_("{first} and {second}"), first=parts[0], second=parts[1])),
             tuple(evidence),
-            f"reinstall {pin}: move what is left of it aside, then install it again",
+            Msg(N_("reinstall {pin}: move what is left of it aside, then install it again"), pin=pin),
             data))
     return out
 
@@ -93,12 +103,14 @@ def orphaned_findings(facts: Facts) -> list[Finding]:
         build = " ".join(x for x in (install.package, install.version) if x)
         out.append(Finding(
             FindingCode.ORT_ORPHANED, Severity.ERROR,
-            f"{install.dir.package_dir} belongs to no installed distribution: an install of "
-            f"{build or 'ONNX Runtime'} was stopped before pip wrote its .dist-info",
-            (f"{install.dir.capi}: {', '.join(install.dir.files) or 'no libraries'}",
-             f"build_and_package_info.py: {build}" if build else "build_and_package_info.py: missing or unreadable",
-             f"no .dist-info in {location} lists files in onnxruntime/"),
-            f"install {GPU_PACKAGE} over it (pip overwrites what was left)",
+            Msg(N_("{folder} belongs to no installed distribution: an install of {build} was stopped before pip "
+                   "wrote its .dist-info"), folder=install.dir.package_dir, build=build or "ONNX Runtime"),
+            (Msg(N_("{folder}: {files}"), folder=install.dir.capi,
+                 files=", ".join(install.dir.files) or Msg(N_("no libraries"))),
+             f"build_and_package_info.py: {build}" if build else
+             Msg(N_("build_and_package_info.py: missing or unreadable")),
+             Msg(N_("no .dist-info in {location} lists files in onnxruntime/"), location=location)),
+            Msg(N_("install {package} over it (pip overwrites what was left)"), package=GPU_PACKAGE),
             {"package_dir": install.dir.package_dir, "location": location, "package": install.package,
              "version": install.version}))
     return out
@@ -111,17 +123,19 @@ def interrupted_findings(facts: Facts) -> list[Finding]:
         if t.status is None:  # its journal cannot be read or trusted
             out.append(Finding(
                 FindingCode.INTERRUPTED, Severity.ERROR,
-                f"ortfix transaction {t.id} cannot be read: the environment may be half-changed",
-                (f"journal and stash: {t.folder}", f"why: {t.error}"),
-                f"inspect it: `ortfix history show {t.id}`; ortfix will not apply anything while it is there",
+                Msg(N_("ortfix transaction {id} cannot be read: the environment may be half-changed"), id=t.id),
+                (Msg(N_("journal and stash: {folder}"), folder=t.folder), Msg(N_("why: {error}"), error=str(t.error))),
+                Msg(N_("inspect it: `ortfix history show {id}`; ortfix will not apply anything while it is there"),
+                    id=t.id),
                 {"transaction": t.id, "unreadable": True}))
             continue
         out.append(Finding(
             FindingCode.INTERRUPTED, Severity.ERROR,
-            f"ortfix transaction {t.id} was interrupted ({t.status.value}, {t.steps_started} of {t.steps_total} "
-            "steps begun): the environment may be half-changed",
-            (f"journal and stash: {t.folder}", f"started {t.created}"),
-            "run `ortfix rollback` to restore the state before it",
+            Msg(N_("ortfix transaction {id} was interrupted ({status}, {started} of {total} steps begun): the "
+                   "environment may be half-changed"), id=t.id, status=t.status.value, started=t.steps_started,
+                total=t.steps_total),
+            (Msg(N_("journal and stash: {folder}"), folder=t.folder), Msg(N_("started {time}"), time=t.created)),
+            N_("run `ortfix rollback` to restore the state before it"),
             {"transaction": t.id}))
     return out
 

@@ -10,6 +10,8 @@ from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, Msg
+from ortfix.system.driver import GIVEN_GPU
 
 
 def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> list[Finding]:
@@ -17,17 +19,18 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
     driver = facts.driver
     if not driver.present:
         out.append(Finding(
-            FindingCode.NO_DRIVER, Severity.ERROR, "no NVIDIA driver found: CUDA cannot run on this machine",
+            FindingCode.NO_DRIVER, Severity.ERROR, N_("no NVIDIA driver found: CUDA cannot run on this machine"),
             (driver.source, *facts.platform.driver_looked_at), facts.platform.no_driver_advice,
             {}))
         return out
     if driver.reboot_needed:
         out.append(Finding(
             FindingCode.REBOOT_NEEDED, Severity.ERROR,
-            f"the loaded kernel module is {driver.kernel_module} but the driver libraries are {driver.userspace}: "
-            "the driver was upgraded without a reboot",
-            (f"kernel module: {driver.kernel_module} ({driver.source})", f"user-space: {driver.libcuda}"),
-            "reboot (or reload the nvidia kernel modules)", {}))
+            Msg(N_("the loaded kernel module is {kernel} but the driver libraries are {userspace}: the driver was "
+                   "upgraded without a reboot"), kernel=str(driver.kernel_module), userspace=str(driver.userspace)),
+            (Msg(N_("kernel module: {kernel} ({source})"), kernel=str(driver.kernel_module), source=driver.source),
+             Msg(N_("user-space: {library}"), library=str(driver.libcuda))),
+            N_("reboot (or reload the nvidia kernel modules)"), {}))
     os_name = facts.platform.matrix_os
     if gpu is not None and gpu.cuda_major is not None and driver.version:
         ok = matrix.driver_supports_major(driver.version, gpu.cuda_major, os_name)
@@ -36,12 +39,16 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
             highest = matrix.highest_cuda_for_driver(driver.version, os_name)
             out.append(Finding(
                 FindingCode.DRIVER_TOO_OLD, Severity.ERROR,
-                f"driver {driver.version} is too old for CUDA {gpu.cuda_major}, which {gpu.package} {gpu.version} "
-                f"is built with (needs >= {cuda.driver_min.get(os_name)})",
-                (f"driver {driver.version} supports CUDA up to {highest or 'unknown'}",
-                 f"{gpu.package} {gpu.version}: CUDA {gpu.cuda_major} ({cuda.source})"),
-                f"upgrade the driver to >= {cuda.driver_min.get(os_name)}, or use an ONNX Runtime build for "
-                f"CUDA {highest.major if highest else 'an older major'}",
+                Msg(N_("driver {driver} is too old for CUDA {cuda}, which {package} {version} is built with (needs "
+                       ">= {minimum})"), driver=driver.version, cuda=gpu.cuda_major, package=str(gpu.package),
+                    version=str(gpu.version), minimum=str(cuda.driver_min.get(os_name))),
+                (Msg(N_("driver {driver} supports CUDA up to {highest}"), driver=driver.version,
+                     highest=str(highest) if highest else Msg(N_("unknown"))),
+                 Msg(N_("{package} {version}: CUDA {cuda} ({source})"), package=str(gpu.package),
+                     version=str(gpu.version), cuda=gpu.cuda_major, source=cuda.source)),
+                Msg(N_("upgrade the driver to >= {minimum}, or use an ONNX Runtime build for CUDA {major}"),
+                    minimum=str(cuda.driver_min.get(os_name)),
+                    major=highest.major if highest else Msg(N_("an older major"))),
                 {"cuda_major": gpu.cuda_major, "driver": driver.version}))
     if gpu is not None:
         archs = next((b.compute_capabilities for b in gpu.builds if b.compute_capabilities), ())
@@ -52,19 +59,29 @@ def driver_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None) -> lis
             have = Version(g.compute_capability)
             floor = min((Version(a) for a in archs), default=Version(cuda.cc_min) if cuda else None)
             if floor is not None and have < floor:
-                built = (f"built for: {', '.join(archs)}" if archs
-                         else f"CUDA {gpu.cuda_major} supports compute capability {floor} and newer")
+                built = (Msg(N_("built for: {archs}"), archs=", ".join(archs)) if archs
+                         else Msg(N_("CUDA {cuda} supports compute capability {floor} and newer"),
+                                  cuda=str(gpu.cuda_major), floor=str(floor)))
                 out.append(Finding(
                     FindingCode.GPU_ARCH, Severity.ERROR,
-                    f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is older than any "
-                    f"architecture {gpu.package} {gpu.version} can run on",
-                    (built,), "use an ONNX Runtime build for an older CUDA major",
+                    Msg(N_("GPU {index} ({name}, compute capability {cc}) is older than any architecture {package} "
+                           "{version} can run on"), index=g.index, name=_gpu_name(g.name), cc=g.compute_capability,
+                        package=str(gpu.package), version=str(gpu.version)),
+                    (built,), N_("use an ONNX Runtime build for an older CUDA major"),
                     {"compute_capability": g.compute_capability}))
             elif archs and have.major not in {Version(a).major for a in archs}:
                 out.append(Finding(
                     FindingCode.GPU_ARCH, Severity.WARNING,
-                    f"GPU {g.index} ({g.name}, compute capability {g.compute_capability}) is not among the "
-                    f"architectures {gpu.package} {gpu.version} is built for; it relies on PTX JIT (slow first run)",
-                    (f"built for: {', '.join(archs)}",), "use a newer ONNX Runtime build if one covers this GPU",
+                    Msg(N_("GPU {index} ({name}, compute capability {cc}) is not among the architectures {package} "
+                           "{version} is built for; it relies on PTX JIT (slow first run)"), index=g.index,
+                        name=_gpu_name(g.name), cc=g.compute_capability, package=str(gpu.package),
+                        version=str(gpu.version)),
+                    (Msg(N_("built for: {archs}"), archs=", ".join(archs)),),
+                    N_("use a newer ONNX Runtime build if one covers this GPU"),
                     {"compute_capability": g.compute_capability}))
     return out
+
+
+def _gpu_name(name: str) -> str | Msg:
+    """A GPU's name; the one --compute-capability stands for in the user's language."""
+    return Msg(GIVEN_GPU) if name == GIVEN_GPU else name

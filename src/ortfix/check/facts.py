@@ -22,6 +22,7 @@ from ortfix import subproc
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import LibCopy, cuda_major_by_name
 from ortfix.system.linux.platform import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
@@ -389,11 +390,11 @@ def _analyze_ort(
     if cuda_major is None and info.get("cuda_version"):
         with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
             cuda_major = int(info["cuda_version"].split(".")[0])
-            cuda_source = "build info"
+            cuda_source = N_("build info")  # data (--json); a catalog key where it is shown
     builds = tuple(b for b in matrix.builds_for(version or "")
                    if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
     if cuda_major is None and len({b.cuda_major for b in builds}) == 1:
-        cuda_major, cuda_source = builds[0].cuda_major, "matrix"
+        cuda_major, cuda_source = builds[0].cuda_major, N_("matrix")
     cudnn_major = _family_major(plat, linked, "cudnn")
     if cudnn_major is None and builds:
         cudnn_major = builds[0].cudnn_major

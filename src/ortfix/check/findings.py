@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypedDict, Union, final
 
 from ortfix.check.codes import UNINSTALL_FIXES, FindingCode, Severity
+from ortfix.i18n import Msg
 
 
 @final
@@ -212,13 +213,18 @@ def _no_data() -> NoData:
     return {}
 
 
+# A finding's words: a marked English string or a Msg (ortfix/i18n.py). `str()` is the English of `--json` and saved
+# files; `i18n.text()` the user's language, on the terminal.
+Text = Union[str, Msg]
+
+
 @dataclass(frozen=True)
 class Finding:
     code: FindingCode
     severity: Severity
-    summary: str
-    evidence: tuple[str, ...]
-    fix: str
+    summary: Text
+    evidence: tuple[Text, ...]
+    fix: Text
     data: FindingData = field(default_factory=_no_data)  # what the planner needs, JSON-able
 
 
@@ -232,8 +238,9 @@ class FindingJson(TypedDict):
 
 
 def finding_json(f: Finding) -> FindingJson:
-    return {"code": f.code, "severity": f.severity.value, "summary": f.summary, "evidence": list(f.evidence),
-            "fix": f.fix, "data": f.data.copy()}
+    """The finding as `--json` and saved plans hold it: its words in English, whatever the language."""
+    return {"code": f.code, "severity": f.severity.value, "summary": str(f.summary),
+            "evidence": [str(e) for e in f.evidence], "fix": str(f.fix), "data": f.data.copy()}
 
 
 def problems(findings: Sequence[Finding]) -> list[Finding]:
@@ -247,11 +254,11 @@ DAMAGED_CODES = (FindingCode.ORT_DAMAGED, FindingCode.LIB_DAMAGED)
 
 def _expect(finding: Finding, codes: tuple[FindingCode, ...]) -> None:
     if finding.code not in codes:
-        raise ValueError(f"a {finding.code} finding has no {', '.join(codes)} payload")
+        raise ValueError(f"a {finding.code} finding has no {', '.join(codes)} payload")  # i18n: english (a bug)
 
 
 def _shape(finding: Finding) -> ValueError:
-    return ValueError(f"the {finding.code} finding's payload is not of its code's shape")
+    return ValueError(f"the {finding.code} finding's payload is not of its code's shape")  # i18n: english (a bug)
 
 
 def removal(finding: Finding) -> RemoveData:

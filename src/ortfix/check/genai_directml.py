@@ -6,12 +6,13 @@ the active ONNX Runtime is onnxruntime-directml; beside a GPU build check/addons
 
 from __future__ import annotations
 
-from ortfix.check.addons import genai_installs, genai_other_flavour
+from ortfix.check.addons import genai_at, genai_installs, genai_other_flavour
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, Msg
 
 DIRECTML_PACKAGE = "onnxruntime-directml"
 
@@ -29,9 +30,11 @@ def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None
     if dml is None:
         return []
     replacement = matrix.addons.genai_directml_for(dml.version or "")
-    swap = (f"replace it with {GENAI_DIRECTML}=={replacement} (for {dml.package} {dml.version}); `ortfix plan` "
-            f"moves ONNX Runtime to onnxruntime-gpu and this to {GENAI_CUDA}" if replacement
-            else f"no {GENAI_DIRECTML} release the matrix knows accepts {dml.package} {dml.version}")
+    swap = (Msg(N_("replace it with {requirement} (for {ort} {version}); `ortfix plan` moves ONNX Runtime to "
+                   "onnxruntime-gpu and this to {package}"), requirement=f"{GENAI_DIRECTML}=={replacement}",
+                ort=str(dml.package), version=str(dml.version), package=GENAI_CUDA) if replacement
+            else Msg(N_("no {package} release the matrix knows accepts {ort} {version}"), package=GENAI_DIRECTML,
+                     ort=str(dml.package), version=str(dml.version)))
     out = []
     for g in genai_installs(facts):
         data: GenaiData = {"installed": g.dist.name, "version": g.dist.version, "replacement": replacement}
@@ -41,6 +44,7 @@ def genai_directml_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall | None
             continue
         out.append(Finding(
             FindingCode.GENAI_CPU, Severity.ERROR,
-            f"{g.dist.name} {g.dist.version} is the CPU build of onnxruntime-genai: beside {dml.package} it has no "
-            "DirectML (DmlExecutionProvider)", (f"{g.line} at {g.dist.location}",), swap, data))
+            Msg(N_("{name} {version} is the CPU build of onnxruntime-genai: beside {package} it has no DirectML "
+                   "(DmlExecutionProvider)"), name=g.dist.name, version=g.dist.version, package=str(dml.package)),
+            (genai_at(g),), swap, data))
     return out

@@ -13,8 +13,11 @@ from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
 from ortfix.check.findings import Finding
 from ortfix.compat.matrix import Matrix
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_LOADED
+
+_UNKNOWN = Msg(N_("unknown"))  # a version no file says
 
 
 def matrix_agreement_findings(gpu: OrtInstall, *, sonames: bool = True) -> list[Finding]:
@@ -22,10 +25,10 @@ def matrix_agreement_findings(gpu: OrtInstall, *, sonames: bool = True) -> list[
     if not gpu.builds:
         return [Finding(
             FindingCode.UNKNOWN_VERSION, Severity.INFO,
-            f"{gpu.package or 'onnxruntime'} {gpu.version} is not in ortfix's compatibility matrix; "
-            "its requirements were read from the binary itself",
+            Msg(N_("{build} {version} is not in ortfix's compatibility matrix; its requirements were read from the "
+                   "binary itself"), build=gpu.package or "onnxruntime", version=str(gpu.version)),
             (f"{provider.library}: NEEDED {', '.join(provider.needed)}" if provider else gpu.dir.capi,),
-            "none needed; update ortfix for a matrix that knows this release", {})]
+            N_("none needed; update ortfix for a matrix that knows this release"), {})]
     if provider is None or provider.error or not sonames:  # the matrix's needed lists are Linux SONAMEs
         return []
     build = gpu.builds[0]
@@ -34,10 +37,11 @@ def matrix_agreement_findings(gpu: OrtInstall, *, sonames: bool = True) -> list[
     if actual != expected:
         return [Finding(
             FindingCode.MATRIX_DISAGREES, Severity.INFO,
-            f"the installed {os.path.basename(provider.library)} needs different libraries than the matrix says "
-            f"for {gpu.version}; the binary wins",
-            (f"binary: {', '.join(sorted(actual))}", f"matrix: {', '.join(sorted(expected))} ({build.source})"),
-            "none needed", {})]
+            Msg(N_("the installed {library} needs different libraries than the matrix says for {version}; the binary "
+                   "wins"), library=os.path.basename(provider.library), version=str(gpu.version)),
+            (Msg(N_("binary: {libraries}"), libraries=", ".join(sorted(actual))),
+             Msg(N_("matrix: {libraries} ({source})"), libraries=", ".join(sorted(expected)), source=build.source)),
+            N_("none needed"), {})]
     return []
 
 
@@ -76,31 +80,35 @@ def library_findings(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> l
             missing_entirely.append(res.name)
     if not_on_path:
         names = ", ".join(n for n, _ in not_on_path)
-        evidence = tuple(f"{n}: not found by the loader; present at {', '.join(c.path for c in cs)}"
-                         for n, cs in not_on_path)
+        evidence = tuple(Msg(N_("{library}: not found by the loader; present at {paths}"), library=n,
+                             paths=", ".join(c.path for c in cs)) for n, cs in not_on_path)
         out.append(Finding(
             FindingCode.LIB_NOT_ON_PATH, Severity.ERROR,
-            f"{len(not_on_path)} needed librar{'y is' if len(not_on_path) == 1 else 'ies are'} installed but not on "
-            f"the loader's path: {names}",
+            Msg(N_("{n} needed library is installed but not on the loader's path: {names}") if len(not_on_path) == 1
+                else N_("{n} needed libraries are installed but not on the loader's path: {names}"),
+                n=len(not_on_path), names=names),
             (*evidence, _search_summary(facts)),
             plat.findable_advice,
             {"libraries": {n: [c.path for c in cs] for n, cs in not_on_path}}))
     if missing_entirely:
-        evidence = tuple(f"{n}: no copy anywhere ortfix looked" for n in missing_entirely)
+        evidence = tuple(Msg(N_("{library}: no copy anywhere ortfix looked"), library=n) for n in missing_entirely)
         out.append(Finding(
             FindingCode.LIB_MISSING, Severity.ERROR,
-            f"{len(missing_entirely)} needed librar{'y is' if len(missing_entirely) == 1 else 'ies are'} missing: "
-            f"{', '.join(missing_entirely)}",
+            Msg(N_("{n} needed library is missing: {names}") if len(missing_entirely) == 1
+                else N_("{n} needed libraries are missing: {names}"),
+                n=len(missing_entirely), names=", ".join(missing_entirely)),
             (*evidence, _search_summary(facts)),
-            "install the NVIDIA wheels that ship them and make them findable",
+            N_("install the NVIDIA wheels that ship them and make them findable"),
             {"sonames": missing_entirely}))
     for name, others in wrong_major:
         majors = sorted({c.major for c in others if c.major is not None})
         out.append(Finding(
             FindingCode.LIB_WRONG_MAJOR, Severity.ERROR,
-            f"{name} is needed but only major version(s) {', '.join(map(str, majors))} of it are present",
+            Msg(N_("{library} is needed but only major version(s) {majors} of it are present"), library=name,
+                majors=", ".join(map(str, majors))),
             tuple(f"{c.path} ({c.origin}{', ' + c.version if c.version else ''})" for c in others),
-            f"install the major that {gpu.package} {gpu.version} needs ({name}); the other major cannot stand in",
+            Msg(N_("install the major that {package} {version} needs ({library}); the other major cannot stand in"),
+                package=str(gpu.package), version=str(gpu.version), library=name),
             {"soname": name, "present": [c.path for c in others]}))
     out += _other_cuda_major(facts, gpu, provider)
     out += _shadowed(facts, provider, by_soname)
@@ -131,9 +139,11 @@ def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequ
             continue  # the same FileVersion (torch\\lib's copy of the toolkit's DLL): identical, nothing to fix
         out.append(Finding(
             FindingCode.LIB_SHADOWED, Severity.WARNING,
-            f"{res.name} loads from {res.path} ({res.via}) instead of this environment's own copy",
-            (f"loaded: {res.path} (version {loaded_version or 'unknown'})",
-             *(f"environment's copy: {c.path} (version {c.version or 'unknown'})" for c in own)),
+            Msg(N_("{library} loads from {path} ({via}) instead of this environment's own copy"), library=res.name,
+                path=res.path, via=res.via),
+            (Msg(N_("loaded: {path} (version {version})"), path=res.path, version=loaded_version or _UNKNOWN),
+             *(Msg(N_("environment's copy: {path} (version {version})"), path=c.path, version=c.version or _UNKNOWN)
+               for c in own)),
             plat.shadow_advice,
             {"soname": res.name, "loaded": res.path, "own": [c.path for c in own]}))
     return out
@@ -156,11 +166,14 @@ def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> 
         return []
     return [Finding(
         FindingCode.LIB_OTHER_CUDA, Severity.ERROR,
-        f"{len(wrong)} librar{'y resolves' if len(wrong) == 1 else 'ies resolve'} to copies built for another CUDA "
-        f"major than {gpu.package} {gpu.version} (CUDA {gpu.cuda_major}): {', '.join(wrong)}",
+        Msg(N_("{n} library resolves to copies built for another CUDA major than {package} {version} (CUDA "
+               "{cuda}): {names}") if len(wrong) == 1 else
+            N_("{n} libraries resolve to copies built for another CUDA major than {package} {version} (CUDA "
+               "{cuda}): {names}"), n=len(wrong), package=str(gpu.package), version=str(gpu.version),
+            cuda=gpu.cuda_major, names=", ".join(wrong)),
         tuple(f"{name}: {path} (CUDA {major})" for name, (path, major) in wrong.items()),
-        f"install the CUDA {gpu.cuda_major} wheels that ship them and load those first; a process must not mix "
-        "CUDA majors",
+        Msg(N_("install the CUDA {cuda} wheels that ship them and load those first; a process must not mix CUDA "
+               "majors"), cuda=gpu.cuda_major),
         {"sonames": list(wrong), "cuda_major": gpu.cuda_major})]
 
 
@@ -169,7 +182,7 @@ def _file_version(path: str) -> str | None:
     return ".".join(map(str, parsed[1])) if parsed and parsed[1] else None
 
 
-def _search_summary(facts: Facts) -> str:
+def _search_summary(facts: Facts) -> str | Msg:
     loader = facts.loader
     return facts.platform.search_summary(loader.ld_library_path, loader.cache, loader.default_dirs)
 
@@ -185,9 +198,11 @@ def soname_link_findings(facts: Facts) -> list[Finding]:
             continue
         out.append(Finding(
             FindingCode.SONAME_LINK_MISSING, Severity.ERROR if copy.inside_env else Severity.WARNING,
-            f"{copy.path} has SONAME {copy.soname}, but no {copy.soname} link exists next to it",
-            (f"{copy.directory}: has {copy.name}, lacks {copy.soname}",),
-            f"create the link {copy.soname} -> {copy.name} in that folder",
+            Msg(N_("{path} has SONAME {soname}, but no {soname} link exists next to it"), path=copy.path,
+                soname=copy.soname),
+            (Msg(N_("{folder}: has {name}, lacks {soname}"), folder=copy.directory, name=copy.name,
+                 soname=copy.soname),),
+            Msg(N_("create the link {soname} -> {name} in that folder"), soname=copy.soname, name=copy.name),
             {"directory": copy.directory, "link": copy.soname, "target": copy.name,
              "inside_env": copy.inside_env}))
     return out
@@ -216,14 +231,16 @@ def partial_cudnn_findings(facts: Facts, matrix: Matrix, provider: ProviderLoad 
         used = os.path.realpath(copy.path) in resolved
         out.append(Finding(
             FindingCode.LIB_PARTIAL_COPY, Severity.ERROR if used else Severity.WARNING,
-            f"{copy.path} (cuDNN {copy.version or copy.major}, {copy.origin}) is a partial copy: {len(missing)} of its "
-            "sub-libraries are missing beside it",
-            (f"{copy.directory}: has {', '.join(sorted(n for n in present[copy.directory] if 'cudnn' in n))}",
-             f"missing: {', '.join(missing)}",
-             *(("the CUDA provider would load cuDNN from this copy",) if used else ())),
-            "remove the partial copy (or its folder from LD_LIBRARY_PATH), or complete it; `ortfix plan` makes this "
-            "environment load its own whole cuDNN first" if not copy.inside_env else
-            "reinstall the environment's cuDNN wheel: `ortfix plan` shows how",
+            Msg(N_("{path} (cuDNN {version}, {origin}) is a partial copy: {n} of its sub-libraries are missing "
+                   "beside it"), path=copy.path, version=copy.version or str(copy.major), origin=copy.origin,
+                n=len(missing)),
+            (Msg(N_("{folder}: has {names}"), folder=copy.directory,
+                 names=", ".join(sorted(n for n in present[copy.directory] if "cudnn" in n))),
+             Msg(N_("missing: {names}"), names=", ".join(missing)),
+             *((N_("the CUDA provider would load cuDNN from this copy"),) if used else ())),
+            N_("remove the partial copy (or its folder from LD_LIBRARY_PATH), or complete it; `ortfix plan` makes "
+               "this environment load its own whole cuDNN first") if not copy.inside_env else
+            N_("reinstall the environment's cuDNN wheel: `ortfix plan` shows how"),
             {"directory": copy.directory, "soname": copy.name, "version": copy.version, "missing": missing,
              "inside_env": copy.inside_env}))
     return out
@@ -234,6 +251,7 @@ def unreadable_dir_findings(facts: Facts) -> list[Finding]:
         return []
     return [Finding(
         FindingCode.UNREADABLE_DIR, Severity.WARNING,
-        f"LD_LIBRARY_PATH has folder(s) this user cannot read: {', '.join(facts.loader.unreadable)}",
-        tuple(f"{d}: permission denied" for d in facts.loader.unreadable),
-        "fix the folder's permissions or drop it from LD_LIBRARY_PATH; the loader cannot list it", {})]
+        Msg(N_("LD_LIBRARY_PATH has folder(s) this user cannot read: {folders}"),
+            folders=", ".join(facts.loader.unreadable)),
+        tuple(Msg(N_("{folder}: permission denied"), folder=d) for d in facts.loader.unreadable),
+        N_("fix the folder's permissions or drop it from LD_LIBRARY_PATH; the loader cannot list it"), {})]

@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion, Version
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
+from ortfix.i18n import N_, Msg
 from ortfix.target.probe import Distribution
 
 CPU_PACKAGE = "onnxruntime"
@@ -52,17 +53,19 @@ def package_findings(facts: Facts) -> list[Finding]:
     gpu = dists.get(GPU_PACKAGE)
     variants = [d for n, d in dists.items() if n in OTHER_VARIANTS]
     if not dists and not facts.ort:
-        out.append(Finding(FindingCode.NO_ORT, Severity.ERROR, "ONNX Runtime is not installed in this environment",
-                           (f"python: {facts.probe.executable}", f"searched: {', '.join(facts.probe.sys_path)}"),
-                           f"install {GPU_PACKAGE} with the NVIDIA libraries it needs", {"action": "install"}))
+        out.append(Finding(FindingCode.NO_ORT, Severity.ERROR, N_("ONNX Runtime is not installed in this environment"),
+                           (f"python: {facts.probe.executable}",
+                            Msg(N_("searched: {folders}"), folders=", ".join(facts.probe.sys_path))),
+                           Msg(N_("install {package} with the NVIDIA libraries it needs"), package=GPU_PACKAGE),
+                           {"action": "install"}))
         return out
     if cpu and not gpu:
         out.append(Finding(
             FindingCode.CPU_ONLY, Severity.ERROR,
-            f"the CPU-only package {cpu.name} {cpu.version} is installed, not {GPU_PACKAGE}: "
-            "only CPUExecutionProvider (and AzureExecutionProvider) exist",
-            (f"{cpu.name} {cpu.version} in {cpu.location}",),
-            f"swap {cpu.name} for {GPU_PACKAGE} of the matching version",
+            Msg(N_("the CPU-only package {name} {version} is installed, not {gpu}: only CPUExecutionProvider (and "
+                   "AzureExecutionProvider) exist"), name=cpu.name, version=cpu.version, gpu=GPU_PACKAGE),
+            (Msg(N_("{name} {version} in {location}"), name=cpu.name, version=cpu.version, location=cpu.location),),
+            Msg(N_("swap {name} for {gpu} of the matching version"), name=cpu.name, gpu=GPU_PACKAGE),
             {"remove": [cpu.name], "version": cpu.version}))
     if cpu and gpu:
         install = next((o for o in facts.ort if o.dir.location == cpu.location), None)
@@ -70,40 +73,45 @@ def package_findings(facts: Facts) -> list[Finding]:
         cpu_won = winner is not None and winner.lower() == cpu.name.lower()
         out.append(Finding(
             FindingCode.CPU_AND_GPU, Severity.ERROR if cpu_won or winner is None else Severity.WARNING,
-            f"both {cpu.name} {cpu.version} and {gpu.name} {gpu.version} are installed into the same "
-            f"'onnxruntime' folder; " + (f"{cpu.name}'s files overwrote the GPU build" if cpu_won else
-                                          f"{winner}'s extension module is the one on disk, and uninstalling the "
-                                          "other would delete files both share" if winner else
-                                          "the extension module on disk matches neither RECORD"),
+            Msg(N_("both {cpu} {cpu_version} and {gpu} {gpu_version} are installed into the same 'onnxruntime' "
+                   "folder; {which}"), cpu=cpu.name, cpu_version=cpu.version, gpu=gpu.name, gpu_version=gpu.version,
+                which=Msg(N_("{name}'s files overwrote the GPU build"), name=cpu.name) if cpu_won else
+                Msg(N_("{name}'s extension module is the one on disk, and uninstalling the other would delete files "
+                       "both share"), name=winner) if winner else
+                Msg(N_("the extension module on disk matches neither RECORD"))),
             (f"{cpu.name} {cpu.version}: {cpu.dist_info}", f"{gpu.name} {gpu.version}: {gpu.dist_info}",
-             f"extension module owned by: {winner or 'unknown'}"),
-            f"uninstall both, then reinstall {GPU_PACKAGE} {gpu.version} alone",
+             Msg(N_("extension module owned by: {owner}"), owner=winner or Msg(N_("unknown")))),
+            Msg(N_("uninstall both, then reinstall {package} {version} alone"), package=GPU_PACKAGE,
+                version=gpu.version),
             {"remove": [cpu.name, gpu.name], "version": gpu.version, "reinstall": True}))
     if variants:
         names = ", ".join(f"{d.name} {d.version}" for d in variants)
         out.append(Finding(
             FindingCode.VARIANT_CONFLICT, Severity.ERROR if not gpu else Severity.WARNING,
-            f"other ONNX Runtime builds share the 'onnxruntime' import package: {names}",
+            Msg(N_("other ONNX Runtime builds share the 'onnxruntime' import package: {names}"), names=names),
             tuple(f"{d.name} {d.version}: {d.dist_info}" for d in variants),
-            "uninstall them: only one ONNX Runtime build can own the 'onnxruntime' folder",
+            N_("uninstall them: only one ONNX Runtime build can own the 'onnxruntime' folder"),
             {"remove": [d.name for d in variants]}))
     if gpu and not any(i.providers for i in facts.ort):
         out.append(Finding(
             FindingCode.PROVIDER_MISSING, Severity.ERROR,
-            f"{gpu.name} {gpu.version} is installed but onnxruntime/capi has no libonnxruntime_providers_cuda.so",
-            tuple(f"{o.dir.capi}: {', '.join(o.dir.files) or 'no libraries'}" for o in facts.ort),
-            f"reinstall {GPU_PACKAGE} {gpu.version}",
+            Msg(N_("{name} {version} is installed but onnxruntime/capi has no libonnxruntime_providers_cuda.so"),
+                name=gpu.name, version=gpu.version),
+            tuple(Msg(N_("{folder}: {files}"), folder=o.dir.capi,
+                      files=", ".join(o.dir.files) or Msg(N_("no libraries"))) for o in facts.ort),
+            Msg(N_("reinstall {package} {version}"), package=GPU_PACKAGE, version=gpu.version),
             {"remove": [gpu.name], "version": gpu.version, "reinstall": True}))
     pulls = [(d, reqs) for d in facts.probe.dependents
              if (reqs := [r for r in d.requires if _names_cpu_package(r, facts)])]
     if pulls and (gpu or cpu):
         out.append(Finding(
             FindingCode.DEPENDENT_PULLS_CPU, Severity.WARNING,
-            f"{len(pulls)} installed package(s) depend on the CPU package '{CPU_PACKAGE}' and will pull it back in "
-            "on the next install or upgrade, overwriting the GPU build",
-            tuple(f"{d.name} {d.version} requires {'; '.join(reqs)}" for d, reqs in pulls),
-            f"after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
-            f"--no-deps next to {GPU_PACKAGE}",
+            Msg(N_("{n} installed package(s) depend on the CPU package '{cpu}' and will pull it back in on the next "
+                   "install or upgrade, overwriting the GPU build"), n=len(pulls), cpu=CPU_PACKAGE),
+            tuple(Msg(N_("{name} {version} requires {requirements}"), name=d.name, version=d.version,
+                      requirements="; ".join(reqs)) for d, reqs in pulls),
+            Msg(N_("after upgrading them run `ortfix check` again; pin with a constraints file or install them with "
+                   "--no-deps next to {package}"), package=GPU_PACKAGE),
             {"packages": [d.name for d, _reqs in pulls]}))
     return out
 

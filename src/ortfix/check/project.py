@@ -6,6 +6,7 @@ from __future__ import annotations
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
+from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 from ortfix.system.project import cpu_mentions, sync_command
 
@@ -18,12 +19,13 @@ def project_findings(facts: Facts) -> list[Finding]:
     if not named:
         return []
     sync = sync_command(project)
-    tool = "the project's tool" if project.manager in ("requirements", "pyproject") else project.manager
+    tool = Msg(N_("the project's tool")) if project.manager in ("requirements", "pyproject") else project.manager
     return [Finding(
         FindingCode.PROJECT_UNDOES, Severity.WARNING,
-        f"the {project.manager} project at {visible(project.folder)} names onnxruntime (the CPU build): a fix made "
-        f"only in the environment is undone by the next `{sync}`, which puts the CPU build back and removes "
-        "onnxruntime-gpu and the NVIDIA wheels",
+        Msg(N_("the {manager} project at {folder} names onnxruntime (the CPU build): a fix made only in the "
+               "environment is undone by the next `{sync}`, which puts the CPU build back and removes onnxruntime-gpu "
+               "and the NVIDIA wheels"), manager=project.manager, folder=visible(project.folder), sync=sync),
         tuple(f"{visible(m.file)}:{m.line}: {visible(m.text.strip())}" for m in named),
-        f"ortfix apply --project changes the project too (through {tool}; `ortfix plan` shows the exact commands)",
+        Msg(N_("ortfix apply --project changes the project too (through {tool}; `ortfix plan` shows the exact "
+               "commands)"), tool=tool),
         {})]

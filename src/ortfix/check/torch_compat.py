@@ -6,7 +6,8 @@ from packaging.version import InvalidVersion, Version
 
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
-from ortfix.check.findings import Finding
+from ortfix.check.findings import Finding, Text
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import soname_major
 
 
@@ -16,23 +17,25 @@ def torch_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:
         return []
     torch_cuda = int(torch.cuda.split(".")[0])
     torch_cudnn = torch_cudnn_major(facts)
-    problems = []
+    problems: list[Text] = []
     if gpu.cuda_major is not None and torch_cuda != gpu.cuda_major:
-        problems.append(f"torch {torch.version} uses CUDA {torch.cuda}, {gpu.package} {gpu.version} CUDA "
-                        f"{gpu.cuda_major}")
+        problems.append(Msg(N_("torch {torch} uses {library} {torch_major}, {package} {version} {library} {major}"),
+                            torch=str(torch.version), library="CUDA", torch_major=torch.cuda,
+                            package=str(gpu.package), version=str(gpu.version), major=gpu.cuda_major))
     if torch_cudnn is not None and gpu.cudnn_major is not None and torch_cudnn != gpu.cudnn_major:
-        problems.append(f"torch {torch.version} uses cuDNN {torch_cudnn}, {gpu.package} {gpu.version} cuDNN "
-                        f"{gpu.cudnn_major}")
+        problems.append(Msg(N_("torch {torch} uses {library} {torch_major}, {package} {version} {library} {major}"),
+                            torch=str(torch.version), library="cuDNN", torch_major=torch_cudnn,
+                            package=str(gpu.package), version=str(gpu.version), major=gpu.cudnn_major))
     if not problems:
         return []
     return [Finding(
         FindingCode.TORCH_MISMATCH, Severity.WARNING,
-        "torch and ONNX Runtime need different CUDA/cuDNN majors: each needs its own copy, and whichever is "
-        "imported first decides what the process has loaded",
-        (*problems, f"torch at {torch.dir}"),
-        f"use the ONNX Runtime build for torch's CUDA {torch_cuda}"
-        + (f"/cuDNN {torch_cudnn}" if torch_cudnn else "") + ", which shares its libraries: `ortfix plan` "
-        "chooses it by default (two cuDNN wheels cannot both stay installed: they own the same nvidia/cudnn/lib)",
+        N_("torch and ONNX Runtime need different CUDA/cuDNN majors: each needs its own copy, and whichever is "
+           "imported first decides what the process has loaded"),
+        (*problems, Msg(N_("torch at {folder}"), folder=torch.dir)),
+        Msg(N_("use the ONNX Runtime build for torch's CUDA {majors}, which shares its libraries: `ortfix plan` "
+               "chooses it by default (two cuDNN wheels cannot both stay installed: they own the same "
+               "nvidia/cudnn/lib)"), majors=f"{torch_cuda}" + (f"/cuDNN {torch_cudnn}" if torch_cudnn else "")),
         {"torch_cuda": torch_cuda, "torch_cudnn": torch_cudnn})]
 
 

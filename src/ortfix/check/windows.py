@@ -10,7 +10,8 @@ from packaging.version import InvalidVersion, Version
 
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
-from ortfix.check.findings import Finding
+from ortfix.check.findings import Finding, Text
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import ORIGIN_TORCH
 
 MSVC_MIN = (14, 40)  # ORT >= 1.22 imports _Mtx_lock without _Mtx_init_in_situ (microsoft/STL 4730)
@@ -25,7 +26,7 @@ def windows_findings(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
 
 
 def _msvc_runtime(facts: Facts) -> list[Finding]:
-    from ortfix.check.windows_remedies import MSVC_REMEDY  # Windows-only text: not imported by a Linux check
+    from ortfix.check.windows_remedies import MSVC_REMEDY_MSG  # Windows-only text: not imported by a Linux check
 
     ort = facts.active_ort
     win = facts.windows
@@ -42,23 +43,27 @@ def _msvc_runtime(facts: Facts) -> list[Finding]:
         return []
     version = ".".join(map(str, msvc.version)) if msvc.version else None
     conda = facts.probe.env_kind == "conda"
-    fix = ("update the environment's runtime: conda install -c conda-forge \"vc14_runtime>=14.40\"" if conda
-           else MSVC_REMEDY)
+    fix: Text = (N_("update the environment's runtime: conda install -c conda-forge \"vc14_runtime>=14.40\"") if conda
+                 else MSVC_REMEDY_MSG)
     severity = Severity.ERROR
+    package = ort.package or "onnxruntime"
+    summary: Text
     if msvc.path is None:
-        summary = f"no {msvc.name} would load: {ort.package or 'onnxruntime'} {ort.version} needs the MSVC runtime"
-        evidence: tuple[str, ...] = (f"{msvc.name}: not found; searched {', '.join(msvc.searched) or '(nothing)'}",)
+        summary = Msg(N_("no {dll} would load: {package} {version} needs the MSVC runtime"), dll=msvc.name,
+                      package=package, version=ort.version)
+        evidence: tuple[Text, ...] = (_not_found(msvc.name, msvc.searched),)
     elif version is None:  # a runtime without a version resource (wine's own): it cannot be judged
         severity = Severity.WARNING
-        summary = (f"the version of the MSVC runtime that would load cannot be read; {ort.package or 'onnxruntime'} "
-                   f"{ort.version} needs {needs} or newer")
-        evidence = (f"{msvc.name}: {msvc.path} ({msvc.via}), no FileVersion in its version resource",)
+        summary = Msg(N_("the version of the MSVC runtime that would load cannot be read; {package} {version} needs "
+                         "{needs} or newer"), package=package, version=ort.version, needs=needs)
+        evidence = (Msg(N_("{dll}: {path} ({via}), no FileVersion in its version resource"), dll=msvc.name,
+                        path=msvc.path, via=str(msvc.via)),)
     else:
-        summary = (f"the MSVC runtime that would load is {version}, older than the {needs} that "
-                   f"{ort.package or 'onnxruntime'} {ort.version} needs")
+        summary = Msg(N_("the MSVC runtime that would load is {found}, older than the {needs} that {package} {version} "
+                         "needs"), found=version, needs=needs, package=package, version=ort.version)
         evidence = (f"{msvc.name}: {msvc.path} ({msvc.via}), FileVersion {version}",
-                    "python.org's Python ships vcruntime140.dll but not msvcp140.dll: it comes from System32 "
-                    "(the VC++ redistributable) or, in conda, from the environment")
+                    N_("python.org's Python ships vcruntime140.dll but not msvcp140.dll: it comes from System32 "
+                       "(the VC++ redistributable) or, in conda, from the environment"))
     return [Finding(FindingCode.MSVC_RUNTIME_OLD, severity, summary, evidence, fix,
                     {"path": msvc.path, "version": version, "needs": needs})]
 
@@ -98,12 +103,13 @@ def _zlibwapi(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
     if version is not None and not (Version("8.3") <= version < Version("8.10")):
         return []
     copies = [c.path for c in facts.libraries if c.family == "zlibwapi"]
-    told = f"cuDNN {version}" if version else "cuDNN 8 (8.3-8.9 need it)"
+    told = f"cuDNN {version}" if version else Msg(N_("cuDNN 8 (8.3-8.9 need it)"))
     return [Finding(
         FindingCode.ZLIBWAPI_MISSING, Severity.ERROR if version else Severity.WARNING,
-        f"{told} loads zlibwapi.dll, and no zlibwapi.dll would be found: \"Could not locate zlibwapi.dll\"",
-        (f"zlibwapi.dll: not found; searched {', '.join(win.zlibwapi.searched) or '(nothing)'}",
-         *(f"a copy the search does not reach: {p}" for p in copies), ZLIBWAPI_WHY),
+        Msg(N_("{cudnn} loads zlibwapi.dll, and no zlibwapi.dll would be found: \"Could not locate zlibwapi.dll\""),
+            cudnn=told),
+        (_not_found("zlibwapi.dll", win.zlibwapi.searched),
+         *(Msg(N_("a copy the search does not reach: {path}"), path=p) for p in copies), ZLIBWAPI_WHY),
         ZLIBWAPI_REMEDY,
         {"dlls": {"zlibwapi.dll": copies}})]
 
@@ -123,11 +129,11 @@ def _torch_lib_only(facts: Facts, gpu: OrtInstall | None) -> list[Finding]:
     torch_lib = facts.probe.torch.lib_dir if facts.probe.torch else "torch\\lib"
     return [Finding(
         FindingCode.TORCH_LIB_ONLY, Severity.WARNING,
-        f"{len(only_torch)} needed DLL(s) exist only in {torch_lib}: ONNX Runtime's CUDA provider loads only after "
-        f"`import torch` has loaded them: {', '.join(only_torch)}",
+        Msg(N_("{n} needed DLL(s) exist only in {folder}: ONNX Runtime's CUDA provider loads only after `import "
+               "torch` has loaded them: {names}"), n=len(only_torch), folder=torch_lib, names=", ".join(only_torch)),
         tuple(f"{name}: {', '.join(paths)}" for name, paths in only_torch.items()),
-        "install the NVIDIA wheels for ONNX Runtime's CUDA major and make their folders findable (`ortfix plan`); "
-        "mixing torch's cuDNN with ORT's can break (onnxruntime issue 24266)",
+        N_("install the NVIDIA wheels for ONNX Runtime's CUDA major and make their folders findable (`ortfix plan`); "
+           "mixing torch's cuDNN with ORT's can break (onnxruntime issue 24266)"),
         {"dlls": only_torch})]
 
 
@@ -137,10 +143,19 @@ def _login_path(facts: Facts) -> list[Finding]:
         return []
     return [Finding(
         FindingCode.LOGIN_PATH_DIFFERS, Severity.WARNING,
-        f"{len(win.login_differs)} DLL(s) would load from elsewhere in a process started after a new login than "
-        f"in one started from this shell: {', '.join(d.name for d in win.login_differs)}",
-        (*(f"{d.name}: now {d.now or 'not found'}; after a new login {d.at_login}" for d in win.login_differs),
-         f"PATH at login (machine Path, then user Path): {';'.join(win.login_path) or '(empty)'}"),
-        "start a new terminal (or sign out and in) if the user or machine Path was changed; otherwise remove the "
-        "folder that holds the other copy from the Path",
+        Msg(N_("{n} DLL(s) would load from elsewhere in a process started after a new login than in one started "
+               "from this shell: {names}"), n=len(win.login_differs),
+            names=", ".join(d.name for d in win.login_differs)),
+        (*(Msg(N_("{dll}: now {now}; after a new login {at_login}"), dll=d.name,
+               now=d.now or Msg(N_("not found")), at_login=str(d.at_login)) for d in win.login_differs),
+         Msg(N_("PATH at login (machine Path, then user Path): {path}"),
+             path=";".join(win.login_path) or Msg(N_("(empty)")))),
+        N_("start a new terminal (or sign out and in) if the user or machine Path was changed; otherwise remove the "
+           "folder that holds the other copy from the Path"),
         {"dlls": {d.name: [d.now, d.at_login] for d in win.login_differs}})]
+
+
+def _not_found(dll: str, searched: tuple[str, ...] | list[str]) -> Msg:
+    """The evidence of a DLL no search finds: the folders searched."""
+    return Msg(N_("{dll}: not found; searched {folders}"), dll=dll,
+               folders=", ".join(searched) or Msg(N_("(nothing)")))

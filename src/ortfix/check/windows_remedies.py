@@ -56,7 +56,7 @@ MSVC_WHY_MSG = Msg(
     ort=MSVC_MIN_ORT, dll=MSVC_DLL, version=f"{MSVC_MIN_VERSION[0]}.{MSVC_MIN_VERSION[1]}")
 MSVC_WHY = str(MSVC_WHY_MSG)
 # Why ortfix does not `pip install msvc-runtime` for the user (see the module docstring).
-MSVC_PIP_PACKAGE_NOTE = (
+MSVC_PIP_PACKAGE_NOTE = N_(
     "the pip package msvc-runtime copies the DLLs into sys.prefix and its Scripts folder; in a venv that is not the "
     "folder of the python.exe that runs, so onnxruntime would still get System32's msvcp140.dll"
 )

@@ -15,14 +15,16 @@ from ortfix.check.codes import HOOK_FIXES, FindingCode, Severity
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
 from ortfix.errors import ExitCode, OrtfixError
+from ortfix.i18n import N_, Msg
 
-STORE_REMEDY = ("install Python from python.org (or `winget install Python.Python.3.12`), make a venv with it "
-                "(`py -3.12 -m venv C:\\path\\to\\venv`) and install there; or, with onnxruntime-gpu 1.21 or newer, "
-                "call onnxruntime.preload_dlls() before creating the first session")
-STORE_REASON = ("a Microsoft Store Python searches no PATH for DLLs (packaged-app search order) and keeps its registry "
-                "writes private")
+STORE_REMEDY = N_("install Python from python.org (or `winget install Python.Python.3.12`), make a venv with it "
+                  "(`py -3.12 -m venv C:\\path\\to\\venv`) and install there; or, with onnxruntime-gpu 1.21 or "
+                  "newer, call onnxruntime.preload_dlls() before creating the first session")
+STORE_REASON = N_("a Microsoft Store Python searches no PATH for DLLs (packaged-app search order) and keeps its "
+                  "registry writes private")
 
-_HOOK_NAMES = {"preload": "the PATH hook", "conda": "conda's activate.d scripts", "user-path": "--hook user-path"}
+_HOOK_NAMES = {"preload": N_("the PATH hook"), "conda": N_("conda's activate.d scripts"),
+               "user-path": "--hook user-path"}
 
 
 def is_store_python(facts: Facts) -> bool:
@@ -41,18 +43,20 @@ def store_python_findings(facts: Facts, findings: Sequence[Finding]) -> list[Fin
         return []
     return [Finding(
         FindingCode.STORE_PYTHON, Severity.ERROR,
-        "a Microsoft Store Python: no hook can make the CUDA DLLs findable here (PATH, ortfix's PATH hook, conda's "
-        "scripts and --hook user-path do not reach its DLL search)",
-        (f"{STORE_REASON}; {facts.probe.executable}",
-         f"library findings no hook can fix in this Python: {', '.join(unfound)}"),
+        N_("a Microsoft Store Python: no hook can make the CUDA DLLs findable here (PATH, ortfix's PATH hook, conda's "
+           "scripts and --hook user-path do not reach its DLL search)"),
+        (Msg(N_("{reason}; {python}"), reason=Msg(STORE_REASON), python=facts.probe.executable),
+         Msg(N_("library findings no hook can fix in this Python: {codes}"), codes=", ".join(unfound))),
         STORE_REMEDY)]
 
 
 def refuse_store_hook(facts: Facts, kind: str) -> None:
     """Raise the one-line refusal for a hook that cannot work in a Store Python (plan and apply, nothing changed)."""
     if is_store_python(facts):
-        what = _HOOK_NAMES.get(kind, f"--hook {kind}")
-        raise OrtfixError(f"{facts.probe.executable} is a Microsoft Store Python: {what} cannot make the CUDA DLLs "
-                          f"findable there ({STORE_REASON}); nothing was changed",
-                          hint=STORE_REMEDY + "; or pass --hook none to install the packages only",
+        what = Msg(_HOOK_NAMES[kind]) if kind in _HOOK_NAMES else f"--hook {kind}"
+        raise OrtfixError(Msg(N_("{python} is a Microsoft Store Python: {what} cannot make the CUDA DLLs findable "
+                                 "there ({reason}); nothing was changed"), python=facts.probe.executable,
+                              what=what, reason=Msg(STORE_REASON)),
+                          hint=Msg(N_("{remedy}; or pass --hook none to install the packages only"),
+                                   remedy=Msg(STORE_REMEDY)),
                           exit_code=ExitCode.USAGE)

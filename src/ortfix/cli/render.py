@@ -94,7 +94,7 @@ def _stack_lines(facts: Facts) -> list[str]:
         if o.providers:
             cuda = f"CUDA {o.cuda_major}" if o.cuda_major else "CUDA ?"
             if o.cuda_major and o.cuda_source and o.cuda_source != "binary":
-                cuda = tr("{cuda} (per the {source})", cuda=cuda, source=o.cuda_source)
+                cuda = tr("{cuda} (per the {source})", cuda=cuda, source=text(o.cuda_source))
             cudnn = f", cuDNN {o.cudnn_major}" if o.cudnn_major else ""
             build = " ".join(x for x in (o.package, o.version) if x) or _("an unidentified build")
             lines.append(_row("", tr("{folder}: {build} built for {cuda}{cudnn}", folder=o.dir.package_dir,
@@ -184,10 +184,10 @@ def render_findings(findings: Sequence[Finding]) -> list[str]:
     out = []
     for f in findings:
         out.append(tr("{mark} {code} {severity}: {summary}", mark=_MARK[f.severity], code=str(f.code),
-                      severity=_(_SEVERITY[f.severity]), summary=f.summary))
+                      severity=_(_SEVERITY[f.severity]), summary=text(f.summary)))
         for e in f.evidence:
-            out.append(f"    {e}")
-        out.append(tr("    fix: {fix}", fix=f.fix))
+            out.append(f"    {text(e)}")
+        out.append(tr("    fix: {fix}", fix=text(f.fix)))
     return out
 
 
@@ -261,8 +261,8 @@ def render_plan(plan: Plan, target: TargetDescription, *, applying: bool = False
         lines.append("")
         lines.append(_("Not fixed by this plan (needs you):"))
         for f in plan.unresolved:
-            lines.append(f"  {f.code} {f.summary}")
-            lines.append(tr("      fix: {fix}", fix=f.fix))
+            lines.append(f"  {f.code} {text(f.summary)}")
+            lines.append(tr("      fix: {fix}", fix=text(f.fix)))
     if plan.actions and not applying:
         lines.append("")
         lines.append(_("Nothing has been changed. `ortfix apply` makes these changes as one transaction."))
@@ -339,8 +339,8 @@ def render_explain(result: ExplainResult) -> str:
             if related:
                 lines.append(_("  on this machine:"))
                 for f in related:
-                    lines.append(f"    {f.code} {f.summary}")
-                    lines += [f"      {ev}" for ev in f.evidence[:4]]
+                    lines.append(f"    {f.code} {text(f.summary)}")
+                    lines += [f"      {text(ev)}" for ev in f.evidence[:4]]
             elif e.finding:
                 lines.append(tr("  on this machine: `ortfix check` does not see this problem in {python}",
                                 python=result.check.facts.probe.executable))

@@ -118,7 +118,7 @@ def render_apply(result: ApplyResult) -> str:
     if result.outcome is None:
         return _("Nothing to change.") + ("" if not plan.unresolved else tr(
             " Not fixable by ortfix here: {findings}",
-            findings=", ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
+            findings=", ".join(f"{f.code} {text(f.summary)}" for f in plan.unresolved)))
     if result.dry_run:
         return render_dry_run(result)
     out = result.outcome
@@ -143,7 +143,7 @@ def render_apply(result: ApplyResult) -> str:
         lines += [tr("warning: {warning}", warning=w) for w in out.warnings]
     if plan.unresolved:
         lines.append(tr("Still needs you: {findings}",
-                        findings="; ".join(f"{f.code} {f.summary}" for f in plan.unresolved)))
+                        findings="; ".join(f"{f.code} {text(f.summary)}" for f in plan.unresolved)))
     if tx.status in (TxStatus.APPLIED, TxStatus.KEPT):
         # a line to paste: the path is quoted for the target's shell (a prefix may hold spaces, quotes, `$(...)`,
         # backticks; cmd and PowerShell read double quotes only)

@@ -23,6 +23,7 @@ from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, Whee
 from ortfix.compat.schemas import MATRIX_KINDS
 from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
 _CACHE_FORMAT = 7
@@ -41,11 +42,11 @@ def default_compat_dir() -> Path:
 
 def compat_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
-        raise OrtfixError(f"compatibility matrix folder {directory} not found",
-                          hint="reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder")
+        raise OrtfixError(Msg(N_("compatibility matrix folder {folder} not found"), folder=str(directory)),
+                          hint=Msg(N_("reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder")))
     files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
     if not files:
-        raise OrtfixError(f"no matrix files (*.yaml) in {directory}")
+        raise OrtfixError(Msg(N_("no matrix files (*.yaml) in {folder}"), folder=str(directory)))
     return files
 
 
@@ -59,7 +60,7 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
         try:
             st = f.stat()
         except OSError as exc:
-            raise OrtfixError(f"cannot read matrix file {f}: {exc.strerror or exc}") from exc
+            raise _unreadable(f, exc) from exc
         identity.append(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}")
     key = "\n".join(identity)
     cache_file = _cache_path(key) if use_cache else None
@@ -78,12 +79,14 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
             if kind not in (*MATRIX_KINDS, ADDONS_KIND):
                 continue  # another versioned data file beside the matrix (explain's error patterns)
             if kind in docs:
-                raise OrtfixError(f"{f}: a second file of kind '{kind}' (one file per kind)")
+                raise OrtfixError(Msg(N_("{file}: a second file of kind '{kind}' (one file per kind)"), file=str(f),
+                                      kind=kind))
             docs[kind] = doc
             matrix_files.append(str(f))
         missing = set(MATRIX_KINDS) - set(docs)
         if missing:
-            raise OrtfixError(f"{directory}: no matrix file of kind {', '.join(sorted(missing))}")
+            raise OrtfixError(Msg(N_("{folder}: no matrix file of kind {kinds}"), folder=str(directory),
+                                  kinds=", ".join(sorted(missing))))
         if cache_file is not None:
             write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
     return _build(docs, tuple(matrix_files))
@@ -93,7 +96,7 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise OrtfixError(f"cannot read matrix file {path}: {exc.strerror or exc}") from exc
+        raise _unreadable(path, exc) from exc
 
 
 def _cache_path(key: str) -> Path | None:
@@ -183,3 +186,8 @@ def _wheel(row: Mapping[str, Any], cuda_major: int) -> WheelSpec:
 def _size(row: Mapping[str, Any]) -> tuple[float, float] | None:
     size = row.get("size_mib")
     return (float(size["download"]), float(size["unpacked"])) if size else None
+
+
+def _unreadable(path: Path, exc: OSError) -> OrtfixError:
+    return OrtfixError(Msg(N_("cannot read matrix file {file}: {error}"), file=str(path),
+                           error=str(exc.strerror or exc)))

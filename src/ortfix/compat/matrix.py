@@ -3,6 +3,7 @@ the CUDA a driver runs, and the version cap that keeps pip off NVIDIA wheels the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from ortfix.compat.addons import Addons
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, WheelRequirement, WheelSpec, WheelVersions
 from ortfix.compat.platforms import wheel_platform
 from ortfix.compat.versions import driver_version, same_version
+from ortfix.i18n import N_, Msg
 
 
 @dataclass(frozen=True)
@@ -124,27 +126,33 @@ class Matrix:
         runs = [(v, g) for v, g in rows if _runs(g, driver, os_name, highest, mvc)]
         here = [str(v) for v, _ in runs if str(v) not in missing]
         if len(runs) == len(rows):
-            return WheelRequirement(base, None, tuple(here), None if here else self._no_wheel(wheel, platform))
+            return _with_note(WheelRequirement(base, None, tuple(here), None),
+                              None if here else self._no_wheel(wheel, platform))
         if not here:
             offered = [(v, g) for v, g in rows if str(v) not in missing]
             if not offered:
-                return WheelRequirement(base, None, (), self._no_wheel(wheel, platform))
+                return _with_note(WheelRequirement(base, None, (), None), self._no_wheel(wheel, platform))
             oldest, group = offered[0]
             supports = f" (CUDA {highest.major}.{highest.minor})" if highest else ""
+            needs = self._needed_driver(wheel, group, os_name)
+            if wheel.ptx_jit:
+                needs = Msg(N_("{driver} for the driver to compile the PTX it generates"), driver=needs)
             if runs:
-                what = f"none of the versions driver {driver} runs has a wheel for {platform}"
-                which = f" for {platform}"
+                note = Msg(N_("{wheel}: none of the versions driver {driver} runs has a wheel for {platform}, so it is "
+                              "left uncapped; the oldest for {platform}, {oldest} (CUDA {cuda}), needs {needs}"),
+                           wheel=wheel.distribution, driver=driver, platform=str(platform), oldest=str(oldest),
+                           cuda=group.cuda, needs=needs)
             else:
-                what, which = f"no published version runs with driver {driver}{supports}", ""
-            why = " for the driver to compile the PTX it generates" if wheel.ptx_jit else ""
-            note = (f"{wheel.distribution}: {what}, so it is left uncapped; the oldest{which}, {oldest} (CUDA "
-                    f"{group.cuda}), needs {self._needed_driver(wheel, group, os_name)}{why}")
-            return WheelRequirement(base, None, (), note)
+                note = Msg(N_("{wheel}: no published version runs with driver {driver}{supports}, so it is left "
+                              "uncapped; the oldest, {oldest} (CUDA {cuda}), needs {needs}"),
+                           wheel=wheel.distribution, driver=driver, supports=supports, oldest=str(oldest),
+                           cuda=group.cuda, needs=needs)
+            return _with_note(WheelRequirement(base, None, (), None), note)
         newest = max(v for v, _ in runs)
         bound = _cap_bound(newest, min(v for v, _ in rows if v > newest))
         return WheelRequirement(f"{base},<{bound}", f"<{bound}", tuple(here), None)
 
-    def _needed_driver(self, wheel: WheelSpec, group: WheelVersions, os_name: str) -> str:
+    def _needed_driver(self, wheel: WheelSpec, group: WheelVersions, os_name: str) -> Msg:
         """The lowest driver at which `group` runs, in words."""
         wanted = Version(group.cuda)
         native = [r[2] if os_name == "windows" else r[1] for c in self.cuda.values() for r in c.releases
@@ -155,16 +163,17 @@ class Matrix:
             mvc = cuda.driver_min.get(os_name) or cuda.driver_min.get("linux")
             options += [mvc] if mvc else []
         if not options:
-            return f"a driver newer than any this matrix knows (it has no CUDA {group.cuda} release)"
+            return Msg(N_("a driver newer than any this matrix knows (it has no CUDA {cuda} release)"), cuda=group.cuda)
         need = min(options, key=driver_version)
         floor = group.driver.get(os_name)
         if floor and driver_version(floor) > driver_version(need):
             need = floor
-        return f"driver >= {need}"
+        return Msg(N_("driver >= {version}"), version=need)
 
     @staticmethod
-    def _no_wheel(wheel: WheelSpec, platform: str | None) -> str:
-        return f"{wheel.distribution}{wheel.specifier}: no published version has a wheel for {platform}"
+    def _no_wheel(wheel: WheelSpec, platform: str | None) -> Msg:
+        return Msg(N_("{requirement}: no published version has a wheel for {platform}"),
+                   requirement=wheel.distribution + wheel.specifier, platform=str(platform))
 
 
 def _runs(group: WheelVersions, driver: str, os_name: str, highest: Version | None, mvc: bool) -> bool:
@@ -184,3 +193,8 @@ def _cap_bound(newest_ok: Version, oldest_not: Version) -> str:
         if Version(prefix) > newest_ok:
             return prefix
     return str(oldest_not)
+
+
+def _with_note(wanted: WheelRequirement, note: Msg | None) -> WheelRequirement:
+    """`wanted` with `note` (English in `note`, the Msg in `note_msg`)."""
+    return dataclasses.replace(wanted, note=None if note is None else str(note), note_msg=note)

@@ -10,6 +10,8 @@ from typing import Literal
 
 from packaging.version import Version
 
+from ortfix.i18n import Msg
+
 # Where a build is published: PyPI, the separate feed (configured as an extra index), or nowhere any more.
 IndexName = Literal["default", "alternate", "withdrawn"]
 
@@ -99,6 +101,7 @@ class WheelRequirement:
     cap: str | None  # "<12.1"; None when the driver runs every published version, or when no cap can be satisfied
     admitted: tuple[str, ...]  # published versions for the platform that the requirement admits and the driver runs
     note: str | None  # why no cap could be given (no published version runs with this driver), for the user
+    note_msg: Msg | None = None  # the same note as a Msg (ortfix/i18n.py): `note` is its English, `.text()` translated
 
 
 @dataclass(frozen=True)

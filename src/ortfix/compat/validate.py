@@ -21,6 +21,7 @@ from ortfix.compat.addons import ADDONS_KIND, duplicate_minor
 from ortfix.compat.schemas import MATRIX_KINDS, SCHEMA_VERSION, SCHEMAS, JsonSchema
 from ortfix.compat.versions import driver_version
 from ortfix.errors import OrtfixError
+from ortfix.i18n import N_, Msg
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -35,33 +36,38 @@ def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dic
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise OrtfixError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
+        raise OrtfixError(Msg(N_("{where}: not UTF-8 text (byte {byte})"), where=name, byte=exc.start)) from exc
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         doc = yaml.safe_load(text)
     except RecursionError as exc:
-        raise OrtfixError(f"{name}: invalid YAML: nested too deeply") from exc
+        raise OrtfixError(Msg(N_("{where}: invalid YAML: nested too deeply"), where=name)) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
+        raise OrtfixError(Msg(N_("{where}: invalid YAML: {problem}"), where=where, problem=problem)) from exc
     if not isinstance(doc, dict):
-        raise OrtfixError(f"{name}:1: a compat file must be a mapping with schema_version, kind and data_version")
+        raise OrtfixError(Msg(N_("{where}: a compat file must be a mapping with schema_version, kind and "
+                                 "data_version"), where=f"{name}:1"))
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise OrtfixError(f"{name}:{_line(node, ['schema_version'])}: schema_version {version!r} is not supported "
-                          f"(this ortfix reads {SCHEMA_VERSION})", hint="upgrade ortfix or use a matching matrix")
+        raise OrtfixError(Msg(N_("{where}: schema_version {version} is not supported (this ortfix reads "
+                                 "{supported})"), where=f"{name}:{_line(node, ['schema_version'])}",
+                              version=repr(version), supported=SCHEMA_VERSION),
+                          hint=Msg(N_("upgrade ortfix or use a matching matrix")))
     found = doc.get("kind")
     schema = SCHEMAS.get(str(found)) if kind is None or found == kind else None
     if schema is None:
         expected = kind or ", ".join(sorted(MATRIX_KINDS))
-        raise OrtfixError(f"{name}:{_line(node, ['kind'])}: {'unknown ' if kind is None else ''}kind {found!r} "
-                          f"(expected {'one of ' if kind is None else ''}{expected})")
+        where = f"{name}:{_line(node, ['kind'])}"
+        raise OrtfixError(Msg(N_("{where}: unknown kind {kind} (expected one of {expected})") if kind is None else
+                              N_("{where}: kind {kind} (expected {expected})"), where=where, kind=repr(found),
+                              expected=expected))
     err = first_schema_error(schema, doc)
     if err is not None:
         path = list(err.path)
-        raise OrtfixError(f"{name}:{_line(node, path)}: {err.where}: {err.message}")
+        raise OrtfixError(f"{name}:{_line(node, path)}: {err.where}: {err.message}")  # i18n: english (jsonschema's)
     _semantic_checks(doc, node, name)
     return doc
 
@@ -74,8 +80,8 @@ def _semantic_checks(doc: Mapping[str, Any], node: Node | None, name: str) -> No
         twice = duplicate_minor(doc["tensorrt"])
         if twice is not None:
             i, j, minor = twice
-            raise OrtfixError(f"{name}:{_line(node, ['tensorrt', i, 'ort', j])}: ORT {minor} is already in an "
-                              f"earlier tensorrt row")
+            raise OrtfixError(Msg(N_("{where}: ORT {minor} is already in an earlier tensorrt row"),
+                                  where=f"{name}:{_line(node, ['tensorrt', i, 'ort', j])}", minor=minor))
         return
     if doc["kind"] not in MATRIX_KINDS:
         return
@@ -86,13 +92,14 @@ def _semantic_checks(doc: Mapping[str, Any], node: Node | None, name: str) -> No
                 try:
                     Version(v)
                 except InvalidVersion as exc:
-                    raise OrtfixError(f"{name}:{_line(node, ['releases', i, 'versions', j])}: "
-                                      f"not a version: {v!r}") from exc
+                    raise OrtfixError(Msg(N_("{where}: not a version: {version}"), version=repr(v),
+                                          where=f"{name}:{_line(node, ['releases', i, 'versions', j])}")) from exc
                 key = (row["package"], row["index"], row["cuda_major"], str(Version(v)))
                 if key in seen:
-                    raise OrtfixError(f"{name}:{_line(node, ['releases', i, 'versions', j])}: {row['package']} {v} "
-                                      f"(CUDA {row['cuda_major']}, {row['index']} index) is already in row "
-                                      f"{seen[key] + 1}")
+                    where = f"{name}:{_line(node, ['releases', i, 'versions', j])}"
+                    raise OrtfixError(Msg(N_("{where}: {package} {version} (CUDA {cuda}, {index} index) is already "
+                                             "in row {row}"), where=where, package=row["package"], version=v,
+                                          cuda=row["cuda_major"], index=row["index"], row=seen[key] + 1))
                 seen[key] = i
     else:
         for section in ("cuda", "cudnn"):
@@ -103,8 +110,9 @@ def _semantic_checks(doc: Mapping[str, Any], node: Node | None, name: str) -> No
                     try:
                         spec = SpecifierSet(wheel["specifier"])
                     except InvalidSpecifier as exc:
-                        raise OrtfixError(f"{name}:{_line(node, [*at, 'specifier'])}: not a version specifier: "
-                                          f"{wheel['specifier']!r}") from exc
+                        raise OrtfixError(Msg(N_("{where}: not a version specifier: {specifier}"),
+                                              where=f"{name}:{_line(node, [*at, 'specifier'])}",
+                                              specifier=repr(wheel["specifier"]))) from exc
                     major = row["major"] if section == "cuda" else row["cuda_major"]
                     _check_published(wheel, spec, major, node, [*at, "published"], name)
 
@@ -114,41 +122,49 @@ def _check_published(wheel: Mapping[str, Any], spec: SpecifierSet, major: int, n
     """`published`: CUDA minors of the wheel's major in ascending order, each with versions above the previous
     minor's (so the versions a driver runs are always the oldest ones and one `<` cap selects them), versions that
     the wheel's specifier admits, driver floors that never fall, `not_on` naming only listed versions."""
-    def fail(where: list[str | int], what: str) -> OrtfixError:
-        return OrtfixError(f"{name}:{_line(node, [*at, *where])}: {wheel['distribution']}: {what}")
+    def fail(where: list[str | int], what: Msg) -> OrtfixError:
+        return OrtfixError(Msg(N_("{where}: {wheel}: {what}"), where=f"{name}:{_line(node, [*at, *where])}",
+                               wheel=wheel["distribution"], what=what))
 
     seen: set[Version] = set()
     last: tuple[Version, Version, dict[str, tuple[int, ...]]] | None = None  # previous: cuda, newest, driver floors
     for g, group in enumerate(wheel["published"]["by_cuda"]):
         cuda = Version(group["cuda"])
         if cuda.major != major:
-            raise fail(["by_cuda", g, "cuda"], f"CUDA {group['cuda']} is not a CUDA {major} minor")
+            raise fail(["by_cuda", g, "cuda"], Msg(N_("CUDA {cuda} is not a CUDA {major} minor"),
+                                                       cuda=group["cuda"], major=major))
         floors = group.get("driver", {})
         floor = {os_name: driver_version(floors.get(os_name, "0")) for os_name in ("linux", "windows")}
         versions: list[Version] = []
         for k, text in enumerate(group["versions"]):
             v = Version(text)  # the schema's _WHEEL_VERSION admits valid versions only
             if v in seen:
-                raise fail(["by_cuda", g, "versions", k], f"{text} is listed twice")
+                raise fail(["by_cuda", g, "versions", k], Msg(N_("{version} is listed twice"), version=text))
             if not spec.contains(v, prereleases=True):
-                raise fail(["by_cuda", g, "versions", k], f"{text} is outside its specifier {wheel['specifier']}")
+                raise fail(["by_cuda", g, "versions", k], Msg(N_("{version} is outside its specifier {specifier}"),
+                                                                  version=text, specifier=wheel["specifier"]))
             if versions and v <= versions[-1]:
-                raise fail(["by_cuda", g, "versions", k], f"{text}: versions must be in ascending order")
+                raise fail(["by_cuda", g, "versions", k], Msg(N_("{version}: versions must be in ascending order"),
+                                                                  version=text))
             seen.add(v)
             versions.append(v)
         if last is not None:
             if cuda <= last[0]:
-                raise fail(["by_cuda", g, "cuda"], f"CUDA {group['cuda']} after CUDA {last[0]}: ascending minors")
+                raise fail(["by_cuda", g, "cuda"], Msg(N_("CUDA {cuda} after CUDA {previous}: ascending minors"),
+                                                           cuda=group["cuda"], previous=str(last[0])))
             if versions[0] <= last[1]:
-                raise fail(["by_cuda", g, "versions", 0], f"{versions[0]} (CUDA {group['cuda']}) is not newer than "
-                                                          f"{last[1]} (CUDA {last[0]})")
+                raise fail(["by_cuda", g, "versions", 0], Msg(
+                    N_("{version} (CUDA {cuda}) is not newer than {previous} (CUDA {previous_cuda})"),
+                    version=str(versions[0]), cuda=group["cuda"], previous=str(last[1]),
+                    previous_cuda=str(last[0])))
             if any(floor[os_name] < last[2][os_name] for os_name in floor):
-                raise fail(["by_cuda", g, "driver"], "a driver floor lower than the previous minor's")
+                raise fail(["by_cuda", g, "driver"], Msg(N_("a driver floor lower than the previous minor's")))
         last = (cuda, versions[-1], floor)
     for platform, listed in wheel["published"].get("not_on", {}).items():
         for k, text in enumerate(listed):
             if Version(text) not in seen:
-                raise fail(["not_on", platform, k], f"{text} (not on {platform}) is not a listed version")
+                raise fail(["not_on", platform, k], Msg(N_("{version} (not on {platform}) is not a listed version"),
+                                                         version=text, platform=platform))
 
 
 def _line(node: Node | None, path: Sequence[str | int]) -> int:
@@ -182,7 +198,8 @@ _TYPES = frozenset({"string", "integer", "number", "boolean", "null", "object", 
 
 @dataclass(frozen=True)
 class SchemaError:
-    """One place where a document breaks its schema: the path to it and what is wrong (jsonschema's wording)."""
+    """One place where a document breaks its schema: the path to it and what is wrong, in jsonschema's wording (the
+    English its users search for, compared with jsonschema's own by tests/test_schema_subset.py: `# i18n: english`)."""
 
     path: SchemaPath
     message: str
@@ -259,24 +276,24 @@ def schema_errors(schema: JsonSchema, value: object, *, root: JsonSchema | None 
     if types is not None:
         names = cast(list[str], types) if isinstance(types, list) else [cast(str, types)]
         if not any(_is_type(value, t) for t in names):
-            return [SchemaError(path, f"{value!r} is not of type {', '.join(repr(t) for t in names)}")]
+            return [SchemaError(path, f"{value!r} is not of type {', '.join(repr(t) for t in names)}")]  # i18n: english
     if "const" in schema and not _same(value, schema["const"]):
-        fail(f"{schema['const']!r} was expected")
+        fail(f"{schema['const']!r} was expected")  # i18n: english
     if "enum" in schema and not any(_same(value, e) for e in cast(list[object], schema["enum"])):
-        fail(f"{value!r} is not one of {schema['enum']!r}")
+        fail(f"{value!r} is not one of {schema['enum']!r}")  # i18n: english
     if isinstance(value, str):
         if len(value) < cast(int, schema.get("minLength", 0)):
-            fail(f"{value!r} is too short")
+            fail(f"{value!r} is too short")  # i18n: english
         pattern = schema.get("pattern")
         if isinstance(pattern, str) and not _regex(pattern).search(value):
-            fail(f"{value!r} does not match {pattern!r}")
+            fail(f"{value!r} does not match {pattern!r}")  # i18n: english
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < cast(float, schema["minimum"]):
-            fail(f"{value!r} is less than the minimum of {schema['minimum']!r}")
+            fail(f"{value!r} is less than the minimum of {schema['minimum']!r}")  # i18n: english
         if "maximum" in schema and value > cast(float, schema["maximum"]):
-            fail(f"{value!r} is greater than the maximum of {schema['maximum']!r}")
+            fail(f"{value!r} is greater than the maximum of {schema['maximum']!r}")  # i18n: english
         if "exclusiveMinimum" in schema and value <= cast(float, schema["exclusiveMinimum"]):
-            fail(f"{value!r} is less than or equal to the minimum of {schema['exclusiveMinimum']!r}")
+            fail(f"{value!r} is less than or equal to the minimum of {schema['exclusiveMinimum']!r}")  # i18n: english
     if isinstance(value, list):
         errors += _array_errors(schema, value, root, path)
     if isinstance(value, dict):
@@ -287,9 +304,10 @@ def schema_errors(schema: JsonSchema, value: object, *, root: JsonSchema | None 
 def _array_errors(schema: JsonSchema, value: list[object], root: JsonSchema, path: SchemaPath) -> list[SchemaError]:
     errors: list[SchemaError] = []
     if len(value) < cast(int, schema.get("minItems", 0)):
-        errors.append(SchemaError(path, f"{value!r} should be non-empty" if not value else f"{value!r} is too short"))
+        short = f"{value!r} should be non-empty" if not value else f"{value!r} is too short"  # i18n: english
+        errors.append(SchemaError(path, short))
     if schema.get("uniqueItems") is True and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1:]):
-        errors.append(SchemaError(path, f"{value!r} has non-unique elements"))
+        errors.append(SchemaError(path, f"{value!r} has non-unique elements"))  # i18n: english
     items = schema.get("items")
     if isinstance(items, dict):
         for i, item in enumerate(value):
@@ -299,15 +317,15 @@ def _array_errors(schema: JsonSchema, value: list[object], root: JsonSchema, pat
 
 def _object_errors(schema: JsonSchema, value: dict[object, object], root: JsonSchema,
                    path: SchemaPath) -> list[SchemaError]:
-    errors = [SchemaError(path, f"{key!r} is a required property")
+    errors = [SchemaError(path, f"{key!r} is a required property")  # i18n: english
               for key in cast(list[str], schema.get("required", [])) if key not in value]
     properties = _mapping(schema.get("properties", {}))
     extra = schema.get("additionalProperties", True)
     unexpected = [key for key in value if key not in properties]
     if extra is False and unexpected:
         listed = ", ".join(repr(k) for k in unexpected)
-        errors.append(SchemaError(path, f"Additional properties are not allowed ({listed} "
-                                        f"{'was' if len(unexpected) == 1 else 'were'} unexpected)"))
+        errors.append(SchemaError(path, f"Additional properties are not allowed ({listed} "  # i18n: english
+                                        f"{'was' if len(unexpected) == 1 else 'were'} unexpected)"))  # i18n: english
     for key, item in value.items():
         sub = properties.get(key) if isinstance(key, str) else None
         if sub is None and isinstance(extra, dict):

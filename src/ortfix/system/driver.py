@@ -8,7 +8,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-GIVEN_GPU = "(given with --compute-capability)"  # the name of the GPU --compute-capability stands for
+from ortfix.i18n import N_
+
+GIVEN_GPU = N_("(given with --compute-capability)")  # the name of the GPU --compute-capability stands for
 
 
 @dataclass(frozen=True)

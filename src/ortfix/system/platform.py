@@ -200,7 +200,7 @@ class Platform(Protocol):
         """What to do about a copy outside the environment that wins over its own (LIB004)."""
         ...
 
-    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str | Msg:
         """The loader's search as the evidence of a library finding says it."""
         ...
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.linux import hooks
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH
@@ -16,14 +17,16 @@ from ortfix.system.platform import HookFile
 
 # The loader's steps through which a copy outside the environment can win over its own (LIB004).
 SHADOW_VIAS = (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH)
-FINDABLE_ADVICE = "make them findable: a preload hook (venv) or conda activate.d hook that points at the folders above"
-SHADOW_ADVICE = "put the environment's folder first: conda activate.d hook or preload hook"
+FINDABLE_ADVICE = N_("make them findable: a preload hook (venv) or conda activate.d hook that points at the folders "
+                     "above")
+SHADOW_ADVICE = N_("put the environment's folder first: conda activate.d hook or preload hook")
 
 
-def search_summary(search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+def search_summary(search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> Msg:
     """glibc's search, for the evidence of LIB00x findings."""
-    return (f"loader searched: LD_LIBRARY_PATH={search_path if search_path else '(unset)'}, {index_source}, "
-            f"{', '.join(default_dirs)}")
+    return Msg(N_("loader searched: LD_LIBRARY_PATH={path}, {index}, {folders}"),
+               path=search_path if search_path else Msg(N_("(unset)")), index=index_source,
+               folders=", ".join(default_dirs))
 
 
 def no_hook_advice(paths: Sequence[str]) -> str:

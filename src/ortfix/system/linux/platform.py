@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.i18n import N_
+from ortfix.i18n import N_, Msg
 from ortfix.system import inventory
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
@@ -53,16 +53,16 @@ class LinuxPlatform:
     sys_platform = "linux"
     os_name = "posix"
     matrix_os = "linux"
-    driver_looked_at = ("checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1",)
-    no_driver_advice = N_("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus "
-                          "all); to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
+    driver_looked_at = (N_("checked /sys/module/nvidia/version, /proc/driver/nvidia/version, libcuda.so.1"),)
+    no_driver_advice = N_("install the NVIDIA driver (or run in a container with the GPU passed through: --gpus all); "
+                          "to prepare an environment for another machine, use `ortfix plan --driver VERSION`")
     provider_libraries = PROVIDER_LIBRARIES
     driver_libraries = DRIVER_LIBRARIES
     providers_shared_library = "libonnxruntime_providers_shared.so"
     search_path_variable = "LD_LIBRARY_PATH"
     search_path_separator = ":"
     preload_variable: str | None = "LD_PRELOAD"
-    activation_note = "LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)"
+    activation_note = N_("LD_LIBRARY_PATH simulated as after `conda activate` (ortfix's activate.d hook is installed)")
     read_errors: tuple[type[Exception], ...] = (NotElf,)
 
     library_names_are_sonames = True
@@ -71,7 +71,7 @@ class LinuxPlatform:
     findable_advice = libraries.FINDABLE_ADVICE
     shadow_advice = libraries.SHADOW_ADVICE
 
-    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> Msg:
         return libraries.search_summary(search_path, index_source, default_dirs)
 
     def no_hook_advice(self, paths: Sequence[str]) -> str:

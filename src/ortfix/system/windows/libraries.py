@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from ortfix.compat.addons import TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH
 from ortfix.system.platform import HookFile
@@ -25,15 +26,16 @@ FAMILIES = ("cudart", "cublas", "cublasLt", "cufft", "cufftw", "curand", "cuspar
 # The search steps through which a copy outside the environment can win over its own (LIB004).
 SHADOW_VIAS = (VIA_CACHE, VIA_DEFAULT, VIA_LD_LIBRARY_PATH, VIA_PATH, VIA_SYSTEM32, VIA_WINDOWS_FOLDER,
                VIA_CURRENT_FOLDER)
-FINDABLE_ADVICE = ("make them findable: ortfix's PATH hook (prepends their folders to PATH when onnxruntime is "
-                   "imported), a conda activate.d hook, or the user PATH")
-SHADOW_ADVICE = "put the environment's folder first: ortfix's PATH hook or a conda activate.d hook"
+FINDABLE_ADVICE = N_("make them findable: ortfix's PATH hook (prepends their folders to PATH when onnxruntime is "
+                     "imported), a conda activate.d hook, or the user PATH")
+SHADOW_ADVICE = N_("put the environment's folder first: ortfix's PATH hook or a conda activate.d hook")
 
 
-def search_summary(search_path: str | None, default_dirs: Sequence[str]) -> str:
+def search_summary(search_path: str | None, default_dirs: Sequence[str]) -> Msg:
     """The Windows search a provider's imports go through, for the evidence of LIB00x findings."""
-    return (f"Windows searched (LOAD_WITH_ALTERED_SEARCH_PATH): the provider's folder, "
-            f"{', '.join(default_dirs)}, the current folder, then PATH={search_path if search_path else '(unset)'}")
+    return Msg(N_("Windows searched (LOAD_WITH_ALTERED_SEARCH_PATH): the provider's folder, {folders}, the current "
+                  "folder, then PATH={path}"), folders=", ".join(default_dirs),
+               path=search_path if search_path else Msg(N_("(unset)")))
 
 
 def no_hook_advice(paths: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ from ortfix import subproc
 from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
-from ortfix.i18n import N_
+from ortfix.i18n import N_, Msg
 from ortfix.system.driver import DriverFacts, Gpu, nvml_query_script, parse_nvidia_smi_csv
 from ortfix.system.inventory import (
     ORIGIN_CONDA,
@@ -139,7 +139,7 @@ class WindowsPlatform:
     findable_advice = libraries.FINDABLE_ADVICE
     shadow_advice = libraries.SHADOW_ADVICE
 
-    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> str:
+    def search_summary(self, search_path: str | None, index_source: str, default_dirs: Sequence[str]) -> Msg:
         return libraries.search_summary(search_path, default_dirs)
 
     def no_hook_advice(self, paths: Sequence[str]) -> str:
