@@ -42,6 +42,7 @@ AREA = sorted([*(SRC / "check").glob("*.py"), SRC / "fields.py", *(SRC / "compat
 MATRIX = load_matrix()
 _FINDING_LINE = re.compile(r"^[✗!i] [A-Z]+\d{3} ")
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+ZH_ERROR = "ortfix: \u9519\u8bef\uff1a"  # the zh_CN error prefix
 
 
 def test_the_findings_modules_have_no_unmarked_english() -> None:
@@ -240,8 +241,8 @@ def test_matrix_file_errors_speak_chinese(tmp_path: Path, change: tuple[str, str
     en = show("en").stderr.strip()
     assert en.startswith(f"ortfix: error: {bad}:") and en.endswith(english), en
     zh = show("zh_CN").stderr.strip()
-    assert zh.startswith(f"ortfix: error: {bad}:") and re.search(r"[\u4e00-\u9fff]", zh), zh
-    assert not english_sentences(zh.removeprefix("ortfix: error: ")), zh
+    assert zh.startswith(f"{ZH_ERROR}{bad}:") and re.search(r"[\u4e00-\u9fff]", zh), zh
+    assert not english_sentences(zh.removeprefix(ZH_ERROR)), zh
     en_json, zh_json = (show(lang, "--json").stdout for lang in ("en", "zh_CN"))
     error = json.loads(en_json)["error"]
     assert zh_json == en_json and english.startswith(error["message"].split(": ", 1)[1]), error

@@ -32,36 +32,12 @@ AREA = [*(SRC / "cli").glob("*.py"), *(SRC / "commands").glob("*.py"), *(SRC / "
 
 # Unmarked on purpose, each owned by another part of issue 25: text that is a str field of a value another area
 # types (facts' evidence, plan actions' and notes' text): it becomes a Msg with that type.
-LEFT_TO_OTHERS = {
-    # Platform text methods turned into Msg by the check/ engineer (findable_advice, shadow_advice, search_summary).
-    ("system/linux/libraries.py", "make them findable: a preload hook"),
-    ("system/linux/libraries.py", "put the environment's folder first"),
-    ("system/windows/libraries.py", "make them findable: ortfix's PATH hook"),
-    ("system/windows/libraries.py", "put the environment's folder first"),
-    ("system/windows/libraries.py", "Windows searched (LOAD_WITH_ALTERED_SEARCH_PATH)"),
-    # HookFile.summary becomes a plan action's summary (plan/hook_actions.py: Action.summary is a str).
-    ("system/linux/libraries.py", "preload hook: load "),
-    ("system/windows/libraries.py", "PATH hook: put "),
-    # A library's verdict in the loader's evidence (check/ renders it), DriverFacts.source on Windows.
-    ("system/linux/loader.py", ": not an ELF file or unreadable"),
-    ("system/windows/loader.py", ":  DLL, this process is "),
-    ("system/windows/platform.py", "no nvcuda.dll in "),
-    # Why uv cannot stand in for pip, and why a project tool cannot: plan notes (plan/, transaction/actions/).
-    ("system/uvargs.py", "your pip configuration"),
-    ("system/project.py", "onnxruntime is in the extra "),
-}
-
-
-def _left_to_others(path: Path, text: str) -> bool:
-    rel = path.relative_to(SRC).as_posix()
-    return any(rel == where and text.startswith(start) for where, start in LEFT_TO_OTHERS)
 
 
 # --- (1) nothing for people left unmarked --------------------------------------------------------------------------
 
 def test_no_unmarked_english_is_left_in_the_cli_commands_system_export_and_errors() -> None:
-    found = [(p.relative_to(SRC).as_posix(), line, text) for p in AREA for line, text in extract_messages.unmarked(p)
-             if not _left_to_others(p, text)]
+    found = [(p.relative_to(SRC).as_posix(), line, text) for p in AREA for line, text in extract_messages.unmarked(p)]
     assert not found, found
     assert len(AREA) > 60
 

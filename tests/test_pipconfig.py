@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from ortfix.errors import OrtfixError
+from ortfix.i18n import Msg
 from ortfix.system.pipconfig import PipConfig, read_pip_config
-from ortfix.system.uvargs import redact, translate, uv_environ
+from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
 from wintools import to_windows, win_python
 
 # pip's own parse of `pip install`'s options, with no command-line arguments: what its configuration gives.
@@ -175,7 +176,7 @@ def test_translation_to_uv() -> None:
                        find_links=("/wh",), trusted_hosts=("idx.invalid",),
                        other={"cert": "/ca.pem", "default-timeout": "60", "disable-pip-version-check": "1"})
     uv = translate(config)
-    assert not isinstance(uv, str)
+    assert isinstance(uv, UvOptions)
     opts = list(uv.options)
     for flag, value in (("--extra-index-url", "https://x.invalid/s"), ("--find-links", "/wh"),
                         ("--allow-insecure-host", "idx.invalid"), ("--index-strategy", "unsafe-best-match"),
@@ -191,15 +192,15 @@ def test_translation_to_uv() -> None:
     assert env == {"UV_CACHE_DIR": "/c", "PATH": "/bin", "SSL_CERT_FILE": "/ca.pem", "UV_HTTP_TIMEOUT": "60",
                    "UV_INDEX_URL": "https://me:s3cret@idx.invalid/simple"}
     extra = translate(PipConfig(extra_index_urls=("https://a.invalid/s", "https://u:pw@b.invalid/s")))
-    assert not isinstance(extra, str) and "--extra-index-url" not in extra.options
+    assert isinstance(extra, UvOptions) and "--extra-index-url" not in extra.options
     assert extra.environ["UV_EXTRA_INDEX_URL"] == "https://a.invalid/s https://u:pw@b.invalid/s"
-    assert isinstance(translate(PipConfig(no_index=True, find_links=("https://u:pw@h.invalid/links/",))), str)
+    assert isinstance(translate(PipConfig(no_index=True, find_links=("https://u:pw@h.invalid/links/",))), Msg)
     offline = translate(PipConfig(index_url="http://i.invalid", no_index=True, find_links=("/wh",)))
-    assert not isinstance(offline, str) and "--no-index" in offline.options and "--index-url" not in offline.options
+    assert isinstance(offline, UvOptions) and "--no-index" in offline.options and "--index-url" not in offline.options
     refused = translate(PipConfig(other={"proxy": "http://p.invalid:3128", "quiet": "1"}))
-    assert refused == "your pip configuration sets proxy, which uv cannot honour the same way"
-    assert isinstance(translate(PipConfig(other={"frobnicate": "1"})), str)  # unknown keys are not guessed at
+    assert str(refused) == "your pip configuration sets proxy, which uv cannot honour the same way"
+    assert isinstance(translate(PipConfig(other={"frobnicate": "1"})), Msg)  # unknown keys are not guessed at
     # pip takes a value starting with '-' as a value; uv's parser would not (`--find-links -x`: an error, or an option)
     dashed = translate(PipConfig(no_index=True, find_links=("/wh", "-wh")))
-    assert isinstance(dashed, str) and "find-links '-wh' starts with '-'" in dashed
-    assert isinstance(translate(PipConfig(trusted_hosts=("--no-index",))), str)
+    assert isinstance(dashed, Msg) and "find-links '-wh' starts with '-'" in str(dashed)
+    assert isinstance(translate(PipConfig(trusted_hosts=("--no-index",))), Msg)

@@ -44,7 +44,7 @@ class HookFile:
 
     path: str
     content: str
-    summary: str
+    summary: str | Msg  # English in plan files and journals (str()), translated on the screen
 
 
 class BinaryInfo(Protocol):

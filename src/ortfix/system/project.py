@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Union
 
+from ortfix.i18n import N_, Msg
 from ortfix.system import listing
 
 READ_LIMIT = 8 << 20
@@ -363,12 +364,12 @@ def lock_file(manager: str) -> str:
     return next(lock for lock, tool in LOCK_FILES.items() if tool == manager)
 
 
-def tool_refusal(manager: str, section: str) -> str | None:
+def tool_refusal(manager: str, section: str) -> Msg | None:
     """Why `manager`'s add/remove cannot act on `section` (None when they can): poetry's remove has no option for an
     extra."""
     if manager == "poetry" and section.startswith("optional:"):
-        return (f"onnxruntime is in the extra {section.partition(':')[2]!r}, which `poetry remove` cannot name: "
-                "change it by hand")
+        return Msg(N_("onnxruntime is in the extra {extra}, which `poetry remove` cannot name: change it by hand"),
+                   extra=repr(section.partition(":")[2]))
     return None
 
 

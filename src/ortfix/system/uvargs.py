@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.system.pipconfig import PipConfig
 from ortfix.system.project import find_tool
 from ortfix.system.wheelmanifest import is_wheelhouse, link_folder
@@ -87,26 +88,26 @@ def redact(text: str) -> str:
     return _auth().sub(lambda m: (m.group(1).split(":", 1)[0] + ":****@") if ":" in m.group(1) else "****@", text)
 
 
-def translate(config: PipConfig) -> UvOptions | str:
+def translate(config: PipConfig) -> UvOptions | Msg:
     """The uv options with the same meaning as `config`, or one line saying which key uv cannot honour the same way."""
     refused = sorted(k for k in config.other if k not in IGNORED and k not in _TIMEOUT and k != "cert")
     if refused:
-        return (f"your pip configuration sets {refused[0]}, which uv cannot honour the same way" if len(refused) == 1
-                else f"your pip configuration sets {', '.join(refused)}, which uv cannot honour the same way")
+        return Msg(N_("your pip configuration sets {keys}, which uv cannot honour the same way"),
+                   keys=Joined(N_(", "), refused))
     values = [("index-url", config.index_url or ""), *(("extra-index-url", u) for u in config.extra_index_urls),
               *(("find-links", f) for f in config.find_links), *(("trusted-host", h) for h in config.trusted_hosts)]
     dashed = next(((k, v) for k, v in values if v.startswith("-")), None)
     if dashed is not None:
-        return f"your pip configuration's {dashed[0]} {redact(dashed[1])!r} starts with '-', which uv would not take " \
-               "as a value"
+        return Msg(N_("your pip configuration's {key} {value} starts with '-', which uv would not take as a value"),
+                   key=dashed[0], value=repr(redact(dashed[1])))
     house = next((f for f in config.find_links if (d := link_folder(f)) is not None and is_wheelhouse(d)), None)
     if house is not None:
-        return f"your pip configuration's find-links {house!r} is an ortfix wheelhouse, whose manifest's hashes " \
-               "ortfix checks in pip's report (uv reports none)"
+        return Msg(N_("your pip configuration's find-links {folder} is an ortfix wheelhouse, whose manifest's hashes "
+                      "ortfix checks in pip's report (uv reports none)"), folder=repr(house))
     secret = next((link for link in config.find_links if _auth().search(link)), None)
     if secret is not None:
-        return f"your pip configuration's find-links {redact(secret)!r} holds credentials, which uv could only be " \
-               "given on its command line"
+        return Msg(N_("your pip configuration's find-links {link} holds credentials, which uv could only be given on "
+                      "its command line"), link=repr(redact(secret)))
     options = ["--no-config", "--link-mode", "hardlink", "--index-strategy", "unsafe-best-match"]
     environ: dict[str, str] = {}
     if config.no_index:

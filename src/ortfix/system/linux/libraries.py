@@ -77,12 +77,15 @@ def hook_files(kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple
         dirs = hook_folders(paths)
         activate, deactivate = hooks.conda_hook_paths(prefix)
         return (HookFile(str(activate), hooks.render_conda_activate(dirs, prefix),
-                         f"conda activate.d hook: put {len(dirs)} folder(s) first on LD_LIBRARY_PATH"),
+                         Msg(N_("conda activate.d hook: put {n} folder(s) first on LD_LIBRARY_PATH"), n=len(dirs))),
                 HookFile(str(deactivate), hooks.render_conda_deactivate(prefix),
-                         "conda deactivate.d hook: restore LD_LIBRARY_PATH exactly"))
+                         Msg(N_("conda deactivate.d hook: restore LD_LIBRARY_PATH exactly"))))
     module, pth = hooks.preload_paths(site)
     libs = list(paths)
     return (HookFile(str(module), hooks.render_preload_module(libs, site),
-                     f"preload hook: load {len(libs)} librar{'y' if len(libs) == 1 else 'ies'} by absolute path when "
-                     "onnxruntime is imported"),
-            HookFile(str(pth), hooks.render_preload_pth(), "activate the preload hook at interpreter start-up"))
+                     Msg(N_("preload hook: load 1 library by absolute path when onnxruntime is imported")
+                         if len(libs) == 1 else
+                         N_("preload hook: load {n} libraries by absolute path when onnxruntime is imported"),
+                         n=len(libs))),
+            HookFile(str(pth), hooks.render_preload_pth(),
+                     Msg(N_("activate the preload hook at interpreter start-up"))))

@@ -259,7 +259,7 @@ class LinuxLoader:
         """The ELF info if the loader would accept this file, else why not (glibc's open_verify)."""
         header = elfmod.elf_header(path)
         if header is None:
-            return f"{path}: not an ELF file or unreadable"
+            return f"{path}: not an ELF file or unreadable"  # i18n: english (a fact: saved with the check)
         if header != (self.config.elf_class, self.config.machine):
             return f"{path}: ELF{header[0]} {header[1]}, needs ELF{self.config.elf_class} {self.config.machine}"
         try:

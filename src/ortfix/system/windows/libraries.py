@@ -127,12 +127,14 @@ def hook_files(kind: str, paths: Sequence[str], prefix: str, site: str) -> tuple
         for path, content in zip(winhooks.conda_windows_hook_paths(prefix),
                                  winhooks.render_conda_windows_hooks(dirs, prefix)):
             shell = {".bat": "cmd", ".ps1": "PowerShell", ".sh": "bash"}[path.suffix]
-            summary = (f"conda {path.parent.name} script for {shell}: "
-                       + (f"put {len(dirs)} folder(s) first on PATH" if path.parent.name == "activate.d"
-                          else "restore PATH exactly"))
+            summary = (Msg(N_("conda {folder} script for {shell}: put {n} folder(s) first on PATH"),
+                           folder=path.parent.name, shell=shell, n=len(dirs)) if path.parent.name == "activate.d"
+                       else Msg(N_("conda {folder} script for {shell}: restore PATH exactly"), folder=path.parent.name,
+                                shell=shell))
             out.append(HookFile(str(path), content, summary))
         return tuple(out)
     module, pth = winhooks.path_hook_paths(site)
     return (HookFile(str(module), winhooks.render_path_hook_module(dirs, site),
-                     f"PATH hook: put {len(dirs)} folder(s) first on PATH when onnxruntime is imported"),
-            HookFile(str(pth), winhooks.render_path_hook_pth(), "activate the PATH hook at interpreter start-up"))
+                     Msg(N_("PATH hook: put {n} folder(s) first on PATH when onnxruntime is imported"), n=len(dirs))),
+            HookFile(str(pth), winhooks.render_path_hook_pth(),
+                     Msg(N_("activate the PATH hook at interpreter start-up"))))

@@ -270,7 +270,7 @@ class WindowsLoader:
         except OSError as exc:
             raise _LoadFailed(f"{path}: cannot be read: {exc}") from exc
         if info.machine != self.config.machine:
-            raise _LoadFailed(f"{path}: {info.machine} DLL, this process is {self.config.machine} "
+            raise _LoadFailed(f"{path}: {info.machine} DLL, this process is {self.config.machine} "  # i18n: english
                               f"(error {ERROR_BAD_EXE_FORMAT})")
         return info
 

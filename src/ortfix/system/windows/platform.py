@@ -340,7 +340,7 @@ def detect_windows_driver(system_dir: str, *, query_gpus: bool = True) -> Driver
     smi = shutil.which("nvidia-smi")
     if not os.path.isfile(nvcuda) and smi is None:
         return DriverFacts(present=False, version=None,
-                           source=f"no nvcuda.dll in {system_dir}, no nvidia-smi.exe on PATH")
+                           source=f"no nvcuda.dll in {system_dir}, no nvidia-smi.exe on PATH")  # i18n: english (a fact)
     version = None
     if os.path.isfile(nvcuda):
         try:

@@ -44,7 +44,7 @@ _NO_MATCH = ("No matching distribution", "Could not find a version", "no version
 def uv_options(env: TargetEnv) -> UvOptions:
     """The user's pip configuration for this environment, read now, as uv options (system/uvargs.py)."""
     options = translate(read_pip_config(env.prefix, os.environ))
-    if isinstance(options, str):
+    if not isinstance(options, UvOptions):
         raise OrtfixError(Msg(N_("the plan installs with uv, but {reason}"), reason=options),
                           hint=Msg(N_("make a new plan (--installer auto then uses pip); nothing was changed")))
     return options
