@@ -20,8 +20,6 @@ from ortfix.cachedir import cache_dir, write_json
 from ortfix.compat.addons import ADDONS_KIND, build_addons
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
-from ortfix.compat.schemas import MATRIX_KINDS
-from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
@@ -71,6 +69,10 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
             if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
                 docs, matrix_files = cached["docs"], cached["files"]
     if docs is None:
+        # Only here: a warm load (every `check` after the first) never imports the schemas or their checker.
+        from ortfix.compat.schemas import MATRIX_KINDS
+        from ortfix.compat.validate import validate_document
+
         docs = {}
         for f in files:
             doc = validate_document(_read_bytes(f), str(f))
