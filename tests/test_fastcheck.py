@@ -84,7 +84,8 @@ def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
 # journal pulls in `secrets`). check/windows.py is not among them yet: check/diagnose.py and check/libraries.py import
 # its Windows rules at the top (whether the target is Windows is `facts.platform.is_windows` now).
 WINDOWS_ONLY = {"ortfix.system.windows.facts", "ortfix.check.windows_remedies", "ortfix.system.windows.platform",
-                "ortfix.target.winreport", "ortfix.system.windows.loader", "ortfix.system.windows.hooks", "ortfix.system.windows.pe",
+                "ortfix.target.winreport", "ortfix.system.windows.loader", "ortfix.system.windows.hooks",
+                "ortfix.system.windows.pe",
                 "ortfix.system.windows.userpath", "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls",
                 "ortfix.system.windows.confine", "ortfix.system.windows.libraries", "ortfix.system.windows.host"}
 # At exit (the fast path ends with os._exit, after the atexit handlers: fastcheck.end).
