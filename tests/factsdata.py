@@ -43,11 +43,12 @@ def encode(value: Any) -> Any:
 
 
 def _lazy_types() -> dict[str, Any]:
-    """Names the facts annotate with but import only for type checking (check/facts.py keeps the Windows-only
-    modules out of a Linux check)."""
+    """Names the facts annotate with but import only for type checking (check/facts.py and target/probe.py keep the
+    Windows-only modules out of a Linux check)."""
     from ortfix.system.windows import facts as winfacts
+    from ortfix.target import winreport
 
-    return dict(vars(winfacts))
+    return {**vars(winfacts), **vars(winreport)}
 
 
 _LAZY_TYPES = _lazy_types()

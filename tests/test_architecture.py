@@ -127,7 +127,7 @@ def test_nothing_below_cli_imports_click(module: str) -> None:
 # entry for a module that is no longer over it (drop the entry when a module is split).
 LONG_MODULES = {
     "ortfix.target._probe": "sent to the target as the source of one `python -c`: one file, standard library only",
-    "ortfix.target.probe": "the probe report's types, Windows part included, each parsed strictly in one place",
+    "ortfix.target.probe": "the probe report's types (the Windows part's: system/windows), each parsed strictly here",
     "ortfix.cli.app": "mostly the commands' help texts; the command bodies are a few lines each",
     "ortfix.system.linux.confine": "PosixEnvRoot and the descriptor-level *at helpers it alone is built from",
     "ortfix.system.windows.confine": "the whole EnvRoot interface for Windows, one lifecycle",

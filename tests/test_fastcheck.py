@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from clitools import REPO, run_ortfix
 from ortfix.cli.invocation import parse_check
+from ortfix.speed.replay import RACY_MARGIN_NS
 from support.fixtures import make_venv, pip_install
 
 
@@ -82,7 +84,8 @@ def test_fast_path_does_not_import_click(gpu_venv: Path) -> None:
 # journal pulls in `secrets`). check/windows.py is not among them yet: check/diagnose.py and check/libraries.py import
 # its Windows rules at the top (whether the target is Windows is `facts.platform.is_windows` now).
 WINDOWS_ONLY = {"ortfix.system.windows.facts", "ortfix.check.windows_remedies", "ortfix.system.windows.platform",
-                "ortfix.system.windows.loader", "ortfix.system.windows.hooks", "ortfix.system.windows.pe",
+                "ortfix.target.winreport", "ortfix.system.windows.loader", "ortfix.system.windows.hooks",
+                "ortfix.system.windows.pe",
                 "ortfix.system.windows.userpath", "ortfix.verify.winloadcheck", "ortfix.explain.windows_dlls",
                 "ortfix.system.windows.confine", "ortfix.system.windows.libraries", "ortfix.system.windows.host"}
 # At exit (the fast path ends with os._exit, after the atexit handlers: fastcheck.end).
@@ -112,6 +115,24 @@ def test_check_imports_nothing_windows_only_or_transactional(gpu_venv: Path, ext
     assert "secrets" not in loaded
     # nor what only some environments need: hashlib's OpenSSL binding (a hook, a project file), platform ($LIB)
     assert loaded & {"hashlib", "_hashlib", "platform"} == set()
+
+
+@pytest.mark.slow
+def test_a_replayed_check_imports_neither_typing_nor_the_other_commands_requests(gpu_venv: Path,
+                                                                                   tmp_path: Path) -> None:
+    """A replayed `check` validates its options with commands/inputs.py, which no longer defines the other
+    commands' NamedTuples (commands/requests.py): with `typing`, they were 32M instructions, a fifth of the replay's
+    (issue 22)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    env["ORTFIX_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = [sys.executable, "-c", _MODULES_AFTER_CHECK, "check", "--python", str(gpu_venv)]
+    time.sleep(RACY_MARGIN_NS / 1e9 + 0.2)  # the venv was just copied: a result is kept once it has settled
+    for _ in range(2):  # the first run records, the second replays
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=120, check=False)
+        assert proc.returncode == 1 and "\nmodules: " in proc.stderr, proc.stderr[-2000:]
+    loaded = set(proc.stderr.rsplit("modules: ", 1)[1].split())
+    assert "ortfix.check.facts" not in loaded and "ortfix.commands.inputs" in loaded  # replayed, options validated
+    assert loaded & {"typing", "ortfix.commands.requests", "dataclasses"} == set()
 
 
 def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp_path: Path) -> None:

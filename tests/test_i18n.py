@@ -184,6 +184,24 @@ def test_a_language_name_is_never_a_path() -> None:
         shutil.rmtree(folder)
 
 
+def test_english_answers_as_gettext_null_translations_without_importing_gettext() -> None:
+    """English needs no catalog: its messages come back as gettext.NullTranslations returns them, and gettext
+    (6M instructions of every English `check`) is not imported; a catalog language still loads through gettext."""
+    script = ("import sys\n"
+              "from ortfix import i18n\n"
+              "i18n.set_language('en')\n"
+              "answers = [i18n._('a line'), *(i18n.ngettext('one', 'many', n) for n in (0, 1, 2, -1))]\n"
+              "english_only = 'gettext' not in sys.modules\n"
+              "import gettext\n"
+              "null = gettext.NullTranslations()\n"
+              "print(english_only, answers == [null.gettext('a line'),\n"
+              "      *(null.ngettext('one', 'many', n) for n in (0, 1, 2, -1))], i18n.set_language('zh_CN'))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True", "zh_CN"]
+
+
 def test_windows_ui_language_ids_are_named_as_locales() -> None:
     """GetUserDefaultUILanguage's ids (Windows' LANGID table): Simplified Chinese (PRC, Singapore), Traditional
     (Taiwan), US English."""

@@ -201,6 +201,51 @@ def test_encode_refuses_other_types(probe: dict[str, Any]) -> None:
         probe["encode"]({"x": 1.5})
 
 
+DOCUMENTS = [
+    None, True, False, 0, -1, 2**70, [], {}, (), [[]], {"a": {}}, [1, "x", None, True, False], ("tuple", 3),
+    {"k\u00e9y\n": ["v", {"n": [None, -0, 12345678901234567890]}]},
+    {"files": [["onnxruntime/capi/\udcff.so", "sha256=abc", 12], ["a,\"b\".txt", "", None]]},
+    {"": "", "\U0001f600": "\udcff"}, {"strings": TRICKY_STRINGS},
+]
+
+
+@pytest.mark.parametrize("c_encoder", [True, False], ids=["_json", "encode()"])
+@pytest.mark.parametrize("value", DOCUMENTS, ids=repr)
+def test_dumps_as_json_dumps_does(probe: dict[str, Any], value: Any, c_encoder: bool,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report is written by dumps(): json.dumps' own C encoder where the interpreter has it, else encode()."""
+    assert probe["c_make_encoder"] is not None
+    if not c_encoder:
+        monkeypatch.setitem(probe, "c_make_encoder", None)
+    encoded = probe["dumps"](value)
+    assert encoded.isascii()
+    assert encoded == json.dumps(value)
+
+
+def test_dumps_uses_the_c_encoder(probe: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole report in one call of json's C encoder (a third of encode()'s time), not value by value."""
+    made: list[tuple[Any, ...]] = []
+    real = probe["c_make_encoder"]
+
+    def recording(*args: Any) -> Any:
+        made.append(args)
+        return real(*args)
+
+    monkeypatch.setitem(probe, "c_make_encoder", recording)
+    monkeypatch.setitem(probe, "encode", lambda value: pytest.fail("encode() used"))
+    assert probe["dumps"]({"a": [1, "\u2028"]}) == json.dumps({"a": [1, "\u2028"]})
+    assert len(made) == 1
+
+
+def test_dumps_falls_back_when_the_encoder_takes_other_arguments(probe: dict[str, Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def other_signature(*args: Any) -> Any:
+        raise TypeError("make_encoder() takes 10 arguments")
+
+    monkeypatch.setitem(probe, "c_make_encoder", other_signature)
+    assert probe["dumps"]({"a": ["\udcff", None]}) == json.dumps({"a": ["\udcff", None]})
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # String matching without `re`
 # ---------------------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ortfix.check.winstore import store_python_findings
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.plan.hook_actions import hook_actions, machine_path_shadows
 from ortfix.system.windows.platform import WindowsPlatform
-from ortfix.target.probe import RegistryPath, WindowsInfo
+from ortfix.target.winreport import RegistryPath, WindowsInfo
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
 from txtools import assert_same_tree, tree_state

@@ -26,7 +26,7 @@ from ortfix.safetext import visible, visible_lines
 if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
     from ortfix.cli.invocation import Invocation
-    from ortfix.commands.inputs import PlanInputs
+    from ortfix.commands.requests import PlanInputs
     from ortfix.target.choose import TargetDescription
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -191,8 +191,9 @@ def plan(python: str | None, as_json: bool, output: Path | None, ort_version: st
          driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
          project: bool, with_: tuple[str, ...]) -> None:
     from ortfix.cli.render import plan_document, render_plan
-    from ortfix.commands.inputs import PlanInputs, plan_request
+    from ortfix.commands.inputs import plan_request
     from ortfix.commands.plan import PlanResult, run_plan
+    from ortfix.commands.requests import PlanInputs
 
     python, options, output = plan_request(python, PlanInputs(ort_version, cuda, hook, installer, driver_version,
                                                               compute_capability, project, with_), output)
@@ -283,7 +284,7 @@ def _plan_options(func: F) -> F:
 def _export_inputs(ort_version: str | None, cuda: str | None, driver_version: str | None,
                    compute_capability: str | None, hook: str, with_: tuple[str, ...]) -> PlanInputs:
     """What export and wheelhouse plan with (_plan_options)."""
-    from ortfix.commands.inputs import PlanInputs
+    from ortfix.commands.requests import PlanInputs
 
     return PlanInputs(ort_version=ort_version, cuda=cuda, hook=hook, driver_version=driver_version,
                       compute_capability=compute_capability, with_=with_)
@@ -498,7 +499,8 @@ def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, 
     from ortfix.cli.render import render_plan
     from ortfix.cli.render_tx import apply_json, render_apply
     from ortfix.commands.apply import prepare_apply, run_apply
-    from ortfix.commands.inputs import PlanInputs, apply_request
+    from ortfix.commands.inputs import apply_request
+    from ortfix.commands.requests import PlanInputs
 
     _require_confirmation_possible(yes or dry_run)
     request = apply_request(python, plan_file, PlanInputs(ort_version, cuda, hook, installer, driver_version,

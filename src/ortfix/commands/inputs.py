@@ -18,7 +18,8 @@ What a user states about the target comes before how to fix it, the fix before w
 names the most basic mistake. click still reports first what only it knows (an unknown option, a missing value or
 argument, a FORMAT that is not one); tests/test_cli_errors.py pins the order on both paths.
 
-Imported by the click-free `check`: only its part is light (no dataclasses, no plan model at import)."""
+Imported by the click-free `check`: only its part is light (no dataclasses, no plan model, no `typing` at import);
+the other commands' request values are NamedTuples of commands/requests.py, imported where one is made."""
 
 from __future__ import annotations
 
@@ -26,19 +27,27 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, TextIO
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Joined, Msg
 from ortfix.target.choose import refuse_empty_python
 from ortfix.versions import validate_machine_options, validate_ort_version
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the path of a replayed `check`
 if TYPE_CHECKING:
-    from ortfix.export.model import ExportFormat
-    from ortfix.export.wheelhouse import WheelhouseTarget
+    from typing import TextIO
+
+    from ortfix.commands.requests import (
+        ApplyRequest,
+        ExplainRequest,
+        ExportRequest,
+        PlanInputs,
+        PlanRequest,
+        TuneRequest,
+        VerifyRequest,
+        WheelhouseRequest,
+    )
     from ortfix.plan.model import HookOption, InstallerOption, PlanOptions
-    from ortfix.tune import ShapeSpec
 
 # The optional parts `--with` names (check: judged; plan, apply: provided).
 WITH_PARTS = ("tensorrt",)
@@ -143,11 +152,19 @@ def dest_folder(path: Path, flag: str = "-d") -> Path:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-class CheckRequest(NamedTuple):
-    python: str | None
-    driver_version: str | None
-    compute_capability: str | None
-    with_tensorrt: bool
+class CheckRequest:
+    """check's options, validated. A plain class, not a NamedTuple as the other requests (commands/requests.py):
+    a replayed `check` imports this module, and `typing` with the other requests' NamedTuples cost it 32M
+    instructions, a fifth of the whole replay's."""
+
+    __slots__ = ("compute_capability", "driver_version", "python", "with_tensorrt")
+
+    def __init__(self, python: str | None, driver_version: str | None, compute_capability: str | None,
+                 with_tensorrt: bool) -> None:
+        self.python = python
+        self.driver_version = driver_version
+        self.compute_capability = compute_capability
+        self.with_tensorrt = with_tensorrt
 
 
 def check_request(python: str | None, driver_version: str | None = None, compute_capability: str | None = None,
@@ -155,19 +172,6 @@ def check_request(python: str | None, driver_version: str | None = None, compute
     python = refuse_empty_python(python)
     validate_machine_options(driver_version, compute_capability)
     return CheckRequest(python, driver_version, compute_capability, with_tensorrt(with_))
-
-
-class PlanInputs(NamedTuple):
-    """The options a plan is made with, as the command line gave them (plan, apply, export, wheelhouse)."""
-
-    ort_version: str | None = None
-    cuda: str | None = None
-    hook: str = "auto"
-    installer: str = "auto"
-    driver_version: str | None = None
-    compute_capability: str | None = None
-    project: bool = False
-    with_: Sequence[str] = ()
 
 
 def plan_options(given: PlanInputs) -> PlanOptions:
@@ -202,25 +206,17 @@ def _export_options(plan_file: Path | None, given: PlanInputs) -> PlanOptions:
     return plan
 
 
-class PlanRequest(NamedTuple):
-    python: str | None
-    options: PlanOptions
-    output: Path | None
-
-
 def plan_request(python: str | None, given: PlanInputs, output: Path | None = None) -> PlanRequest:
+    from ortfix.commands.requests import PlanRequest
+
     python = refuse_empty_python(python)
     plan = plan_options(given)
     return PlanRequest(python, plan, output_file(output))
 
 
-class ApplyRequest(NamedTuple):
-    python: str | None
-    plan_file: Path | None
-    options: PlanOptions
-
-
 def apply_request(python: str | None, plan_file: Path | None, given: PlanInputs) -> ApplyRequest:
+    from ortfix.commands.requests import ApplyRequest
+
     python = refuse_empty_python(python)
     plan = plan_options(given)
     _saved_plan_alone(plan_file, plan, Msg(N_("a saved plan is applied exactly as it is")),
@@ -229,17 +225,9 @@ def apply_request(python: str | None, plan_file: Path | None, given: PlanInputs)
     return ApplyRequest(python, plan_file, plan)
 
 
-class ExportRequest(NamedTuple):
-    python: str | None
-    format: ExportFormat
-    plan_file: Path | None
-    options: PlanOptions
-    image_prefix: str | None  # dockerfile only; None: the exporting environment's paths
-    output: Path | None
-
-
 def export_request(python: str | None, fmt: str, plan_file: Path | None, given: PlanInputs, *,
                    prefix_in_image: str | None, output: Path | None) -> ExportRequest:
+    from ortfix.commands.requests import ExportRequest
     from ortfix.export.dockerfile import validate_image_prefix
     from ortfix.export.model import ExportFormat
 
@@ -255,16 +243,9 @@ def export_request(python: str | None, fmt: str, plan_file: Path | None, given: 
     return ExportRequest(python, export_format, plan_file, plan, image_prefix, output_file(output))
 
 
-class WheelhouseRequest(NamedTuple):
-    python: str | None
-    plan_file: Path | None
-    options: PlanOptions
-    target: WheelhouseTarget
-    folder: Path
-
-
 def wheelhouse_request(python: str | None, plan_file: Path | None, given: PlanInputs, *, folder: Path,
                        platform_tag: str | None, python_version: str | None) -> WheelhouseRequest:
+    from ortfix.commands.requests import WheelhouseRequest
     from ortfix.export.wheelhouse import validate_target
 
     python = refuse_empty_python(python)
@@ -273,14 +254,8 @@ def wheelhouse_request(python: str | None, plan_file: Path | None, given: PlanIn
     return WheelhouseRequest(python, plan_file, plan, target, dest_folder(folder))
 
 
-class VerifyRequest(NamedTuple):
-    python: str | None
-    model: Path | None  # resolved; None: the built-in model
-    shapes: ShapeSpec | None
-    timeout: float
-
-
 def verify_request(python: str | None, *, model: Path | None, shapes: str | None, timeout: str) -> VerifyRequest:
+    from ortfix.commands.requests import VerifyRequest
     from ortfix.target.ortrun import model_file
     from ortfix.tune import parse_shapes
 
@@ -297,16 +272,9 @@ def verify_request(python: str | None, *, model: Path | None, shapes: str | None
     return VerifyRequest(python, resolved, spec, seconds(timeout))
 
 
-class TuneRequest(NamedTuple):
-    python: str | None
-    model: Path  # resolved
-    shapes: list[ShapeSpec]
-    runs: int
-    timeout: float
-
-
 def tune_request(python: str | None, model: Path, *, shapes: Sequence[str], runs: str,
                  timeout: str) -> TuneRequest:
+    from ortfix.commands.requests import TuneRequest
     from ortfix.target.ortrun import model_file
     from ortfix.tune import parse_shapes
 
@@ -316,15 +284,11 @@ def tune_request(python: str | None, model: Path, *, shapes: Sequence[str], runs
                        seconds(timeout))
 
 
-class ExplainRequest(NamedTuple):
-    python: str | None
-    text: str
-    check: bool  # also look at this machine (not --no-check)
-
-
 def explain_request(python: str | None, text: str | None, log_file: Path | None, stdin: TextIO,
                     check: bool) -> ExplainRequest:
     """The message to explain: TEXT, else the log --file names ('-': standard input), else piped standard input."""
+    from ortfix.commands.requests import ExplainRequest
+
     python = refuse_empty_python(python)
     if text is None:
         if log_file is not None and str(log_file) != "-":
@@ -351,6 +315,5 @@ def python_option(python: str | None) -> str | None:
     return refuse_empty_python(python)
 
 
-__all__ = ["ApplyRequest", "CheckRequest", "ExplainRequest", "ExportRequest", "PlanInputs", "PlanRequest",
-           "TuneRequest", "VerifyRequest", "WheelhouseRequest", "apply_request", "check_request", "explain_request",
-           "export_request", "plan_request", "prune_keep", "tune_request", "verify_request", "wheelhouse_request"]
+__all__ = ["CheckRequest", "apply_request", "check_request", "explain_request", "export_request", "plan_request",
+           "prune_keep", "tune_request", "verify_request", "wheelhouse_request"]

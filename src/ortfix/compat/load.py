@@ -20,8 +20,6 @@ from ortfix.cachedir import cache_dir, write_json
 from ortfix.compat.addons import ADDONS_KIND, build_addons
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
-from ortfix.compat.schemas import MATRIX_KINDS
-from ortfix.compat.validate import validate_document
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 
@@ -72,6 +70,10 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
             if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
                 docs, matrix_files = cached["docs"], cached["files"]
     if docs is None:
+        # Only here: a warm load (every `check` after the first) never imports the schemas or their checker.
+        from ortfix.compat.schemas import MATRIX_KINDS
+        from ortfix.compat.validate import validate_document
+
         docs = {}
         for f in files:
             doc = validate_document(_read_bytes(f), str(f))

@@ -1,2 +1,26 @@
 """What makes `check` fast, used by the command layer only: starting the probe early (check, plan),
-recording what a check looked at on the file system, and replaying an identical earlier check."""
+recording what a check looked at on the file system, and replaying an identical earlier check.
+
+Where a check's time goes (issue 22's targets: `check --fresh` <= 0.5x and a replayed `check` <= 0.3x the wall time
+of `import onnxruntime`, scripts/bench_check.py). Measured on the onnxruntime-gpu 1.22.0 venv with its NVIDIA wheels
+(tests/ortvenvs.py `gpu_venv`), Python 3.11, on the shared 2-core machine (load average 4-6), after the last round of
+issue 22 (the probe's C encoder, no `typing` or gettext on a replay, lazier imports): old and new tree interleaved in
+one run, 31 rounds, median wall time against `import onnxruntime`'s: replayed 0.38 -> 0.30 and 0.35 -> 0.31, fresh
+0.76 -> 0.67 and 0.81 -> 0.72; alternate runs of `scripts/bench_check.py --runs 15 --distributions 0` (each against
+its own import) scatter as much as they differ: replayed 0.37-0.41 -> 0.32-0.40, fresh 0.77-0.83 -> 0.77-0.89.
+Instructions of ortfix's own process (callgrind, steady against load): replayed 172.4M -> 140.7M, fresh 543.5M ->
+518.9M; the probe's 78.7M -> 73.0M.
+- A replayed check is the interpreter's start (38M instructions with `site`, ~17 ms), the imports before the probe
+  starts (~20 ms: `subprocess` 7 ms with `locale`, `re`, `threading`, `signal`, `selectors`; `pathlib` 3.4 ms with
+  `urllib.parse` and `ipaddress`), then the probe (~29 ms, 13 of them the target's `python -S` start), which it waits
+  for; reading the saved check back and looking again at what it saw runs meanwhile. What is left to take: the
+  imports before the spawn (a `posix_spawn` start in subproc.py and a target chosen without pathlib: ~10 ms) and the
+  probe's own ~16 ms (scanning the distributions and their RECORD sizes, sysconfig), its floor.
+- A fresh check is mostly imports (443M of its 519M instructions, measured by importing check's modules alone):
+  defining the 41 frozen dataclasses on its path costs about 4.2M instructions each (~170M, a third of the check:
+  `dataclasses` compiles six methods per class, in one `exec` each, at import) and importing `dataclasses` itself
+  (`inspect`, `ast`, `dis`, `tokenize`) 72M. The probe (73M, in its own process) ends while these imports still
+  run. What is left to take: classes defined without that per-class code generation (e.g. methods written once for
+  every record, typed through `dataclass_transform`), which is what separates 0.7x from the 0.5x target, and the
+  modules a Linux check without a project never uses (system/project.py's and system/uvargs.py's classes, ~12M).
+"""

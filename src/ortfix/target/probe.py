@@ -1,8 +1,8 @@
 """Host side of the probe: run `_probe.py` inside the target interpreter and type what it reports (one concept, the
 probe's report: its types, their parsing from the untrusted JSON, starting and finishing the run).
 
-A little over 400 lines since the Windows part of the report (`WindowsInfo`, the registry's Path values): each type
-sits next to the strict parsing of its fields; the Windows types are the candidate to move out."""
+The Windows part of the report (`WindowsInfo`, the registry's Path values) is typed in target/winreport.py and
+imported only when a report has one: a Linux check does not define its classes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -20,15 +20,16 @@ from ortfix.i18n import N_, Msg
 from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
+if TYPE_CHECKING:
+    from ortfix.target.winreport import RegistryPath, WindowsInfo
+
 __all__ = [
     "Dependent",
     "Distribution",
     "OrtDir",
     "ProbeFacts",
     "RecordProblem",
-    "RegistryPath",
     "TorchInfo",
-    "WindowsInfo",
     "finish_probe",
     "parse_probe",
     "resolve_target",
@@ -124,36 +125,6 @@ class TorchInfo:
     cuda: str | None
     lib_dir: str
     libs: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RegistryPath:
-    """A `Path` value from the registry, as stored and as a new process would get it."""
-
-    raw: str
-    kind: str  # REG_EXPAND_SZ | REG_SZ (another type is not a Path the system uses)
-    expanded: str  # %VARS% expanded
-
-
-@dataclass(frozen=True)
-class WindowsInfo:
-    """What a Windows target adds to the report: the folders its DLL search uses besides PATH, PATH as a new login
-    would build it, and the modes that change the search."""
-
-    system_dir: str  # System32
-    windows_dir: str
-    exe_dir: str  # the folder of the process's .exe (the first place a bare LoadLibrary searches): a venv's base's
-    machine_path: RegistryPath | None  # HKLM\...\Session Manager\Environment
-    user_path: RegistryPath | None  # HKCU\Environment
-    conda_dll_search_modification: str | None  # CONDA_DLL_SEARCH_MODIFICATION_ENABLE as set in the process
-    packaged: bool  # a Microsoft Store (packaged) Python
-    process_exe: str | None = None  # the .exe the process runs (a venv's python.exe starts its base's: this one)
-
-    @property
-    def login_path(self) -> tuple[str, ...]:
-        """PATH as a new login's processes get it: the machine Path, then the user Path (expanded)."""
-        parts = [p.expanded for p in (self.machine_path, self.user_path) if p is not None]
-        return tuple(e for part in parts for e in part.split(";") if e)
 
 
 @dataclass(frozen=True)
@@ -358,6 +329,8 @@ _REGISTRY_PATH_KINDS = ("REG_SZ", "REG_EXPAND_SZ")
 
 
 def _registry_path(r: _Report, w: Mapping[str, object], key: str) -> RegistryPath | None:
+    from ortfix.target.winreport import RegistryPath
+
     value = r.get(w, key, "windows", list, optional=True)
     if value is None:
         return None
@@ -370,6 +343,8 @@ def _registry_path(r: _Report, w: Mapping[str, object], key: str) -> RegistryPat
 
 
 def _windows_info(r: _Report, w: Mapping[str, object]) -> WindowsInfo:
+    from ortfix.target.winreport import WindowsInfo
+
     return WindowsInfo(
         system_dir=r.text(w, "system_dir", "windows"),
         windows_dir=r.text(w, "windows_dir", "windows"),
