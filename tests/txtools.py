@@ -33,16 +33,27 @@ def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("d", stat.S_IMODE(st.st_mode))
             else:
-                out[rel] = ("f", stat.S_IMODE(st.st_mode), _digest(p))
+                out[rel] = ("f", stat.S_IMODE(st.st_mode), _digest(p, st))
     return out
 
 
-def _digest(path: Path) -> bytes:
+# A file's digest by its inode and change time: the state after a rollback reads again only what changed (GBs of
+# real wheels, read twice, were seconds of each real-wheel test). Any change to a file's content or its links moves
+# its ctime (which no program can set back); a file replaced is another inode.
+_DIGESTS: dict[tuple[int, int, int, int, int], bytes] = {}
+
+
+def _digest(path: Path, st: os.stat_result) -> bytes:
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return known
     h = hashlib.blake2b()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.digest()
+    _DIGESTS[key] = h.digest()
+    return _DIGESTS[key]
 
 
 def assert_same_tree(before: Mapping[str, tuple[Any, ...]], after: Mapping[str, tuple[Any, ...]]) -> None:
