@@ -36,9 +36,10 @@ def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dic
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise OrtfixError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
+    loader = yaml.SafeLoader(text)
+    try:  # one parse: the node tree (its lines name a problem) and the document built from it, as safe_load builds it
+        node = loader.get_single_node()
+        doc = loader.construct_document(node) if node is not None else None
     except RecursionError as exc:
         raise OrtfixError(f"{name}: invalid YAML: nested too deeply") from exc
     except yaml.YAMLError as exc:
@@ -46,6 +47,8 @@ def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dic
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise OrtfixError(f"{where}: invalid YAML: {problem}") from exc
+    finally:
+        loader.dispose()
     if not isinstance(doc, dict):
         raise OrtfixError(f"{name}:1: a compat file must be a mapping with schema_version, kind and data_version")
     version = doc.get("schema_version")
