@@ -100,6 +100,28 @@ def linked_copy(venv: Path, dest: Path) -> Path:
     return dest
 
 
+def linked_into(venv: Path, prefix: Path) -> None:
+    """What pip installed into the cached `venv` (its site-packages and scripts) hard-linked into the environment at
+    `prefix` (a venv or a base installation of the same Python), as pip would have installed it there: RECORD names
+    files relative to site-packages. For a test that needs a wheel the cache holds in an environment of its own; the
+    scripts still start the cached venv's interpreter (nothing here runs them)."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    site, dest = site_packages(venv), site_packages(prefix)
+    for entry in site.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, dest / entry.name, symlinks=True, copy_function=link)
+        else:
+            link(str(entry), str(dest / entry.name))
+    for script in (venv / "bin").iterdir():
+        if not script.name.startswith(("python", "activate", "Activate")):
+            link(str(script), str(prefix / "bin" / script.name))
+
+
 def cpu_venv() -> Path:
     """onnxruntime 1.22.0 (CPU) with the fake-CUDA switch (see above)."""
     venv = cached_venv("ortvenv-cpu", "onnxruntime==1.22.0")

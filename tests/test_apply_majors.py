@@ -11,12 +11,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from checktools import site_packages
+from ortvenvs import cached_venv, linked_copy
 from txtools import assert_same_tree, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
@@ -74,14 +74,23 @@ def _major_of(path: str) -> int | None:
     return int(m.group(2)) + (1 if m.group(1) == "cufft" else 0)
 
 
+def _ort_alone(venv: Path, version: str, numpy: str) -> Path:
+    """A venv at `venv` with onnxruntime-gpu `version` alone (`--no-deps`), numpy (which it imports) and its own pip
+    (apply runs it). The ORT wheel's files are hard links to test_releases.py's venv of that release (made once per
+    machine, tests/ortvenvs.py): pip unpacked and compiled that wheel, hundreds of MB, in each test before."""
+    linked_copy(cached_venv("releases", f"onnxruntime-gpu=={version}", no_deps=True), venv)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "ensurepip", "--default-pip"], check=True, capture_output=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", numpy],
+                   check=True)
+    return venv
+
+
 @pytest.mark.parametrize("version", sorted(CASES))
 def test_apply_loads_one_cuda_major_and_rolls_back(tmp_path: Path, version: str) -> None:
     major = CASES[version]
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    venv = _ort_alone(tmp_path / "venv", version, "numpy<2" if major == 11 else "numpy")
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
-                    f"onnxruntime-gpu=={version}", "numpy<2" if major == 11 else "numpy"], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
     before = tree_state(venv)
 

@@ -8,7 +8,6 @@ lies on a local disk: about 5.5 GB in the venv), onnxruntime-gpu 1.22.0 and 1.31
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from txtools import fresh_process, ortfix_json
+from txtools import assert_same_tree, fresh_process, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
 
@@ -24,25 +23,6 @@ pytestmark = pytest.mark.realwheels
 # (the preload hook fires), as onnxruntime's provider will load them
 CU13_SONAMES = ["libcublasLt.so.13", "libcublas.so.13", "libcudart.so.13", "libcurand.so.10", "libcufft.so.12",
                 "libcudnn.so.9"]
-
-
-def _digests(root: Path) -> dict[str, str]:
-    """Every file and link under root (ortfix's own `.ortfix` aside) → its sha256 or link target: a readable
-    difference, without holding 5.5 GB of bytes twice."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        if Path(dirpath) == root:
-            dirnames[:] = [d for d in dirnames if d != ".ortfix"]
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link " + os.readlink(path)
-            elif path.is_dir():
-                out[rel] = "dir"
-            else:
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -59,7 +39,7 @@ def test_torch_cuda13_beside_ort_cuda12_keeps_torch_whole(tmp_path: Path) -> Non
         pytest.skip(f"torch 2.14.1 with its CUDA wheels cannot be installed here: {installed.stderr.strip()[-300:]}")
     assert "No broken requirements" in _pip(python, "check").stdout
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH")}
-    before = _digests(venv)
+    before = tree_state(venv)
 
     plan = ortfix_json("plan", "--python", str(python), "--driver", "580.159.04", env=env, expect=1)
     assert plan["target"]["cuda_major"] == 13 and plan["target"]["package"] == "onnxruntime-gpu", plan["target"]
@@ -77,6 +57,4 @@ def test_torch_cuda13_beside_ort_cuda12_keeps_torch_whole(tmp_path: Path) -> Non
     assert "all loaded" in run.stdout, run.stderr
 
     ortfix_json("rollback", "--python", str(python), "--yes", env=env)
-    after = _digests(venv)
-    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-    assert not changed, changed[:20]
+    assert_same_tree(before, tree_state(venv))  # 5.5 GB: only what apply and rollback touched is read again

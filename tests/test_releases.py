@@ -17,7 +17,7 @@ import pytest
 
 from checktools import site_packages
 from clitools import run_ortfix
-from ortvenvs import cached_venv
+from ortvenvs import cached_venv, linked_copy, linked_into
 from plantools import assert_coherent, requirements
 from support.fixtures import base_python
 from txtools import assert_same_tree, ortfix_json, tree_state
@@ -122,7 +122,8 @@ def test_libraries_of_another_cuda_major_are_not_reused(tmp_path: Path) -> None:
     """A CUDA 12 build (1.19.2) beside CUDA 11's cuRAND wheel: libcurand.so.10 has the same SONAME in both, and both
     wheels install into nvidia/curand/lib. check says LIB008 once it is findable; the plan installs CUDA 12's cuRAND
     after uninstalling CUDA 11's, and never loads the CUDA 11 copy."""
-    venv = _venv(tmp_path / "mixed", "onnxruntime-gpu==1.19.2", "nvidia-curand-cu11")
+    venv = linked_copy(cached_venv("releases", "onnxruntime-gpu==1.19.2", no_deps=True), tmp_path / "mixed")
+    _install(venv / "bin" / "python", "nvidia-curand-cu11")
     python = str(venv / "bin" / "python")
     curand_dir = site_packages(venv) / "nvidia" / "curand" / "lib"
     assert (curand_dir / "libcurand.so.10").exists()
@@ -181,7 +182,8 @@ def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([str(base), "-m", "venv", "--system-site-packages", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
-    _install(python, "onnxruntime-gpu==1.22.0", "numpy")
+    linked_into(cached_venv("releases", "onnxruntime-gpu==1.22.0", no_deps=True), venv)  # pip, from the cache
+    _install(python, "numpy")
 
     check = _json(["check", "--python", str(python)])
     codes = {f["code"] for f in check["findings"]}
@@ -211,7 +213,7 @@ def test_layered_venv_over_a_base_with_the_cpu_package(tmp_path: Path) -> None:
 
     reverse = tmp_path / "reverse"
     base_gpu = _base_python(tmp_path / "b2")
-    _install(base_gpu, "onnxruntime-gpu==1.22.0")
+    linked_into(cached_venv("releases", "onnxruntime-gpu==1.22.0", no_deps=True), base_gpu.parent.parent)
     subprocess.run([str(base_gpu), "-m", "venv", "--without-pip", "--system-site-packages", str(reverse)],
                    check=True)
     _install(reverse / "bin" / "python", "onnxruntime==1.22.0")

@@ -411,13 +411,35 @@ def test_output_closed_by_its_reader_is_not_an_error(fast: bool) -> None:
 
 
 def test_a_child_timed_out_while_its_output_is_being_read_is_a_timeout(marker: str) -> None:
-    """ortrun's time limit ends the child from a timer thread while the main thread reads its output: the pipes
-    must not be closed under that reader (it raised "I/O operation on closed file" in most runs)."""
+    """ortrun's time limit ends the child while a thread still reads its output: the pipes must not be closed under
+    that reader, which reads on to end-of-file (closed under it, it lost what was still unread and, before `_drain`
+    took the error, raised "I/O operation on closed file" in most runs).
+
+    Deterministically: the reader is held inside `on_stage` (it runs on the reader thread) from the first line until
+    the time limit has ended the child, so the line after it is still unread when the child is ended."""
     from ortfix.target import ortrun
 
-    script = f"yes line | head -c 200000000; sleep {marker}"
-    for _ in range(10):  # a race: it broke in 1 to 8 runs of 10 before
-        outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=0.2)
+    mark = ortrun.MARK + '{"stage": "import"}'
+
+    def held(_doc: object) -> None:
+        deadline = time.monotonic() + 15
+        while not _alive_with(marker) and time.monotonic() < deadline:  # `exec sleep` has started...
+            time.sleep(0.01)
+        while _alive_with(marker) and time.monotonic() < deadline:  # ...and the time limit ended it
+            time.sleep(0.01)
+        time.sleep(0.2)  # what would close the pipes runs within microseconds of that
+
+    script = f"echo '{mark}'; echo after-the-stage; exec sleep {marker}"
+    outcome = ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=1.0,
+                            on_stage=held)  # a limit the two lines are written within, however loaded the machine
+    assert outcome.timed_out and outcome.returncode is None
+    assert [dict(s) for s in outcome.stages] == [{"stage": "import"}]
+    assert "after-the-stage" in outcome.log
+    # And while the reader is busy in its reads: a child that floods its output (a race: it broke in 1 to 8 runs of
+    # 10 before; 3 runs keep that check's cost low now that the deterministic case above exists).
+    flood = f"yes {'line' * 200} | head -c 200000000; sleep {marker}"
+    for _ in range(3):
+        outcome = ortrun.stream(["sh", "-c", flood], subproc.child_env(), target_python=None, timeout=0.2)
         assert outcome.timed_out and outcome.returncode is None
     assert _alive_with(marker) == []
 
@@ -455,6 +477,38 @@ def test_what_on_stage_raises_reaches_the_caller_and_the_child_is_still_drained(
     with pytest.raises(BrokenPipeError, match="stderr went away"):
         ortrun.stream(["sh", "-c", script], subproc.child_env(), target_python=None, timeout=20, on_stage=broken)
     assert time.monotonic() - started < 15
+
+
+def test_ending_a_group_does_not_wait_for_the_zombies_it_left(marker: str) -> None:
+    """The child's leader dies first: the others of its group become orphans, reparented to the system's reaper.
+    Under a container's PID 1 that reaps once a second or two (or never), their zombies kept `terminate_group`
+    waiting its whole grace period (2 s of each of 10 timeouts in one test here), though a zombie holds nothing.
+    A child process of the test is that reaper: it reaps nobody until the group has been ended."""
+    code = textwrap.dedent(f"""
+        import ctypes, os, sys, time
+        from ortfix import subproc
+        if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+            sys.exit("prctl: " + os.strerror(ctypes.get_errno()))
+        proc = subproc.start(["sh", "-c", "sleep {marker} | sleep {marker}"], target_python=None)
+        def members():
+            stats = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    stats.append(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split())
+                except OSError:
+                    pass
+            return [s for s in stats if s[2] == str(proc.pid)]
+        while len(members()) < 3:  # sh and its two sleeps
+            time.sleep(0.01)
+        started = time.monotonic()
+        subproc.terminate_group(proc, timeout=5)
+        print(f"{{time.monotonic() - started:.2f}}")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 2.5
+    assert _alive_with(marker) == []
+
 
 def test_terminate_group_can_leave_the_pipes_to_their_reader(marker: str) -> None:
     """What makes the timeout above safe, deterministically: ended with close_pipes=False, the child's pipes stay

@@ -33,16 +33,27 @@ def tree_state(root: Path) -> dict[str, tuple[Any, ...]]:
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("d", stat.S_IMODE(st.st_mode))
             else:
-                out[rel] = ("f", stat.S_IMODE(st.st_mode), _digest(p))
+                out[rel] = ("f", stat.S_IMODE(st.st_mode), _digest(p, st))
     return out
 
 
-def _digest(path: Path) -> bytes:
-    h = hashlib.blake2b()
+# A file's digest by its inode and change time: the state after a rollback reads again only what changed (a 3.3 GB
+# real-wheel venv read twice was 12 s of a test). Any change to a file's content or its links moves its ctime (which
+# no program can set back); a file replaced is another inode.
+_DIGESTS: dict[tuple[int, int, int, int, int], bytes] = {}
+
+
+def _digest(path: Path, st: os.stat_result) -> bytes:
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return known
+    h = hashlib.sha256()  # sha256 reads 1.7x as fast as blake2b here (SHA extensions)
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.digest()
+    _DIGESTS[key] = h.digest()
+    return _DIGESTS[key]
 
 
 def assert_same_tree(before: Mapping[str, tuple[Any, ...]], after: Mapping[str, tuple[Any, ...]]) -> None:

@@ -37,9 +37,10 @@ def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dic
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise OrtfixError(Msg(N_("{where}: not UTF-8 text (byte {byte})"), where=name, byte=exc.start)) from exc
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.safe_load(text)
+    loader = yaml.SafeLoader(text)
+    try:  # one parse: the node tree (its lines name a problem) and the document built from it, as safe_load builds it
+        node = loader.get_single_node()
+        doc = loader.construct_document(node) if node is not None else None
     except RecursionError as exc:
         raise OrtfixError(Msg(N_("{where}: invalid YAML: nested too deeply"), where=name)) from exc
     except yaml.YAMLError as exc:
@@ -47,6 +48,8 @@ def validate_document(data: bytes, name: str, *, kind: str | None = None) -> dic
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise OrtfixError(Msg(N_("{where}: invalid YAML: {problem}"), where=where, problem=problem)) from exc
+    finally:
+        loader.dispose()
     if not isinstance(doc, dict):
         raise OrtfixError(Msg(N_("{where}: a compat file must be a mapping with schema_version, kind and "
                                  "data_version"), where=f"{name}:1"))

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg, tr
@@ -27,6 +27,22 @@ from ortfix.transaction.undo_notes import UndoNote
 CRASH_AFTER = "ORTFIX_TEST_CRASH_AFTER_STEP"
 CRASH_DURING = "ORTFIX_TEST_CRASH_DURING_STEP"
 PAUSE_BEFORE = "ORTFIX_TEST_PAUSE_BEFORE_STEP"  # with ORTFIX_TEST_PAUSE_FILE: wait while that file exists
+
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import TypedDict, Union, Unpack
+
+    # What signal.signal takes and gives back: a function, SIG_DFL/SIG_IGN, or None (set from outside Python).
+    _Handler = Union[Callable[[int, Union[FrameType, None]], object], int, signal.Handlers, None]
+
+    class _StepChanges(TypedDict, total=False):
+        """The fields of a journaled step that change while it runs or is reversed."""
+
+        state: StepState
+        record: Mapping[str, object]
+        started: str | None
+        finished: str | None
+        error: str | None
 
 
 @dataclass(frozen=True)
@@ -52,7 +68,7 @@ def _test_pause() -> None:
         time.sleep(0.01)
 
 
-def _replace_step(tx: Transaction, index: int, **changes: Any) -> Transaction:
+def _replace_step(tx: Transaction, index: int, **changes: Unpack[_StepChanges]) -> Transaction:
     steps = tuple(replace(s, **changes) if s.index == index else s for s in tx.steps)
     return replace(tx, steps=steps)
 
@@ -88,9 +104,9 @@ def _raise_terminated(signum: int, _frame: object) -> None:
 
 
 @contextlib.contextmanager
-def _signals(signums: tuple[int, ...], handler: Any) -> Iterator[None]:
+def _signals(signums: tuple[int, ...], handler: _Handler) -> Iterator[None]:
     """`handler` for these signals while the block runs, the previous handlers after it (main thread only)."""
-    previous: dict[int, Any] = {}
+    previous: dict[int, _Handler] = {}
     try:
         for signum in signums:
             previous[signum] = signal.signal(signum, handler)

@@ -24,6 +24,16 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
+def _running_member(pid: str, pgid: int) -> bool:
+    """/proc/<pid>/stat says the process is in group `pgid` and not a zombie; a process gone meanwhile is not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2:].split()  # the name, in parentheses, may hold spaces and parentheses
+    return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
+
+
 class PosixHost:
     """A POSIX host (see system/host.py's `Host` for what each member answers)."""
 
@@ -59,11 +69,15 @@ class PosixHost:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
             # The leader may be gone while others of its group are still ending.
-            while time.monotonic() < deadline and _signal_group(pgid, 0):
+            while time.monotonic() < deadline and self._group_running(pgid):
                 time.sleep(0.02)
             _signal_group(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored: only a hung kernel task
             proc.wait(timeout=max(timeout, 1.0))
+
+    def _group_running(self, pgid: int) -> bool:
+        """The group still has a process (a zombie counts: nothing more tells them apart here)."""
+        return _signal_group(pgid, 0)
 
     def release(self, proc: subprocess.Popen[str]) -> None:
         """Nothing was held."""
@@ -89,7 +103,19 @@ class PosixHost:
 
 
 class LinuxHost(PosixHost):
-    """Linux: as any POSIX host, with the XDG cache folder."""
+    """Linux: as any POSIX host, with the XDG cache folder and /proc."""
+
+    def _group_running(self, pgid: int) -> bool:
+        """The group has a process that is not a zombie. An orphan the group's leader left is reparented to the
+        system's reaper; under a container's PID 1 that reaps once a second or two (or never), its zombie kept
+        `end_tree` waiting its whole grace period, though a zombie holds no file, pipe or memory."""
+        if not _signal_group(pgid, 0):
+            return False
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return True
+        return any(_running_member(entry, pgid) for entry in entries if entry.isdigit())
 
     def cache_base(self) -> Path:
         # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
