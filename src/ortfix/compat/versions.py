@@ -3,9 +3,12 @@ of integers, and PEP 440 versions that may not parse."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from packaging.version import InvalidVersion, Version
 
 
+@lru_cache(maxsize=512)  # planning compares the same few driver versions thousands of times
 def driver_version(text: str) -> tuple[int, ...]:
     """A driver version as at least three integers (`535` → (535, 0, 0)); a part without digits counts as 0."""
     out = []
