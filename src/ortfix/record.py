@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -26,22 +26,20 @@ T = TypeVar("T")
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 
-class Field(NamedTuple):
-    """One field of a record: its name, its default (or `default_factory`) and whether repr and == see it."""
+class Field:
+    """One field of a record: its name, its default (or `default_factory`) and whether repr and == see it. A plain
+    class: a NamedTuple `exec`s its `__new__` at import, which is what this module avoids."""
 
-    name: str
-    default: object
-    default_factory: Callable[[], object] | None
-    repr: bool
-    compare: bool
-    type: object  # the annotation as written (a string under `from __future__ import annotations`)
+    __slots__ = ("compare", "default", "default_factory", "name", "repr", "type")
 
-
-class _Spec(NamedTuple):
-    default: object
-    default_factory: Callable[[], object] | None
-    repr: bool
-    compare: bool
+    def __init__(self, name: str, default: object, default_factory: Callable[[], object] | None,
+                 repr: bool, compare: bool, type: object) -> None:  # dataclasses.Field's names
+        self.name = name
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+        self.type = type  # the annotation as written (a string under `from __future__ import annotations`)
 
 
 @overload
@@ -53,7 +51,7 @@ def field(*, repr: bool = True, compare: bool = True) -> Any: ...
 def field(*, default: object = _MISSING, default_factory: Callable[[], object] | None = None,
           repr: bool = True, compare: bool = True) -> Any:
     """A field's options, as `dataclasses.field` takes them (typed as the field's value, as typeshed does)."""
-    return _Spec(default, default_factory, repr, compare)
+    return Field("", default, default_factory, repr, compare, None)  # named by the class that holds it
 
 
 def fields(record: object) -> tuple[Field, ...]:
@@ -199,7 +197,7 @@ def _define(cls: type[T], frozen: bool) -> type[T]:
         if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
             continue
         spec = cls.__dict__.get(name, _MISSING)
-        if isinstance(spec, _Spec):
+        if isinstance(spec, Field):
             if spec.default is _MISSING:
                 delattr(cls, name)
             else:
