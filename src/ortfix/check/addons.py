@@ -5,7 +5,6 @@ asked for (`--with tensorrt`); a build whose TensorRT nobody installed or wants 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -15,6 +14,7 @@ from ortfix.check.findings import Finding, GenaiData
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES, TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, Msg
+from ortfix.record import frozen
 from ortfix.target.probe import Distribution
 
 # The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
@@ -128,7 +128,7 @@ def _tensorrt_version_findings(facts: Facts, matrix: Matrix, gpu: OrtInstall) ->
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class GenaiInstall:
     dist: Distribution
     cuda_major: int | None  # onnxruntime-genai-cuda: read from its library's NEEDED libcudart, else None

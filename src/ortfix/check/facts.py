@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +22,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_
+from ortfix.record import asdict, field, frozen
 from ortfix.system.driver import DriverFacts, overridden_driver
 from ortfix.system.inventory import LibCopy, cuda_major_by_name
 from ortfix.system.linux.platform import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
@@ -64,7 +64,7 @@ UnfinishedReader = Callable[[str], Sequence[UnfinishedTransaction]]  # environme
 ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]  # running, or done already
 
 
-@dataclass(frozen=True)
+@frozen
 class ProviderLoad:
     provider: str  # cuda | tensorrt
     library: str
@@ -90,7 +90,7 @@ class ProviderLoad:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class OrtInstall:
     dir: OrtDir
     package: str | None  # the distribution that owns the folder's extension module, else build_and_package_info.py
@@ -105,7 +105,7 @@ class OrtInstall:
     providers: tuple[ProviderLoad, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class LoaderContext:
     ld_library_path: str | None  # as the simulated process sees it
     activation_prepend: tuple[str, ...]  # folders an installed conda hook adds on activation
@@ -122,7 +122,7 @@ class LoaderContext:
         return name.lower() if self.fold_case else name
 
 
-@dataclass(frozen=True)
+@frozen
 class Facts:
     target: str
     probe: ProbeFacts

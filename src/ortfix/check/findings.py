@@ -6,11 +6,11 @@ Also the finding's JSON form and `problems` (the findings that are not informati
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal, TypedDict, Union, final
 
 from ortfix.check.codes import UNINSTALL_FIXES, FindingCode, Severity
 from ortfix.i18n import Msg
+from ortfix.record import field, frozen
 
 
 @final
@@ -218,7 +218,7 @@ def _no_data() -> NoData:
 Text = Union[str, Msg]
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     code: FindingCode
     severity: Severity

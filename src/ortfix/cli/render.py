@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ortfix.check.addons import genai_installs, tensorrt_wanted
@@ -17,6 +16,7 @@ from ortfix.check.findings import Finding, finding_json, other_cuda, shadowing
 from ortfix.cli.cmdline import join, quote, windows_target
 from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, Joined, Msg, _, pad, text, tr
+from ortfix.record import asdict
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 

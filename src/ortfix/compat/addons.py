@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from ortfix.record import frozen
 
 ADDONS_KIND = "addons"
 
@@ -78,7 +79,7 @@ ADDONS_SCHEMA: dict[str, object] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorrtRequirement:
     """What the TensorRT provider of the ORT minors `ort` was built against."""
 
@@ -88,7 +89,7 @@ class TensorrtRequirement:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class GenaiRelease:
     package: str
     versions: tuple[str, ...]
@@ -97,7 +98,7 @@ class GenaiRelease:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Addons:
     tensorrt: tuple[TensorrtRequirement, ...] = ()
     genai: tuple[GenaiRelease, ...] = ()

@@ -3,9 +3,7 @@ the CUDA a driver runs, and the version cap that keeps pip off NVIDIA wheels the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
@@ -14,9 +12,10 @@ from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, WheelRequiremen
 from ortfix.compat.platforms import wheel_platform
 from ortfix.compat.versions import driver_version, same_version
 from ortfix.i18n import N_, Msg
+from ortfix.record import field, frozen, replace
 
 
-@dataclass(frozen=True)
+@frozen
 class Matrix:
     builds: tuple[OrtBuild, ...]
     cuda: Mapping[int, CudaMajor]
@@ -197,4 +196,4 @@ def _cap_bound(newest_ok: Version, oldest_not: Version) -> str:
 
 def _with_note(wanted: WheelRequirement, note: Msg | None) -> WheelRequirement:
     """`wanted` with `note` (English in `note`, the Msg in `note_msg`)."""
-    return dataclasses.replace(wanted, note=None if note is None else str(note), note_msg=note)
+    return replace(wanted, note=None if note is None else str(note), note_msg=note)

@@ -5,18 +5,18 @@ WheelVersions), and what to ask pip for (WheelRequirement). compat/load.py build
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.version import Version
 
 from ortfix.i18n import Msg
+from ortfix.record import field, frozen
 
 # Where a build is published: PyPI, the separate feed (configured as an extra index), or nowhere any more.
 IndexName = Literal["default", "alternate", "withdrawn"]
 
 
-@dataclass(frozen=True)
+@frozen
 class OrtBuild:
     versions: tuple[str, ...]
     package: str
@@ -60,7 +60,7 @@ class OrtBuild:
                 and self.admits_python(python_version))
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelVersions:
     """Published versions of a wheel that ship with one CUDA toolkit minor."""
 
@@ -69,7 +69,7 @@ class WheelVersions:
     driver: Mapping[str, str] = field(default_factory=dict)  # lowest driver they need whatever the CUDA minor (cuDNN)
 
 
-@dataclass(frozen=True)
+@frozen
 class Published:
     """Which versions of a wheel the index has, by CUDA minor (ascending: a later minor only has later versions)."""
 
@@ -79,7 +79,7 @@ class Published:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelSpec:
     distribution: str
     specifier: str
@@ -93,7 +93,7 @@ class WheelSpec:
     published: Published | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelRequirement:
     """What to ask pip for: `requirement` = distribution + specifier + `cap` (see Matrix.wheel_requirement)."""
 
@@ -104,7 +104,7 @@ class WheelRequirement:
     note_msg: Msg | None = None  # the same note as a Msg (ortfix/i18n.py): `note` is its English, `.text()` translated
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaMajor:
     major: int
     driver_min: Mapping[str, str]
@@ -115,7 +115,7 @@ class CudaMajor:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CudnnWheel:
     major: int
     cuda_major: int

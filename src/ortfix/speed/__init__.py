@@ -16,11 +16,17 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   for; reading the saved check back and looking again at what it saw runs meanwhile. What is left to take: the
   imports before the spawn (a `posix_spawn` start in subproc.py and a target chosen without pathlib: ~10 ms) and the
   probe's own ~16 ms (scanning the distributions and their RECORD sizes, sysconfig), its floor.
-- A fresh check is mostly imports (443M of its 519M instructions, measured by importing check's modules alone):
-  defining the 41 frozen dataclasses on its path costs about 4.2M instructions each (~170M, a third of the check:
-  `dataclasses` compiles six methods per class, in one `exec` each, at import) and importing `dataclasses` itself
-  (`inspect`, `ast`, `dis`, `tokenize`) 72M. The probe (73M, in its own process) ends while these imports still
-  run. What is left to take: classes defined without that per-class code generation (e.g. methods written once for
-  every record, typed through `dataclass_transform`), which is what separates 0.7x from the 0.5x target, and the
-  modules a Linux check without a project never uses (system/project.py's and system/uvargs.py's classes, ~12M).
+- A fresh check was mostly imports (443M of its 519M instructions, measured by importing check's modules alone), a
+  third of them defining the 41 frozen dataclasses on its path (~4.2M each: `dataclasses` compiles six methods per
+  class, one `exec` each) and 72M importing `dataclasses` itself (`inspect`, `ast`, `dis`, `tokenize`). They are
+  records now (ortfix/record.py: methods written once, reading each class's field table; `dataclasses` is imported
+  only where something off check's path asks for `__dataclass_fields__`). Measured after that change (issue 22, same
+  venv, byte-compiled trees: PYTHONDONTWRITEBYTECODE=1 otherwise makes every run compile ortfix's sources, 190 ms),
+  callgrind of ortfix's own process: fresh 517.7M -> 321.3M instructions, replayed 137.2M -> 137.0M (unchanged: a
+  replay imports none of these); wall time against `import onnxruntime`, old and new tree interleaved in one run, 21
+  rounds, medians (load average 2-3): fresh 0.91 -> 0.66 and 0.84 -> 0.63 (CPU time 0.87 -> 0.62), replayed 0.35 ->
+  0.33 and 0.35 -> 0.38 (noise). What is left to take for 0.5x: `packaging.version` (20.7M instructions, most of it
+  compiling its version regex; every check module compares versions), `typing` (TypedDict, Protocol, Union at
+  import; the replay path already avoids it), the `enum` classes (check/codes.py, strenum.py: ~6M), and the modules a
+  Linux check without a project never uses (system/project.py's and system/uvargs.py's classes).
 """

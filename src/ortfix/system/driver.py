@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 
 from ortfix.i18n import N_
+from ortfix.record import field, frozen
 
 GIVEN_GPU = N_("(given with --compute-capability)")  # the name of the GPU --compute-capability stands for
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     index: int
     name: str
     compute_capability: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverFacts:
     present: bool
     version: str | None  # the version that counts for compatibility (user-space library, else kernel module)
@@ -110,7 +110,7 @@ def nvml_query_script(load: str, on_error: str) -> str:
     return _NVML_QUERY.replace("@LOAD@", load).replace("@ON_ERROR@", on_error)
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuQuery:
     gpus: tuple[Gpu, ...]
     cuda: str | None = None

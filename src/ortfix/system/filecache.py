@@ -12,11 +12,11 @@ import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ortfix.cachedir import cache_dir, digest, write_json
+from ortfix.record import asdict
 
 InfoT = TypeVar("InfoT")
 _MAX_ENTRIES = 2000  # per folder
@@ -74,7 +74,7 @@ class ParsedFileCache(ABC, Generic[InfoT]):
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 return self.decode(hit)
         info = self.parse(path)
-        encoded: dict[str, Any] = asdict(info)  # type: ignore[call-overload]  # InfoT is a dataclass
+        encoded: dict[str, Any] = asdict(info)  # InfoT is a record (ortfix/record.py)
         entries[key] = encoded
         self._dirty.add(folder)
         return info

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+
+from ortfix.record import frozen
 
 # lib<family>.so[.<version>]: the families ORT's CUDA and TensorRT providers use.
 _LIB = re.compile(
@@ -23,7 +24,7 @@ ORIGIN_CACHE = "ld.so.cache"
 ORIGIN_ENV = "LD_LIBRARY_PATH"
 
 
-@dataclass(frozen=True)
+@frozen
 class LibCopy:
     path: str  # as found: a SONAME link or the versioned file itself
     family: str  # 'cudnn', 'cublasLt', 'cudnn_cnn_train'...

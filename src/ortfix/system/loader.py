@@ -6,8 +6,9 @@ loaders read folders through (speed/replay.py empties it before it records a che
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+from ortfix.record import field, frozen, mutable
 
 VIA_LOADED = "already loaded"
 VIA_RPATH = "DT_RPATH"
@@ -18,7 +19,7 @@ VIA_DEFAULT = "default directories"
 VIA_PATH = "path"
 
 
-@dataclass(frozen=True)
+@frozen
 class Resolution:
     """One needed library: who asked for it, where the loader finds it (None: not found) and how."""
 
@@ -31,7 +32,7 @@ class Resolution:
     rejected: tuple[str, ...] = ()  # files with the right name that the loader skipped, with the reason
 
 
-@dataclass
+@mutable
 class LoadReport:
     root: str
     resolutions: list[Resolution] = field(default_factory=list)

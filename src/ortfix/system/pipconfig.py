@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.record import field, frozen
 
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
@@ -34,7 +34,7 @@ TYPED_KEYS = ("index-url", "extra-index-url", "find-links", "no-index", "trusted
 REDIRECTING = ("target", "prefix", "root")
 
 
-@dataclass(frozen=True)
+@frozen
 class PipConfig:
     """What `pip install` in the target environment would take from its configuration."""
 

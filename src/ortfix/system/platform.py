@@ -7,20 +7,20 @@ and which hooks can make libraries findable. `check/facts.py` reaches these only
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.record import frozen
 from ortfix.system.driver import DriverFacts
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import LoadReport, Resolution
 from ortfix.target.probe import ProbeFacts
 
 
-@dataclass(frozen=True)
+@frozen
 class MachineLoader:
     """How the machine's loader is set up, read once per check: where its index of installed libraries comes from
     (Linux: /etc/ld.so.cache) and the folders it searches when nothing else names one."""
@@ -29,7 +29,7 @@ class MachineLoader:
     default_dirs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class InstalledHooks:
     """What ortfix's installed hooks do to a fresh process of the target."""
 
@@ -38,7 +38,7 @@ class InstalledHooks:
     files_present: tuple[str, ...]  # the files ortfix's hooks would occupy that exist already
 
 
-@dataclass(frozen=True)
+@frozen
 class HookFile:
     """One file of a hook that makes libraries findable, rendered: where it goes, its content, and what it does."""
 

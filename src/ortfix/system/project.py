@@ -16,11 +16,11 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Union
 
 from ortfix.i18n import N_, Msg
+from ortfix.record import frozen
 from ortfix.system import listing
 
 READ_LIMIT = 8 << 20
@@ -63,7 +63,7 @@ TomlTable = Mapping[str, object]
 TomlValue = Union[str, int, float, bool, list[object], TomlTable]
 
 
-@dataclass(frozen=True)
+@frozen
 class Mention:
     """One line of a project file that names an ORT distribution."""
 
@@ -74,7 +74,7 @@ class Mention:
     section: str  # "dependencies", "optional:NAME", "group:NAME", "poetry:GROUP", "requirements", "lock"
 
 
-@dataclass(frozen=True)
+@frozen
 class Project:
     folder: str  # absolute
     manager: str  # uv | poetry | pdm | requirements | pyproject (a pyproject.toml no known tool manages)

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cache
 
 from ortfix.i18n import N_, Joined, Msg
+from ortfix.record import field, frozen
 from ortfix.system.pipconfig import PipConfig
 from ortfix.system.project import find_tool
 from ortfix.system.wheelmanifest import is_wheelhouse, link_folder
@@ -68,7 +68,7 @@ def _auth() -> re.Pattern[str]:
 _URL_VARIABLES = ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
 
 
-@dataclass(frozen=True)
+@frozen
 class UvOptions:
     """What to add to `uv pip install --python X`, and the variables uv runs with."""
 

@@ -10,13 +10,13 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.record import field, frozen
 from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
@@ -40,7 +40,7 @@ __all__ = [
 PROBE_SCHEMA = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Distribution:
     name: str
     normalized: str
@@ -71,7 +71,7 @@ class Distribution:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class RecordProblem:
     path: str  # as the RECORD lists it, relative to the distribution's location
     size: int  # what the RECORD says
@@ -79,14 +79,14 @@ class RecordProblem:
     overwritten_by: str | None  # another checked distribution in the same folder that lists the file at this size
 
 
-@dataclass(frozen=True)
+@frozen
 class Dependent:
     name: str
     version: str
     requires: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class OrtDir:
     package_dir: str
     location: str
@@ -118,7 +118,7 @@ class OrtDir:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchInfo:
     dir: str
     version: str | None
@@ -127,7 +127,7 @@ class TorchInfo:
     libs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeFacts:
     executable: str
     real_executable: str

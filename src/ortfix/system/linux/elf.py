@@ -6,14 +6,15 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from dataclasses import dataclass
 from functools import cache, lru_cache
+
+from ortfix.record import frozen
 
 _ELF_MAGIC = b"\x7fELF"
 DF_1_NODEFLIB = 0x800
 
 
-@dataclass(frozen=True)
+@frozen
 class ElfInfo:
     path: str
     elf_class: int  # 32 or 64

@@ -6,10 +6,10 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable
-from dataclasses import replace
 
 from ortfix.compat.addons import TENSORRT_WHEEL_DIR
 from ortfix.compat.matrix import Matrix
+from ortfix.record import replace
 from ortfix.system.inventory import (
     ORIGIN_CACHE,
     ORIGIN_CONDA,

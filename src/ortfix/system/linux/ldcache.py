@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ortfix import subproc
 from ortfix.i18n import N_
+from ortfix.record import field, frozen, mutable
 
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -28,7 +28,7 @@ _ARCH_FLAGS: dict[tuple[int, str], int] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class CacheEntry:
     name: str
     path: str
@@ -36,7 +36,7 @@ class CacheEntry:
     hwcap: int
 
 
-@dataclass
+@mutable
 class LdCache:
     """The entries of one ld.so.cache, in file order (glibc takes the first compatible entry for a name)."""
 

@@ -16,8 +16,8 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from ortfix.record import frozen, mutable
 from ortfix.system.linux import elf as elfmod
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache
@@ -35,7 +35,7 @@ from ortfix.system.loader import (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class LoaderConfig:
     """What decides the search for one process: its environment and the machine's loader configuration."""
 
@@ -52,7 +52,7 @@ class _FatalCandidate(Exception):
     """A file with the wanted name that is not ELF at all: glibc stops with an error instead of searching on."""
 
 
-@dataclass
+@mutable
 class _Obj:
     path: str
     origin: str

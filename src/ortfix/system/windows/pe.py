@@ -7,8 +7,8 @@ pefile is pure Python, so this works on any machine (the tests read the real `wi
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
+from ortfix.record import frozen
 from ortfix.system.filecache import ParsedFileCache
 
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64"}
@@ -18,7 +18,7 @@ class PeError(ValueError):
     """Not a PE file, or one pefile cannot read."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PeInfo:
     """What ortfix needs of one PE file. DLL names keep the case the file spells them in (Windows compares them
     case-insensitively: compare with `.lower()`)."""
