@@ -23,7 +23,7 @@ else:
         return lambda decorated: decorated
 
 T = TypeVar("T")
-_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
+_MISSING: object = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 
 class Field:
@@ -72,12 +72,12 @@ def replace(record: T, **changes: object) -> T:
     return type(record)(**changes)
 
 
-def asdict(record: object) -> dict[str, Any]:
+def asdict(record: object) -> dict[str, object]:
     """`record` as a dict, recursively (as `dataclasses.asdict`)."""
     return {f.name: _plain(getattr(record, f.name)) for f in fields(record)}
 
 
-def _plain(value: object) -> Any:
+def _plain(value: object) -> object:
     if is_record(value):
         return asdict(value)
     if isinstance(value, (list, tuple)):
@@ -171,12 +171,12 @@ class _DataclassFields:
         import dataclasses
         namespace: dict[str, object] = {"__annotations__": {f.name: f.type for f in fields(owner)}}
         for f in fields(owner):
-            options: dict[str, Any] = {"repr": f.repr, "compare": f.compare}
-            if f.default is not _MISSING:
-                options["default"] = f.default
             if f.default_factory is not None:
-                options["default_factory"] = f.default_factory
-            namespace[f.name] = dataclasses.field(**options)
+                namespace[f.name] = dataclasses.field(default_factory=f.default_factory, repr=f.repr, compare=f.compare)
+            elif f.default is not _MISSING:
+                namespace[f.name] = dataclasses.field(default=f.default, repr=f.repr, compare=f.compare)
+            else:
+                namespace[f.name] = dataclasses.field(repr=f.repr, compare=f.compare)
         shadow: type = dataclasses.dataclass(type(owner.__name__, (), namespace))
         table: dict[str, object] = getattr(shadow, "__dataclass_fields__")  # noqa: B009  (mypy: no such attribute)
         return table

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ortfix.commands.export import ExportResult
 from ortfix.commands.wheelhouse import WheelhouseResult
 from ortfix.i18n import N_, Joined, _, tr
 from ortfix.safetext import join_lines
 
 
-def export_json(r: ExportResult) -> dict[str, Any]:
+def export_json(r: ExportResult) -> dict[str, object]:
     return {"format": r.format.value, "source": r.source, "written": list(r.written), "pins": list(r.pins),
             "hashes": r.hashes, "text": r.text, "undo": r.undo}
 
@@ -24,7 +22,7 @@ def render_export(r: ExportResult) -> str:
     return r.text[:-1] if r.text.endswith("\n") else r.text
 
 
-def wheelhouse_json(r: WheelhouseResult) -> dict[str, Any]:
+def wheelhouse_json(r: WheelhouseResult) -> dict[str, object]:
     house = r.wheelhouse
     return {"folder": house.folder, "source": r.source, "files": [dict(f) for f in house.files],
             "ortfix": house.ortfix_source or None, "ortfix_missing": house.ortfix_missing,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ortfix.commands.tune import TuneResult
 from ortfix.i18n import _, display_width, pad, text, tr
 from ortfix.safetext import join_lines
@@ -11,16 +9,17 @@ from ortfix.target.ortrun import CUDA_EP, shapes_text
 from ortfix.tune import Phase
 
 
-def _phase_json(p: Phase | None) -> dict[str, Any] | None:
+def _phase_json(p: Phase | None) -> dict[str, float | None] | None:
     if p is None:
         return None
-    doc: dict[str, Any] = {"first_ms": p.first_ms, "steady_ms": p.steady_ms, "min_ms": p.min_ms, "runs": p.runs}
+    doc: dict[str, float | None] = {"first_ms": p.first_ms, "steady_ms": p.steady_ms, "min_ms": p.min_ms,
+                                    "runs": p.runs}
     if p.total_ms is not None:
         doc.update(first_max_ms=p.first_max_ms, total_ms=p.total_ms)
     return doc
 
 
-def tune_json(result: TuneResult) -> dict[str, Any]:
+def tune_json(result: TuneResult) -> dict[str, object]:
     rec = result.recommendation
     return {
         "python": result.python,
