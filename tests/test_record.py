@@ -131,3 +131,11 @@ def test_check_path_does_not_import_dataclasses() -> None:
     code = "import sys, ortfix.check.facts, ortfix.cli.render; print('dataclasses' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_uncached_matrix_load_does_not_import_dataclasses() -> None:
+    # The first `check` after an install (or a change to compat/) validates the matrix files: still check's path.
+    code = ("import sys; from ortfix.compat.load import load_matrix; load_matrix(use_cache=False); "
+            "print('dataclasses' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
