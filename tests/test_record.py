@@ -131,3 +131,27 @@ def test_check_path_does_not_import_dataclasses() -> None:
     code = "import sys, ortfix.check.facts, ortfix.cli.render; print('dataclasses' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_uncached_matrix_load_does_not_import_dataclasses() -> None:
+    # The first `check` after an install (or a change to compat/) validates the matrix files: still check's path.
+    code = ("import sys; from ortfix.compat.load import load_matrix; load_matrix(use_cache=False); "
+            "print('dataclasses' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_misuse_is_refused_as_dataclasses_refuses_it() -> None:
+    for make in (record.mutable, dataclasses.dataclass):
+        with pytest.raises(TypeError, match="cannot inherit non-frozen"):
+            make(type("Child", (Inner if make is record.mutable else InnerDc,), {}))
+    for make in (record.frozen, lambda cls: dataclasses.dataclass(frozen=True)(cls)):
+        with pytest.raises(TypeError, match="cannot inherit frozen"):
+            make(type("Child", (Counter if make is record.frozen else CounterDc,), {}))
+
+    def own_init(self: object) -> None: ...
+
+    with pytest.raises(TypeError, match="writes its own __init__"):  # @dataclass would keep it; a record cannot
+        record.mutable(type("Initialised", (), {"__init__": own_init}))
+    with pytest.raises(TypeError, match="__setattr__"):
+        record.frozen(type("Guarded", (), {"__setattr__": object.__setattr__}))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Union, cast
 
@@ -22,6 +21,7 @@ from ortfix.compat.schemas import MATRIX_KINDS, SCHEMA_VERSION, SCHEMAS, JsonSch
 from ortfix.compat.versions import driver_version
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.record import frozen
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -199,7 +199,7 @@ _KEYWORDS = frozenset({"type", "const", "enum", "pattern", "minLength", "minimum
 _TYPES = frozenset({"string", "integer", "number", "boolean", "null", "object", "array"})
 
 
-@dataclass(frozen=True)
+@frozen
 class SchemaError:
     """One place where a document breaks its schema: the path to it and what is wrong, in jsonschema's wording (the
     English its users search for, compared with jsonschema's own by tests/test_schema_subset.py: `# i18n: english`)."""
