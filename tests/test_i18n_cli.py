@@ -328,3 +328,29 @@ def test_a_replayed_check_is_never_in_another_language(tmp_path: Path) -> None:
         chinese = run_ortfix(*args, env={**env, **extra})
         assert chinese.stdout.startswith(f"目标 {python}（"), (args, chinese.stdout[:200])
     assert run_ortfix("check", "--python", python, env=env).stdout == english.stdout
+
+
+def test_an_exported_files_reasons_are_in_its_language_too() -> None:
+    """The findings' summaries reach the file's `fixes` lines in the file's language: a Msg with its values (the
+    English text of one with values is no catalog key, so a str() of it stayed English in a Chinese file)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    from typing import cast
+
+    from ortfix.check.codes import FindingCode, Severity
+    from ortfix.check.findings import Finding
+    from ortfix.commands.apply import PreparedApply
+    from ortfix.commands.export import export_input, render
+    from ortfix.export.model import ExportFormat
+    from ortfix.i18n import N_, Msg
+
+    plan = _export_input("/opt/infer", "/opt/infer/bin/python").plan
+    plan = replace(plan, actions=plan.actions[:1])
+    summary = Msg(N_("the CPU-only package {name} {version} is installed, not {gpu}: only CPUExecutionProvider (and "
+                     "AzureExecutionProvider) exist"), name="onnxruntime", version="1.22.0", gpu="onnxruntime-gpu")
+    finding = Finding(FindingCode("ORT002"), Severity.ERROR, summary, (), "")
+    prepared = cast(PreparedApply, SimpleNamespace(plan=plan, check=SimpleNamespace(findings=[finding])))
+    inp = export_input(prepared, ExportFormat.SH)  # the plan only uninstalls: no pins to resolve
+    script, _undo = i18n.rendered_in("zh_CN", lambda: render(inp, ExportFormat.SH, None))
+    fixes = [line for line in script.splitlines() if "ORT002" in line]
+    assert fixes and all(HAN.search(line) and not english_sentences(line) for line in fixes), fixes

@@ -115,10 +115,14 @@ def _load(name: str) -> gettext.GNUTranslations | _English:
 def set_language(override: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Choose the language (module docstring) and load its catalog; the catalog name chosen ("en" for English,
     also when its catalog could not be read)."""
+    return _use(choose(os.environ if environ is None else environ, override))
+
+
+def _use(name: str) -> str:
+    """Load catalog `name` and put it in use; the name in use ("en" also when its catalog could not be read)."""
     global _current, _chosen
-    name = choose(os.environ if environ is None else environ, override)
     _current = _load(name)
-    _chosen = name if type(_current).__name__ == "GNUTranslations" else "en"
+    _chosen = "en" if isinstance(_current, _English) else name
     return _chosen
 
 
@@ -247,8 +251,7 @@ def rendered_in(name: str, render: Callable[[], T]) -> T:
     comments of an exported file are in the language named for it (named_language), whatever the terminal's."""
     global _current, _chosen
     saved = (_translations(), _chosen)
-    _current = _load(name)
-    _chosen = name if type(_current).__name__ == "GNUTranslations" else "en"
+    _use(name)
     try:
         return render()
     finally:

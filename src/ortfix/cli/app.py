@@ -49,6 +49,18 @@ def _target_options(func: F) -> F:
     return func
 
 
+def _change_options(func: F) -> F:
+    """--project and --with, as plan and apply both take them (apply: when planning now)."""
+    func = options.with_(N_("Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT "
+                            "major, tensorrt-cuNN-libs, made findable like the CUDA libraries)."))(func)
+    func = click.option(
+        "--project", "project", is_flag=True,
+        help=N_("Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
+                "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
+                "rolled back with the rest."))(func)
+    return func
+
+
 class _Group(helptext.Group):
     """The top-level group: whatever goes wrong in a command (its body, an option's validation, a subcommand group)
     goes on to the entry point, which ends it the way every command ends (output.ended); `ortfix --debug` adds the
@@ -181,12 +193,7 @@ def check(python: str | None, as_json: bool, driver_version: str | None, compute
               "Windows user PATH in the registry (user-path), or not at all."))
 @options.installer(N_("Who installs packages: uv when it is found and your pip configuration translates to it, "
                       "else the environment's pip (auto); the environment's pip; or uv."))
-@click.option("--project", "project", is_flag=True,
-              help=N_("Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
-                   "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
-                   "rolled back with the rest."))
-@options.with_(N_("Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
-               "tensorrt-cuNN-libs, made findable like the CUDA libraries)."))
+@_change_options
 def plan(python: str | None, as_json: bool, output: Path | None, ort_version: str | None, cuda: str | None,
          driver_version: str | None, compute_capability: str | None, hook: str, installer: str,
          project: bool, with_: tuple[str, ...]) -> None:
@@ -486,12 +493,7 @@ def _tx_ui(as_json: bool) -> Any:
 @click.option("--system", is_flag=True,
               help=N_("Allow changing a system Python (e.g. /usr/bin/python3), whose packages and hooks every program "
                    "using it sees; refused without it."))
-@click.option("--project", "project", is_flag=True,
-              help=N_("Also change the project around the environment (uv, poetry, pdm: their own remove/add; "
-                   "requirements files: the onnxruntime line) so that its next sync keeps the fix; journaled and "
-                   "rolled back with the rest."))
-@options.with_(N_("Also provide an optional part (tensorrt: the TensorRT libraries of the build's TensorRT major, "
-               "tensorrt-cuNN-libs, made findable like the CUDA libraries)."))
+@_change_options
 def apply(python: str | None, as_json: bool, plan_file: Path | None, yes: bool, dry_run: bool,
           keep_on_failure: bool, ort_version: str | None, cuda: str | None, hook: str,
           installer: str, driver_version: str | None, compute_capability: str | None, system: bool,

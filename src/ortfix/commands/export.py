@@ -93,7 +93,7 @@ def export_input(prepared: PreparedApply, fmt: ExportFormat) -> ExportInput:
     if fresh and requirements:
         requirements += kept_build(prepared)
     pins = resolve_pins(plan.python, requirements, fresh=fresh)
-    reasons = {str(f.code): str(f.summary) for f in prepared.check.findings}  # English: a file
+    reasons = {str(f.code): f.summary for f in prepared.check.findings}  # in the file's language (rendered_in)
     return ExportInput(plan=plan, python=plan.python, prefix=plan.prefix, pins=tuple(pins), reasons=reasons)
 
 

@@ -186,7 +186,7 @@ def plan_options(given: PlanInputs) -> PlanOptions:
                        with_tensorrt=with_tensorrt(given.with_))
 
 
-def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: Msg, flags: Msg,
+def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, refusal: Msg, flags: Msg,
                       also_given: bool = False) -> None:
     """Step 4: a saved plan is a file (what it holds is read when it is used: transaction/plan_file.py), applied
     (exported) exactly as it is; the options that only shape a new plan are refused beside it (the machine may be
@@ -195,7 +195,7 @@ def _saved_plan_alone(plan_file: Path | None, options: PlanOptions, verb: Msg, f
         raise OrtfixError(Msg(N_("{file}: a folder, not a plan file"), file=str(plan_file)),
                           hint=Msg(N_("give the file `ortfix plan -o` wrote")))
     if plan_file is not None and (options.ort_version or options.cuda_major or options.hook != "auto" or also_given):
-        raise OrtfixError(verb, hint=Msg(N_("{options} only apply when planning now"), options=flags))
+        raise OrtfixError(refusal, hint=Msg(N_("{options} only apply when planning now"), options=flags))
 
 
 def _export_options(plan_file: Path | None, given: PlanInputs) -> PlanOptions:

@@ -29,19 +29,16 @@ class PlanInputs(NamedTuple):
     with_: Sequence[str] = ()
 
 
-
 class PlanRequest(NamedTuple):
     python: str | None
     options: PlanOptions
     output: Path | None
 
 
-
 class ApplyRequest(NamedTuple):
     python: str | None
     plan_file: Path | None
     options: PlanOptions
-
 
 
 class ExportRequest(NamedTuple):
@@ -53,7 +50,6 @@ class ExportRequest(NamedTuple):
     output: Path | None
 
 
-
 class WheelhouseRequest(NamedTuple):
     python: str | None
     plan_file: Path | None
@@ -62,13 +58,11 @@ class WheelhouseRequest(NamedTuple):
     folder: Path
 
 
-
 class VerifyRequest(NamedTuple):
     python: str | None
     model: Path | None  # resolved; None: the built-in model
     shapes: ShapeSpec | None
     timeout: float
-
 
 
 class TuneRequest(NamedTuple):
@@ -79,12 +73,10 @@ class TuneRequest(NamedTuple):
     timeout: float
 
 
-
 class ExplainRequest(NamedTuple):
     python: str | None
     text: str
     check: bool  # also look at this machine (not --no-check)
-
 
 
 __all__ = ["ApplyRequest", "ExplainRequest", "ExportRequest", "PlanInputs", "PlanRequest", "TuneRequest",

@@ -84,8 +84,8 @@ def resolve_pins(python: str, requirements: Sequence[str], *, fresh: bool) -> li
             why = pip_error_line(proc.stderr or proc.stdout)
             raise OrtfixError(Msg(N_("pip cannot resolve {requirements}: {why}"), requirements=" ".join(requirements),
                                   why=why),
-                              hint=no_wheel_hint(why, "") or Msg(N_("is the index reachable? check `pip config list`; "
-                                                                   "nothing was changed")))
+                              hint=no_wheel_hint(why, Msg(N_("is the index reachable? check `pip config list`; "
+                                                             "nothing was changed"))))
         check_wheelhouse_files(report_archives(report))  # the pins are what an install will take: never a planted file
         try:
             text = report.read_text(encoding="utf-8")
