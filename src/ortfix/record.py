@@ -192,7 +192,8 @@ def _own_annotations(cls: type) -> dict[str, object]:
 def _refuse_misuse(cls: type, frozen: bool) -> None:
     """TypeError where `@dataclass` would refuse `cls`, or would keep what `_define` would overwrite unseen."""
     if "__init__" in cls.__dict__ or (frozen and ("__setattr__" in cls.__dict__ or "__delattr__" in cls.__dict__)):
-        raise TypeError(f"{cls.__qualname__}: a record writes its own __init__ (and, frozen, __setattr__/__delattr__)")
+        raise TypeError(f"{cls.__qualname__}: a record writes its own __init__ "  # i18n: english (a programming error)
+                        "(and, frozen, __setattr__/__delattr__)")
     for base in cls.__mro__[1:]:
         if "__record_fields__" in base.__dict__ and bool(base.__dict__.get("__record_frozen__")) != frozen:
             raise TypeError(f"cannot inherit {'' if frozen else 'non-'}frozen record {cls.__qualname__} from a "
