@@ -167,16 +167,13 @@ def test_the_language_is_chosen_as_gettext_does(environ: dict[str, str], overrid
     assert i18n.choose(environ, override) == chosen
 
 
-def test_a_language_name_is_never_a_path() -> None:
+def test_a_language_name_is_never_a_path(tmp_path: Path) -> None:
     """ORTFIX_LANG=/some/folder must not load a catalog from that folder (Path joins an absolute name in place)."""
-    folder = Path(f"/tmp/ortfixlang{os.getpid()}")
+    folder = tmp_path / "lang"
     (folder / "LC_MESSAGES").mkdir(parents=True)
-    try:
-        shutil.copy(i18n.LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / "ortfix.mo", folder / "LC_MESSAGES" / "ortfix.mo")
-        assert i18n.choose({"ORTFIX_LANG": str(folder)}) == "en"
-        assert i18n.choose({"LANG": "C"}, f"{folder}:zh_CN") == "zh_CN"
-    finally:
-        shutil.rmtree(folder)
+    shutil.copy(i18n.LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / "ortfix.mo", folder / "LC_MESSAGES" / "ortfix.mo")
+    assert i18n.choose({"ORTFIX_LANG": str(folder)}) == "en"
+    assert i18n.choose({"LANG": "C"}, f"{folder}:zh_CN") == "zh_CN"
 
 
 def test_english_answers_as_gettext_null_translations_without_importing_gettext() -> None:
