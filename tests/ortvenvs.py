@@ -87,16 +87,21 @@ def cached_venv(kind: str, *requirements: str, no_deps: bool = False, with_pip: 
     return venv
 
 
+def _link(src: str, dst: str) -> None:
+    """`src` hard-linked at `dst`, or copied where they are on different file systems. Never over an existing `dst`:
+    copying into a file that is itself a link into the cache would change the cache."""
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        raise
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def linked_copy(venv: Path, dest: Path) -> Path:
     """A copy of a cached venv for a test that changes it: files hard-linked (a change replaces a file, never writes
     into it: pip, ortfix and rollback all do that), copied where the cache is on another file system; `dest`."""
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    shutil.copytree(venv, dest, symlinks=True, copy_function=link)
+    shutil.copytree(venv, dest, symlinks=True, copy_function=_link)
     return dest
 
 
@@ -105,21 +110,15 @@ def linked_into(venv: Path, prefix: Path) -> None:
     `prefix` (a venv or a base installation of the same Python), as pip would have installed it there: RECORD names
     files relative to site-packages. For a test that needs a wheel the cache holds in an environment of its own; the
     scripts still start the cached venv's interpreter (nothing here runs them)."""
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
     site, dest = site_packages(venv), site_packages(prefix)
     for entry in site.iterdir():
         if entry.is_dir() and not entry.is_symlink():
-            shutil.copytree(entry, dest / entry.name, symlinks=True, copy_function=link)
+            shutil.copytree(entry, dest / entry.name, symlinks=True, copy_function=_link)
         else:
-            link(str(entry), str(dest / entry.name))
+            _link(str(entry), str(dest / entry.name))
     for script in (venv / "bin").iterdir():
         if not script.name.startswith(("python", "activate", "Activate")):
-            link(str(script), str(prefix / "bin" / script.name))
+            _link(str(script), str(prefix / "bin" / script.name))
 
 
 def cpu_venv() -> Path:

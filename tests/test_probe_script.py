@@ -201,6 +201,13 @@ def test_encode_refuses_other_types(probe: dict[str, Any]) -> None:
         probe["encode"]({"x": 1.5})
 
 
+@pytest.mark.parametrize("key", [1, None, True, (1,)], ids=repr)
+def test_encode_refuses_a_key_that_is_not_a_string(probe: dict[str, Any], key: Any) -> None:
+    """dumps()' fallback: a JSON object's keys are strings (it wrote `{1: ...}`, which is not JSON)."""
+    with pytest.raises(TypeError):
+        probe["encode"]({key: "x"})
+
+
 DOCUMENTS = [
     None, True, False, 0, -1, 2**70, [], {}, (), [[]], {"a": {}}, [1, "x", None, True, False], ("tuple", 3),
     {"k\u00e9y\n": ["v", {"n": [None, -0, 12345678901234567890]}]},

@@ -728,6 +728,8 @@ def encode(value):
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):  # a JSON object's keys are strings
+            raise TypeError("cannot encode a key that is not a string")  # i18n: english
         return "{" + ", ".join([encode(key) + ": " + encode(item) for key, item in value.items()]) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join([encode(item) for item in value]) + "]"

@@ -318,14 +318,14 @@ def start_probe(python: Path) -> subprocess.Popen[str]:
     try:
         return subproc.start(probe_argv(python), target_python=python, env=env)
     except OrtfixError as exc:
-        if not exc.message.startswith("cannot run "):  # not a start that failed: target/owner.py's refusal
+        said = exc.message_msg
+        if not isinstance(said, Msg) or said.template != subproc.CANNOT_RUN:  # target/owner.py's refusal
             raise
         too_long = max_path_error(str(python), N_("cannot be started"))
         if too_long is not None:
             raise too_long from exc
-        said = exc.message_msg
-        why = said.args.get("reason", said) if isinstance(said, Msg) else said.split(": ", 1)[-1]
-        raise OrtfixError(Msg(N_("{python} cannot be started ({error})"), python=str(python), error=why),
+        raise OrtfixError(Msg(N_("{python} cannot be started ({error})"), python=str(python),
+                              error=said.args["reason"]),
                           hint=Msg(N_("is it a Python interpreter? --python names the one to work on"))) from exc
 
 
