@@ -249,3 +249,19 @@ def test_the_step_lines_check_can_fail() -> None:
     assert _step_lines("ortfix: [1/4] uninstall onnxruntime 1.22.0\n1. [done] 卸载 x\nortfix: undo [2/4] y\n"
                        "     + onnxruntime-gpu 1.22.0\n") == [
         "ortfix: [1/4] uninstall onnxruntime 1.22.0", "1. [done] 卸载 x", "ortfix: undo [2/4] y"]
+
+
+def test_a_refused_rollback_says_why_in_chinese(cpu_venv: Path, env: dict[str, str]) -> None:
+    """A stashed file gone: rollback refuses, and the reasons the handlers give (check_undo) are Chinese too, not the
+    English sentences inside a Chinese line; the journal's English is unchanged."""
+    python = str(cpu_venv / "bin" / "python")
+    applied = ortfix("apply", "--python", python, "--yes", "--json", env=env)
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    tx_id = json.loads(applied.stdout)["transaction"]["id"]
+    stash = cpu_venv / ".ortfix" / "transactions" / tx_id / "steps" / "1" / "stash"
+    victim = next(p for p in stash.rglob("*.py") if p.name == "__init__.py")
+    victim.unlink()
+    refused = ortfix("rollback", "--python", python, "--yes", env=_in(env, "zh_CN.UTF-8"))
+    assert refused.returncode != 0
+    assert f"暂存区中缺少 {victim}" in refused.stderr and "missing from the stash" not in refused.stderr, \
+        refused.stderr

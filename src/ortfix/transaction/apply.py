@@ -32,7 +32,7 @@ from ortfix.transaction.env import system_warning, target_env
 from ortfix.transaction.journal import OPEN_STATUSES, Transaction, TxStatus, new_id, now_iso, sha256_bytes
 from ortfix.transaction.preflight import Preflight, preflight
 from ortfix.transaction.rollback import free_discards
-from ortfix.transaction.runner import Runner, Terminated, Ui, interrupting_signals, why_failed
+from ortfix.transaction.runner import Runner, Ui, interrupting_signals, why_failed
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import said
 
@@ -228,10 +228,9 @@ def _undone(runner: Runner, store: TransactionStore, exc: BaseException) -> Ortf
     """Undo every change after `exc` stopped the apply (a step failed, the verification could not run, Ctrl-C or a
     signal); the one-line error that says so (exit 130 when interrupted)."""
     interrupted = isinstance(exc, KeyboardInterrupt)
-    what = (Msg(N_("terminated ({signal})"), signal=str(exc)) if isinstance(exc, Terminated)
-            else Msg(N_("interrupted")))
+    what = why_failed(exc)  # "interrupted", "terminated (signal)" when interrupted
     # The journal keeps the English; the terminal gets the same sentence in the user's language.
-    message: str | Msg = runner.failure or runner.tx.message or (what if interrupted else why_failed(exc))
+    message: str | Msg = runner.failure or runner.tx.message or what
     try:
         warnings = [str(n.text) for n in said(runner.reverse_all(f"apply failed: {message}"))]
     except BaseException as rexc:

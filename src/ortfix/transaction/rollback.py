@@ -13,7 +13,7 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.errors import ExitCode, OrtfixError
 from ortfix.fields import want_dict
-from ortfix.i18n import N_, Msg
+from ortfix.i18n import N_, Joined, Msg
 from ortfix.transaction import lock as envlock
 from ortfix.transaction.actions import handler_for
 from ortfix.transaction.actions.base import TargetEnv
@@ -131,13 +131,13 @@ def _check_undoable(store: TransactionStore, tx: Transaction, env: TargetEnv, ru
         if step.state in (StepState.STARTED, StepState.DONE):
             for name, sha in want_dict(step.record, "sidecars").items() if "sidecars" in step.record else ():
                 store.read_sidecar(tx.id, step.index, str(name), str(sha))
-    problems: list[str] = []
+    problems: list[str | Msg] = []
     for step in steps_to_undo(tx):
-        problems += [str(p) for p in handler_for(step.kind).check_undo(env, step, runner.context(step))]
+        problems += handler_for(step.kind).check_undo(env, step, runner.context(step))
     if problems:
         more: str | Msg = Msg(N_(" (and {n} more)"), n=len(problems) - 3) if len(problems) > 3 else ""
         raise OrtfixError(Msg(N_("transaction {id} cannot be undone exactly: {problems}{more}"), id=tx.id,
-                              problems="; ".join(problems[:3]), more=more),
+                              problems=Joined(N_("; "), problems[:3]), more=more),
                           hint=Msg(N_("nothing was changed; restore those files into the stash, or undo by hand "
                                       "(`ortfix history show {id}` lists what the transaction changed)"), id=tx.id))
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg, tr
 from ortfix.transaction.actions import handler_for
-from ortfix.transaction.actions.base import StepContext, TargetEnv, step_title, test_crash
+from ortfix.transaction.actions.base import StepContext, TargetEnv, problem, step_title, test_crash
 from ortfix.transaction.journal import Step, StepState, Transaction, TxStatus, now_iso
 from ortfix.transaction.store import TransactionStore
 from ortfix.transaction.undo_notes import UndoNote
@@ -89,9 +89,7 @@ class Terminated(KeyboardInterrupt):
 def why_failed(exc: BaseException) -> str | Msg:
     """Why a step (or the apply) stopped: its English (`str()`) for the journal, `.text()` for the terminal."""
     if isinstance(exc, OrtfixError):
-        if not exc.hint or exc.hint_msg is None:
-            return exc.message_msg
-        return Msg(N_("{message} ({hint})"), message=exc.message_msg, hint=exc.hint_msg)
+        return problem(exc)
     if isinstance(exc, Terminated):
         return Msg(N_("terminated ({signal})"), signal=str(exc))
     if isinstance(exc, KeyboardInterrupt):

@@ -285,8 +285,9 @@ def verified(env: TargetEnv, kind: str, details: Mapping[str, object]) -> list[s
 def problem(exc: BadField | OrtfixError) -> str | Msg:
     """The one line an exception says, a Msg where it carries one (translated where it is printed)."""
     if isinstance(exc, OrtfixError):
-        return (Msg("{message} ({hint})", message=exc.message_msg, hint=exc.hint_msg) if exc.hint_msg is not None
-                else exc.message_msg)
+        if not exc.hint or exc.hint_msg is None:  # OrtfixError.text()'s rule
+            return exc.message_msg
+        return Msg(N_("{message} ({hint})"), message=exc.message_msg, hint=exc.hint_msg)
     return exc.args[0] if exc.args and isinstance(exc.args[0], Msg) else str(exc)
 
 
