@@ -4,6 +4,7 @@ for it (`needs_swap`), and the installed build as a choice when it stays (`insta
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -18,7 +19,6 @@ from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.plan.build_rules import BuildRules
 from ortfix.plan.model import ChosenBuild, PlanOptions
-from ortfix.record import replace
 
 
 def installed_build(installed: OrtInstall) -> ChosenBuild | None:
@@ -60,7 +60,7 @@ def cudnn9_first(codes: set[Code], ranked: Sequence[ChosenBuild], options: PlanO
     newer = [b for b in ranked if (b.cudnn_major or 0) >= 9]
     why = N_("{package} {version}: cuDNN 8.3-8.9 for Windows load zlibwapi.dll, which no pip wheel ships (WIN002); "
              "this build is for cuDNN 9, which does not")
-    return [*(replace(b, reasons=(*b.reasons, Msg(why, package=b.package, version=b.version)))
+    return [*(dataclasses.replace(b, reasons=(*b.reasons, Msg(why, package=b.package, version=b.version)))
               for b in newer),
             *(b for b in ranked if b not in newer)]
 
