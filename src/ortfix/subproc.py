@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -173,6 +174,38 @@ def start(argv: Sequence[str | Path], *, target_python: str | Path | None,
     """Start argv in the background (so ortfix can do other work meanwhile), in a session of its own; read it with
     `finish`, or end it (and everything it started) with `terminate_group`. `target_python`: as for `run`."""
     return _popen([str(a) for a in argv], env, stdin=subprocess.DEVNULL, target_python=target_python)
+
+
+class _Adopted(subprocess.Popen[str]):
+    """A child started before `subprocess` was imported (speed/early.py), taken over as the Popen `start` would have
+    made: Popen's own set-up, with the child's pipes and pid given instead of made (its two hooks for that)."""
+
+    def __init__(self, argv: list[str], pid: int, stdout_fd: int, stderr_fd: int) -> None:
+        self._given = (pid, stdout_fd, stderr_fd)
+        super().__init__(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                         errors="replace")
+
+    def _get_handles(self, stdin: object, stdout: object, stderr: object) -> tuple[int, ...]:
+        _pid, stdout_fd, stderr_fd = self._given
+        return -1, -1, stdout_fd, -1, stderr_fd, -1  # (stdin's two ends, stdout's, stderr's): the parent's ends only
+
+    def _execute_child(self, *_args: object) -> None:
+        self.pid = self._given[0]
+        self._child_created = True
+        self._closed_child_pipe_fds = True
+
+
+def adopt(argv: list[str], pid: int, stdout_fd: int, stderr_fd: int) -> subprocess.Popen[str]:
+    """The child `pid`, started as `start` starts one (in a session of its own, stdin from the null device) with
+    `argv`, its stdout and stderr read from these descriptors, as a Popen of `start`'s: `finish` and
+    `terminate_group` treat it as theirs. Raises (and ends the child's group) if Popen cannot take it over."""
+    try:
+        return _Adopted(argv, pid, stdout_fd, stderr_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
 
 
 def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

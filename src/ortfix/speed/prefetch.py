@@ -13,6 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from ortfix.speed import early
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of `check`
 if TYPE_CHECKING:
     from ortfix.check.facts import ProbeRun
@@ -23,8 +25,9 @@ _started: tuple[Path, ProbeRun] | None = None
 def start(given: tuple[str | None] | None) -> None:
     """Start the probe of the target the command line names, `given` as cli/invocation.py reads it: (the --python
     value or None,); None (a command whose probe is not started early, a command line that reading cannot
-    follow): nothing."""
+    follow): nothing. The probe speed/early.py started is taken over when it runs what would be started here."""
     global _started
+    early_run = _take_early()
     if given is None or os.environ.get("ORTFIX_NO_PREFETCH"):
         return
     from ortfix.errors import OrtfixError
@@ -32,13 +35,42 @@ def start(given: tuple[str | None] | None) -> None:
 
     try:
         target = resolve_target(given[0])
-        _started = (target, start_probe(target))
+        if early_run is not None and _runs_as_started(early_run, target):
+            run, early_run = early_run[1], None
+        else:
+            run = start_probe(target)
+        _started = (target, run)
     except OrtfixError:
         _started = None
         return
+    finally:
+        if early_run is not None:  # another target, another command line, or no target at all
+            from ortfix import subproc
+
+            subproc.terminate_group(early_run[1], timeout=0)
     import atexit
 
     atexit.register(_drop)  # an error before the check takes it (a bad option, Ctrl-C) must not leave it running
+
+
+def _take_early() -> tuple[early.Started, subprocess.Popen[str]] | None:
+    """The probe speed/early.py started, taken over as a Popen of subproc.py's."""
+    started = early.take()
+    if started is None:
+        return None
+    from ortfix import subproc
+
+    return started, subproc.adopt(started.argv, started.pid, started.stdout_fd, started.stderr_fd)
+
+
+def _runs_as_started(early_run: tuple[early.Started, subprocess.Popen[str]], target: Path) -> bool:
+    """The early probe runs exactly what choose.start_probe would start for `target`."""
+    from ortfix.target import probecmd
+    from ortfix.target.choose import probe_argv
+
+    started = early_run[0]
+    return (started.target == str(target) and started.argv == probe_argv(target)
+            and started.env == probecmd.probe_env())
 
 
 def _drop() -> None:

@@ -119,5 +119,6 @@ class LinuxHost(PosixHost):
 
     def cache_base(self) -> Path:
         # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "ortfix"
+        from ortfix.system.cachebase import xdg_cache_base
+
+        return Path(xdg_cache_base())
