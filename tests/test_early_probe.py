@@ -136,6 +136,18 @@ def test_a_target_that_hangs_is_stopped_with_what_it_started(tmp_path: Path) -> 
     assert not [pid for pid in started if _running(pid)]
 
 
+def test_a_target_that_closes_its_output_and_hangs_is_stopped(tmp_path: Path) -> None:
+    """Its output at its end, the child still running: waiting for its end keeps to the time limit too."""
+    pids = tmp_path / "pids"
+    python = _target(tmp_path, f"echo $$ >> {pids}\nexec >&- 2>&-\nsleep 60\n")
+    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path, ORTFIX_CHILD_TIMEOUT="1")
+    assert code == 2 and "did not finish within 1 s" in err
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 2
+    time.sleep(0.2)
+    assert not [pid for pid in started if _running(pid)]
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -91,6 +91,7 @@ sys.dont_write_bytecode = write_bytecode
 del sys.path[0]
 if probe is not None:
     probe.main()
+    probe.end()
 else:
     if first is not None:
         sys.path.insert(0, first)
