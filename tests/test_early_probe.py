@@ -14,8 +14,10 @@ import pytest
 
 from clitools import REPO
 from ortfix.speed import early
+from ortfix.speed.replay import RACY_MARGIN_NS
 from ortfix.target.choose import choose_target, probe_argv
 
+SETTLE_S = RACY_MARGIN_NS / 1e9 + 0.2  # results that depend on files changed within the margin are not kept
 pytestmark = pytest.mark.skipif(not hasattr(os, "posix_spawn"), reason="the early start needs posix_spawn")
 
 # Runs ortfix's entry point, counting the probe's starts: os.posix_spawn (the early start) and fork_exec (Popen's).
@@ -202,3 +204,31 @@ def test_an_activated_environment_is_the_one_choose_picks(tmp_path: Path, monkey
 @pytest.mark.parametrize("path", ["/a/b", "//a/./b/", "///a//b", "a/./b/../c", ".", "./", "", "/", "//"])
 def test_paths_are_written_as_pathlib_writes_them(path: str) -> None:
     assert early.pathlib_form(path) == str(PurePosixPath(path))
+
+
+def test_a_replay_waits_for_the_early_probe_as_for_any_other(tmp_path: Path) -> None:
+    """A replay reads the early probe's answer without `subprocess` (early.collect): a target that turns out to fail
+    there (its exit status, garbage, a signal, a hang past the time limit) ends as when the probe is started the
+    normal way (ORTFIX_NO_PREFETCH=1, no early start), the hung one with its whole process group stopped."""
+    mode, pids = tmp_path / "mode", tmp_path / "pids"
+    python = _target(tmp_path, f"""case "$(cat {mode} 2>/dev/null)" in
+  exit) echo broken >&2; exit 3;;
+  garbage) echo 'not json';;
+  killed) kill -9 $$;;
+  hang) sleep 60 & echo $! >> {pids}; wait;;
+  *) exec {sys.executable} "$@";;
+esac
+""")
+    time.sleep(SETTLE_S)  # a check is kept only once what it looked at has settled
+    cache, args, limit = tmp_path / "cache", ["--python", str(python)], {"ORTFIX_CHILD_TIMEOUT": "3"}
+    first = _check(args, cache, **limit)
+    assert first[0] in (0, 1) and list((cache / "checks").glob("*.json")), first[2]
+    assert _check(args, cache, **limit)[:3] == first[:3]  # replayed
+    for failure, said in (("exit", "probe exited 3: broken"), ("garbage", "no JSON from the probe"),
+                          ("killed", "probe exited -9"), ("hang", "did not finish within 3 s")):
+        mode.write_text(failure)
+        code, out, err, starts = _check(args, cache, **limit)
+        assert starts[0] == 1 and code == 2 and said in err, err
+        assert _check(args, cache, ORTFIX_NO_PREFETCH="1", **limit)[:3] == (code, out, err)
+    time.sleep(0.2)
+    assert not [pid for pid in (int(line) for line in pids.read_text().split()) if _running(pid)]

@@ -122,7 +122,7 @@ def test_a_replayed_check_imports_neither_typing_nor_the_other_commands_requests
                                                                                    tmp_path: Path) -> None:
     """A replayed `check` validates its options with commands/inputs.py, which no longer defines the other
     commands' NamedTuples (commands/requests.py): with `typing`, they were 32M instructions, a fifth of the replay's
-    (issue 22)."""
+    (issue 22). Nor `subprocess` (20M): the probe it waits for was started with os.posix_spawn (speed/early.py)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     env["ORTFIX_CACHE_DIR"] = str(tmp_path / "cache")
     argv = [sys.executable, "-c", _MODULES_AFTER_CHECK, "check", "--python", str(gpu_venv)]
@@ -132,7 +132,7 @@ def test_a_replayed_check_imports_neither_typing_nor_the_other_commands_requests
         assert proc.returncode == 1 and "\nmodules: " in proc.stderr, proc.stderr[-2000:]
     loaded = set(proc.stderr.rsplit("modules: ", 1)[1].split())
     assert "ortfix.check.facts" not in loaded and "ortfix.commands.inputs" in loaded  # replayed, options validated
-    assert loaded & {"typing", "ortfix.commands.requests", "dataclasses"} == set()
+    assert loaded & {"typing", "ortfix.commands.requests", "dataclasses", "subprocess"} == set()
 
 
 def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp_path: Path) -> None:

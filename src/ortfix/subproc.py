@@ -17,7 +17,7 @@ started with `target_python=` that interpreter: right before the start, target/o
 as root and another user controls that environment. Every caller says, `None` for ortfix's own interpreter and the
 system's tools: the argument has no default.
 
-`ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds.
+`ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds (childtime.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ortfix.childtime import child_timeout as child_timeout  # re-exported: every wait on a child applies it
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
@@ -63,19 +64,6 @@ def child_env(base: Mapping[str, str] | None = None, **overrides: str | None) ->
         else:
             env[key] = value
     return env
-
-
-def child_timeout(seconds: float) -> float:
-    """`seconds`, or less when ORTFIX_CHILD_TIMEOUT asks for less (a value that is not a positive number is
-    ignored)."""
-    text = os.environ.get("ORTFIX_CHILD_TIMEOUT")
-    if not text:
-        return seconds
-    try:
-        cap = float(text)
-    except ValueError:
-        return seconds
-    return min(seconds, cap) if math.isfinite(cap) and cap > 0 else seconds
 
 
 def _name(proc: subprocess.Popen[str]) -> str:
@@ -141,15 +129,21 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
     try:
         out, err = proc.communicate(input_text, timeout=limit)
     except BaseException as exc:  # the limit, Ctrl-C (the child, in its own session, did not get it)...: no orphans
-        terminate_group(proc, timeout=2.0)
         if isinstance(exc, subprocess.TimeoutExpired):
-            raise OrtfixError(Msg(N_("{program} did not finish within {seconds} s"), program=_name(proc),
-                                  seconds=f"{limit:g}"),
-                              hint=Msg(N_("it, or a process it started, kept running; all of them were stopped"))
-                              ) from exc
+            raise overdue(proc, limit) from exc
+        terminate_group(proc, timeout=2.0)
         raise
     HOST.release(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def overdue(proc: subprocess.Popen[str], limit: float) -> OrtfixError:
+    """The error for a child still running (or holding its output) after `limit` seconds, once its whole process
+    group has been ended."""
+    terminate_group(proc, timeout=2.0)
+    return OrtfixError(Msg(N_("{program} did not finish within {seconds} s"), program=_name(proc),
+                           seconds=f"{limit:g}"),
+                       hint=Msg(N_("it, or a process it started, kept running; all of them were stopped")))
 
 
 def run(

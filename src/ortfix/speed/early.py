@@ -128,10 +128,14 @@ def take() -> Started | None:
 
 
 def drop() -> None:
-    """End the probe started here if nobody took it over: its process group, at once, then its pipes."""
+    """End the probe started here if nobody took it over (atexit)."""
     started = take()
-    if started is None:
-        return
+    if started is not None:
+        end(started)
+
+
+def end(started: Started) -> None:
+    """End a probe started here that is not wanted: its process group, at once; then reap it and close its pipes."""
     import contextlib
     import signal
 
@@ -144,6 +148,92 @@ def drop() -> None:
         os.waitpid(started.pid, 0)
     for fd in (started.stdout_fd, started.stderr_fd):
         os.close(fd)
+
+
+class Finished:
+    """What a probe started here said, as subprocess.CompletedProcess has it (`returncode` negative: the signal that
+    ended it; stdout and stderr decoded as Popen's text mode decodes them)."""
+
+    __slots__ = ("args", "returncode", "stderr", "stdout")
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def collect(started: Started, timeout: float) -> Finished | None:
+    """Read the probe's output to its end and reap it, within `timeout` seconds; its pipes are then closed. None
+    when it has not ended by then: it is left as it is, for the caller to end (subproc.adopt, then subproc.overdue).
+    What subproc.finish does for a Popen, without importing `subprocess` (~20M instructions, as many as the probe's
+    own start) on the way of a replayed check."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {started.stdout_fd: [], started.stderr_fd: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    reading = set(chunks)
+    while reading:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        for fd, _event in poller.poll(_ms(left)):
+            data = os.read(fd, 65536)
+            if data:
+                chunks[fd].append(data)
+            else:  # the end of its output: every process that held this pipe has closed it
+                poller.unregister(fd)
+                reading.discard(fd)
+    status = _reaped(started.pid, deadline - time.monotonic())
+    if status is None:
+        return None
+    for fd in chunks:
+        os.close(fd)
+    out, err = (_text(b"".join(chunks[fd])) for fd in (started.stdout_fd, started.stderr_fd))
+    return Finished(started.argv, os.waitstatus_to_exitcode(status), out, err)
+
+
+def _reaped(pid: int, timeout: float) -> int | None:
+    """The wait status of the child `pid` once it has ended, within `timeout` seconds (told by a pidfd where there
+    is one, else looked at every millisecond); None if it has not ended by then."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if pidfd is None:
+                time.sleep(min(left, 0.001))
+            else:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                poller.poll(_ms(left))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000) + 1, 0)
+
+
+def _text(data: bytes) -> str:
+    """`data` as Popen's text mode reads a child's output: UTF-8 with errors replaced, universal newlines."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def plain_target(python: str | None) -> str | None:

@@ -1,19 +1,22 @@
-"""Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing):
-the entry point imports it before anything else so the probe can start at once (see speed/prefetch.py)."""
+"""Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing,
+no `subprocess` until a probe is started here): a replayed `check` imports it while its probe, started first of all
+(speed/early.py), runs."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
 from ortfix.target import probecmd
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Mapping
 
 PROBE_SOURCE = Path(probecmd.PROBE_SOURCE)
 # How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
@@ -270,6 +273,8 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
 def start_probe(python: Path) -> subprocess.Popen[str]:
     """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
     timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
+    from ortfix import subproc
+
     try:
         return subproc.start(probe_argv(python), target_python=python, env=probecmd.probe_env())
     except OrtfixError as exc:
