@@ -88,6 +88,10 @@ def _start(target: str, argv: list[str], env: dict[str, str]) -> Started | None:
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    if min(out_r, out_w, err_r, err_w) <= 2:  # ortfix started without a standard stream: Popen sorts that out
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return None
     actions: list[tuple[int, int] | tuple[int, int, int] | tuple[int, int, str, int, int]] = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
         (os.POSIX_SPAWN_DUP2, err_w, 2)]
