@@ -53,31 +53,35 @@ def spawn(given: tuple[str | None] | None) -> None:
     global _started
     if given is None or os.environ.get("ORTFIX_NO_PREFETCH") or not hasattr(os, "posix_spawn"):
         return
-    target = plain_target(given[0])
-    if target is None:
-        return
-    from ortfix.system.cachebase import plain_cache_dir
-    from ortfix.target import owner, probecmd
-
-    base = plain_cache_dir()
-    if base is None or (os.geteuid() == 0 and not owner.only_root_controls(base)):
-        return  # as root, as choose._cached_probe: the probe's copy is imported only from a folder that is root's
-    source = probecmd.probe_source()
-    folder, name = pathlib_form(os.path.join(base, "probe")), probecmd.module_name(source)
     try:
-        if not probecmd.only_mine(folder) or not probecmd.holds(folder, name, source):
-            return
-    except OSError:
+        started = _spawn(given[0])
+    except (OSError, ValueError):  # a working folder removed, a file that cannot be read: the normal path says so
         return
-    argv, env = probecmd.probe_argv(target, source, (folder, name)), probecmd.probe_env()
-    if owner.refusal(target) is not None:  # as subproc.start checks it, at the moment of launch; refused: the
-        return  # normal path says so
-    started = _start(target, argv, env)
     if started is not None:
         import atexit
 
         _started = started
         atexit.register(drop)  # ortfix ending before speed/prefetch.py takes it over must not leave it running
+
+
+def _spawn(python: str | None) -> Started | None:
+    target = plain_target(python)
+    if target is None:
+        return None
+    from ortfix.system.cachebase import plain_cache_dir
+    from ortfix.target import owner, probecmd
+
+    base = plain_cache_dir()
+    if base is None or (os.geteuid() == 0 and not owner.only_root_controls(base)):
+        return None  # as root, as choose._cached_probe: the probe's copy is imported only from a folder root's alone
+    source = probecmd.probe_source()
+    folder, name = pathlib_form(os.path.join(base, "probe")), probecmd.module_name(source)
+    if not probecmd.only_mine(folder) or not probecmd.holds(folder, name, source):
+        return None
+    argv, env = probecmd.probe_argv(target, source, (folder, name)), probecmd.probe_env()
+    if owner.refusal(target) is not None:  # as subproc.start checks it, at the moment of launch; refused: the
+        return None  # normal path says so
+    return _start(target, argv, env)
 
 
 def _start(target: str, argv: list[str], env: dict[str, str]) -> Started | None:
