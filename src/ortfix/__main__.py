@@ -6,13 +6,16 @@ import sys
 
 def entry() -> None:
     """Every command ends here: its exit code, or what stopped it rendered once (cli/output.ended)."""
+    from ortfix.cli.invocation import Invocation
+
+    invocation = Invocation(sys.argv[1:])
+    from ortfix.speed import early
+
+    early.spawn(invocation.prefetch)  # the probe, before anything else is imported (speed/prefetch.py takes it over)
     from ortfix.cli import streams
 
     streams.prepare(sys.stdout)  # nothing ortfix prints ends it with a UnicodeEncodeError (cli/streams.py)
     streams.prepare(sys.stderr)
-    from ortfix.cli.invocation import Invocation
-
-    invocation = Invocation(sys.argv[1:])
     if invocation.lang:  # the click-free `check` speaks it too
         from ortfix.i18n import set_language
 

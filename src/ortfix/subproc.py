@@ -17,7 +17,7 @@ started with `target_python=` that interpreter: right before the start, target/o
 as root and another user controls that environment. Every caller says, `None` for ortfix's own interpreter and the
 system's tools: the argument has no default.
 
-`ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds.
+`ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that many seconds (childtime.py).
 """
 
 from __future__ import annotations
@@ -25,10 +25,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import select
+import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ortfix.childtime import child_timeout as child_timeout  # re-exported: every wait on a child applies it
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
@@ -60,19 +64,6 @@ def child_env(base: Mapping[str, str] | None = None, **overrides: str | None) ->
         else:
             env[key] = value
     return env
-
-
-def child_timeout(seconds: float) -> float:
-    """`seconds`, or less when ORTFIX_CHILD_TIMEOUT asks for less (a value that is not a positive number is
-    ignored)."""
-    text = os.environ.get("ORTFIX_CHILD_TIMEOUT")
-    if not text:
-        return seconds
-    try:
-        cap = float(text)
-    except ValueError:
-        return seconds
-    return min(seconds, cap) if math.isfinite(cap) and cap > 0 else seconds
 
 
 def _name(proc: subprocess.Popen[str]) -> str:
@@ -138,15 +129,21 @@ def _communicate(proc: subprocess.Popen[str], timeout: float, input_text: str | 
     try:
         out, err = proc.communicate(input_text, timeout=limit)
     except BaseException as exc:  # the limit, Ctrl-C (the child, in its own session, did not get it)...: no orphans
-        terminate_group(proc, timeout=2.0)
         if isinstance(exc, subprocess.TimeoutExpired):
-            raise OrtfixError(Msg(N_("{program} did not finish within {seconds} s"), program=_name(proc),
-                                  seconds=f"{limit:g}"),
-                              hint=Msg(N_("it, or a process it started, kept running; all of them were stopped"))
-                              ) from exc
+            raise overdue(proc, limit) from exc
+        terminate_group(proc, timeout=2.0)
         raise
     HOST.release(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def overdue(proc: subprocess.Popen[str], limit: float) -> OrtfixError:
+    """The error for a child still running (or holding its output) after `limit` seconds, once its whole process
+    group has been ended."""
+    terminate_group(proc, timeout=2.0)
+    return OrtfixError(Msg(N_("{program} did not finish within {seconds} s"), program=_name(proc),
+                           seconds=f"{limit:g}"),
+                       hint=Msg(N_("it, or a process it started, kept running; all of them were stopped")))
 
 
 def run(
@@ -173,6 +170,63 @@ def start(argv: Sequence[str | Path], *, target_python: str | Path | None,
     """Start argv in the background (so ortfix can do other work meanwhile), in a session of its own; read it with
     `finish`, or end it (and everything it started) with `terminate_group`. `target_python`: as for `run`."""
     return _popen([str(a) for a in argv], env, stdin=subprocess.DEVNULL, target_python=target_python)
+
+
+class _Adopted(subprocess.Popen[str]):
+    """A child started before `subprocess` was imported (speed/early.py), taken over as the Popen `start` would have
+    made: Popen's own set-up, with the child's pipes and pid given instead of made (its two hooks for that)."""
+
+    def __init__(self, argv: list[str], pid: int, stdout_fd: int, stderr_fd: int) -> None:
+        self._given = (pid, stdout_fd, stderr_fd)
+        super().__init__(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                         errors="replace")
+
+    def _get_handles(self, stdin: object, stdout: object, stderr: object) -> tuple[int, ...]:
+        _pid, stdout_fd, stderr_fd = self._given
+        return -1, -1, stdout_fd, -1, stderr_fd, -1  # (stdin's two ends, stdout's, stderr's): the parent's ends only
+
+    def _execute_child(self, *_args: object) -> None:
+        self.pid = self._given[0]
+        self._child_created = True
+        self._closed_child_pipe_fds = True
+
+    def _wait(self, timeout: float | None) -> int:
+        """Popen's wait looks for the child's end with growing sleeps (half a millisecond, then one, two...): a
+        replay, the probe's output read to its end but the probe not yet reaped, lost 2-4 ms there. Here the
+        kernel says when the child has ended (a pidfd, where there is one); then Popen's wait reaps it."""
+        if self.returncode is None and timeout is not None:
+            timeout = _until_ended(self.pid, timeout)
+        return super()._wait(timeout=timeout)  # type: ignore[misc,no-any-return]
+
+
+def _until_ended(pid: int, timeout: float) -> float:
+    """Wait up to `timeout` seconds for the child `pid` to end; the time left. Where the system has no pidfd: at
+    once, all of it."""
+    started = time.monotonic()
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return timeout
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll(math.ceil(max(timeout, 0.0) * 1000))
+    finally:
+        os.close(fd)
+    return max(timeout - (time.monotonic() - started), 0.0)
+
+
+def adopt(argv: list[str], pid: int, stdout_fd: int, stderr_fd: int) -> subprocess.Popen[str]:
+    """The child `pid`, started as `start` starts one (in a session of its own, stdin from the null device) with
+    `argv`, its stdout and stderr read from these descriptors, as a Popen of `start`'s: `finish` and
+    `terminate_group` treat it as theirs. Raises (and ends the child's group) if Popen cannot take it over."""
+    try:
+        return _Adopted(argv, pid, stdout_fd, stderr_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
 
 
 def finish(proc: subprocess.Popen[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

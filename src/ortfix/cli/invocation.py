@@ -9,10 +9,9 @@ Kept free of dataclasses, typing and click: it is on the path of every replayed 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of a replayed `check`
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from ortfix.cli.output import Command

@@ -10,12 +10,22 @@ one run, 31 rounds, median wall time against `import onnxruntime`'s: replayed 0.
 its own import) scatter as much as they differ: replayed 0.37-0.41 -> 0.32-0.40, fresh 0.77-0.83 -> 0.77-0.89.
 Instructions of ortfix's own process (callgrind, steady against load): replayed 172.4M -> 140.7M, fresh 543.5M ->
 518.9M; the probe's 78.7M -> 73.0M.
-- A replayed check is the interpreter's start (38M instructions with `site`, ~17 ms), the imports before the probe
-  starts (~20 ms: `subprocess` 7 ms with `locale`, `re`, `threading`, `signal`, `selectors`; `pathlib` 3.4 ms with
+- A replayed check was the interpreter's start (38M instructions with `site`, ~17 ms), the imports before the probe
+  started (~20 ms: `subprocess` 7 ms with `locale`, `re`, `threading`, `signal`, `selectors`; `pathlib` 3.4 ms with
   `urllib.parse` and `ipaddress`), then the probe (~29 ms, 13 of them the target's `python -S` start), which it waits
-  for; reading the saved check back and looking again at what it saw runs meanwhile. What is left to take: the
-  imports before the spawn (a `posix_spawn` start in subproc.py and a target chosen without pathlib: ~10 ms) and the
-  probe's own ~16 ms (scanning the distributions and their RECORD sizes, sysconfig), its floor.
+  for; reading the saved check back and looking again at what it saw ran meanwhile. Now (early.py) the probe starts
+  right after the command line is read, with `os.posix_spawn`, before `subprocess`, `pathlib` or the CLI are
+  imported; the rest of ortfix's work overlaps it, and a replay reads its answer without importing `subprocess`
+  (early.collect). The probe ends with `os._exit` once its report is out (no interpreter teardown). Callgrind,
+  ortfix's own process (a replayed `check --python V`, the bench venv): instructions before the probe starts 108.7M
+  -> 68.9M (38M of them the interpreter's start with `site`, 25M the `import re` of pip's console-script wrapper),
+  after it 32.5M -> 63.5M (it overlaps the probe), in all 141.1M -> 132.4M; the probe 73.0M -> 65.2M. The critical
+  path (the start of the probe, then the longer of the probe and the rest) is 181.7M -> 134.1M. Wall time against
+  `import onnxruntime`, old and new tree interleaved in one run (/tmp's copy of the tree at the previous commit, its
+  own venv), 31 rounds, medians, load average 4: replayed 0.364 -> 0.279 (116.7 -> 89.6 ms against 320.8 ms),
+  `--fresh` 0.64 -> 0.56; scripts/bench_check.py alone (21 rounds, load 3.8): replayed 0.29, fresh 0.53. What is
+  left: the probe is the critical path now (its `-S` start 27.7M, sysconfig, the distribution scan), and before it
+  the interpreter's start and the wrapper's `re`, which ortfix does not control.
 - A fresh check was mostly imports (443M of its 519M instructions, measured by importing check's modules alone), a
   third of them defining the 41 frozen dataclasses on its path (~4.2M each: `dataclasses` compiles six methods per
   class, one `exec` each) and 72M importing `dataclasses` itself (`inspect`, `ast`, `dis`, `tokenize`). They are

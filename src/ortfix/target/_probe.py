@@ -812,5 +812,15 @@ def main():
         out.flush()
 
 
+def end():
+    # type: () -> None
+    # The report is out: the interpreter's teardown (freeing every module one by one, a tenth of the probe's
+    # instructions) is skipped, and ortfix, which waits for the probe to exit, has its answer that much sooner.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 if __name__ == "__main__":  # as under `python -c`; tests load the functions without running it
     main()
+    end()

@@ -1,20 +1,24 @@
-"""Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing):
-the entry point imports it before anything else so the probe can start at once (see speed/prefetch.py)."""
+"""Which interpreter to inspect, and starting the probe inside it. Kept light (no dataclasses, no JSON, no typing,
+no `subprocess` until a probe is started here): a replayed `check` imports it while its probe, started first of all
+(speed/early.py), runs."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
+from ortfix.target import probecmd
 
-PROBE_SOURCE = Path(__file__).with_name("_probe.py")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Mapping
+
+PROBE_SOURCE = Path(probecmd.PROBE_SOURCE)
 # How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
 # with everything it started (subproc.finish). ORTFIX_CHILD_TIMEOUT lowers it for tests.
 PROBE_TIMEOUT = 60.0
@@ -227,49 +231,15 @@ def canonical(python: Path) -> Path:
 
 
 def probe_source() -> str:
-    """The probe's source without its comment lines: Windows gives a new process a command line of at most 32,767
-    characters (CreateProcessW), the source's quotes escaped, and the whole file came within 200 characters of that
-    (a longer python.exe path, or a few more lines of probe, and the probe would start truncated). The probe has no
-    string with a line that starts with `#` (tests/test_probe_script.py checks that the code is the same)."""
-    lines = PROBE_SOURCE.read_text(encoding="utf-8").splitlines(keepends=True)
-    return "".join(line for line in lines if not line.lstrip().startswith("#"))
+    """The probe's source as it is started (target/probecmd.py)."""
+    return probecmd.probe_source()
 
 
 def probe_argv(python: Path | str) -> list[str]:
-    """How the probe is started: `python -S -c BOOTSTRAP`. Without `site`, none of the environment's code runs (its
-    `.pth` import lines, sitecustomize): the probe works out the sys.path that `site` would make by reading the
-    `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user.
-
-    Compiling the probe's source is a third of its run time, so the bootstrap imports it from ortfix's cache
-    folder, where the target interpreter keeps its bytecode; the source itself is the fallback (no usable cache
-    folder, or an interpreter that cannot import from it, such as a Windows one under wine)."""
+    """How the probe is started in `python` (target/probecmd.probe_argv), importing its copy in ortfix's cache folder
+    where there is a usable one."""
     source = probe_source()
-    module = _cached_probe(source)
-    if module is None:
-        return [str(python), "-S", "-c", source]
-    return [str(python), "-S", "-c", _PROBE_BOOTSTRAP.format(folder=ascii(module[0]), name=module[1],
-                                                              source=ascii(source))]
-
-
-# The current folder `python -c` puts first on sys.path goes before anything is imported (the probe's own first
-# statement does the same); bytecode is written for the probe's module only, in ortfix's cache folder.
-_PROBE_BOOTSTRAP = """import sys
-first = sys.path.pop(0) if sys.path[:1] in ([""], ["."]) else None
-sys.path.insert(0, {folder})
-write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
-try:
-    import {name} as probe
-except Exception:
-    probe = None
-sys.dont_write_bytecode = write_bytecode
-del sys.path[0]
-if probe is not None:
-    probe.main()
-else:
-    if first is not None:
-        sys.path.insert(0, first)
-    exec(compile({source}, "<string>", "exec"), {{"__name__": "__main__"}})
-"""  # i18n: english (a program the target runs)
+    return probecmd.probe_argv(str(python), source, _cached_probe(source))
 
 
 def _cached_probe(source: str) -> tuple[str, str] | None:
@@ -287,24 +257,15 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
 
         if not only_root_controls(str(base)):
             return None
-    import stat
-    import zlib  # not hashlib, whose OpenSSL costs 3 ms before the probe can start: the file's text is compared too
-
     folder = base / "probe"
-    name = f"ortfix_probe_{zlib.crc32(source.encode('utf-8')):08x}"
+    name = probecmd.module_name(source)
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(folder)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return None  # code the target runs is taken only from a folder nobody else can write to
-        cached = os.lstat(folder / "__pycache__") if (folder / "__pycache__").exists() else st
-        if not stat.S_ISDIR(cached.st_mode) or cached.st_uid != os.getuid() or cached.st_mode & 0o022:
-            return None  # nor its bytecode
-        path = folder / f"{name}.py"
-        stale = not path.is_file() or path.read_text(encoding="utf-8") != source
-        if stale and not write_text(path, source):
+        if not probecmd.only_mine(str(folder)):
             return None
-    except (OSError, UnicodeDecodeError):
+        if not probecmd.holds(str(folder), name, source) and not write_text(folder / f"{name}.py", source):
+            return None
+    except OSError:
         return None
     return str(folder), name
 
@@ -312,11 +273,10 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
 def start_probe(python: Path) -> subprocess.Popen[str]:
     """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
     timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
-    # The user's environment as it is (LD_LIBRARY_PATH, PYTHONPATH...): the probe must see what their Python sees.
-    env = dict(os.environ)
-    env["PYTHONIOENCODING"] = "utf-8"
+    from ortfix import subproc
+
     try:
-        return subproc.start(probe_argv(python), target_python=python, env=env)
+        return subproc.start(probe_argv(python), target_python=python, env=probecmd.probe_env())
     except OrtfixError as exc:
         said = exc.message_msg
         if not isinstance(said, Msg) or said.template != subproc.CANNOT_RUN:  # target/owner.py's refusal

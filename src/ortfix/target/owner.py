@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
 
-from ortfix.errors import OrtfixError
-from ortfix.i18n import N_, Msg
-from ortfix.safetext import visible
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: speed/early.py asks `refusal` before any import
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from ortfix.i18n import Msg
 
 SAFE_ENVS = "ORTFIX_SAFE_ENVS"
 # Where an environment keeps what `site` adds to sys.path: <env>/lib*/python3*/{site,dist}-packages (POSIX layouts,
@@ -40,20 +41,36 @@ _MAX_LINKS = 40  # as the kernel's ELOOP limit
 def require_trusted(python: str | Path) -> None:
     """Refuse (OrtfixError, exit 2) to start code of the environment of `python` when ortfix runs as root and
     someone else controls a path that decides what runs. Called at the moment of launch (subproc)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+    refused = refusal(python)
+    if refused is None:
         return
+    from ortfix.errors import OrtfixError
+    from ortfix.i18n import N_, Msg
+    from ortfix.safetext import visible
+
+    path, who, env_dir = refused
+    raise OrtfixError(
+        Msg(N_("refusing to run {python} as root: {path} {who}, so whoever that is would get root through the "
+               "environment's code (.pth files, pip, onnxruntime)"), python=visible(str(python)),
+            path=visible(str(path)), who=who),
+        hint=Msg(N_("run ortfix as the environment's owner; or, if you trust it, {variable}={folder}"),
+                 variable=SAFE_ENVS, folder=visible(str(env_dir))))
+
+
+def refusal(python: str | Path) -> tuple[str, Msg, str] | None:
+    """Why require_trusted refuses `python`: (the path someone else controls, who that is, the environment's
+    folder); None when it does not (ortfix is not root, the environment is root's alone or listed safe). Imports
+    nothing (speed/early.py asks before starting the probe ahead of everything else)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
     env_dir = environment_folder(python)
     if _listed_safe(env_dir):
-        return
+        return None
     for path in sorted(_deciding_paths(python, env_dir)):
         who = _controlled_by(path)
         if who is not None:
-            raise OrtfixError(
-                Msg(N_("refusing to run {python} as root: {path} {who}, so whoever that is would get root through the "
-                       "environment's code (.pth files, pip, onnxruntime)"), python=visible(str(python)),
-                    path=visible(str(path)), who=who),
-                hint=Msg(N_("run ortfix as the environment's owner; or, if you trust it, {variable}={folder}"),
-                         variable=SAFE_ENVS, folder=visible(str(env_dir))))
+            return path, who, env_dir
+    return None
 
 
 def environment_folder(python: str | Path) -> str:
@@ -164,16 +181,20 @@ def _controlled_by(path: str) -> Msg | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        from ortfix.i18n import N_, Msg
+
         return Msg(N_("cannot be checked ({error})"), error=str(exc.strerror or exc))
+    if st.st_uid == 0 and (stat.S_ISLNK(st.st_mode) or (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX)):
+        return None  # a link's own mode means nothing; in a sticky folder only an entry's owner may rename it
+    if st.st_uid == 0 and not st.st_mode & stat.S_IWOTH and not (st.st_mode & stat.S_IWGRP and st.st_gid != 0):
+        return None
+    from ortfix.i18n import N_, Msg  # only for an answer that refuses: nothing imported on the way to a probe
+
     if st.st_uid != 0:
         return Msg(N_("is owned by uid {uid}{name}"), uid=st.st_uid, name=_name_of(st.st_uid, "pwd"))
-    if stat.S_ISLNK(st.st_mode) or (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
-        return None  # a link's own mode means nothing; in a sticky folder only an entry's owner may rename it
     if st.st_mode & stat.S_IWOTH:
         return Msg(N_("is writable by everyone"))
-    if st.st_mode & stat.S_IWGRP and st.st_gid != 0:
-        return Msg(N_("is writable by group {gid}{name}"), gid=st.st_gid, name=_name_of(st.st_gid, "grp"))
-    return None
+    return Msg(N_("is writable by group {gid}{name}"), gid=st.st_gid, name=_name_of(st.st_gid, "grp"))
 
 
 def _name_of(number: int, database: str) -> str:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import subprocess
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -63,6 +65,9 @@ class PosixHost:
         """Nothing to hold: `new_session` made the child the leader of a process group of its own."""
 
     def end_tree(self, proc: subprocess.Popen[str], timeout: float) -> None:
+        import signal
+        import subprocess  # not at the top: a replayed `check` waits for its probe without it (speed/early.py)
+
         pgid = proc.pid  # start_new_session=True: the child is the leader of a group with its own pid as id
         deadline = time.monotonic() + max(timeout, 0.0)
         if _signal_group(pgid, signal.SIGTERM):
@@ -119,5 +124,6 @@ class LinuxHost(PosixHost):
 
     def cache_base(self) -> Path:
         # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "ortfix"
+        from ortfix.system.cachebase import xdg_cache_base
+
+        return Path(xdg_cache_base())

@@ -1,0 +1,21 @@
+"""How long ortfix waits for a child: `ORTFIX_CHILD_TIMEOUT=SECONDS` (for tests) lowers every limit to at most that
+many seconds. Standard library only, apart from subproc.py (which applies it to every child) because the probe
+started first (speed/early.py) is waited for before `subprocess` is imported."""
+
+from __future__ import annotations
+
+import math
+import os
+
+
+def child_timeout(seconds: float) -> float:
+    """`seconds`, or less when ORTFIX_CHILD_TIMEOUT asks for less (a value that is not a positive number is
+    ignored)."""
+    text = os.environ.get("ORTFIX_CHILD_TIMEOUT")
+    if not text:
+        return seconds
+    try:
+        cap = float(text)
+    except ValueError:
+        return seconds
+    return min(seconds, cap) if math.isfinite(cap) and cap > 0 else seconds

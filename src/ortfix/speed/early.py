@@ -1,0 +1,275 @@
+"""The probe started first of all: before ortfix imports `subprocess`, `pathlib` or any of its own modules.
+
+A replayed `check` waits for the probe (~30 ms, most of it the target's own start) and did nothing else as long;
+what ortfix imported before starting it (~20 ms: `subprocess`, `pathlib`, the target's choice) was spent before the
+probe even began. So the entry point hands the command line here first, for the commands whose probe starts early
+(cli/invocation.PREFETCHED), and the probe is started with `os.posix_spawn` and two pipes, in a session of its own,
+with the command line and environment target/probecmd.py makes for it; speed/prefetch.py then takes it over as a
+`subprocess.Popen` (subproc.adopt) once it has chosen the target the normal way, so that waiting for it, its time
+limit and ending its process group are subproc.py's as for any child. It is taken over only when it runs exactly
+what the normal path would have started (the same interpreter path, command line and environment), and is ended
+otherwise, or when choosing the target fails (that error is the normal path's to report), or when ortfix exits
+before taking it over.
+
+Only the plain cases are started here, each on the exact path target/choose.py would pick: `--python` naming an
+interpreter called `python` or a folder with one of its interpreters in it, else an activated environment's
+`bin/python`; on a POSIX host with `posix_spawn` and sessions, with the probe's copy already in ortfix's cache
+folder; as root only where target/owner.py would let it start (checked here as subproc.start checks it, right
+before the start). Anything else (a project's `.venv`, PATH, `~`, a
+program that cannot be started) is left to the normal path, which reports what went wrong.
+
+Imports nothing but `os`, `sys` and what it needs of ortfix that imports nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Signals Python ignores in itself that a child gets back at their default (Popen's restore_signals).
+_DEFAULT_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+
+
+class Started:
+    """The probe as started here: its pid, the read ends of its stdout and stderr, and what it runs."""
+
+    __slots__ = ("argv", "env", "pid", "stderr_fd", "stdout_fd", "target")
+
+    def __init__(self, target: str, argv: list[str], env: dict[str, str], pid: int, stdout_fd: int,
+                 stderr_fd: int) -> None:
+        self.target = target
+        self.argv = argv
+        self.env = env
+        self.pid = pid
+        self.stdout_fd = stdout_fd
+        self.stderr_fd = stderr_fd
+
+
+_started: Started | None = None
+
+
+def spawn(given: tuple[str | None] | None) -> None:
+    """Start the probe for `given` (cli/invocation.py's `prefetch`: (the --python value or None,), None for a
+    command whose probe does not start early), where it is one of the plain cases; otherwise nothing."""
+    global _started
+    if given is None or os.environ.get("ORTFIX_NO_PREFETCH") or not hasattr(os, "posix_spawn"):
+        return
+    try:
+        started = _spawn(given[0])
+    except (OSError, ValueError):  # a working folder removed, a file that cannot be read: the normal path says so
+        return
+    if started is not None:
+        import atexit
+
+        _started = started
+        atexit.register(drop)  # ortfix ending before speed/prefetch.py takes it over must not leave it running
+
+
+def _spawn(python: str | None) -> Started | None:
+    target = plain_target(python)
+    if target is None:
+        return None
+    from ortfix.system.cachebase import plain_cache_dir
+    from ortfix.target import owner, probecmd
+
+    base = plain_cache_dir()
+    if base is None or (os.geteuid() == 0 and not owner.only_root_controls(base)):
+        return None  # as root, as choose._cached_probe: the probe's copy is imported only from a folder root's alone
+    source = probecmd.probe_source()
+    folder, name = pathlib_form(os.path.join(base, "probe")), probecmd.module_name(source)
+    if not probecmd.only_mine(folder) or not probecmd.holds(folder, name, source):
+        return None
+    argv, env = probecmd.probe_argv(target, source, (folder, name)), probecmd.probe_env()
+    if owner.refusal(target) is not None:  # as subproc.start checks it, at the moment of launch; refused: the
+        return None  # normal path says so
+    return _start(target, argv, env)
+
+
+def _start(target: str, argv: list[str], env: dict[str, str]) -> Started | None:
+    """posix_spawn with stdin from /dev/null, stdout and stderr into pipes, in a new session, signals Python
+    ignores back at their default, and no file descriptor but those three (Popen's close_fds); None where it could
+    not be started."""
+    import _signal  # type: ignore[import-not-found]  # signal's own module builds enums: ~1M instructions
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    if min(out_r, out_w, err_r, err_w) <= 2:  # ortfix started without a standard stream: Popen sorts that out
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return None
+    actions: list[tuple[int, int] | tuple[int, int, int] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2)]
+    try:
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()]
+        pid = os.posix_spawn(target, argv, env, file_actions=actions, setsid=True,
+                             setsigdef=[getattr(_signal, name) for name in _DEFAULT_SIGNALS
+                                        if hasattr(_signal, name)])
+    except (OSError, NotImplementedError, ValueError, TypeError):
+        for fd in (out_r, err_r):
+            os.close(fd)
+        return None
+    finally:
+        for fd in (out_w, err_w):
+            os.close(fd)
+    return Started(target, argv, env, pid, out_r, err_r)
+
+
+def _inherited_fds() -> list[int]:
+    """This process's open descriptors above 2 that a child would inherit (OSError where they cannot be listed)."""
+    listed = os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd")
+    fds = []
+    for entry in listed:
+        fd = int(entry)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                fds.append(fd)
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+    return fds
+
+
+def take() -> Started | None:
+    """The probe started here, if any, handed out once: whoever takes it ends it."""
+    global _started
+    started, _started = _started, None
+    return started
+
+
+def drop() -> None:
+    """End the probe started here if nobody took it over (atexit)."""
+    started = take()
+    if started is not None:
+        end(started)
+
+
+def end(started: Started) -> None:
+    """End a probe started here that is not wanted: its process group, at once; then reap it and close its pipes."""
+    import contextlib
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(started.pid, sig)
+        except OSError:
+            break
+    with contextlib.suppress(OSError):
+        os.waitpid(started.pid, 0)
+    for fd in (started.stdout_fd, started.stderr_fd):
+        os.close(fd)
+
+
+class Finished:
+    """What a probe started here said, as subprocess.CompletedProcess has it (`returncode` negative: the signal that
+    ended it; stdout and stderr decoded as Popen's text mode decodes them)."""
+
+    __slots__ = ("args", "returncode", "stderr", "stdout")
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def collect(started: Started, timeout: float) -> Finished | None:
+    """Read the probe's output to its end and reap it, within `timeout` seconds; its pipes are then closed. None
+    when it has not ended by then: it is left as it is, for the caller to end (subproc.adopt, then subproc.overdue).
+    What subproc.finish does for a Popen, without importing `subprocess` (~20M instructions, as many as the probe's
+    own start) on the way of a replayed check."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {started.stdout_fd: [], started.stderr_fd: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    reading = set(chunks)
+    while reading:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        for fd, _event in poller.poll(_ms(left)):
+            data = os.read(fd, 65536)
+            if data:
+                chunks[fd].append(data)
+            else:  # the end of its output: every process that held this pipe has closed it
+                poller.unregister(fd)
+                reading.discard(fd)
+    status = _reaped(started.pid, deadline - time.monotonic())
+    if status is None:
+        return None
+    for fd in chunks:
+        os.close(fd)
+    out, err = (_text(b"".join(chunks[fd])) for fd in (started.stdout_fd, started.stderr_fd))
+    return Finished(started.argv, os.waitstatus_to_exitcode(status), out, err)
+
+
+def _reaped(pid: int, timeout: float) -> int | None:
+    """The wait status of the child `pid` once it has ended, within `timeout` seconds (told by a pidfd where there
+    is one, else looked at every millisecond); None if it has not ended by then."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if pidfd is None:
+                time.sleep(min(left, 0.001))
+            else:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                poller.poll(_ms(left))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000) + 1, 0)
+
+
+def _text(data: bytes) -> str:
+    """`data` as Popen's text mode reads a child's output: UTF-8 with errors replaced, universal newlines."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def plain_target(python: str | None) -> str | None:
+    """The interpreter target/choose.choose_target picks, as str(the Path it returns), in the plain cases; None for
+    any other (the normal path decides). `--python` naming a folder: its first interpreter as choose.py looks for
+    them; naming a file called `python`: that file (canonical() keeps such a name); not given: the activated
+    environment's bin/python (VIRTUAL_ENV, then CONDA_PREFIX)."""
+    if python is None:
+        for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+            prefix = os.environ.get(var)
+            if prefix:
+                candidate = pathlib_form(os.path.join(prefix, "bin", "python"))
+                return candidate if os.path.exists(candidate) else None
+        return None
+    if not python or python.startswith("~"):
+        return None
+    path = pathlib_form(os.path.join(os.getcwd(), python))
+    if os.path.isdir(path):
+        for tail in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe"), ("python.exe",)):
+            candidate = os.path.join(path, *tail)
+            if os.path.exists(candidate):
+                return candidate
+        return None
+    return path if os.path.basename(path) == "python" and os.path.isfile(path) else None
+
+
+def pathlib_form(path: str) -> str:
+    """`path` as str(pathlib.PurePosixPath(path)) writes it: "." parts and repeated or trailing slashes dropped, ".."
+    kept (the same file to the kernel, character for character what choose.py's Path names)."""
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."

@@ -1,0 +1,99 @@
+"""How the probe is started: its command line (`python -S -c BOOTSTRAP`), its environment, and the checks on the
+copy of its source in ortfix's cache folder that the bootstrap imports. Only `os` and `sys`: speed/early.py starts
+the probe with these before ortfix imports anything else; target/choose.py starts it with the same ones otherwise."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+PROBE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_probe.py")
+
+
+def probe_source() -> str:
+    """The probe's source without its comment lines: Windows gives a new process a command line of at most 32,767
+    characters (CreateProcessW), the source's quotes escaped, and the whole file came within 200 characters of that
+    (a longer python.exe path, or a few more lines of probe, and the probe would start truncated). The probe has no
+    string with a line that starts with `#` (tests/test_probe_script.py checks that the code is the same)."""
+    with open(PROBE_SOURCE, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    return "".join(line for line in lines if not line.lstrip().startswith("#"))
+
+
+def probe_env() -> dict[str, str]:
+    """The user's environment as it is (LD_LIBRARY_PATH, PYTHONPATH...): the probe must see what their Python sees."""
+    env = dict(os.environ)
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def module_name(source: str) -> str:
+    """The name of the probe's module in the cache folder: one per version of its source."""
+    import zlib  # not hashlib, whose OpenSSL costs 3 ms before the probe can start: the file's text is compared too
+
+    return f"ortfix_probe_{zlib.crc32(source.encode('utf-8')):08x}"
+
+
+def only_mine(folder: str) -> bool:
+    """`folder` and its `__pycache__` (where the target keeps the probe's bytecode), if there is one, are folders of
+    this user's that nobody else can write to: code the target runs is taken only from such a folder. Raises
+    OSError when `folder` cannot be looked at."""
+    for path in (folder, os.path.join(folder, "__pycache__")):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if path == folder:
+                raise
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+    return True
+
+
+def holds(folder: str, name: str, source: str) -> bool:
+    """The module file `name` in `folder` is a file with exactly `source` in it."""
+    path = os.path.join(folder, f"{name}.py")
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, encoding="utf-8") as f:
+            return f.read() == source
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def probe_argv(python: str, source: str, module: tuple[str, str] | None) -> list[str]:
+    """How the probe is started: `python -S -c BOOTSTRAP`. Without `site`, none of the environment's code runs (its
+    `.pth` import lines, sitecustomize): the probe works out the sys.path that `site` would make by reading the
+    `.pth` files as text. Not -I or -E: PYTHONPATH and the user site must count as they do for the user.
+
+    Compiling the probe's source is a third of its run time, so the bootstrap imports it from `module` (folder,
+    module name: ortfix's cache folder, where the target interpreter keeps its bytecode); the source itself is the
+    fallback (`module` None: no usable cache folder, or an interpreter that cannot import from it, such as a Windows
+    one under wine)."""
+    if module is None:
+        return [python, "-S", "-c", source]
+    return [python, "-S", "-c", _PROBE_BOOTSTRAP.format(folder=ascii(module[0]), name=module[1],
+                                                         source=ascii(source))]
+
+
+# The current folder `python -c` puts first on sys.path goes before anything is imported (the probe's own first
+# statement does the same); bytecode is written for the probe's module only, in ortfix's cache folder.
+_PROBE_BOOTSTRAP = """import sys
+first = sys.path.pop(0) if sys.path[:1] in ([""], ["."]) else None
+sys.path.insert(0, {folder})
+write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+try:
+    import {name} as probe
+except Exception:
+    probe = None
+sys.dont_write_bytecode = write_bytecode
+del sys.path[0]
+if probe is not None:
+    probe.main()
+    probe.end()
+else:
+    if first is not None:
+        sys.path.insert(0, first)
+    exec(compile({source}, "<string>", "exec"), {{"__name__": "__main__"}})
+"""  # i18n: english (a program the target runs)
