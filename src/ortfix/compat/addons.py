@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.record import frozen
 
 ADDONS_KIND = "addons"

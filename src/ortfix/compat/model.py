@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from packaging.version import Version
-
+from ortfix.compat.versions import Version
 from ortfix.i18n import Msg
 from ortfix.record import field, frozen
 

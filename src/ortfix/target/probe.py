@@ -59,7 +59,7 @@ class Distribution:
     def installed_version(self) -> str | None:
         """The installed version, normalised: from METADATA, else from the .dist-info folder's name (METADATA may be
         what is damaged); None when neither is a version."""
-        from packaging.version import InvalidVersion, Version
+        from ortfix.compat.versions import InvalidVersion, Version
 
         stem = os.path.basename(self.dist_info).rsplit(".", 1)[0]
         for candidate in (self.version, stem.rsplit("-", 1)[1] if "-" in stem else None):
