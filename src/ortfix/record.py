@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import sys
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
-if TYPE_CHECKING:
-    from typing_extensions import dataclass_transform
-else:
+TYPE_CHECKING = False
+if not TYPE_CHECKING:  # `typing` is for mypy only: importing it is no part of a check's work (speed/__init__.py)
     def dataclass_transform(**_kwargs: object) -> Callable[[object], object]:
         return lambda decorated: decorated
 
-T = TypeVar("T")
+    def overload(function: object) -> object:  # the last definition is the one that runs, as with typing's
+        return function
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar, overload
+
+    from typing_extensions import dataclass_transform
+
+    T = TypeVar("T")
+
 _MISSING: object = type("_Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 
