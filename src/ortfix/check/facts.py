@@ -30,8 +30,7 @@ from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import LibraryReader, MachineLoader, Platform, SimulatedProcess, unsupported
 from ortfix.system.platforms import host_platform
-from ortfix.system.project import Project, project_of
-from ortfix.system.uvargs import find_uv
+from ortfix.system.project import Project, find_tool, project_of
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
 if TYPE_CHECKING:
@@ -257,7 +256,7 @@ def gather(
         findable=findable,
         platform=plat,
         hook_files_present=installed.files_present,
-        uv=find_uv(),
+        uv=find_tool("uv"),  # system/uvargs.find_uv's answer, without importing uv's option translation (plan's)
         pip_config=_pip_config(probe.prefix, notes),
         interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),
