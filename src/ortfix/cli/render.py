@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from ortfix.check.addons import genai_installs, tensorrt_wanted
 from ortfix.check.codes import FindingCode, Severity
@@ -20,7 +19,10 @@ from ortfix.record import asdict
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ortfix.commands.check import CheckResult
     from ortfix.commands.explain import ExplainResult
     from ortfix.commands.matrix import MatrixShowResult

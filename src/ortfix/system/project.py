@@ -17,7 +17,6 @@ import shutil
 import sys
 from collections.abc import Mapping
 from functools import cache
-from typing import Union
 
 from ortfix.i18n import N_, Msg
 from ortfix.record import frozen
@@ -60,7 +59,11 @@ def _name_separators() -> re.Pattern[str]:
     return re.compile(r"[-_.]+")
 
 TomlTable = Mapping[str, object]
-TomlValue = Union[str, int, float, bool, list[object], TomlTable]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` for mypy only: every check imports this module (speed/__init__.py)
+    from typing import Union
+
+    TomlValue = Union[str, int, float, bool, list[object], TomlTable]
 
 
 @frozen

@@ -11,7 +11,6 @@ import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -20,7 +19,10 @@ from ortfix.record import field, frozen
 from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ortfix.target.winreport import RegistryPath, WindowsInfo
 
 __all__ = [
