@@ -89,3 +89,20 @@ def test_find_tool_looks_on_path_through_the_host(tmp_path: Path, monkeypatch: p
     (tmp_path / "uv").chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert find_tool("uv") == shutil.which("uv") == str(tmp_path / "uv")
+
+
+def test_text_isprintable_accepts_has_nothing_safetext_escapes() -> None:
+    """safetext's shortcut (no pattern compiled for printable text) rests on this: every character its patterns
+    escape is one `str.isprintable` refuses; and each function answers as its pattern does, on either side of it."""
+    from ortfix import safetext
+
+    escaped = [chr(c) for c in range(0x110000) if safetext._shown().fullmatch(chr(c))]
+    assert len(escaped) > 2048 and all(not ch.isprintable() for ch in escaped)
+    samples = ["plain", "", "a\nb", "a\r\nb", "tab\there", "esc\x1b[31m", "ok ✓ ✗ ü 中文", "\u2028", "x\u202ey",
+               "\udcff", "\u00a0nbsp", "zw\u200bsp", "\ufeff", "line\n\u2066iso\u2069\n", "\x85", "end\n"]
+    for text in samples:
+        assert safetext.visible(text) == safetext._shown().sub(safetext._escape, text)
+        assert safetext.visible_lines(text) == safetext._shown_in_lines().sub(safetext._escape_in_lines, text)
+        for surrogates in (False, True):
+            match = (safetext._shown() if surrogates else safetext._control()).search(text)
+            assert safetext.first_control(text, surrogates=surrogates) == (match.group(0) if match else None)
