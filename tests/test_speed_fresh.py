@@ -13,9 +13,11 @@ import pytest
 
 # What a fresh check imported before issue 22's last round, and no longer does: `typing` (the payload TypedDicts, the
 # platform seam's Protocols), `packaging.version` (compat/versions.Version holds plain releases itself), `shutil`
-# (the host's `which`), uv's option translation and the wheelhouse manifest (facts only asks where uv is).
-NOT_ON_A_FRESH_CHECK = {"typing", "packaging.version", "shutil", "bz2", "lzma", "ortfix.system.uvargs",
-                        "ortfix.system.wheelmanifest", "ortfix.system.platform_protocols"}
+# (the host's `which`), uv's option translation and the wheelhouse manifest (facts only asks where uv is), `shlex`
+# (quoting, which a check's screen rarely needs) and the rules of what only Windows has.
+NOT_ON_A_FRESH_CHECK = {"typing", "packaging.version", "shutil", "bz2", "lzma", "shlex", "ortfix.system.uvargs",
+                        "ortfix.system.wheelmanifest", "ortfix.system.platform_protocols", "ortfix.check.windows",
+                        "ortfix.check.winstore"}
 _MODULES_AFTER_CHECK = """
 import atexit
 import sys

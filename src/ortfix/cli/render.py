@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Sequence
 
 from ortfix.check.addons import genai_installs, tensorrt_wanted
@@ -67,6 +66,8 @@ def _via(plan: Plan, requirements: Sequence[object], installer: str) -> str:
     if windows:  # cmd's own way to set a variable for one command
         uv_env = "".join(f"set {quote(f'{name}={value}', True)} && " for name, value in assigned)
     else:
+        import shlex  # here: a check's screen has no uv command line, and shlex compiles a pattern at import
+
         uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
     return f"{uv_env}uv pip install --python {quote(plan.python, windows)} {uv_options} {reqs}"
 
