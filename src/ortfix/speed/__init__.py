@@ -27,7 +27,7 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   rounds, medians (load average 2-3): fresh 0.91 -> 0.66 and 0.84 -> 0.63 (CPU time 0.87 -> 0.62), replayed 0.35 ->
   0.33 and 0.35 -> 0.38 (noise).
 - The next round (issue 22) took what the fresh path imported and compiled without needing it: `packaging.version`
-  (its regex compiled at import: compat/versions.Version holds a plain release as its numbers and asks packaging
+  (its regex compiled at import: `Version` of compat/versions.py holds a plain release as its numbers and asks packaging
   only for anything else), `typing` (check/findings.py's 22 payload TypedDicts, a ForwardRef compiled per field,
   were 19M alone; the platform seam's Protocols moved to system/platform_protocols.py; the rest for mypy only),
   `shutil` with `bz2` and `lzma` (the host's `which`, system/host.py), uv's option translation and the wheelhouse
