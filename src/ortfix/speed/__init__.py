@@ -28,8 +28,9 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   0.33 and 0.35 -> 0.38 (noise).
 - The next round (issue 22) took what the fresh path imported and compiled without needing it: `packaging.version`
   (its regex compiled at import: the `Version` of compat/versions.py holds a plain release as its numbers and asks
-  packaging only for anything else), `typing` (check/findings.py's 22 payload TypedDicts, a ForwardRef compiled per field,
-  were 19M alone; the platform seam's Protocols moved to system/platform_protocols.py; the rest for mypy only),
+  packaging only for anything else), `typing` (check/findings.py's 22 payload TypedDicts, a ForwardRef compiled
+  per field, were 19M alone; the platform seam's Protocols moved to system/platform_protocols.py; the rest for mypy
+  only),
   `shutil` with `bz2` and `lzma` (the host's `which`, system/host.py), uv's option translation and the wheelhouse
   manifest (facts only asks where uv is), safetext's patterns (printable text is returned as it is), `shlex` and the
   Windows-only rules; a record made with every field is assigned at once (record.py), and ld.so.cache's table is
