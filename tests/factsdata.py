@@ -20,7 +20,7 @@ from typing import Any, Union
 from ortfix.check.facts import Facts, gather
 from ortfix.compat.load import load_matrix
 from ortfix.system.linux.platform import LinuxPlatform
-from ortfix.system.platform import Platform
+from ortfix.system.platform_protocols import Platform
 from ortfix.system.windows.platform import WindowsPlatform
 
 FACTS_DIR = Path(__file__).with_name("data") / "facts"
@@ -44,11 +44,15 @@ def encode(value: Any) -> Any:
 
 def _lazy_types() -> dict[str, Any]:
     """Names the facts annotate with but import only for type checking (check/facts.py and target/probe.py keep the
-    Windows-only modules out of a Linux check)."""
+    Windows-only modules out of a Linux check, and `typing`'s Protocols out of every check)."""
+    from ortfix.system import platform_protocols
     from ortfix.system.windows import facts as winfacts
     from ortfix.target import winreport
 
-    return {**vars(winfacts), **vars(winreport)}
+    # For mypy only: check/facts.py's UnfinishedTransaction Protocol (the recorded facts hold none) and
+    # compat/model.py's Literal of index names (a str).
+    return {**vars(winfacts), **vars(winreport), **vars(platform_protocols), "UnfinishedTransaction": object,
+            "IndexName": str}
 
 
 _LAZY_TYPES = _lazy_types()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -16,7 +16,7 @@ from factsdata import load_facts
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.diagnose import diagnose, gpu_install
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
-from ortfix.check.findings import Finding, NotOnPathData, finding_json, problems, removal, soname_link
+from ortfix.check.findings import Finding, finding_json, problems, removal, soname_link
 from ortfix.compat.load import load_matrix
 from ortfix.errors import OrtfixError
 from ortfix.plan.make import make_plan
@@ -25,6 +25,9 @@ from ortfix.system.driver import overridden_driver
 from ortfix.system.inventory import LibCopy
 from ortfix.system.loader import VIA_LD_LIBRARY_PATH
 from plantools import WHEELS, assert_coherent, hook_libraries, requirement_name, requirements
+
+if TYPE_CHECKING:
+    from ortfix.check.findings import NotOnPathData  # a payload shape is a type for mypy only
 
 MATRIX = load_matrix()
 # The CUDA 13 toolkit of the machine the facts were recorded on (tests/data/facts/README.md).
@@ -108,7 +111,7 @@ def test_installed_wheels_not_on_the_loader_path_are_lib002_and_hooked_not_reins
     findings = diagnose(facts, MATRIX)
     installed = gpu_install(facts)
     assert installed is not None and installed.version == "1.20.2" and installed.cuda_major == 12
-    libraries = cast(NotOnPathData, _one(findings, FindingCode.LIB_NOT_ON_PATH).data)["libraries"]
+    libraries = cast("NotOnPathData", _one(findings, FindingCode.LIB_NOT_ON_PATH).data)["libraries"]
     for soname in ("libcublas.so.12", "libcudart.so.12", "libcudnn.so.9", "libcurand.so.10"):
         [path] = libraries[soname]
         assert path.startswith(facts.probe.purelib + "/nvidia/"), path
@@ -178,7 +181,7 @@ def test_a_library_resolved_from_another_cuda_major_is_lib008_and_the_hook_loads
     assert other_major.severity is Severity.ERROR
     assert dict(other_major.data) == {"sonames": ["libcurand.so.10"], "cuda_major": 12}
     # The rest are still not on the path; libcurand is no longer among them (the loader finds a copy).
-    not_on_path = cast(NotOnPathData, _one(findings, FindingCode.LIB_NOT_ON_PATH).data)
+    not_on_path = cast("NotOnPathData", _one(findings, FindingCode.LIB_NOT_ON_PATH).data)
     assert "libcurand.so.10" not in not_on_path["libraries"]
 
     plan = _plan(facts)

@@ -23,7 +23,8 @@ from ortfix.system.linux.ldcache import load_ld_cache
 from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.linux.loader import LinuxLoader, LoaderConfig
 from ortfix.system.linux.platform import LinuxPlatform
-from ortfix.system.platform import HookFile, Platform
+from ortfix.system.platform import HookFile
+from ortfix.system.platform_protocols import Platform
 from ortfix.system.platforms import PLATFORMS, platform_for
 from ortfix.target.probe import ProbeFacts, run_probe
 

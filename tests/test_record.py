@@ -97,6 +97,28 @@ def test_defaults_factories_and_post_init() -> None:
     assert repr(Counter(["q"])) == repr(CounterDc(["q"])).replace("CounterDc", "Counter")
 
 
+def test_every_way_of_giving_the_fields_builds_what_a_dataclass_builds() -> None:
+    """All by position, all by name in any order (record.py's shortcuts), and the mixes and defaults between."""
+    made = [Inner("s", 2), Inner(size=2, soname="s"), Inner(soname="s", size=2), Inner("s", size=2)]
+    dcs = [InnerDc("s", 2), InnerDc(size=2, soname="s"), InnerDc(soname="s", size=2), InnerDc("s", size=2)]
+    assert [vars(r) for r in made] == [vars(d) for d in dcs] == [{"soname": "s", "size": 2}] * 4
+    assert [list(vars(r)) for r in made] == [["soname", "size"]] * 4  # field order, as a dataclass assigns
+    assert vars(Inner("s")) == vars(InnerDc("s")) and vars(Inner(soname="s")) == vars(InnerDc(soname="s"))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        Inner(soname="x", nope=1)  # type: ignore[call-arg]  (as many names as fields, one of them wrong)
+    assert Counter([], 0).total == 0 and Counter(hits=["a"], total=0).total == 1  # __post_init__ on each way
+
+    class Later(Inner):  # not a record itself: its __post_init__ is not called, as a dataclass's subclass's is not
+        def __post_init__(self) -> None:
+            raise AssertionError("called")
+
+    class LaterDc(InnerDc):
+        def __post_init__(self) -> None:
+            raise AssertionError("called")
+
+    assert vars(Later("s")) == vars(LaterDc("s"))
+
+
 def test_init_errors_are_type_errors() -> None:
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'soname'"):
         Inner()  # type: ignore[call-arg]

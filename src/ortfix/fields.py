@@ -9,12 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, Union
 
 from ortfix.i18n import N_, Msg
 
-# A JSON document as `json.loads` returns it; read it through the checks below before trusting its shape.
-JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` for mypy only: a check imports this module (speed/__init__.py)
+    from typing import Any, Union
+
+    # A JSON document as `json.loads` returns it; read it through the checks below before trusting its shape.
+    JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
 
 class BadField(ValueError):

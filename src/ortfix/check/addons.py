@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import os
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall, ProviderLoad
-from ortfix.check.findings import Finding, GenaiData
+from ortfix.check.findings import Finding
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML, GENAI_PACKAGES, TENSORRT_FAMILIES
 from ortfix.compat.matrix import Matrix
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.i18n import N_, Msg
 from ortfix.record import frozen
 from ortfix.target.probe import Distribution
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.check.findings import GenaiData
 
 # The library of onnxruntime-genai-cuda whose NEEDED libcudart.so.N names its CUDA major.
 GENAI_CUDA_LIBRARY = "onnxruntime_genai/libonnxruntime-genai-cuda.so"

@@ -7,10 +7,14 @@ import os
 
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts
-from ortfix.check.findings import DamagedData, Finding
+from ortfix.check.findings import Finding
 from ortfix.check.packages import GPU_PACKAGE, builds_onnxruntime
 from ortfix.fields import BadField, distribution_name
 from ortfix.i18n import N_, Msg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.check.findings import DamagedData
 
 # How many paths of a damaged distribution the evidence names.
 _EVIDENCE_PATHS = 5

@@ -24,8 +24,6 @@ from ortfix.check.libraries import (
 from ortfix.check.packages import CPU_PACKAGE, package_findings
 from ortfix.check.project import project_findings
 from ortfix.check.torch_compat import torch_findings
-from ortfix.check.windows import windows_findings
-from ortfix.check.winstore import store_python_findings
 from ortfix.compat.matrix import Matrix
 
 
@@ -53,8 +51,12 @@ def diagnose(facts: Facts, matrix: Matrix, *, with_tensorrt: bool = False) -> li
         findings += partial_cudnn_findings(facts, matrix, cuda)
     findings += unreadable_dir_findings(facts)
     findings += interrupted_findings(facts)
-    findings += windows_findings(facts, gpu)
-    findings += store_python_findings(facts, findings)
+    if facts.windows is not None or facts.probe.windows is not None:  # what only Windows has (a Linux check's
+        from ortfix.check.windows import windows_findings  # rules find nothing there: not imported)
+        from ortfix.check.winstore import store_python_findings
+
+        findings += windows_findings(facts, gpu)
+        findings += store_python_findings(facts, findings)
     findings += project_findings(facts)
     findings.sort(key=first_screen_order)
     return findings

@@ -4,12 +4,11 @@ pending after a driver upgrade, a driver too old for the build's CUDA major, and
 
 from __future__ import annotations
 
-from packaging.version import Version
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
 from ortfix.check.findings import Finding
 from ortfix.compat.matrix import Matrix
+from ortfix.compat.versions import Version
 from ortfix.i18n import N_, Msg
 from ortfix.system.driver import GIVEN_GPU
 

@@ -12,10 +12,8 @@ import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Union
 
 from ortfix import subproc
 from ortfix.compat.matrix import Matrix
@@ -28,40 +26,43 @@ from ortfix.system.inventory import LibCopy, cuda_major_by_name
 from ortfix.system.linux.platform import DRIVER_LIBRARIES  # the default of LoaderContext.driver_libraries
 from ortfix.system.loader import Resolution
 from ortfix.system.pipconfig import PipConfig, read_pip_config
-from ortfix.system.platform import LibraryReader, MachineLoader, Platform, SimulatedProcess, unsupported
+from ortfix.system.platform import MachineLoader, unsupported
 from ortfix.system.platforms import host_platform
-from ortfix.system.project import Project, project_of
-from ortfix.system.uvargs import find_uv
+from ortfix.system.project import Project, find_tool, project_of
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check's work (speed/__init__.py)
+    from enum import Enum
+    from typing import Protocol, Union
+
+    from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess
     from ortfix.system.windows.facts import WindowsFacts
 
+    class UnfinishedTransaction(Protocol):
+        """An apply or rollback that died half-way, or whose journal cannot be read or trusted (the transaction
+        journal's reader gives these; facts only carries them, so it never imports the transaction layer)."""
+
+        @property
+        def id(self) -> str: ...
+        @property
+        def status(self) -> Enum | None: ...  # running | rolling-back; None: unreadable
+        @property
+        def created(self) -> str: ...
+        @property
+        def steps_started(self) -> int: ...
+        @property
+        def steps_total(self) -> int: ...
+        @property
+        def folder(self) -> str: ...
+        @property
+        def error(self) -> str | None: ...
+
+    UnfinishedReader = Callable[[str], Sequence[UnfinishedTransaction]]  # environment prefix → its unfinished ones
+    ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]  # running, or done already
+
+
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
-
-
-class UnfinishedTransaction(Protocol):
-    """An apply or rollback that died half-way, or whose journal cannot be read or trusted (the transaction
-    journal's reader gives these; facts only carries them, so it never imports the transaction layer)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def status(self) -> Enum | None: ...  # running | rolling-back; None: unreadable
-    @property
-    def created(self) -> str: ...
-    @property
-    def steps_started(self) -> int: ...
-    @property
-    def steps_total(self) -> int: ...
-    @property
-    def folder(self) -> str: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-UnfinishedReader = Callable[[str], Sequence[UnfinishedTransaction]]  # environment prefix → its unfinished ones
-ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]  # running, or done already
 
 
 @frozen
@@ -257,7 +258,7 @@ def gather(
         findable=findable,
         platform=plat,
         hook_files_present=installed.files_present,
-        uv=find_uv(),
+        uv=find_tool("uv"),  # system/uvargs.find_uv's answer, without importing uv's option translation (plan's)
         pip_config=_pip_config(probe.prefix, notes),
         interrupted=tuple(unfinished(probe.prefix)) if unfinished else (),
         notes=tuple(notes),

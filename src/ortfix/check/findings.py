@@ -6,216 +6,203 @@ Also the finding's JSON form and `problems` (the findings that are not informati
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypedDict, Union, final
 
 from ortfix.check.codes import UNINSTALL_FIXES, FindingCode, Severity
-from ortfix.i18n import Msg
 from ortfix.record import field, frozen
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the payload shapes are mypy's: defining these TypedDicts (a compile per field) cost every
+    # check 19M instructions at import (speed/__init__.py); at run time a payload is a plain dict
+    from typing import Literal, TypedDict, Union, final
 
-@final
-class NoData(TypedDict):
-    """DRV001, DRV003, MTX001, MTX002, LIB006: nothing for the planner."""
+    from ortfix.i18n import Msg
 
+    @final
+    class NoData(TypedDict):
+        """DRV001, DRV003, MTX001, MTX002, LIB006: nothing for the planner."""
 
-@final
-class InstallData(TypedDict):
-    """ORT001: nothing is installed; the fix is an install."""
+    @final
+    class InstallData(TypedDict):
+        """ORT001: nothing is installed; the fix is an install."""
 
-    action: Literal["install"]
+        action: Literal["install"]
 
+    class _RemoveRequired(TypedDict):
+        remove: list[str]
 
-class _RemoveRequired(TypedDict):
-    remove: list[str]
+    @final
+    class RemoveData(_RemoveRequired, total=False):
+        """ORT002, ORT003, ORT004, ORT006: the ORT distributions to uninstall, the version to install in their place,
+        and whether that is a reinstall of the same build."""
 
+        version: str
+        reinstall: bool
 
-@final
-class RemoveData(_RemoveRequired, total=False):
-    """ORT002, ORT003, ORT004, ORT006: the ORT distributions to uninstall, the version to install in their place,
-    and whether that is a reinstall of the same build."""
+    @final
+    class DependentsData(TypedDict):
+        """ORT005: the installed packages that depend on the CPU package."""
 
-    version: str
-    reinstall: bool
+        packages: list[str]
 
+    class _DamagedRequired(TypedDict):
+        distribution: str
+        version: str | None
+        record: bool
+        remove: list[str]
 
-@final
-class DependentsData(TypedDict):
-    """ORT005: the installed packages that depend on the CPU package."""
+    @final
+    class DamagedData(_DamagedRequired, total=False):
+        """ORT007, LIB007: a distribution whose files do not match its RECORD (or that has none). With a RECORD: what
+        is missing or of another size, and (NVIDIA wheels with a plain name and a version) the pin to reinstall."""
 
-    packages: list[str]
+        missing: int
+        wrong_size: int
+        paths: list[str]
+        reinstall: bool
+        requirement: str
 
+    @final
+    class OrphanedData(TypedDict):
+        """ORT008: an `onnxruntime` folder no distribution owns, and the build it says it is."""
 
-class _DamagedRequired(TypedDict):
-    distribution: str
-    version: str | None
-    record: bool
-    remove: list[str]
+        package_dir: str
+        location: str
+        package: str | None
+        version: str | None
 
+    @final
+    class DriverTooOldData(TypedDict):
+        """DRV002: the CUDA major the build needs and the driver that is too old for it."""
 
-@final
-class DamagedData(_DamagedRequired, total=False):
-    """ORT007, LIB007: a distribution whose files do not match its RECORD (or that has none). With a RECORD: what
-    is missing or of another size, and (NVIDIA wheels with a plain name and a version) the pin to reinstall."""
+        cuda_major: int
+        driver: str
 
-    missing: int
-    wrong_size: int
-    paths: list[str]
-    reinstall: bool
-    requirement: str
+    @final
+    class GpuArchData(TypedDict):
+        """GPU001: the GPU's compute capability."""
 
+        compute_capability: str
 
-@final
-class OrphanedData(TypedDict):
-    """ORT008: an `onnxruntime` folder no distribution owns, and the build it says it is."""
+    @final
+    class NotOnPathData(TypedDict):
+        """LIB002: each soname the loader misses → the paths of its installed copies."""
 
-    package_dir: str
-    location: str
-    package: str | None
-    version: str | None
+        libraries: dict[str, list[str]]
 
+    @final
+    class MissingData(TypedDict):
+        """LIB001: the sonames no copy of exists."""
 
-@final
-class DriverTooOldData(TypedDict):
-    """DRV002: the CUDA major the build needs and the driver that is too old for it."""
+        sonames: list[str]
 
-    cuda_major: int
-    driver: str
+    @final
+    class WrongMajorData(TypedDict):
+        """LIB003: the soname needed, and the copies of other majors of it."""
 
+        soname: str
+        present: list[str]
 
-@final
-class GpuArchData(TypedDict):
-    """GPU001: the GPU's compute capability."""
+    @final
+    class ShadowedData(TypedDict):
+        """LIB004: the soname, the copy that loads, and the environment's own copies."""
 
-    compute_capability: str
+        soname: str
+        loaded: str
+        own: list[str]
 
-
-@final
-class NotOnPathData(TypedDict):
-    """LIB002: each soname the loader misses → the paths of its installed copies."""
-
-    libraries: dict[str, list[str]]
-
-
-@final
-class MissingData(TypedDict):
-    """LIB001: the sonames no copy of exists."""
-
-    sonames: list[str]
-
-
-@final
-class WrongMajorData(TypedDict):
-    """LIB003: the soname needed, and the copies of other majors of it."""
-
-    soname: str
-    present: list[str]
-
-
-@final
-class ShadowedData(TypedDict):
-    """LIB004: the soname, the copy that loads, and the environment's own copies."""
-
-    soname: str
-    loaded: str
-    own: list[str]
-
-
-@final
-class OtherCudaData(TypedDict):
-    """LIB008: the sonames that resolve to another CUDA major's copies, and the build's CUDA major."""
-
-    sonames: list[str]
-    cuda_major: int
-
-
-@final
-class PartialCopyData(TypedDict):
-    """LIB009: a cuDNN copy's folder, its libcudnn, its version, and the sub-libraries missing beside it."""
-
-    directory: str
-    soname: str
-    version: str | None
-    missing: list[str]
-    inside_env: bool
-
-
-@final
-class SonameLinkData(TypedDict):
-    """LIB005: the folder, the missing link (the SONAME), the file it would point at, and whether it is inside
-    the environment."""
-
-    directory: str
-    link: str
-    target: str
-    inside_env: bool
-
-
-class _InterruptedRequired(TypedDict):
-    transaction: str
-
-
-@final
-class InterruptedData(_InterruptedRequired, total=False):
-    """TX001: the interrupted transaction, and whether its journal could not be read."""
-
-    unreadable: bool
-
-
-@final
-class TorchData(TypedDict):
-    """TORCH001: the CUDA and cuDNN majors torch uses."""
-
-    torch_cuda: int
-    torch_cudnn: int | None
-
-
-@final
-class MsvcRuntimeData(TypedDict):
-    """WIN001: the msvcp140.dll that would load (None: none does), its FileVersion, and the minimum needed."""
-
-    path: str | None
-    version: str | None
-    needs: str
-
-
-@final
-class DllsData(TypedDict):
-    """WIN002, WIN003: the DLLs concerned → the paths of their copies (empty: none anywhere)."""
-
-    dlls: dict[str, list[str]]
-
-
-@final
-class LoginPathData(TypedDict):
-    """WIN004: each DLL → [where this process finds it (None: nowhere), where a new login's process finds it]."""
-
-    dlls: dict[str, list[str | None]]
-
-
-@final
-class GenaiData(TypedDict):
-    """GENAI001-GENAI003: the onnxruntime-genai distribution installed, its version, and the version of the genai
-    package that fits the build (None: the matrix knows none); TRT004: the tensorrt-cuNN-libs installed, its version,
-    and the distribution of the build's CUDA major."""
-
-    installed: str
-    version: str
-    replacement: str | None
-
-
-FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
-                    GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
-                    PartialCopyData, SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData,
-                    LoginPathData, GenaiData]
+    @final
+    class OtherCudaData(TypedDict):
+        """LIB008: the sonames that resolve to another CUDA major's copies, and the build's CUDA major."""
+
+        sonames: list[str]
+        cuda_major: int
+
+    @final
+    class PartialCopyData(TypedDict):
+        """LIB009: a cuDNN copy's folder, its libcudnn, its version, and the sub-libraries missing beside it."""
+
+        directory: str
+        soname: str
+        version: str | None
+        missing: list[str]
+        inside_env: bool
+
+    @final
+    class SonameLinkData(TypedDict):
+        """LIB005: the folder, the missing link (the SONAME), the file it would point at, and whether it is inside
+        the environment."""
+
+        directory: str
+        link: str
+        target: str
+        inside_env: bool
+
+    class _InterruptedRequired(TypedDict):
+        transaction: str
+
+    @final
+    class InterruptedData(_InterruptedRequired, total=False):
+        """TX001: the interrupted transaction, and whether its journal could not be read."""
+
+        unreadable: bool
+
+    @final
+    class TorchData(TypedDict):
+        """TORCH001: the CUDA and cuDNN majors torch uses."""
+
+        torch_cuda: int
+        torch_cudnn: int | None
+
+    @final
+    class MsvcRuntimeData(TypedDict):
+        """WIN001: the msvcp140.dll that would load (None: none does), its FileVersion, and the minimum needed."""
+
+        path: str | None
+        version: str | None
+        needs: str
+
+    @final
+    class DllsData(TypedDict):
+        """WIN002, WIN003: the DLLs concerned → the paths of their copies (empty: none anywhere)."""
+
+        dlls: dict[str, list[str]]
+
+    @final
+    class LoginPathData(TypedDict):
+        """WIN004: each DLL → [where this process finds it (None: nowhere), where a new login's process finds it]."""
+
+        dlls: dict[str, list[str | None]]
+
+    @final
+    class GenaiData(TypedDict):
+        """GENAI001-GENAI003: the onnxruntime-genai distribution installed, its version, and the version of the
+        genai package that fits the build (None: the matrix knows none); TRT004: the tensorrt-cuNN-libs installed, its
+        version, and the distribution of the build's CUDA major."""
+
+        installed: str
+        version: str
+        replacement: str | None
+
+    FindingData = Union[NoData, InstallData, RemoveData, DependentsData, DamagedData, OrphanedData, DriverTooOldData,
+                        GpuArchData, NotOnPathData, MissingData, WrongMajorData, ShadowedData, OtherCudaData,
+                        PartialCopyData, SonameLinkData, InterruptedData, TorchData, MsvcRuntimeData, DllsData,
+                        LoginPathData, GenaiData]
+
+    # A finding's words: a marked English string or a Msg (ortfix/i18n.py). `str()` is the English of `--json` and saved
+    # files; `i18n.text()` the user's language, on the terminal.
+    Text = Union[str, Msg]
+
+    class FindingJson(TypedDict):
+        code: FindingCode
+        severity: str
+        summary: str
+        evidence: list[str]
+        fix: str
+        data: FindingData
 
 
 def _no_data() -> NoData:
     return {}
-
-
-# A finding's words: a marked English string or a Msg (ortfix/i18n.py). `str()` is the English of `--json` and saved
-# files; `i18n.text()` the user's language, on the terminal.
-Text = Union[str, Msg]
 
 
 @frozen
@@ -226,15 +213,6 @@ class Finding:
     evidence: tuple[Text, ...]
     fix: Text
     data: FindingData = field(default_factory=_no_data)  # what the planner needs, JSON-able
-
-
-class FindingJson(TypedDict):
-    code: FindingCode
-    severity: str
-    summary: str
-    evidence: list[str]
-    fix: str
-    data: FindingData
 
 
 def finding_json(f: Finding) -> FindingJson:

@@ -9,10 +9,14 @@ from __future__ import annotations
 from ortfix.check.addons import genai_at, genai_installs, genai_other_flavour
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
-from ortfix.check.findings import Finding, GenaiData
+from ortfix.check.findings import Finding
 from ortfix.compat.addons import GENAI_CPU, GENAI_CUDA, GENAI_DIRECTML
 from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, Msg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.check.findings import GenaiData
 
 DIRECTML_PACKAGE = "onnxruntime-directml"
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.i18n import N_, Msg
 from ortfix.target.probe import Distribution
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
-from ortfix.check.findings import Finding, Text
+from ortfix.check.findings import Finding
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import soname_major
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.check.findings import Text
 
 
 def torch_findings(facts: Facts, gpu: OrtInstall) -> list[Finding]:

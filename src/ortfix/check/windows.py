@@ -6,13 +6,16 @@ wording of the search evidence the library findings share."""
 
 from __future__ import annotations
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts, OrtInstall
-from ortfix.check.findings import Finding, Text
+from ortfix.check.findings import Finding
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import ORIGIN_TORCH
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.check.findings import Text
 
 MSVC_MIN = (14, 40)  # ORT >= 1.22 imports _Mtx_lock without _Mtx_init_in_situ (microsoft/STL 4730)
 MSVC_FROM_ORT = Version("1.22")

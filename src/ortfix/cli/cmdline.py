@@ -13,7 +13,6 @@ Where the target is Windows is told by its interpreter's absolute path: "/..." i
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from ortfix.safetext import visible
@@ -45,6 +44,8 @@ def quote(arg: str, windows: bool) -> str:
     """One argument, quoted for the target's shell."""
     arg = visible(arg)
     if not windows:
+        import shlex  # here: a check's screen rarely quotes, and shlex compiles a pattern at import
+
         return shlex.quote(arg)
     return arg if arg and not _WINDOWS_SPECIAL.intersection(arg) else _ms_quoted(arg)
 

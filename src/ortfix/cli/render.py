@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from ortfix.check.addons import genai_installs, tensorrt_wanted
 from ortfix.check.codes import FindingCode, Severity
@@ -20,7 +18,10 @@ from ortfix.record import asdict
 from ortfix.safetext import join_lines
 from ortfix.system.driver import GIVEN_GPU, DriverFacts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ortfix.commands.check import CheckResult
     from ortfix.commands.explain import ExplainResult
     from ortfix.commands.matrix import MatrixShowResult
@@ -65,6 +66,8 @@ def _via(plan: Plan, requirements: Sequence[object], installer: str) -> str:
     if windows:  # cmd's own way to set a variable for one command
         uv_env = "".join(f"set {quote(f'{name}={value}', True)} && " for name, value in assigned)
     else:
+        import shlex  # here: a check's screen has no uv command line, and shlex compiles a pattern at import
+
         uv_env = "".join(f"{name}={shlex.quote(value)} " for name, value in assigned)
     return f"{uv_env}uv pip install --python {quote(plan.python, windows)} {uv_options} {reqs}"
 

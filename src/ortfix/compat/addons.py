@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.record import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ADDONS_KIND = "addons"
 

@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ortfix.cachedir import cache_dir, write_json
 from ortfix.compat.addons import ADDONS_KIND, build_addons
@@ -22,6 +21,10 @@ from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
 _CACHE_FORMAT = 7

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from packaging.version import InvalidVersion, Version
-
 from ortfix.compat.addons import Addons
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, WheelRequirement, WheelSpec, WheelVersions
 from ortfix.compat.platforms import wheel_platform
-from ortfix.compat.versions import driver_version, same_version
+from ortfix.compat.versions import InvalidVersion, Version, driver_version, same_version
 from ortfix.i18n import N_, Msg
 from ortfix.record import field, frozen, replace
 

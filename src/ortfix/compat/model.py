@@ -5,15 +5,17 @@ WheelVersions), and what to ask pip for (WheelRequirement). compat/load.py build
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
 
-from packaging.version import Version
-
+from ortfix.compat.versions import Version
 from ortfix.i18n import Msg
 from ortfix.record import field, frozen
 
-# Where a build is published: PyPI, the separate feed (configured as an extra index), or nowhere any more.
-IndexName = Literal["default", "alternate", "withdrawn"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` for mypy only: a check imports this module (speed/__init__.py)
+    from typing import Literal
+
+    # Where a build is published: PyPI, the separate feed (configured as an extra index), or nowhere any more.
+    IndexName = Literal["default", "alternate", "withdrawn"]
 
 
 @frozen

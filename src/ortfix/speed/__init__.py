@@ -35,8 +35,24 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   callgrind of ortfix's own process: fresh 517.7M -> 321.3M instructions, replayed 137.2M -> 137.0M (unchanged: a
   replay imports none of these); wall time against `import onnxruntime`, old and new tree interleaved in one run, 21
   rounds, medians (load average 2-3): fresh 0.91 -> 0.66 and 0.84 -> 0.63 (CPU time 0.87 -> 0.62), replayed 0.35 ->
-  0.33 and 0.35 -> 0.38 (noise). What is left to take for 0.5x: `packaging.version` (20.7M instructions, most of it
-  compiling its version regex; every check module compares versions), `typing` (TypedDict, Protocol, Union at
-  import; the replay path already avoids it), the `enum` classes (check/codes.py, strenum.py: ~6M), and the modules a
-  Linux check without a project never uses (system/project.py's and system/uvargs.py's classes).
+  0.33 and 0.35 -> 0.38 (noise).
+- The next round (issue 22) took what the fresh path imported and compiled without needing it: `packaging.version`
+  (its regex compiled at import: the `Version` of compat/versions.py holds a plain release as its numbers and asks
+  packaging only for anything else), `typing` (check/findings.py's 22 payload TypedDicts, a ForwardRef compiled
+  per field, were 19M alone; the platform seam's Protocols moved to system/platform_protocols.py; the rest for mypy
+  only),
+  `shutil` with `bz2` and `lzma` (the host's `which`, system/host.py), uv's option translation and the wheelhouse
+  manifest (facts only asks where uv is), safetext's patterns (printable text is returned as it is), `shlex` and the
+  Windows-only rules; a record made with every field is assigned at once (record.py), and ld.so.cache's table is
+  read in one pass. Measured on the same venv and machine (load average 2-4), old and new tree in one run: callgrind
+  of ortfix's own process, five runs each, fresh 330.1M -> 275.4M instructions (min; median 342.7M -> 278.7M: the
+  count moves with how the probe's output arrives), replayed 146.5M -> 143.5M (min of six); interleaved medians of
+  31 rounds (`python -m ortfix`, wait4's CPU time of the process and its probe): fresh 155.2 -> 138.7 ms wall, 0.61x
+  -> 0.54x `import onnxruntime`'s, CPU 0.61x -> 0.55x (an earlier run: 0.61x -> 0.53x); replayed unchanged (96.8 ->
+  95.9 ms). scripts/bench_check.py on the new tree, three runs minutes apart: fresh 0.50, 0.59, 0.51 (the machine's
+  load moves the baseline, 199-239 ms, more than the change moves the check). What is left on the fresh path:
+  `configparser` (8.5M, only where pip configuration files exist: this machine has three), the `enum` classes
+  (check/codes.py, cli/output.py: ~250 us for 13 members), ortfix's own module bodies (~75M: unmarshalling 28M of
+  the process's, 71 classes) and the check's work (~60M: ld.so.cache's 570 entries, 158 realpath calls of which 61
+  distinct, the owner checks run as root).
 """

@@ -13,12 +13,22 @@ import json
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Generic, TypeVar
 
 from ortfix.cachedir import cache_dir, digest, write_json
 from ortfix.record import asdict
 
-InfoT = TypeVar("InfoT")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
+    InfoT = TypeVar("InfoT")
+else:  # a check does not import `typing` (speed/__init__.py): `ParsedFileCache[ElfInfo]` as a base only subscripts
+    class Generic:
+        def __class_getitem__(cls, _params: object) -> type:
+            return cls
+
+    InfoT = None
+
 _MAX_ENTRIES = 2000  # per folder
 
 

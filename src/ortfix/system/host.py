@@ -81,6 +81,11 @@ if TYPE_CHECKING:  # the seam's type, for mypy: nothing imports it at run time
             """A path as this host compares paths: Windows folds case and takes "\\" for "/"."""
             ...
 
+        def which(self, name: str) -> str | None:
+            """`shutil.which(name)`: the program `name` on ortfix's own PATH (POSIX: without importing shutil, whose
+            bz2 and lzma cost every check 12M instructions)."""
+            ...
+
         def after_start(self, proc: subprocess.Popen[str]) -> None:
             """Hold a just-started child so that ending it ends what it started too (Windows: a job object)."""
             ...

@@ -7,7 +7,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from ortfix.system.platform import Platform, unsupported
+from ortfix.system.platform import unsupported
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.system.platform_protocols import Platform
 
 _NAMES = {"cygwin": "Cygwin", "darwin": "Darwin"}
 

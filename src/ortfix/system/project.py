@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from functools import cache
-from typing import Union
 
 from ortfix.i18n import N_, Msg
 from ortfix.record import frozen
 from ortfix.system import listing
+from ortfix.system.host import HOST
 
 READ_LIMIT = 8 << 20
 LOCK_FILES = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm"}
@@ -60,7 +59,11 @@ def _name_separators() -> re.Pattern[str]:
     return re.compile(r"[-_.]+")
 
 TomlTable = Mapping[str, object]
-TomlValue = Union[str, int, float, bool, list[object], TomlTable]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` for mypy only: every check imports this module (speed/__init__.py)
+    from typing import Union
+
+    TomlValue = Union[str, int, float, bool, list[object], TomlTable]
 
 
 @frozen
@@ -376,7 +379,7 @@ def tool_refusal(manager: str, section: str) -> Msg | None:
 def find_tool(name: str) -> str | None:
     """The program `name` (uv, poetry, pdm) on PATH, else the one next to ortfix's own interpreter (a pipx or venv
     install of ortfix that has it); never one named in a file."""
-    found = shutil.which(name)
+    found = HOST.which(name)
     if found:
         return found
     beside = os.path.join(os.path.dirname(sys.executable), f"{name}.exe" if os.name == "nt" else name)

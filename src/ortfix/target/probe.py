@@ -11,7 +11,6 @@ import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ortfix import subproc
 from ortfix.errors import OrtfixError
@@ -20,7 +19,10 @@ from ortfix.record import field, frozen
 from ortfix.safetext import visible
 from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ortfix.target.winreport import RegistryPath, WindowsInfo
 
 __all__ = [
@@ -59,7 +61,7 @@ class Distribution:
     def installed_version(self) -> str | None:
         """The installed version, normalised: from METADATA, else from the .dist-info folder's name (METADATA may be
         what is damaged); None when neither is a version."""
-        from packaging.version import InvalidVersion, Version
+        from ortfix.compat.versions import InvalidVersion, Version
 
         stem = os.path.basename(self.dist_info).rsplit(".", 1)[0]
         for candidate in (self.version, stem.rsplit("-", 1)[1] if "-" in stem else None):

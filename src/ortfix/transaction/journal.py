@@ -12,11 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ortfix.errors import OrtfixError
-from ortfix.fields import JsonValue, exact_fields
+from ortfix.fields import exact_fields
 from ortfix.i18n import N_, Msg
+
+if TYPE_CHECKING:
+    from ortfix.fields import JsonValue
 
 JOURNAL_SCHEMA = "ortfix.journal/2"
 _T = TypeVar("_T")

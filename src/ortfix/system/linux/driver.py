@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from functools import cache
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from ortfix import subproc
 from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
+from ortfix.system.host import HOST
 from ortfix.system.linux.ldcache import LdCache
 
 
@@ -90,7 +90,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
             userspace = userspace or queried.driver
             if queried.error:
                 notes.append(queried.error)
-        elif shutil.which("nvidia-smi"):
+        elif HOST.which("nvidia-smi"):
             smi = subproc.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
                                "--format=csv,noheader"], target_python=None, timeout=30)
             if smi.returncode == 0:

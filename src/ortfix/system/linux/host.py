@@ -36,6 +36,10 @@ def _running_member(pid: str, pgid: int) -> bool:
     return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
 
 
+def _runnable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path)
+
+
 class PosixHost:
     """A POSIX host (see system/host.py's `Host` for what each member answers)."""
 
@@ -60,6 +64,23 @@ class PosixHost:
 
     def fold_path(self, path: str) -> str:
         return path
+
+    def which(self, name: str) -> str | None:
+        """`shutil.which(name)` as Python 3.11's POSIX branch answers it (tests/test_speed_fresh.py compares them)."""
+        if os.path.dirname(name):
+            return name if _runnable(name) else None
+        path = os.environ.get("PATH")
+        if path is None:
+            try:
+                path = os.confstr("CS_PATH")
+            except (AttributeError, ValueError):
+                path = os.defpath
+        if not path:  # PATH='' finds nothing; PATH=':' looks in the working folder
+            return None
+        for folder in dict.fromkeys(path.split(os.pathsep)):  # each folder once, in order
+            if _runnable(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        return None
 
     def after_start(self, proc: subprocess.Popen[str]) -> None:
         """Nothing to hold: `new_session` made the child the leader of a process group of its own."""

@@ -28,8 +28,12 @@ from ortfix.system.linux.ldso import find_interpreter, system_search_dirs
 from ortfix.system.linux.loader import LinuxLoader, LoaderConfig, unreadable_dirs
 from ortfix.system.loader import LoadReport
 from ortfix.system.pathrules import within_resolved
-from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.platform import HookFile, InstalledHooks, MachineLoader
 from ortfix.target.probe import ProbeFacts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.system.platform_protocols import LibraryReader, SimulatedProcess
 
 # Installed by the NVIDIA driver, never by a wheel (ORT 1.27+ and cuDNN 9's sub-libraries link libcuda.so.1 directly).
 DRIVER_LIBRARIES = ("libcuda.so.1", "libnvidia-ml.so.1")

@@ -9,9 +9,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ortfix.system.loader import Resolution
-from ortfix.system.platform import LibraryReader, Platform, SimulatedProcess
 from ortfix.system.windows.pe import PeError, PeInfo
 from ortfix.target.probe import ProbeFacts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess
 
 MSVC_RUNTIME = "msvcp140.dll"
 ZLIBWAPI = "zlibwapi.dll"

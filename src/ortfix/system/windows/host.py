@@ -92,6 +92,11 @@ class WindowsHost:
     def fold_path(self, path: str) -> str:
         return path.replace("\\", "/").lower()
 
+    def which(self, name: str) -> str | None:
+        import shutil  # PATHEXT and the working folder first: shutil's Windows rules
+
+        return shutil.which(name)
+
     def after_start(self, proc: subprocess.Popen[str]) -> None:
         """A job object of its own for the child, so that ending it ends what it started too."""
         if sys.platform != "win32":

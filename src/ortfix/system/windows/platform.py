@@ -37,7 +37,8 @@ from ortfix.system.inventory import (
 )
 from ortfix.system.loader import LoadReport
 from ortfix.system.pathrules import within, within_resolved
-from ortfix.system.platform import HookFile, InstalledHooks, LibraryReader, MachineLoader, SimulatedProcess
+from ortfix.system.platform import HookFile, InstalledHooks, MachineLoader
+from ortfix.system.platform_protocols import LibraryReader, SimulatedProcess
 from ortfix.system.windows import libraries
 from ortfix.system.windows.hooks import (
     conda_windows_hook_paths,

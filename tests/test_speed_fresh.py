@@ -1,0 +1,110 @@
+"""What keeps `check --fresh` fast (issue 22, speed/__init__.py): the modules a fresh check no longer imports, and the
+host's `which` that replaced `shutil.which` on check's path (shutil's import pulls bz2 and lzma) answering as it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# What a fresh check imported before issue 22's last round, and no longer does: `typing` (the payload TypedDicts, the
+# platform seam's Protocols), `packaging.version` (compat/versions.Version holds plain releases itself), `shutil`
+# (the host's `which`), uv's option translation and the wheelhouse manifest (facts only asks where uv is), `shlex`
+# (quoting, which a check's screen rarely needs) and the rules of what only Windows has.
+NOT_ON_A_FRESH_CHECK = {"typing", "packaging.version", "shutil", "bz2", "lzma", "shlex", "ortfix.system.uvargs",
+                        "ortfix.system.wheelmanifest", "ortfix.system.platform_protocols", "ortfix.check.windows",
+                        "ortfix.check.winstore"}
+_MODULES_AFTER_CHECK = """
+import atexit
+import sys
+from ortfix.__main__ import entry
+sys.argv = ["ortfix", *sys.argv[1:]]
+atexit.register(lambda: sys.stderr.write("\\nmodules: %s\\n" % " ".join(sorted(sys.modules))))
+entry()
+"""
+
+
+def _modules_after_check(argv: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", _MODULES_AFTER_CHECK, *argv], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120, check=False)
+    assert proc.returncode == 1 and "\nmodules: " in proc.stderr, proc.stderr[-2000:]
+    return set(proc.stderr.rsplit("modules: ", 1)[1].split())
+
+
+@pytest.mark.slow
+def test_a_fresh_check_imports_neither_typing_nor_packaging_version_nor_shutil(gpu_template: Path,
+                                                                                tmp_path: Path) -> None:
+    """A real fresh `check` of onnxruntime-gpu 1.22.0 with its NVIDIA wheels, in a fresh interpreter."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
+    env["ORTFIX_CACHE_DIR"] = str(tmp_path / "cache")
+    check = ["check", "--python", str(gpu_template / "bin" / "python"), "--fresh"]
+    # The first check with a new cache folder validates the matrix's YAML once and saves it (compat/load.py); the
+    # checks after it read the validated matrix back, as every check but the first does.
+    _modules_after_check(check, env, tmp_path)
+    for extra in ([], ["--json"]):
+        loaded = _modules_after_check([*check, *extra], env, tmp_path)
+        assert {"ortfix.check.facts", "ortfix.check.diagnose", "ortfix.compat.matrix"} <= loaded  # it checked
+        assert loaded & NOT_ON_A_FRESH_CHECK == set()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX host's which; Windows asks shutil itself")
+def test_the_posix_hosts_which_answers_as_shutil_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortfix.system.linux.host import PosixHost
+
+    host = PosixHost()
+    folders = {name: tmp_path / name for name in ("a", "b", "c", "d")}
+    for folder in folders.values():
+        folder.mkdir()
+    (folders["a"] / "tool").write_text("not executable\n")  # skipped: no execute permission
+    (folders["b"] / "tool").mkdir()  # skipped: a folder
+    (folders["c"] / "tool").write_text("#!/bin/sh\n")
+    (folders["c"] / "tool").chmod(0o755)
+    (folders["d"] / "tool").symlink_to(folders["c"] / "tool")
+    (folders["d"] / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "here").write_text("#!/bin/sh\n")
+    (tmp_path / "here").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    a, b, c, d = (str(f) for f in folders.values())
+    paths = [None, "", ":", os.pathsep.join([a, b, c]), os.pathsep.join([d, c]), os.pathsep.join([a, b]),
+             os.pathsep.join([a, "", c]), os.pathsep.join([c, c, d]), os.pathsep.join(["", a]), a + os.pathsep,
+             os.pathsep.join(["relative", c])]
+    names = ["tool", "dangling", "here", "missing", "sh", "./here", str(tmp_path / "here"), "c/tool", "a/tool"]
+    for path in paths:
+        if path is None:
+            monkeypatch.delenv("PATH", raising=False)
+        else:
+            monkeypatch.setenv("PATH", path)
+        for name in names:
+            assert host.which(name) == shutil.which(name), (path, name)
+    monkeypatch.setenv("PATH", os.pathsep.join([a, b, c]))
+    assert host.which("tool") == os.path.join(c, "tool")  # the comparison above compared something
+
+
+def test_find_tool_looks_on_path_through_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortfix.system.project import find_tool
+
+    (tmp_path / "uv").write_text("#!/bin/sh\n")
+    (tmp_path / "uv").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_tool("uv") == shutil.which("uv") == str(tmp_path / "uv")
+
+
+def test_text_isprintable_accepts_has_nothing_safetext_escapes() -> None:
+    """safetext's shortcut (no pattern compiled for printable text) rests on this: every character its patterns
+    escape is one `str.isprintable` refuses; and each function answers as its pattern does, on either side of it."""
+    from ortfix import safetext
+
+    escaped = [chr(c) for c in range(0x110000) if safetext._shown().fullmatch(chr(c))]
+    assert len(escaped) > 2048 and all(not ch.isprintable() for ch in escaped)
+    samples = ["plain", "", "a\nb", "a\r\nb", "tab\there", "esc\x1b[31m", "ok ✓ ✗ ü 中文", "\u2028", "x\u202ey",
+               "\udcff", "\u00a0nbsp", "zw\u200bsp", "\ufeff", "line\n\u2066iso\u2069\n", "\x85", "end\n"]
+    for text in samples:
+        assert safetext.visible(text) == safetext._shown().sub(safetext._escape, text)
+        assert safetext.visible_lines(text) == safetext._shown_in_lines().sub(safetext._escape_in_lines, text)
+        for surrogates in (False, True):
+            match = (safetext._shown() if surrogates else safetext._control()).search(text)
+            assert safetext.first_control(text, surrogates=surrogates) == (match.group(0) if match else None)
