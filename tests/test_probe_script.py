@@ -286,6 +286,29 @@ def test_parse_assignments_matches_the_regex_on_random_text(probe: dict[str, Any
         assert probe["parse_assignments"](text) == expected, repr(text)
 
 
+def _headers_of_every_line(text: str) -> dict[str, list[str]]:
+    """METADATA's headers as the probe read them before it split only the header block: every line of the text
+    looked at in turn, up to the first blank one (the reference the faster split must keep to)."""
+    headers: dict[str, list[str]] = {}
+    for line in text.split("\n"):
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") or ":" not in line:
+            continue
+        key, _, value = line.partition(":")
+        headers.setdefault(key.strip().lower(), []).append(value.strip())
+    return headers
+
+
+def test_metadata_headers_stop_at_the_first_blank_line_on_random_text(probe: dict[str, Any]) -> None:
+    rng = random.Random(20261126)
+    pieces = ["Name: a\n", "Version: 1\n", "Requires-Dist: nvidia-cudnn-cu12\n", "\n", "\n\n", " \n", "\t\n",
+              "\r\n", "\x0c\n", " continued\n", ":", "Name", " ", "x", "\u2028", "\x85\n", "Description: d\n"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(14)))
+        assert probe["metadata_headers"](text) == _headers_of_every_line(text), repr(text)
+
+
 @pytest.mark.parametrize("name", [
     "onnxruntime", "onnxruntime_gpu", "ONNXRuntime-GPU", "onnxruntimeX", " onnxruntime", "onnx", "",
     "ort_nightly_gpu", "ort-nightly", "Ort.Nightly", "ortnightly",

@@ -285,3 +285,29 @@ def test_a_recorded_check_lists_folders_the_loader_had_cached(tmp_path: Path, mo
     saved.record(lambda: (str(sorted(loader._listdir(str(folder)) or ())), 0, "report"))
     entry = json.loads(saved.file.read_text(encoding="utf-8"))
     assert ["list", str(folder)] in [obs[:2] for obs in entry["observations"]]
+
+
+def test_a_replayed_entry_outlives_entries_saved_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache keeps MAX_ENTRIES checks. One replayed again and again is never written again: dropped as the
+    oldest written once as many other checks had been saved, it ran in full now and then (a shared cache folder, a
+    user with many environments). A replay dates its entry, so what is pruned is what was used least recently."""
+    from ortfix.speed import prefetch
+    from ortfix.speed.replay import MAX_ENTRIES, SavedCheck
+
+    monkeypatch.setattr(prefetch, "_started", None)  # the probe run here is this test's (restored after it)
+    monkeypatch.setattr("ortfix.speed.replay.RACY_MARGIN_NS", -RACY_MARGIN_NS)  # kept although just made
+    python = Path(sys.executable)
+    folder = tmp_path / "cache" / "checks"
+    report = prefetch.finished(python).stdout  # the real probe's report of this interpreter
+    used = SavedCheck(python, folder / "used.json", "used")
+    used.record(lambda: ("used output", 1, report))
+    long_ago = time.time() - 3600
+    os.utime(used.file, (long_ago, long_ago))  # saved an hour ago
+    assert used.replay() == ("used output", 1)
+    for i in range(MAX_ENTRIES):  # then as many other checks saved after it, before the next replay
+        other = folder / f"other-{i:02d}.json"
+        other.write_text("{}")
+        os.utime(other, (long_ago + 60 + i, long_ago + 60 + i))
+    SavedCheck(python, folder / "newest.json", "newest").record(lambda: ("newest output", 0, report))
+    assert used.replay() == ("used output", 1)
+    assert len(list(folder.glob("*.json"))) == MAX_ENTRIES

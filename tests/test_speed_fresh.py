@@ -14,10 +14,11 @@ import pytest
 # What a fresh check imported before issue 22's last round, and no longer does: `typing` (the payload TypedDicts, the
 # platform seam's Protocols), `packaging.version` (compat/versions.Version holds plain releases itself), `shutil`
 # (the host's `which`), uv's option translation and the wheelhouse manifest (facts only asks where uv is), `shlex`
-# (quoting, which a check's screen rarely needs) and the rules of what only Windows has.
+# (quoting, which a check's screen rarely needs), the rules of what only Windows has, and since the round after it
+# `glob` (the CUDA toolkits under /usr/local: system/linux/inventory.toolkits).
 NOT_ON_A_FRESH_CHECK = {"typing", "packaging.version", "shutil", "bz2", "lzma", "shlex", "ortfix.system.uvargs",
                         "ortfix.system.wheelmanifest", "ortfix.system.platform_protocols", "ortfix.check.windows",
-                        "ortfix.check.winstore"}
+                        "ortfix.check.winstore", "glob"}
 _MODULES_AFTER_CHECK = """
 import atexit
 import sys
@@ -49,6 +50,7 @@ def test_a_fresh_check_imports_neither_typing_nor_packaging_version_nor_shutil(g
         loaded = _modules_after_check([*check, *extra], env, tmp_path)
         assert {"ortfix.check.facts", "ortfix.check.diagnose", "ortfix.compat.matrix"} <= loaded  # it checked
         assert loaded & NOT_ON_A_FRESH_CHECK == set()
+        assert ("ortfix.cli.output" in loaded) == bool(extra)  # the JSON envelope's module, for --json only
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the POSIX host's which; Windows asks shutil itself")
@@ -108,3 +110,33 @@ def test_text_isprintable_accepts_has_nothing_safetext_escapes() -> None:
         for surrogates in (False, True):
             match = (safetext._shown() if surrogates else safetext._control()).search(text)
             assert safetext.first_control(text, surrogates=surrogates) == (match.group(0) if match else None)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the Linux inventory's toolkit folders")
+def test_toolkit_folders_are_found_as_glob_finds_them(tmp_path: Path) -> None:
+    """system/linux/inventory.py lists /usr/local/cuda* and each toolkit's targets/*/lib without glob: the same
+    paths as glob.glob, sorted, over entries of every kind."""
+    import glob
+
+    from ortfix.system.linux.inventory import target_lib_dirs, toolkits
+
+    root = tmp_path / "local"
+    for name in ("cuda", "cuda-12.4", "cuda-13.0", "cudax", "notcuda", ".cuda", "cud"):
+        (root / name).mkdir(parents=True)
+    (root / "cuda-file").write_text("not a folder")
+    (root / "cuda-link").symlink_to(root / "cuda-12.4")
+    (root / "cuda-broken").symlink_to(root / "missing")
+    targets = root / "cuda-12.4" / "targets"
+    for name in ("x86_64-linux", "sbsa-linux", ".hidden", "no-lib"):
+        (targets / name).mkdir(parents=True)
+    for name in ("x86_64-linux", ".hidden"):
+        (targets / name / "lib").mkdir()
+    (targets / "sbsa-linux" / "lib").symlink_to(targets / "gone")  # a broken link: glob's lexists keeps it
+    (targets / "a-file").write_text("")
+    (targets / "linked").symlink_to(targets / "x86_64-linux")
+    assert toolkits(str(root)) == sorted(glob.glob(str(root / "cuda*")))
+    assert len(toolkits(str(root))) == 7
+    for toolkit in [*toolkits(str(root)), str(tmp_path / "none")]:
+        assert target_lib_dirs(toolkit) == sorted(glob.glob(os.path.join(toolkit, "targets", "*", "lib")))
+    assert len(target_lib_dirs(str(root / "cuda-12.4"))) == 3
+    assert toolkits(str(tmp_path / "none")) == []

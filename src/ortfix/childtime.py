@@ -4,7 +4,6 @@ started first (speed/early.py) is waited for before `subprocess` is imported."""
 
 from __future__ import annotations
 
-import math
 import os
 
 
@@ -18,4 +17,6 @@ def child_timeout(seconds: float) -> float:
         cap = float(text)
     except ValueError:
         return seconds
+    import math  # only when the variable is set: a replayed `check` passes here, and math is a library to load
+
     return min(seconds, cap) if math.isfinite(cap) and cap > 0 else seconds

@@ -55,7 +55,6 @@ def check_command(python: str | None, as_json: bool, driver_version: str | None,
 def _check(python: str | None, as_json: bool, driver_version: str | None, compute_capability: str | None,
            verbose: bool, with_tensorrt: bool = False) -> tuple[str, int, str]:
     """(what `check` prints, its exit code, the probe's report it was made from)."""
-    from ortfix.cli.output import Command, dump_json, envelope
     from ortfix.cli.render import check_json, render_check
     from ortfix.commands.check import own_environment_note, run_check
 
@@ -63,6 +62,8 @@ def _check(python: str | None, as_json: bool, driver_version: str | None, comput
                        with_tensorrt=with_tensorrt)
     code = int(result.exit_code)
     if as_json:
+        from ortfix.cli.output import Command, dump_json, envelope  # the JSON envelope only: text needs no enum
+
         output = dump_json(envelope(Command.CHECK, code, check_json(result)))
     else:
         output = render_check(result.facts, result.findings, result.target, own_environment_note(result.target),

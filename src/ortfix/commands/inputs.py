@@ -23,7 +23,6 @@ the other commands' request values are NamedTuples of commands/requests.py, impo
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +102,8 @@ def cuda_major(value: str | None) -> int | None:
 
 def seconds(value: str, flag: str = "--timeout") -> float:
     """A number of seconds, at least 1 (nan and inf refused)."""
+    import math  # here: a replayed `check` imports this module, and math is a shared library to load (0.6M)
+
     try:
         number = float(value)
     except ValueError:

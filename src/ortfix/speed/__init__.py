@@ -55,4 +55,24 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   (check/codes.py, cli/output.py: ~250 us for 13 members), ortfix's own module bodies (~75M: unmarshalling 28M of
   the process's, 71 classes) and the check's work (~60M: ld.so.cache's 570 entries, 158 realpath calls of which 61
   distinct, the owner checks run as root).
+- The round after it (issue 22) took what was left that changes no output: the probe resolves sys.path's folders
+  once instead of once per scan (each a realpath) and splits only METADATA's header block; a text `check` no longer
+  imports the JSON envelope's module (cli/output.py, its `Command` enum); the CUDA toolkits under /usr/local are
+  listed without `glob` (its import and fnmatch's patterns, ~5M); the project-file listing of the venv's folder
+  (/tmp here: 2,300 entries, 3 ms of a replay's 4 ms of looking again) is matched with `filter`; `math` (a shared
+  library to load) is imported only where a timeout is read. Callgrind, old and new tree (`python -m ortfix`, the
+  bench venv, three runs each, steady to 0.1%): fresh 276.5M -> 271.0M, replayed 132.7M -> 131.2M, the probe 65.3M
+  -> 64.3M. Wall time, old and new tree interleaved against `import onnxruntime` (`python -m ortfix`, each tree its
+  own cache folder; 21 rounds at load 2.6, then 31 at 2.5): replayed 0.372x -> 0.347x and 0.321x -> 0.303x, fresh
+  0.587x -> 0.574x and 0.554x -> 0.543x (within the noise); scripts/bench_check.py (21 rounds): the old tree 0.33x
+  replayed, 0.42x fresh (load 2), the new one 0.28x, 0.47x (load 3). A repeated check that now and then ran in full
+  was the cache's pruning: it kept the entries written last, so the check replayed most (never written again) went
+  first once 64 others had been saved (a shared cache folder here held 64); a replay now dates its entry. What is
+  left is fixed cost: before the probe starts, the interpreter's start with `site` (38M) and the `import re` of
+  pip's console-script wrapper (25M; ortfix imports `re` itself on both paths, so it is paid once, only earlier);
+  the probe's `python -S` start (27.7M), `os` and `site` (6.8M), `sysconfig.get_paths()` (5.7M: distributions patch
+  their schemes, so only sysconfig can answer) and its 583 size checks; after the start, `pathlib` (18M with
+  `urllib.parse` and `ipaddress`: Path runs through choose.py, replay.py and the cache folder) and, on a fresh check
+  only, `configparser` (8.5M, where pip configuration files exist: pip's whole reading, every key and error, would
+  have to be matched) and `subprocess` (~20M: the loader and driver queries run children).
 """

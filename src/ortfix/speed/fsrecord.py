@@ -91,7 +91,7 @@ def answer(op: str, path: str) -> list[Any]:
             return ["l", st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns]
         if op.startswith("match:"):  # system/listing.py: only the names that match are an answer
             pattern = _watched(op.split(":", 1)[1])
-            return ["names", sorted(n for n in _real_listdir(path) if pattern.match(n))]
+            return ["names", sorted(filter(pattern.match, _real_listdir(path)))]
         if op == "read":
             if _volatile(path):
                 with _real_open(path, "rb") as f:
@@ -202,7 +202,7 @@ def _names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
         why = "a listing by a pattern that is not watched (system/listing.py): "  # i18n: english
         _active.unrepeatable = why + repr(pattern.pattern)
     try:
-        names = sorted(n for n in _real_listdir(folder) if pattern.match(n))
+        names = sorted(filter(pattern.match, _real_listdir(folder)))
     except OSError as exc:
         if _active is not None:
             _active.note(f"match:{pattern.pattern}", folder, _error(exc))

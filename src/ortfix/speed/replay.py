@@ -67,6 +67,7 @@ class SavedCheck:
         probe = prefetch.finished(self.target)
         if probe.returncode != 0 or probe.stdout != report:
             return None
+        _used(self.file)
         return output, exit_code
 
     def record(self, check: Callable[[], tuple[str, int, str]]) -> tuple[str, int]:
@@ -129,8 +130,17 @@ def _key(target: Path, options: Sequence[str | bool | None]) -> str:
     return digest(json.dumps(material).encode("ascii"))
 
 
+def _used(file: Path) -> None:
+    """Date the entry `file` now: it was just replayed. _prune keeps the entries used last; by the time they were
+    written alone, the check replayed most often (never written again) was the first one dropped as soon as
+    MAX_ENTRIES other checks had been saved after it (other environments, other command lines, other users of a
+    shared cache folder), and it ran in full the next time."""
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(file, follow_symlinks=False)  # the entry itself, never what a link put in its place points to
+
+
 def _prune(folder: Path) -> None:
-    """Keep the newest MAX_ENTRIES results (one per command line, environment and target)."""
+    """Keep the MAX_ENTRIES results used last (saved or replayed; one per command line, environment and target)."""
     dated = []
     for path in folder.glob("*.json"):
         with contextlib.suppress(OSError):

@@ -20,4 +20,4 @@ WATCHED = frozenset({PROJECT_FILES})
 
 def names_matching(folder: str, pattern: re.Pattern[str]) -> list[str]:
     """The sorted names of `folder`'s entries that `pattern` matches (OSError when it cannot be listed)."""
-    return sorted(name for name in os.listdir(folder) if pattern.match(name))
+    return sorted(filter(pattern.match, os.listdir(folder)))  # filter: no Python frame per name (/tmp: thousands)

@@ -268,8 +268,11 @@ def read_head(path, limit):
 
 def metadata_headers(text):
     # type: (str) -> Dict[str, List[str]]
+    # The headers end at the first blank line, at the latest the first empty one: only the text before it is split
+    # (the long description after it is most of a METADATA file).
+    blank = text.find("\n\n")
     headers = {}  # type: Dict[str, List[str]]
-    for line in text.split("\n"):
+    for line in (text if blank < 0 else text[:blank]).split("\n"):
         if not line.strip():
             break
         if line[:1] in (" ", "\t") or ":" not in line:
@@ -366,13 +369,13 @@ def mark_overwritten(checked):
                     break
 
 
-def scan_distributions():
-    # type: () -> Dict[str, object]
+def scan_distributions(dirs):
+    # type: (List[str]) -> Dict[str, object]
     interesting = []  # type: List[Dict[str, object]]
     checked = []  # type: List[object]
     dependents = []  # type: List[Dict[str, object]]
     total = 0
-    for location in search_dirs():
+    for location in dirs:
         try:
             names = os.listdir(location)
         except OSError:
@@ -508,10 +511,10 @@ def preload_blocks(text):
     return blocks
 
 
-def scan_onnxruntime_dirs():
-    # type: () -> List[Dict[str, Any]]
+def scan_onnxruntime_dirs(dirs):
+    # type: (List[str]) -> List[Dict[str, Any]]
     found = []
-    for location in search_dirs():
+    for location in dirs:
         pkg = os.path.join(location, "onnxruntime")
         capi = os.path.join(pkg, "capi")
         if not os.path.isdir(capi):
@@ -531,9 +534,9 @@ def scan_onnxruntime_dirs():
     return found
 
 
-def scan_torch():
-    # type: () -> Optional[Dict[str, object]]
-    for location in search_dirs():
+def scan_torch(dirs):
+    # type: (List[str]) -> Optional[Dict[str, object]]
+    for location in dirs:
         pkg = os.path.join(location, "torch")
         version_file = os.path.join(pkg, "version.py")
         if not os.path.isfile(version_file):
@@ -770,7 +773,8 @@ def encode_char(c):
 def main():
     # type: () -> None
     prefixes = site_path()
-    dists = scan_distributions()
+    dirs = search_dirs()  # once: each entry of sys.path resolved (realpath) once, not once per scan
+    dists = scan_distributions(dirs)
     system, release, machine = uname()
     doc = {
         "probe_schema": PROBE_SCHEMA,
@@ -793,13 +797,13 @@ def main():
         "env": environment_kind(prefixes),
         "environ": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
         "cwd": os.getcwd(),
-        "sys_path": search_dirs(),
+        "sys_path": list(dirs),
         "distributions": dists["interesting"],
         "dependents": dists["dependents"],
         "distribution_count": dists["total"],
         "markers": marker_environment(system, release, machine),
-        "onnxruntime_dirs": scan_onnxruntime_dirs(),
-        "torch": scan_torch(),
+        "onnxruntime_dirs": scan_onnxruntime_dirs(dirs),
+        "torch": scan_torch(dirs),
     }
     if os.name == "nt":  # only there: a Linux report stays as it was
         doc["windows"] = windows_facts()

@@ -3,7 +3,6 @@ libraries, the conda prefix, CUDA_HOME/CUDA_PATH, /usr/local/cuda*, the ldconfig
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable
 
@@ -28,6 +27,29 @@ from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache
 from ortfix.system.pathrules import within
 from ortfix.target.probe import ProbeFacts
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def toolkits(root: str = "/usr/local") -> list[str]:
+    """sorted(glob.glob(root + "/cuda*")), without importing glob (its patterns and fnmatch's: 5M instructions on
+    the way of every check): the entries of `root` whose name starts with "cuda", whatever they are."""
+    return sorted(os.path.join(root, name) for name in _names(root) if name.startswith("cuda"))
+
+
+def target_lib_dirs(toolkit: str) -> list[str]:
+    """sorted(glob.glob(toolkit + "/targets/*/lib")), `toolkit` taken as it is (glob would read a `[` in its name as
+    a pattern): the `lib` entry (a broken link too, as glob's lexists) of every folder (or link to one) in `targets`
+    whose name does not start with "."."""
+    targets = os.path.join(toolkit, "targets")
+    folders = [os.path.join(targets, name) for name in _names(targets) if not name.startswith(".")]
+    libs = [os.path.join(f, "lib") for f in folders if os.path.isdir(f)]
+    return sorted(lib for lib in libs if os.path.lexists(lib))
 
 
 def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
@@ -83,9 +105,9 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
         home = probe.environ.get(var)
         if home:
             dirs += [(os.path.join(home, leaf), ORIGIN_CUDA_HOME) for leaf in ("lib64", "lib")]
-    for toolkit in sorted(glob.glob("/usr/local/cuda*")):
+    for toolkit in toolkits():
         dirs += [(os.path.join(toolkit, leaf), ORIGIN_TOOLKIT) for leaf in ("lib64", "lib")]
-        dirs += [(d, ORIGIN_TOOLKIT) for d in sorted(glob.glob(os.path.join(toolkit, "targets", "*", "lib")))]
+        dirs += [(d, ORIGIN_TOOLKIT) for d in target_lib_dirs(toolkit)]
     for entry in (probe.environ.get("LD_LIBRARY_PATH") or "").split(":"):
         if entry:
             dirs.append((entry, ORIGIN_ENV))

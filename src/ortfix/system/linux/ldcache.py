@@ -82,7 +82,7 @@ def parse_ld_cache(data: bytes, source: str = "/etc/ld.so.cache") -> LdCache:
     entries_at = offset + 48
     table = data[entries_at:entries_at + nlibs * 24]
     if len(table) < nlibs * 24:
-        raise struct.error("ld.so.cache: the entry table runs past the end of the file")
+        raise struct.error("ld.so.cache: the entry table runs past the end of the file")  # i18n: english (caught below)
     # One pass over the table (a few hundred entries on a desktop; 3 ms of a fresh check, entry by entry).
     entries = [CacheEntry(_cstr(data, offset + key), _cstr(data, offset + value), flags, hwcap)
                for flags, key, value, _osversion, hwcap in struct.iter_unpack("<iIIIQ", table)]
