@@ -14,6 +14,7 @@ provider (LOAD_WITH_ALTERED_SEARCH_PATH: the DLL's folder, System32, Windows, th
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -39,6 +40,9 @@ ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyel
                    "platformdirs>=3",
                    "pefile>=2023.2.7")
 CACHE_VERSION = "2"
+# How long a test session's wineserver outlives the last Windows process (see serve_prefix); it is ended at exit.
+SERVER_LINGER_S = 120
+_SERVED: set[str] = set()
 
 
 def to_windows(path: Path | str) -> str:
@@ -79,6 +83,7 @@ class WinPython:
                     "PYTHONPATH": ";".join(to_windows(p) for p in paths), "PYTHONUTF8": "1",
                     "PYTHONDONTWRITEBYTECODE": "1"})
         env.update(extra or {})
+        serve_prefix(env)
         return env
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, pythonpath: Sequence[Path] = (),
@@ -125,6 +130,33 @@ def pip_install_windows(target: Path, *requirements: str, find_links: Path | Non
         argv.append("--no-deps")
     proc = subprocess.run([*argv, *requirements], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def serve_prefix(env: Mapping[str, str]) -> None:
+    """Keep one wineserver running for the prefix of `env` through the test session, its services started.
+
+    Without it every `wine` call pays a cold start (the server loads the registry and starts services.exe,
+    explorer.exe, winedevice.exe, plugplay, rpcss: about 3 s of wall time a call, several times per test), because
+    a server wine starts by itself ends with its last process. `wineserver -pN` (exit 0: started; 2: one runs) keeps it
+    for N s after its last process, and the services are started here at once by a call whose output goes nowhere: a
+    service started by a test's own call would inherit that call's pipes and keep them open as long as the server
+    lives, so the test would wait for its output to end. The server is ended at exit (`wineserver -k`)."""
+    prefix = env.get("WINEPREFIX")
+    if not prefix or not Path(prefix).is_dir():
+        return
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    started = subprocess.run(["wineserver", f"-p{SERVER_LINGER_S}"], env=dict(env), timeout=60, check=False, **quiet)
+    if started.returncode != 0:
+        return  # already running (or wine is missing: the call that follows says so)
+    if prefix not in _SERVED:
+        _SERVED.add(prefix)
+        atexit.register(_end_server, dict(env))
+    subprocess.run(["wine", "cmd", "/c", "exit"], env=dict(env), timeout=300, check=False, **quiet)
+
+
+def _end_server(env: Mapping[str, str]) -> None:
+    subprocess.run(["wineserver", "-k"], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60, check=False)
 
 
 @cache
