@@ -159,6 +159,22 @@ def _end_server(env: Mapping[str, str]) -> None:
                    stderr=subprocess.DEVNULL, timeout=60, check=False)
 
 
+def pip_install_windows_cached(target: Path, *requirements: str, find_links: Path | None = None,
+                               no_deps: bool = False) -> None:
+    """`pip_install_windows` for a test whose subject is not the install itself: the install runs once per machine
+    into the test cache (keyed by its arguments; `find_links` must be a folder whose wheels never change, such as
+    the cached wheelhouse), and `target` gets a copy of it (a real copy: tests change the installed files)."""
+    key = hashlib.sha256(repr((CACHE_VERSION, PY_VERSION, requirements, str(find_links), no_deps)).encode())
+    cached = cache_root() / f"win-site-{key.hexdigest()[:16]}"
+    with locked(cache_root() / "win-site.lock"):
+        if not (cached / ".done").is_file():
+            shutil.rmtree(cached, ignore_errors=True)
+            pip_install_windows(cached, *requirements, find_links=find_links, no_deps=no_deps)
+            (cached / ".done").write_text("\n".join(requirements) + "\n")
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(cached, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".done"))
+
+
 @cache
 def _wine_missing() -> str | None:
     if shutil.which("wine") is None:
