@@ -10,6 +10,9 @@ Paths: wine maps the Linux root to drive Z:, so `to_windows(Path("/tmp/x"))` is 
 PATH is wine's registry PATH, not the Linux one: `WINEPATH` (';'-separated Windows paths) is put in front of it.
 `ctypes.CDLL(path)` uses Python's strict DLL search (no PATH); `ctypes.WinDLL(path, winmode=8)` loads as ORT loads its
 provider (LOAD_WITH_ALTERED_SEARCH_PATH: the DLL's folder, System32, Windows, the current folder, PATH).
+
+Speed: `WinPython.env()` keeps one wineserver per prefix running through the session (`serve_prefix`: a cold start is
+about 3 s a `wine` call), and `pip_install_windows_cached` installs what a test does not test once per machine.
 """
 
 from __future__ import annotations
