@@ -212,7 +212,7 @@ def _build() -> WinPython:
             boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                                   timeout=300, check=False)
             assert boot.returncode == 0, boot.stderr[-2000:]
-            pip_install_windows(root / "deps", *ORTFIX_WIN_DEPS)
+            pip_install_windows_cached(root / "deps", *ORTFIX_WIN_DEPS)  # one pip run for every slot
             done.write_text("ok\n")
     home = root / "cpython" / "cpython-3.11.11-windows-amd64"
     return WinPython(prefix=root / "prefix", home=home, deps=root / "deps")
