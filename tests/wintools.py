@@ -196,6 +196,36 @@ def wine_slot() -> str:
     return "".join(c for c in slot if c.isalnum() or c in "-_")[:32] or "main"
 
 
+def _new_prefix(prefix: Path, key: str) -> None:
+    """A wine prefix made by `wineboot -i`, or, when another slot already has a finished one of the same key, a copy
+    of it (registry files copied, the 630 MB of system32 hard-linked: wine only reads its system DLLs; as
+    `WinPython.private_prefix` does, a copied registry gives the same Windows)."""
+    booted = next(iter(sorted(p.parent / "prefix" for p in cache_root().glob(f"wine-{key}-*/done"))), None)
+    if booted is not None:
+        try:  # a file its running wineserver removes meanwhile (a Temp file) makes copytree fail: wineboot then
+            shutil.copytree(booted, prefix, symlinks=True, copy_function=_link_or_copy,
+                            ignore=shutil.ignore_patterns("*.reg"))  # none below the prefix's root
+            for name in ("system.reg", "user.reg", "userdef.reg"):
+                shutil.copy2(booted / name, prefix / name)
+            return
+        except (OSError, shutil.Error):
+            shutil.rmtree(prefix, ignore_errors=True)
+    env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all", "WINEDLLOVERRIDES": "mscoree,mshtml="}
+    boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300, check=False)
+    assert boot.returncode == 0, boot.stderr[-2000:]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link wine's system DLLs (read only, 630 MB), copy the rest (wine rewrites win.ini and such in place)."""
+    try:
+        if "system32" not in Path(src).parts:
+            raise OSError("a copy of its own")
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 @cache
 def _build() -> WinPython:
     key = hashlib.sha256(f"{CACHE_VERSION}|{ORTFIX_WIN_DEPS}|{WINTEST.stat().st_size}".encode()).hexdigest()[:16]
@@ -207,11 +237,7 @@ def _build() -> WinPython:
             root.mkdir(parents=True)
             with tarfile.open(WINTEST) as tar:
                 tar.extractall(root / "cpython", filter="data")
-            prefix = root / "prefix"
-            env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all", "WINEDLLOVERRIDES": "mscoree,mshtml="}
-            boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                                  timeout=300, check=False)
-            assert boot.returncode == 0, boot.stderr[-2000:]
+            _new_prefix(root / "prefix", key)
             pip_install_windows_cached(root / "deps", *ORTFIX_WIN_DEPS)  # one pip run for every slot
             done.write_text("ok\n")
     home = root / "cpython" / "cpython-3.11.11-windows-amd64"
