@@ -44,7 +44,7 @@ ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyel
                    "pefile>=2023.2.7")
 CACHE_VERSION = "2"
 # How long a test session's wineserver outlives the last Windows process (see serve_prefix); it is ended at exit.
-SERVER_LINGER_S = 120
+SERVER_LINGER_S = 300
 _SERVED: set[str] = set()
 
 
