@@ -148,7 +148,11 @@ def serve_prefix(env: Mapping[str, str]) -> None:
     if not prefix or not Path(prefix).is_dir():
         return
     quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    started = subprocess.run(["wineserver", f"-p{SERVER_LINGER_S}"], env=dict(env), timeout=60, check=False, **quiet)
+    try:
+        started = subprocess.run(["wineserver", f"-p{SERVER_LINGER_S}"], env=dict(env), timeout=60, check=False,
+                                 **quiet)
+    except FileNotFoundError:
+        return  # no wineserver on PATH: every call starts its own, as before
     if started.returncode != 0:
         return  # already running (or wine is missing: the call that follows says so)
     if prefix not in _SERVED:
