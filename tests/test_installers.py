@@ -467,9 +467,10 @@ def pipx() -> Path:
     with locked(cache_root() / "tools-pipx.lock"):
         if not (venv / "done").is_file():
             shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-            proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "pipx"],
-                                  capture_output=True, text=True, check=False)
+            # no pip of its own (pipx runs without it; its shared venv gets one): this pip installs into it
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+            proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                                   "-q", "pipx"], capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 pytest.skip(f"pipx cannot be installed here: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
             (venv / "done").write_text("ok\n")

@@ -37,7 +37,7 @@ from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
 from test_windows_plan import DRIVER_CUDA12, _gather, _hook_folders, _probe
 from txtools import assert_same_tree, tree_state
-from wintools import WinPython, pip_install_windows, to_windows, win_python
+from wintools import WinPython, pip_install_windows, pip_install_windows_cached, to_windows, win_python
 
 # What onnxruntime_providers_tensorrt.dll of the onnxruntime_gpu 1.23.2 win_amd64 wheel imports (pefile): 1.23 and
 # later no longer import nvinfer_plugin_10.dll.
@@ -183,7 +183,7 @@ def _wine_gpu_home(tmp_path: Path) -> tuple[WinPython, Path, list[Path]]:
     w = win_python()
     home = w.new_home(tmp_path)
     sp = home / "Lib" / "site-packages"
-    pip_install_windows(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)
+    pip_install_windows_cached(sp, "onnxruntime==1.23.2", "numpy==1.26.4", no_deps=True)
     _drop_target_scripts(sp)
     _make_gpu_build(sp)
     return w, home, _nvidia_stubs(sp)

@@ -41,7 +41,7 @@ from ortfix.system.windows.platform import (
 )
 from ortfix.target.probe import OrtDir, ProbeFacts, parse_probe
 from support.winstubs import build_stub_dll, mingw_missing
-from wintools import WinPython, pip_install_windows, to_windows, win_python
+from wintools import WinPython, pip_install_windows_cached, to_windows, win_python
 
 # windows.md: what onnxruntime_providers_cuda.dll of 1.19 - 1.26 imports besides the system's and the C runtime's.
 ORT_123_CUDA_IMPORTS = ("cublasLt64_12.dll", "cublas64_12.dll", "cudnn64_9.dll", "cufft64_11.dll", "cudart64_12.dll")
@@ -294,7 +294,7 @@ def test_check_under_wine_cpu_package_then_gpu_build_unfound_then_found(tmp_path
     w = win_python()
     home = w.new_home(tmp_path)
     sp = home / "Lib" / "site-packages"
-    pip_install_windows(sp, "onnxruntime==1.23.2", no_deps=True)
+    pip_install_windows_cached(sp, "onnxruntime==1.23.2", no_deps=True)
     _drop_target_scripts(sp)
 
     # 1. the CPU package, as text: ORT002; no driver under wine: DRV001, exit code 1

@@ -26,7 +26,7 @@ from ortfix.target.winreport import RegistryPath, WindowsInfo
 from support.winstubs import build_stub_dll, mingw_missing
 from test_windows_check import _drop_target_scripts, _make_gpu_build, _nvidia_stubs
 from txtools import assert_same_tree, tree_state
-from wintools import WinPython, pip_install_windows, to_windows, win_python
+from wintools import WinPython, pip_install_windows_cached, to_windows, win_python
 
 STORE_FOLDER = ("Program Files", "WindowsApps", "PythonSoftwareFoundation.Python.3.11_3.11.2800.0_x64__qbz5n2kfra8p0")
 MACHINE_ENV = "HKLM\\System\\CurrentControlSet\\Control\\Session Manager\\Environment"
@@ -88,7 +88,7 @@ def _gpu_home(w: WinPython, where: Path) -> tuple[Path, list[Path]]:
     """A Windows CPython at `where` with the GPU build whose NVIDIA DLLs are installed but on no search path."""
     home = w.new_home(where)
     sp = home / "Lib" / "site-packages"
-    pip_install_windows(sp, "onnxruntime==1.23.2", no_deps=True)
+    pip_install_windows_cached(sp, "onnxruntime==1.23.2", no_deps=True)
     _drop_target_scripts(sp)
     _make_gpu_build(sp)
     return home, _nvidia_stubs(sp)

@@ -10,10 +10,14 @@ Paths: wine maps the Linux root to drive Z:, so `to_windows(Path("/tmp/x"))` is 
 PATH is wine's registry PATH, not the Linux one: `WINEPATH` (';'-separated Windows paths) is put in front of it.
 `ctypes.CDLL(path)` uses Python's strict DLL search (no PATH); `ctypes.WinDLL(path, winmode=8)` loads as ORT loads its
 provider (LOAD_WITH_ALTERED_SEARCH_PATH: the DLL's folder, System32, Windows, the current folder, PATH).
+
+Speed: `WinPython.env()` keeps one wineserver per prefix running through the session (`serve_prefix`: a cold start is
+about 3 s a `wine` call), and `pip_install_windows_cached` installs what a test does not test once per machine.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -39,6 +43,9 @@ ORTFIX_WIN_DEPS = ("click>=8.1", "colorama", "packaging>=23", "PyYAML>=6", "pyel
                    "platformdirs>=3",
                    "pefile>=2023.2.7")
 CACHE_VERSION = "2"
+# How long a test session's wineserver outlives the last Windows process (see serve_prefix); it is ended at exit.
+SERVER_LINGER_S = 300
+_SERVED: set[str] = set()
 
 
 def to_windows(path: Path | str) -> str:
@@ -79,6 +86,7 @@ class WinPython:
                     "PYTHONPATH": ";".join(to_windows(p) for p in paths), "PYTHONUTF8": "1",
                     "PYTHONDONTWRITEBYTECODE": "1"})
         env.update(extra or {})
+        serve_prefix(env)
         return env
 
     def run(self, *args: str, env: Mapping[str, str] | None = None, pythonpath: Sequence[Path] = (),
@@ -127,6 +135,53 @@ def pip_install_windows(target: Path, *requirements: str, find_links: Path | Non
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+def serve_prefix(env: Mapping[str, str]) -> None:
+    """Keep one wineserver running for the prefix of `env` through the test session, its services started.
+
+    Without it every `wine` call pays a cold start (the server loads the registry and starts services.exe,
+    explorer.exe, winedevice.exe, plugplay, rpcss: about 3 s of wall time a call, several times per test), because
+    a server wine starts by itself ends with its last process. `wineserver -pN` (exit 0: started; 2: one runs) keeps it
+    for N s after its last process, and the services are started here at once by a call whose output goes nowhere: a
+    service started by a test's own call would inherit that call's pipes and keep them open as long as the server
+    lives, so the test would wait for its output to end. The server is ended at exit (`wineserver -k`)."""
+    prefix = env.get("WINEPREFIX")
+    if not prefix or not Path(prefix).is_dir():
+        return
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    try:
+        started = subprocess.run(["wineserver", f"-p{SERVER_LINGER_S}"], env=dict(env), timeout=60, check=False,
+                                 **quiet)
+    except FileNotFoundError:
+        return  # no wineserver on PATH: every call starts its own, as before
+    if started.returncode != 0:
+        return  # already running (or wine is missing: the call that follows says so)
+    if prefix not in _SERVED:
+        _SERVED.add(prefix)
+        atexit.register(_end_server, dict(env))
+    subprocess.run(["wine", "cmd", "/c", "exit"], env=dict(env), timeout=300, check=False, **quiet)
+
+
+def _end_server(env: Mapping[str, str]) -> None:
+    subprocess.run(["wineserver", "-k"], env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60, check=False)
+
+
+def pip_install_windows_cached(target: Path, *requirements: str, find_links: Path | None = None,
+                               no_deps: bool = False) -> None:
+    """`pip_install_windows` for a test whose subject is not the install itself: the install runs once per machine
+    into the test cache (keyed by its arguments; `find_links` must be a folder whose wheels never change, such as
+    the cached wheelhouse), and `target` gets a copy of it (a real copy: tests change the installed files)."""
+    key = hashlib.sha256(repr((CACHE_VERSION, PY_VERSION, requirements, str(find_links), no_deps)).encode())
+    cached = cache_root() / f"win-site-{key.hexdigest()[:16]}"
+    with locked(cache_root() / "win-site.lock"):
+        if not (cached / ".done").is_file():
+            shutil.rmtree(cached, ignore_errors=True)
+            pip_install_windows(cached, *requirements, find_links=find_links, no_deps=no_deps)
+            (cached / ".done").write_text("\n".join(requirements) + "\n")
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(cached, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".done"))
+
+
 @cache
 def _wine_missing() -> str | None:
     if shutil.which("wine") is None:
@@ -145,6 +200,36 @@ def wine_slot() -> str:
     return "".join(c for c in slot if c.isalnum() or c in "-_")[:32] or "main"
 
 
+def _new_prefix(prefix: Path, key: str) -> None:
+    """A wine prefix made by `wineboot -i`, or, when another slot already has a finished one of the same key, a copy
+    of it (registry files copied, the 630 MB of system32 hard-linked: wine only reads its system DLLs; as
+    `WinPython.private_prefix` does, a copied registry gives the same Windows)."""
+    booted = next(iter(sorted(p.parent / "prefix" for p in cache_root().glob(f"wine-{key}-*/done"))), None)
+    if booted is not None:
+        try:  # a file its running wineserver removes meanwhile (a Temp file) makes copytree fail: wineboot then
+            shutil.copytree(booted, prefix, symlinks=True, copy_function=_link_or_copy,
+                            ignore=shutil.ignore_patterns("*.reg"))  # none below the prefix's root
+            for name in ("system.reg", "user.reg", "userdef.reg"):
+                shutil.copy2(booted / name, prefix / name)
+            return
+        except (OSError, shutil.Error):
+            shutil.rmtree(prefix, ignore_errors=True)
+    env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all", "WINEDLLOVERRIDES": "mscoree,mshtml="}
+    boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300, check=False)
+    assert boot.returncode == 0, boot.stderr[-2000:]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link wine's system DLLs (read only, 630 MB), copy the rest (wine rewrites win.ini and such in place)."""
+    try:
+        if "system32" not in Path(src).parts:
+            raise OSError("a copy of its own")
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 @cache
 def _build() -> WinPython:
     key = hashlib.sha256(f"{CACHE_VERSION}|{ORTFIX_WIN_DEPS}|{WINTEST.stat().st_size}".encode()).hexdigest()[:16]
@@ -156,12 +241,8 @@ def _build() -> WinPython:
             root.mkdir(parents=True)
             with tarfile.open(WINTEST) as tar:
                 tar.extractall(root / "cpython", filter="data")
-            prefix = root / "prefix"
-            env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all", "WINEDLLOVERRIDES": "mscoree,mshtml="}
-            boot = subprocess.run(["wineboot", "-i"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                                  timeout=300, check=False)
-            assert boot.returncode == 0, boot.stderr[-2000:]
-            pip_install_windows(root / "deps", *ORTFIX_WIN_DEPS)
+            _new_prefix(root / "prefix", key)
+            pip_install_windows_cached(root / "deps", *ORTFIX_WIN_DEPS)  # one pip run for every slot
             done.write_text("ok\n")
     home = root / "cpython" / "cpython-3.11.11-windows-amd64"
     return WinPython(prefix=root / "prefix", home=home, deps=root / "deps")

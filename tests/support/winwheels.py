@@ -283,9 +283,9 @@ def nvidia_win_wheels(house: Path, cuda_major: int = 12, *, driver: str | None =
 
 def _put_pip(site_packages: Path) -> None:
     """pip (pure Python) into a Windows site-packages folder, installed from Linux with its RECORD."""
-    from wintools import pip_install_windows
+    from wintools import pip_install_windows_cached
 
-    pip_install_windows(site_packages, PIP, find_links=win_wheelhouse(), no_deps=True)
+    pip_install_windows_cached(site_packages, PIP, find_links=win_wheelhouse(), no_deps=True)
 
 
 def home_with_pip(w: WinPython, where: Path) -> Path:
