@@ -78,12 +78,12 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
-    """A venv with its own pip and the CPU package onnxruntime 1.22.0 from `wheelhouse`, made once; tests copy it."""
-    root = tmp_path_factory.mktemp("cpu-template")
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, capture_output=True)
-    pip_install(root / "venv" / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
-    return root / "venv"
+def cpu_template(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, venv_template: Path) -> Path:
+    """A venv with its own pip and the CPU package onnxruntime 1.22.0 from `wheelhouse`, made once; tests copy it. A
+    copy of `venv_template` (ensurepip once a session, not once a template)."""
+    venv = copy_venv(venv_template, tmp_path_factory.mktemp("cpu-template") / "venv")
+    pip_install(venv / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    return venv
 
 
 @pytest.fixture(scope="session")
@@ -147,15 +147,13 @@ def uv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def export_base(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> dict[str, Path]:
-    """Made once a module: an empty venv (with pip) and a CPU venv (onnxruntime 1.22.0), copied by each test; the pip
-    configuration that installs from `wheelhouse` only."""
+def export_base(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, venv_template: Path,
+                cpu_template: Path) -> dict[str, Path]:
+    """Made once a module: an empty venv (with pip) and a CPU venv (onnxruntime 1.22.0), copied by each test (copies
+    of the session's templates); the pip configuration that installs from `wheelhouse` only."""
     root = tmp_path_factory.mktemp("export")
-    empty = root / "empty"
-    subprocess.run([sys.executable, "-m", "venv", str(empty)], check=True, capture_output=True)
-    cpu = root / "cpu"
-    shutil.copytree(empty, cpu, symlinks=True)
-    pip_install(cpu / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    empty = copy_venv(venv_template, root / "empty")
+    cpu = copy_venv(cpu_template, root / "cpu")
     conf = root / "pip.conf"
     conf.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse}\n")
     return {"empty": empty, "cpu": cpu, "conf": conf, "root": root}

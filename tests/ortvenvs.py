@@ -121,6 +121,12 @@ def linked_into(venv: Path, prefix: Path) -> None:
             _link(str(script), str(prefix / "bin" / script.name))
 
 
+def linked_numpy(prefix: Path, requirement: str = "numpy") -> None:
+    """numpy (`requirement`; onnxruntime imports it) hard-linked into the environment at `prefix` from a venv made once
+    per machine (linked_into): pip downloads, unpacks and compiles it once a run, not once a test that needs it."""
+    linked_into(cached_venv("numpy", requirement, no_deps=True), prefix)
+
+
 def cpu_venv() -> Path:
     """onnxruntime 1.22.0 (CPU) with the fake-CUDA switch (see above)."""
     venv = cached_venv("ortvenv-cpu", "onnxruntime==1.22.0")

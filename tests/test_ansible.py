@@ -94,13 +94,12 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ansible_python: Path) -> Iterator[Fleet]:
+def fleet(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ansible_python: Path, venv_template: Path,
+          cpu_template: Path) -> Iterator[Fleet]:
+    """The hosts' venvs are copies of the session's templates (tests/conftest.py): a venv with its own pip, and one
+    with the CPU package from `wheelhouse` too; the GPU host's set is installed into its copy."""
     root = tmp_path_factory.mktemp("fleet")
-    template = root / "template"
-    subprocess.run([sys.executable, "-m", "venv", str(template)], check=True, capture_output=True)
-    cpu_template = root / "cpu-template"
-    shutil.copytree(template, cpu_template, symlinks=True)
-    pip_install(cpu_template / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    template = venv_template
     venvs = {}
     for host in ("cpu-a", "cpu-b", "failing"):
         venvs[host] = root / "hosts" / host

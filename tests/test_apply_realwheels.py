@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -111,16 +110,13 @@ def test_real_conda_layout_gets_activate_hooks_and_rolls_back(real_gpu_venv: Pat
         (prefix / "conda-meta").rmdir()
 
 
-def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse: Path) -> None:
+def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse: Path, uv_bin: Path) -> None:
     """A venv with no pip (uv-managed environments look like this) and a real `uv` on PATH, with an offline wheelhouse
     in the pip configuration (which ortfix translates for uv; a uv.toml that says otherwise is not read): the plan
-    installs with `uv pip install --python`, apply says so, the libraries load, and rollback restores every byte."""
+    installs with `uv pip install --python`, apply says so, the libraries load, and rollback restores every byte.
+    uv is pip-installed once per machine into the tests' cache (tests/conftest.py `uv_bin`)."""
     from support.fixtures import make_venv, pip_install
 
-    tools = tmp_path / "tools"
-    subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True, capture_output=True)
-    subprocess.run([str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"],
-                   check=True)
     python = make_venv(tmp_path / "uv env")
     pip_install(python, "onnxruntime==1.22.0", find_links=wheelhouse)
     venv = python.parent.parent
@@ -132,13 +128,13 @@ def test_uv_installs_into_an_environment_without_pip(tmp_path: Path, wheelhouse:
     empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")
            and not k.startswith(("UV_", "PIP_"))}
-    env.update(PATH=f"{tools / 'bin'}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"),
+    env.update(PATH=f"{uv_bin}:/usr/bin:/bin", UV_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "cache"),
                PIP_CONFIG_FILE=str(pip_conf), XDG_CONFIG_HOME=str(empty), XDG_CONFIG_DIRS=str(empty))
     before = tree_state(venv)
 
     proc = ortfix("apply", "--python", str(python), "--yes", env=env)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    uv = tools / "bin" / "uv"
+    uv = uv_bin / "uv"
     assert f"installing with uv: {uv} pip install --python {python}" in proc.stdout + proc.stderr
     run = fresh_process(python, load_code())
     assert "all loaded" in run.stdout, run.stderr

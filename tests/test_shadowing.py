@@ -24,9 +24,9 @@ import pytest
 
 from checktools import site_packages
 from ortvenvs import gpu_venv, linked_copy
-from support.fixtures import build_stub_lib, make_venv, pip_install
+from support.fixtures import build_stub_lib
 from support.testcache import cache_root, locked
-from txtools import assert_same_tree, ortfix, ortfix_json, tree_state
+from txtools import assert_same_tree, copy_venv, ortfix, ortfix_json, tree_state
 
 _MAPPED_CUDNN = ("import json, os, onnxruntime\n"
                  "maps = [ln.split(None, 5)[5].strip() for ln in open('/proc/self/maps')\n"
@@ -74,10 +74,9 @@ def _preload_libraries(plan: dict[str, object]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_partial_older_cudnn_on_ld_library_path_is_named_and_beaten(tmp_path: Path, wheelhouse: Path) -> None:
-    venv = tmp_path / "venv"
-    python = make_venv(venv)
-    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
+def test_partial_older_cudnn_on_ld_library_path_is_named_and_beaten(tmp_path: Path, gpu_template: Path) -> None:
+    venv = copy_venv(gpu_template, tmp_path / "venv")  # onnxruntime-gpu[cuda,cudnn] 1.22.0 from `wheelhouse`
+    python = venv / "bin" / "python"
     shadow = tmp_path / "old cudnn"
     shadow.mkdir()
     # an older cuDNN 9 (9.0.0.312), half of it: its libcudnn_graph records its version as cuDNN's does

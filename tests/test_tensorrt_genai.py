@@ -31,7 +31,7 @@ from support.fixtures import (
     pip_install,
 )
 from support.testcache import cache_root, locked
-from txtools import assert_same_tree, fresh_process, ortfix, ortfix_json, tree_state
+from txtools import assert_same_tree, copy_venv, fresh_process, ortfix, ortfix_json, tree_state
 
 COMPAT = REPO / "compat"
 
@@ -142,9 +142,22 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _env(tmp_path: Path, house: Path, *extra: str) -> Path:
-    python = make_venv(tmp_path / "venv")
-    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
+@pytest.fixture(scope="module")
+def gpu_template(tmp_path_factory: pytest.TempPathFactory, house: Path) -> Path:
+    """A venv (no pip) with the GPU build 1.22.0 and its [cuda,cudnn] extras from `house`, made once: _env copies it."""
+    venv = tmp_path_factory.mktemp("trt-gpu") / "venv"
+    pip_install(make_venv(venv), "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
+    return venv
+
+
+def _env(tmp_path: Path, house: Path, *extra: str, template: Path | None = None) -> Path:
+    """The GPU build 1.22.0 with its extras at tmp_path/venv, `extra` beside it: a copy of `template` where it was
+    made from `house` (pip installs the set once a module, not once a test)."""
+    if template is None:
+        python = make_venv(tmp_path / "venv")
+        pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
+    else:
+        python = copy_venv(template, tmp_path / "venv") / "bin" / "python"
     if extra:
         pip_install(python, *extra, find_links=house, no_deps=True)
     return python
@@ -155,10 +168,11 @@ _TRT_TABLE = "libonnxruntime_providers_tensorrt.so needs"
 
 
 @pytest.mark.slow
-def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path, house: Path) -> None:
+def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path, house: Path,
+                                                                  gpu_template: Path) -> None:
     """Seeds 000/003: a GPU build whose TensorRT nobody installed shows no TensorRT table (six NOT FOUND lines before)
     and no TensorRT finding; `--with tensorrt` shows the table and says which libraries would not load."""
-    python = _env(tmp_path, house)
+    python = _env(tmp_path, house, template=gpu_template)
     plain = run_ortfix("check", "--python", str(python), env=_NO_CACHE)
     assert "Traceback" not in plain.stderr, plain.stderr
     assert _TRT_TABLE not in plain.stdout and "libnvinfer" not in plain.stdout, plain.stdout
@@ -173,10 +187,10 @@ def test_no_tensorrt_block_where_nobody_installed_or_asked_for_it(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_installed_tensorrt_is_judged_without_being_asked(tmp_path: Path, house: Path) -> None:
+def test_installed_tensorrt_is_judged_without_being_asked(tmp_path: Path, house: Path, gpu_template: Path) -> None:
     """tensorrt-cu12-libs 10.0.1 installed (in site-packages/tensorrt_libs, which no loader path names): the table
     appears, TRT001 names the libraries the loader misses, TRT003 says 10.0.1 is older than ORT 1.22's 10.9."""
-    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.0.1")
+    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.0.1", template=gpu_template)
     proc = run_ortfix("check", "--python", str(python), env=_NO_CACHE)
     assert _TRT_TABLE in proc.stdout, proc.stdout
     _, doc = check_json(python, env=_NO_CACHE)
@@ -205,14 +219,15 @@ def test_tensorrt_of_another_major_is_trt002(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path: Path, house: Path) -> None:
-    cpu = _env(tmp_path / "cpu", house, "onnxruntime-genai==0.9.2")
+def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path: Path, house: Path,
+                                                                        gpu_template: Path) -> None:
+    cpu = _env(tmp_path / "cpu", house, "onnxruntime-genai==0.9.2", template=gpu_template)
     proc = run_ortfix("check", "--python", str(cpu), env=_NO_CACHE)
     assert "genai       onnxruntime-genai 0.9.2 (CPU)" in proc.stdout, proc.stdout
     _, doc = check_json(cpu, env=_NO_CACHE)
     data = finding(doc, "GENAI001")["data"]
     assert data["installed"] == "onnxruntime-genai" and data["replacement"] == "0.9.2"
-    other = _env(tmp_path / "cu13", house, "onnxruntime-genai-cuda==0.15.2")
+    other = _env(tmp_path / "cu13", house, "onnxruntime-genai-cuda==0.15.2", template=gpu_template)
     proc = run_ortfix("check", "--python", str(other), env=_NO_CACHE)
     assert "onnxruntime-genai-cuda 0.15.2 (CUDA 13)" in proc.stdout, proc.stdout  # read from its library's NEEDED
     _, doc = check_json(other, env=_NO_CACHE)
@@ -220,11 +235,12 @@ def test_genai_cpu_beside_the_gpu_build_and_genai_of_another_cuda_major(tmp_path
 
 
 @pytest.mark.slow
-def test_verify_loads_tensorrt_and_reports_genai(tmp_path: Path, house: Path) -> None:
+def test_verify_loads_tensorrt_and_reports_genai(tmp_path: Path, house: Path, gpu_template: Path) -> None:
     """`verify` with TensorRT installed loads the TensorRT provider's NEEDED (libnvinfer.so.10 & co.) in its fresh
     process, and reports onnxruntime-genai-cuda: its CUDA major (12, from its library's NEEDED) against ORT's, and
     whether its CUDA library loads (it NEEDs libcudart.so.12: only where the loader path names the NVIDIA wheels)."""
-    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.9.0", "onnxruntime-genai-cuda==0.9.2")
+    python = _env(tmp_path, house, "tensorrt-cu12-libs==10.9.0", "onnxruntime-genai-cuda==0.9.2",
+                  template=gpu_template)
     venv = tmp_path / "venv"
     findable = {**_NO_CACHE, "LD_LIBRARY_PATH": f"{nvidia_lib_path(venv)}:{site_packages(venv) / TENSORRT_WHEEL_DIR}"}
     doc = json.loads(run_ortfix("verify", "--python", str(python), "--json", env=findable).stdout)
@@ -264,19 +280,31 @@ def _pip_env(tmp_path: Path, house: Path) -> dict[str, str]:
     return env
 
 
-def _genai_venv(tmp_path: Path, house: Path, *extra: str) -> Path:
-    """The GPU build 1.22.0 with the CPU onnxruntime-genai 0.9.2 beside it, in a venv with its own pip."""
-    venv = tmp_path / "venv"
+@pytest.fixture(scope="module")
+def genai_template(tmp_path_factory: pytest.TempPathFactory, house: Path) -> Path:
+    """A venv with its own pip, the GPU build 1.22.0 and the CPU onnxruntime-genai 0.9.2 from `house`, made once:
+    _genai_venv copies it (ensurepip and two pip installs once a module, not once a test)."""
+    venv = tmp_path_factory.mktemp("genai") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
     pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=house)
-    pip_install(python, "onnxruntime-genai==0.9.2", *extra, find_links=house, no_deps=True)
+    pip_install(python, "onnxruntime-genai==0.9.2", find_links=house, no_deps=True)
+    return venv
+
+
+def _genai_venv(tmp_path: Path, template: Path, house: Path, *extra: str) -> Path:
+    """The GPU build 1.22.0 with the CPU onnxruntime-genai 0.9.2 beside it, in a venv with its own pip: a copy of
+    `template`, `extra` installed from `house`."""
+    python = copy_venv(template, tmp_path / "venv") / "bin" / "python"
+    if extra:
+        pip_install(python, *extra, find_links=house, no_deps=True)
     return python
 
 
 @pytest.mark.slow
-def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: Path, house: Path) -> None:
-    python = _genai_venv(tmp_path, house)
+def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: Path, house: Path,
+                                                                     genai_template: Path) -> None:
+    python = _genai_venv(tmp_path, genai_template, house)
     env = _pip_env(tmp_path, house)
     plan = ortfix_json("plan", "--python", str(python), env=env, expect=1)
     by_kind = {a["kind"]: a for a in plan["actions"]}
@@ -303,8 +331,9 @@ def test_cpu_genai_is_swapped_for_genai_cuda_applied_and_rolled_back(tmp_path: P
 
 
 @pytest.mark.slow
-def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path: Path, house: Path) -> None:
-    python = _genai_venv(tmp_path, house, "genai-app==1.0")
+def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path: Path, house: Path,
+                                                                       genai_template: Path) -> None:
+    python = _genai_venv(tmp_path, genai_template, house, "genai-app==1.0")
     plan = ortfix_json("plan", "--python", str(python), env=_pip_env(tmp_path, house), expect=1)
     assert not any(a["details"].get("distribution") == "onnxruntime-genai" for a in plan["actions"])
     assert not any("onnxruntime-genai-cuda" in str(a["details"].get("requirements")) for a in plan["actions"])
@@ -312,10 +341,11 @@ def test_genai_swap_never_breaks_a_package_that_requires_the_cpu_genai(tmp_path:
 
 
 @pytest.mark.slow
-def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_path: Path, house: Path) -> None:
+def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_path: Path, house: Path,
+                                                                          genai_template: Path) -> None:
     """`--with tensorrt`: tensorrt-cu12-libs of the build's TensorRT major (10, from the provider's NEEDED) and at least
     the 10.9 ORT documents for 1.22, its tensorrt_libs/ hooked like the CUDA libraries; apply, load, rollback."""
-    python = _genai_venv(tmp_path, house)
+    python = _genai_venv(tmp_path, genai_template, house)
     env = _pip_env(tmp_path, house)
     plan = ortfix_json("plan", "--python", str(python), "--with", "tensorrt", env=env, expect=1)
     install = next(a for a in plan["actions"] if a["kind"] == "pip-install")
@@ -339,11 +369,12 @@ def test_with_tensorrt_installs_the_builds_tensorrt_and_makes_it_findable(tmp_pa
 
 
 @pytest.mark.slow
-def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_path: Path, house: Path) -> None:
+def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_path: Path, house: Path,
+                                                                         genai_template: Path) -> None:
     """tensorrt-libs 8.6.1 (TensorRT 8, before the cuNN names) owns site-packages/tensorrt_libs, the folder
     tensorrt-cu12-libs 10.x installs into: it is uninstalled first, as an NVIDIA wheel of another CUDA major in the
     folder of one to install is, or pip would leave both half-installed in one folder; rollback restores it."""
-    python = _genai_venv(tmp_path, house, "tensorrt-libs==8.6.1")
+    python = _genai_venv(tmp_path, genai_template, house, "tensorrt-libs==8.6.1")
     env = _pip_env(tmp_path, house)
     plan = ortfix_json("plan", "--python", str(python), "--with", "tensorrt", env=env, expect=1)
     kinds = [a["kind"] for a in plan["actions"]]
@@ -365,11 +396,12 @@ def test_with_tensorrt_first_uninstalls_the_other_tensorrt_in_its_folder(tmp_pat
 
 
 @pytest.mark.slow
-def test_tensorrt_of_another_cuda_major_is_trt004_and_replaced_by_with_tensorrt(tmp_path: Path, house: Path) -> None:
+def test_tensorrt_of_another_cuda_major_is_trt004_and_replaced_by_with_tensorrt(tmp_path: Path, house: Path,
+                                                                                genai_template: Path) -> None:
     """tensorrt-cu13-libs 10.9.0 in tensorrt_libs/ beside the CUDA 12 build: the very SONAMEs the provider NEEDs
     (libnvinfer.so.10 & co.), for CUDA 13. check says TRT004 (not TRT002: the TensorRT major fits); `plan --with
     tensorrt` uninstalls it and installs tensorrt-cu12-libs instead of hooking the CUDA 13 copies."""
-    python = _genai_venv(tmp_path, house, "tensorrt-cu13-libs==10.9.0")
+    python = _genai_venv(tmp_path, genai_template, house, "tensorrt-cu13-libs==10.9.0")
     env = _pip_env(tmp_path, house)
     _, doc = check_json(python, env=env)
     trt004 = finding(doc, "TRT004")
@@ -384,11 +416,11 @@ def test_tensorrt_of_another_cuda_major_is_trt004_and_replaced_by_with_tensorrt(
 
 
 @pytest.mark.slow
-def test_export_carries_with_tensorrt(tmp_path: Path, house: Path) -> None:
+def test_export_carries_with_tensorrt(tmp_path: Path, house: Path, genai_template: Path) -> None:
     """`export --with tensorrt`: the requirements file pins tensorrt-cu12-libs, the Dockerfile puts tensorrt_libs/ on
     LD_LIBRARY_PATH, the sh script installs it and writes the hook that names its libraries; without it, none of
     that; a saved plan takes no --with."""
-    python = _genai_venv(tmp_path, house)
+    python = _genai_venv(tmp_path, genai_template, house)
     env = _pip_env(tmp_path, house)
     folder = str(site_packages(python.parent.parent) / TENSORRT_WHEEL_DIR)
     reqs = ortfix_json("export", "requirements", "--python", str(python), "--with", "tensorrt", env=env)
@@ -428,7 +460,8 @@ def _placeholder_sdist(folder: Path, name: str, version: str, marker: Path) -> P
 
 @pytest.mark.slow
 def test_tensorrt_only_as_nvidias_placeholder_sdist_is_one_line_and_changes_nothing(tmp_path: Path,
-                                                                                    house: Path) -> None:
+                                                                                    house: Path,
+                                                                                    genai_template: Path) -> None:
     """Where pip cannot reach NVIDIA's index, the default index has tensorrt-cu12-libs only as a source package whose
     build fails: apply stops in its preflight (export in its pins) with one line that says where the wheels are, runs
     none of the sdist's code, and leaves the environment as it was."""
@@ -438,7 +471,7 @@ def test_tensorrt_only_as_nvidias_placeholder_sdist_is_one_line_and_changes_noth
         wheel.unlink()
     marker = tmp_path / "BUILT"
     _placeholder_sdist(links, "tensorrt-cu12-libs", "10.9.0.34", marker)
-    python = _genai_venv(tmp_path, links)
+    python = _genai_venv(tmp_path, genai_template, links)
     env = _pip_env(tmp_path, links)
     venv = python.parent.parent
     before = tree_state(venv)

@@ -22,7 +22,8 @@ import pytest
 from checktools import nvidia_lib_path, site_packages
 from clitools import REPO, assert_one_line_error, run_ortfix
 from ortvenvs import FAKE_CUDA_ENV, cpu_venv, gpu_venv
-from support.fixtures import make_venv, pip_install
+from support.fixtures import make_venv
+from txtools import copy_venv
 
 MODEL = REPO / "src" / "ortfix" / "verify" / "models" / "verify_conv.onnx"
 
@@ -158,11 +159,10 @@ class InferenceSession(object):
 
 
 @pytest.fixture()
-def crashing_gpu_venv(tmp_path: Path, wheelhouse: Path) -> Path:
-    """onnxruntime-gpu 1.22.0 [cuda,cudnn] from stub wheels, its Python package replaced by _FAKE_ORT."""
-    venv = tmp_path / "venv"
-    python = make_venv(venv)
-    pip_install(python, "onnxruntime-gpu[cuda,cudnn]==1.22.0", find_links=wheelhouse)
+def crashing_gpu_venv(tmp_path: Path, gpu_template: Path) -> Path:
+    """onnxruntime-gpu 1.22.0 [cuda,cudnn] from stub wheels (a full copy of the session's `gpu_template`, installed by
+    pip once, tests/conftest.py), its Python package replaced by _FAKE_ORT."""
+    venv = copy_venv(gpu_template, tmp_path / "venv")
     (site_packages(venv) / "onnxruntime" / "__init__.py").write_text(_FAKE_ORT, encoding="utf-8")
     return venv
 

@@ -6,7 +6,6 @@ CUDA a driver supports, from the CUDA release notes' driver table. The realwheel
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from clitools import REPO
 from ortfix.compat.load import load_matrix
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import WheelSpec
+from support.resolve import resolved
 
 MATRIX: Matrix = load_matrix(REPO / "compat", use_cache=False)
 
@@ -228,25 +228,16 @@ def _pip(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=900, check=False)
 
 
-def _resolve(requirement: str) -> str:
-    proc = _pip("install", "--dry-run", "--ignore-installed", "--no-deps", "--only-binary=:all:", "--quiet",
-                "--report", "-", requirement)
-    assert proc.returncode == 0, f"{requirement}: pip could not resolve it\n{proc.stderr}"
-    report = json.loads(proc.stdout)
-    [item] = report["install"]
-    version: str = item["metadata"]["version"]
-    return version
-
-
 @pytest.mark.realwheels
 @pytest.mark.parametrize("band", REAL_BANDS)
 def test_pip_resolves_every_requirement_to_an_allowed_minor(band: str) -> None:
     supports = Version(BANDS[band])
-    for wheel in WHEELS:
-        if wheel.cuda_major != supports.major:
-            continue  # the band's own major: what plan asks for on such a machine
+    wheels = [w for w in WHEELS if w.cuda_major == supports.major]  # the band's own major: what plan asks for there
+    versions = resolved(MATRIX.wheel_requirement(w, band).requirement for w in wheels)  # one pip run, shared
+    for wheel in wheels:
         req = MATRIX.wheel_requirement(wheel, band)
-        version = _resolve(req.requirement)
+        version = versions[req.requirement]
+        assert version is not None, req.requirement  # pip picked exactly one wheel for it
         minor = Version(_minor_of(wheel, version))  # the index gave a version the data knows
         if wheel.ptx_jit:
             expected, _ = NVRTC.get((band, wheel.distribution), (None, None))

@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 
 from checktools import site_packages
-from support.fixtures import build_wheel, fake_nvidia_wheel, pip_install
+from support.fixtures import build_wheel, fake_nvidia_wheel
 from support.testcache import cache_root
 from txtools import (
     assert_same_tree,
+    copy_venv,
     fresh_process,
     load_code,
     one_line_error,
@@ -62,13 +63,13 @@ def ortfix_deps() -> Path:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ortfix_deps: Path) -> dict[str, Path]:
+def setup(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, ortfix_deps: Path, venv_template: Path,
+          cpu_template: Path) -> dict[str, Path]:
+    """The module's own copies of the session's templates (tests/conftest.py): a venv with its own pip, and one with
+    the CPU package from `wheelhouse` too."""
     root = tmp_path_factory.mktemp("wheelhouse")
-    empty = root / "empty"
-    subprocess.run([sys.executable, "-m", "venv", str(empty)], check=True, capture_output=True)
-    cpu = root / "cpu"
-    shutil.copytree(empty, cpu, symlinks=True)
-    pip_install(cpu / "bin" / "python", "onnxruntime==1.22.0", find_links=wheelhouse)
+    empty = copy_venv(venv_template, root / "empty")
+    cpu = copy_venv(cpu_template, root / "cpu")
     index = root / "index.conf"  # the "index": the stub wheels and ortfix's dependencies, nothing else
     index.write_text(f"[global]\nno-index = true\nfind-links = {wheelhouse} {ortfix_deps}\n")
     nothing = root / "nothing.conf"  # the offline machine: no index, no find-links
