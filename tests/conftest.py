@@ -47,10 +47,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if (uses or item.get_closest_marker("realwheels")) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    # CI (.ci/run) hands whole modules to its two workers (`--dist loadscope`: a module-scope fixture is made once),
-    # in the order given here (`--no-loadscope-reorder`; a worker sees that option, not `--dist`): the costliest
-    # modules start first, side by side, and the run ends on the fast tier's short modules, not on the real-wheel
-    # tests of one module while the other worker idles.
+    # CI (.ci/run) hands whole modules to its three workers (`--dist loadscope`: a module-scope fixture is made
+    # once), in the order given here (`--no-loadscope-reorder`; a worker sees that option, not `--dist`): the
+    # costliest modules start first, side by side, and the run ends on the fast tier's short modules, not on the
+    # real-wheel tests of one module while the other workers idle.
     if os.environ.get("PYTEST_XDIST_WORKER") and getattr(config.option, "loadscopereorder", True) is False:
         _costliest_modules_first(items)
 
