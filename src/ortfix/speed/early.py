@@ -260,8 +260,10 @@ def plain_target(python: str | None) -> str | None:
         return None
     path = pathlib_form(os.path.join(os.getcwd(), python))
     if os.path.isdir(path):
-        for tail in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe"), ("python.exe",)):
-            candidate = os.path.join(path, *tail)
+        from ortfix.target.places import INTERPRETER_PLACES
+
+        for place in INTERPRETER_PLACES:
+            candidate = os.path.join(path, *place)
             if os.path.exists(candidate):
                 return candidate
         return None

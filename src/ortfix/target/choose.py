@@ -12,6 +12,7 @@ from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.host import HOST
 from ortfix.target import probecmd
+from ortfix.target.places import INTERPRETER_PLACES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -178,8 +179,7 @@ def _given(python: str) -> Path:
                           hint=Msg(N_("give the path without ~, or an existing user's"))) from exc
     try:
         if path.is_dir():
-            for candidate in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe",
-                              path / "python.exe"):
+            for candidate in (path.joinpath(*place) for place in INTERPRETER_PLACES):
                 if candidate.exists():
                     return candidate.absolute()
             raise OrtfixError(Msg(N_("--python {python}: a folder with no bin/python in it"), python=python),
