@@ -23,15 +23,14 @@ system's tools: the argument has no default.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import select
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ortfix.childtime import await_end
 from ortfix.childtime import child_timeout as child_timeout  # re-exported: every wait on a child applies it
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
@@ -203,16 +202,7 @@ def _until_ended(pid: int, timeout: float) -> float:
     """Wait up to `timeout` seconds for the child `pid` to end; the time left. Where the system has no pidfd: at
     once, all of it."""
     started = time.monotonic()
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return timeout
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        poller.poll(math.ceil(max(timeout, 0.0) * 1000))
-    finally:
-        os.close(fd)
+    await_end(pid, timeout)
     return max(timeout - (time.monotonic() - started), 0.0)
 
 

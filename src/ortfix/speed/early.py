@@ -208,31 +208,20 @@ def collect(started: Started, timeout: float) -> Finished | None:
 def _reaped(pid: int, timeout: float) -> int | None:
     """The wait status of the child `pid` once it has ended, within `timeout` seconds (told by a pidfd where there
     is one, else looked at every millisecond); None if it has not ended by then."""
-    import select
     import time
 
+    from ortfix.childtime import await_end
+
     deadline = time.monotonic() + timeout
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return status
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if pidfd is None:
-                time.sleep(min(left, 0.001))
-            else:
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                poller.poll(_ms(left))
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if not await_end(pid, left):
+            time.sleep(min(left, 0.001))
 
 
 def _ms(seconds: float) -> int:
