@@ -28,9 +28,10 @@ LAYERS: dict[str, int] = {
 }
 # The host seam (system/host.py and each OS's host.py): what ortfix's own process does on the machine it runs on;
 # subproc.py and cachedir.py ask it, so it sits at their layer (it imports only errors); with it, the cache folder's
-# rule worked out with `os` alone (system/cachebase.py, standard library only).
+# rule worked out with `os` alone (system/cachebase.py, standard library only), and paths as str answered as pathlib
+# answers them (system/pathform.py, standard library only: a replayed `check` imports no pathlib).
 HOST_SEAM = {"ortfix.system.host": 0, "ortfix.system.linux.host": 0, "ortfix.system.windows.host": 0,
-             "ortfix.system.cachebase": 0}
+             "ortfix.system.cachebase": 0, "ortfix.system.pathform": 0}
 # Modules whose layer is not their package's: the finding codes are vocabulary (they import only strenum), which the
 # compat layer's error-pattern schema names; whose environment a child may run (target/owner.py, errors only) is
 # checked by subproc at the moment of every launch; the Windows display language (system/windows/uilang.py, standard

@@ -171,7 +171,7 @@ def test_a_language_name_is_never_a_path(tmp_path: Path) -> None:
     """ORTFIX_LANG=/some/folder must not load a catalog from that folder (Path joins an absolute name in place)."""
     folder = tmp_path / "lang"
     (folder / "LC_MESSAGES").mkdir(parents=True)
-    shutil.copy(i18n.LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / "ortfix.mo", folder / "LC_MESSAGES" / "ortfix.mo")
+    shutil.copy(Path(i18n.LOCALE_DIR) / "zh_CN" / "LC_MESSAGES" / "ortfix.mo", folder / "LC_MESSAGES" / "ortfix.mo")
     assert i18n.choose({"ORTFIX_LANG": str(folder)}) == "en"
     assert i18n.choose({"LANG": "C"}, f"{folder}:zh_CN") == "zh_CN"
 

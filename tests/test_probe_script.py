@@ -635,7 +635,7 @@ def test_the_probe_fits_a_windows_command_line_and_is_the_same_code() -> None:
     exe = "C:\\Users\\" + "u" * 40 + "\\AppData\\Local\\Microsoft\\WindowsApps\\" + "p" * 180 + "\\python.exe"
     argv = [exe, "-S", "-c", probe_source()]  # as probe_argv starts it where no cache folder is used (Windows)
     assert len(subprocess.list2cmdline(argv)) < 32767 - 4000  # room for the probe to grow
-    assert ast.dump(ast.parse(argv[-1])) == ast.dump(ast.parse(PROBE_SOURCE.read_text(encoding="utf-8")))
+    assert ast.dump(ast.parse(argv[-1])) == ast.dump(ast.parse(Path(PROBE_SOURCE).read_text(encoding="utf-8")))
 
 
 def test_probe_runs_from_its_cached_bytecode_and_reports_the_same(tmp_path: Path,

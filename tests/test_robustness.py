@@ -158,7 +158,7 @@ def test_finish_of_a_started_child_is_limited_too(marker: str) -> None:
 def _real_report() -> dict[str, Any]:
     from ortfix.target.choose import PROBE_SOURCE
 
-    out = subprocess.run([sys.executable, "-c", PROBE_SOURCE.read_text()], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", Path(PROBE_SOURCE).read_text()], capture_output=True, text=True,
                          check=True).stdout
     doc: dict[str, Any] = json.loads(out)
     return doc

@@ -7,20 +7,33 @@ A cache file replaced while another process reads it (Windows refuses that) is s
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
 
 from ortfix.system.host import HOST
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 def cache_dir() -> Path | None:
+    """cache_folder's folder as a Path (for code off `check`'s path: a replayed check imports no pathlib)."""
+    folder = cache_folder()
+    if folder is None:
+        return None
+    from pathlib import Path
+
+    return Path(folder)
+
+
+def cache_folder() -> str | None:
+    """ortfix's cache folder (None: off, ORTFIX_NO_CACHE), as str(cache_dir()) writes it."""
+    from ortfix.system.cachebase import plain_cache_dir
+    from ortfix.system.pathform import form
+
     if os.environ.get("ORTFIX_NO_CACHE"):
         return None
-    override = os.environ.get("ORTFIX_CACHE_DIR")
-    if override:
-        return Path(override)
-    return HOST.cache_base()
+    return form(plain_cache_dir() or HOST.cache_base())  # platformdirs' rule where the XDG rule is not the system's
 
 
 def digest(data: bytes) -> str:
@@ -33,7 +46,7 @@ def digest(data: bytes) -> str:
     return blake2b(data, digest_size=32).hexdigest()
 
 
-def write_json(path: Path, doc: object) -> bool:
+def write_json(path: str | os.PathLike[str], doc: object) -> bool:
     """Write a cache file atomically (temp file in the same folder, then os.replace), so a reader never sees half of
     one; False, and nothing left behind, when it cannot be written."""
     import json
@@ -41,13 +54,17 @@ def write_json(path: Path, doc: object) -> bool:
     return write_text(path, json.dumps(doc))  # json.dump streams through the pure-Python encoder: several times slower
 
 
-def write_text(path: Path, text: str) -> bool:
+def write_text(path: str | os.PathLike[str], text: str) -> bool:
     """write_json's way of writing, for text."""
     import tempfile
 
+    from ortfix.system.pathform import form, parent
+
+    path = form(path)
+    folder, stem = parent(path), os.path.splitext(os.path.basename(path))[0]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stem}-")
     except OSError:
         return False
     try:
@@ -55,7 +72,9 @@ def write_text(path: Path, text: str) -> bool:
             f.write(text)
         os.replace(tmp, path)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 (no contextlib on the path of a replayed check)
             os.unlink(tmp)
+        except OSError:
+            pass
         return False
     return True

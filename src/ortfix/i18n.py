@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: choose.py imports this before the probe starts
 
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 DOMAIN = "ortfix"
-LOCALE_DIR = Path(__file__).parent / "locale"
+LOCALE_DIR: str | os.PathLike[str] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 ENV_OVERRIDE = "ORTFIX_LANG"
 # Language names that mean a catalog of another name.
 _ALIASES = {"zh": "zh_CN", "zh_SG": "zh_CN", "zh_Hans": "zh_CN", "zh_Hans_CN": "zh_CN", "zh_Hans_SG": "zh_CN"}
@@ -94,7 +93,7 @@ def choose(environ: Mapping[str, str], override: str | None = None) -> str:
         if not name.replace("_", "").isalnum():  # a catalog name, never a path: `../x` looks nowhere
             continue
         for tried in (name, name.split("_", 1)[0]):
-            if (LOCALE_DIR / tried / "LC_MESSAGES" / f"{DOMAIN}.mo").is_file():
+            if os.path.isfile(os.path.join(LOCALE_DIR, tried, "LC_MESSAGES", f"{DOMAIN}.mo")):
                 return tried
     return "en"
 
@@ -106,7 +105,7 @@ def _load(name: str) -> gettext.GNUTranslations | _English:
     import struct
 
     try:
-        with (LOCALE_DIR / name / "LC_MESSAGES" / f"{DOMAIN}.mo").open("rb") as fp:
+        with open(os.path.join(LOCALE_DIR, name, "LC_MESSAGES", f"{DOMAIN}.mo"), "rb") as fp:
             return gettext.GNUTranslations(fp)
     except (OSError, ValueError, LookupError, struct.error, IndexError):  # what a broken .mo raises
         return _English()  # a broken catalog: English, never a failed command

@@ -28,14 +28,18 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from ortfix.childtime import await_end
 from ortfix.childtime import child_timeout as child_timeout  # re-exported: every wait on a child applies it
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.system import pathform
 from ortfix.system.host import HOST
 from ortfix.target.owner import require_trusted
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CANNOT_RUN = N_("cannot run {program}: {reason}")  # a program that could not start (target/choose.py reads it)
 
@@ -67,7 +71,7 @@ def child_env(base: Mapping[str, str] | None = None, **overrides: str | None) ->
 
 def _name(proc: subprocess.Popen[str]) -> str:
     args = proc.args  # always a list here (_popen), but typed as anything Popen takes
-    return Path(str(args[0] if isinstance(args, list) and args else args)).name
+    return pathform.name(str(args[0] if isinstance(args, list) and args else args))
 
 
 def close_child_pipes(proc: subprocess.Popen[str]) -> None:

@@ -13,7 +13,6 @@ import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path
 
 from ortfix import subproc
 from ortfix.compat.matrix import Matrix
@@ -34,6 +33,7 @@ from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check's work (speed/__init__.py)
     from enum import Enum
+    from pathlib import Path
     from typing import Protocol, Union
 
     from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess

@@ -13,7 +13,6 @@ log) it is cp1252, under a strict C locale (`LC_ALL=C PYTHONUTF8=0`) ASCII. Two 
 from __future__ import annotations
 
 import codecs
-import contextlib
 import sys
 from functools import cache
 
@@ -43,8 +42,10 @@ def prepare(stream: TextIO) -> None:
         return
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
-        with contextlib.suppress(ValueError, OSError):  # a stream that cannot change (closed, detached)
+        try:  # noqa: SIM105 (no contextlib on the path of a replayed check)
             reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a stream that cannot change (closed, detached)
+            pass
 
 
 @cache

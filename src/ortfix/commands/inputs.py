@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Joined, Msg
@@ -34,6 +33,7 @@ from ortfix.versions import validate_machine_options, validate_ort_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the path of a replayed `check`
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import TextIO
 
     from ortfix.commands.requests import (

@@ -27,12 +27,11 @@ not stat'ed through os.stat, but an entry cannot change type without its folder'
 from __future__ import annotations
 
 import builtins
-import contextlib
 import io
 import os
 import re
 import stat as statmod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from ortfix.system import listing
 from ortfix.system.host import HOST
@@ -261,22 +260,35 @@ _PATCHES = (
 )
 
 
-@contextlib.contextmanager
-def recording(ignored: Sequence[str] = ()) -> Iterator[Recorder]:
-    """Record every file system observation made inside the block (one recording at a time, one thread)."""
-    global _active
-    if _active is not None:
-        raise RuntimeError("fsrecord.recording() does not nest")
-    recorder = Recorder(ignored)
-    originals = [(module, name, getattr(module, name)) for module, name, _ in _PATCHES]
-    for module, name, replacement in _PATCHES:
-        setattr(module, name, replacement)
-    _active = recorder
-    try:
-        yield recorder
-    finally:
+def recording(ignored: Sequence[str] = ()) -> _Recording:
+    """Record every file system observation made inside the `with` block (one recording at a time, one thread)."""
+    return _Recording(ignored)
+
+
+class _Recording:
+    """recording's context manager (a class: contextlib's import is not needed on a replay's path)."""
+
+    __slots__ = ("ignored", "originals")
+
+    def __init__(self, ignored: Sequence[str]) -> None:
+        self.ignored = ignored
+        self.originals: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> Recorder:
+        global _active
+        if _active is not None:
+            raise RuntimeError("fsrecord.recording() does not nest")
+        recorder = Recorder(self.ignored)
+        self.originals = [(module, name, getattr(module, name)) for module, name, _ in _PATCHES]
+        for module, name, replacement in _PATCHES:
+            setattr(module, name, replacement)
+        _active = recorder
+        return recorder
+
+    def __exit__(self, *exc: object) -> None:
+        global _active
         _active = None
-        for module, name, original in originals:
+        for module, name, original in self.originals:
             setattr(module, name, original)
 
 

@@ -14,7 +14,6 @@ gets it as a Popen of subproc.py's (subproc.adopt), or, once it has ended, as a 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ortfix.speed import early
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 
     from ortfix.check.facts import ProbeRun
 
-_started: tuple[Path, ProbeRun | early.Started | early.Finished] | None = None
+_started: tuple[str, ProbeRun | early.Started | early.Finished] | None = None
 
 
 def start(given: tuple[str | None] | None) -> None:
@@ -38,10 +37,10 @@ def start(given: tuple[str | None] | None) -> None:
             early.end(early_run)
         return
     from ortfix.errors import OrtfixError
-    from ortfix.target.choose import resolve_target, start_probe
+    from ortfix.target.choose import resolve_interpreter, start_probe
 
     try:
-        target = resolve_target(given[0])
+        target = resolve_interpreter(given[0])
         run: ProbeRun | early.Started
         if early_run is not None and _runs_as_started(early_run, target):
             run, early_run = early_run, None
@@ -59,12 +58,12 @@ def start(given: tuple[str | None] | None) -> None:
     atexit.register(_drop)  # an error before the check takes it (a bad option, Ctrl-C) must not leave it running
 
 
-def _runs_as_started(started: early.Started, target: Path) -> bool:
+def _runs_as_started(started: early.Started, target: str) -> bool:
     """The early probe runs exactly what choose.start_probe would start for `target`."""
     from ortfix.target import probecmd
     from ortfix.target.choose import probe_argv
 
-    return started.target == str(target) and started.argv == probe_argv(target) and started.env == probecmd.probe_env()
+    return started.target == target and started.argv == probe_argv(target) and started.env == probecmd.probe_env()
 
 
 def _drop() -> None:
@@ -82,11 +81,12 @@ def _drop() -> None:
             subproc.terminate_group(run, timeout=0)
 
 
-def finished(target: Path) -> subprocess.CompletedProcess[str] | early.Finished:
+def finished(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | early.Finished:
     """The probe's result for `target`, waiting for the one started early (or starting one now); it stays here for
     the `take` that follows, so the probe runs once however many look at its report (a replayed check that turns
     out to need the full check)."""
     global _started
+    target = os.fspath(target)
     if _started is not None and _started[0] == target and isinstance(_started[1], early.Started):
         done: subprocess.CompletedProcess[str] | early.Finished = _collect(_started[1])
     else:
@@ -124,7 +124,7 @@ def _adopted(started: early.Started) -> subprocess.Popen[str]:
     return subproc.adopt(started.argv, started.pid, started.stdout_fd, started.stderr_fd)
 
 
-def wait(target: Path) -> subprocess.CompletedProcess[str]:
+def wait(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
     """The probe's result for `target`: the one started early, else one started now, waited for."""
     import subprocess
 
@@ -135,7 +135,7 @@ def wait(target: Path) -> subprocess.CompletedProcess[str]:
     return run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
 
 
-def take(target: Path) -> ProbeRun | None:
+def take(target: str | os.PathLike[str]) -> ProbeRun | None:
     """The probe started early for `target`, running or finished, if any (each is handed out once), as a Popen or a
     CompletedProcess."""
     global _started
@@ -143,7 +143,7 @@ def take(target: Path) -> ProbeRun | None:
         return None
     early_target, run = _started
     _started = None
-    if early_target != target:
+    if early_target != os.fspath(target):
         _started = (early_target, run)
         _drop()
         return None

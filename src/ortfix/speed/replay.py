@@ -17,16 +17,14 @@ Python < 3.11 bypass it. Kept free of dataclasses, typing and click: a replay is
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from ortfix import __version__
-from ortfix.cachedir import cache_dir, digest, write_json
+from ortfix.cachedir import cache_folder, digest, write_json
 from ortfix.speed import fsrecord, prefetch
 from ortfix.target.choose import choose_target
 
@@ -44,7 +42,7 @@ class SavedCheck:
 
     __slots__ = ("file", "key", "target")
 
-    def __init__(self, target: Path, file: Path, key: str) -> None:
+    def __init__(self, target: str, file: str, key: str) -> None:
         self.target = target
         self.file = file
         self.key = key
@@ -52,7 +50,8 @@ class SavedCheck:
     def replay(self) -> tuple[str, int] | None:
         """(output, exit code) of the earlier identical check, if everything it depended on still holds."""
         try:
-            entry = json.loads(self.file.read_text(encoding="utf-8"))
+            with open(self.file, encoding="utf-8") as f:
+                entry = json.loads(f.read())
             if entry.get("schema") != SCHEMA or entry.get("key") != self.key:
                 return None
             output, exit_code, report = entry["output"], entry["exit_code"], entry["probe"]
@@ -79,7 +78,7 @@ class SavedCheck:
 
         forget_listings()
         started_ns = time.time_ns()
-        with fsrecord.recording(ignored=[str(self.file.parent.parent)]) as recorder:
+        with fsrecord.recording(ignored=[os.path.dirname(os.path.dirname(self.file))]) as recorder:
             output, exit_code, report = check()
             # What the check learnt from programs it ran, which the recorder cannot watch: the GPU query's answer
             # (NVML in a child interpreter) changes with the GPUs present, which the kernel lists here.
@@ -92,23 +91,23 @@ class SavedCheck:
             entry = {"schema": SCHEMA, "key": self.key, "exit_code": exit_code, "output": output, "probe": report,
                      "observations": observations}
             if write_json(self.file, entry):
-                _prune(self.file.parent)
+                _prune(os.path.dirname(self.file))
         return output, exit_code
 
 
 def saved_check(python: str | None, options: Sequence[str | bool | None]) -> SavedCheck | None:
     """The cache slot for `check` with this --python and these options; None where the cache is off."""
-    base = cache_dir()
+    base = cache_folder()
     if base is None or not fsrecord.supported():
         return None
     # How the target was chosen is part of the key: check prints it first (`check` finding a venv's python3 on PATH
     # and `check --python VENV` look at the same interpreter but say different things).
     chosen = choose_target(python)
-    key = _key(chosen.python, [*options, chosen.chosen_by])
-    return SavedCheck(chosen.python, base / "checks" / f"{key[:32]}.json", key)
+    key = _key(chosen.interpreter, [*options, chosen.chosen_by])
+    return SavedCheck(chosen.interpreter, os.path.join(base, "checks", f"{key[:32]}.json"), key)
 
 
-def _key(target: Path, options: Sequence[str | bool | None]) -> str:
+def _key(target: str, options: Sequence[str | bool | None]) -> str:
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ortfix/, with its subpackages
     code = []
     folders = [""]
@@ -123,28 +122,39 @@ def _key(target: Path, options: Sequence[str | bool | None]) -> str:
                 elif entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
                     folders.append(name)
     material = [
-        SCHEMA, __version__, sys.executable, sorted(code), str(target), list(options),
+        SCHEMA, __version__, sys.executable, sorted(code), target, list(options),
         sorted((k, v) for k, v in os.environ.items() if k not in _ENV_NOISE),
         os.getcwd(), os.getuid(), os.getgid(), sorted(os.getgroups()),
     ]
     return digest(json.dumps(material).encode("ascii"))
 
 
-def _used(file: Path) -> None:
+def _used(file: str) -> None:
     """Date the entry `file` now: it was just replayed. _prune keeps the entries used last; by the time they were
     written alone, the check replayed most often (never written again) was the first one dropped as soon as
     MAX_ENTRIES other checks had been saved after it (other environments, other command lines, other users of a
     shared cache folder), and it ran in full the next time."""
-    with contextlib.suppress(OSError, NotImplementedError):
+    try:  # noqa: SIM105 (no contextlib on the path of a replayed check)
         os.utime(file, follow_symlinks=False)  # the entry itself, never what a link put in its place points to
+    except (OSError, NotImplementedError):
+        pass
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: str) -> None:
     """Keep the MAX_ENTRIES results used last (saved or replayed; one per command line, environment and target)."""
     dated = []
-    for path in folder.glob("*.json"):
-        with contextlib.suppress(OSError):
-            dated.append((path.stat().st_mtime_ns, path))
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json"):  # as Path.glob("*.json") (which matches hidden names too)
+                    try:  # noqa: SIM105 (no contextlib on the path of a replayed check)
+                        dated.append((entry.stat().st_mtime_ns, entry.path))
+                    except OSError:
+                        pass
+    except OSError:
+        return
     for _mtime, old in sorted(dated, reverse=True)[MAX_ENTRIES:]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+        try:  # noqa: SIM105 (no contextlib on the path of a replayed check)
+            os.unlink(old)
+        except OSError:
+            pass

@@ -12,9 +12,8 @@ import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
-from pathlib import Path
 
-from ortfix.cachedir import cache_dir, digest, write_json
+from ortfix.cachedir import cache_folder, digest, write_json
 from ortfix.record import asdict
 
 TYPE_CHECKING = False
@@ -38,17 +37,18 @@ class ParsedFileCache(ABC, Generic[InfoT]):
     file_name: str  # the cache's name in ortfix's cache folder (its folder of shards drops the ".json")
     version: int  # bumped when the stored form changes: an older file is ignored
 
-    def __init__(self, cache_file: Path | None = None, *, use_disk: bool = True) -> None:
-        base = cache_dir()
-        default = base / self.file_name.removesuffix(".json") if base else None
-        self._folder = (cache_file or default) if use_disk else None
+    def __init__(self, cache_file: str | os.PathLike[str] | None = None, *, use_disk: bool = True) -> None:
+        base = cache_folder()
+        default = os.path.join(base, self.file_name.removesuffix(".json")) if base else None
+        chosen = os.fspath(cache_file) if cache_file else default  # a Path is true: the folder it names, as before
+        self._folder = chosen if use_disk else None
         self._shards: dict[str, dict[str, dict[str, object]]] = {}  # folder parsed → its entries
         self._dirty: set[str] = set()
 
-    def _shard_file(self, folder: str) -> Path | None:
+    def _shard_file(self, folder: str) -> str | None:
         if self._folder is None:
             return None
-        return self._folder / (digest(os.fsencode(folder))[:24] + ".json")
+        return os.path.join(self._folder, digest(os.fsencode(folder))[:24] + ".json")
 
     def _shard(self, folder: str) -> dict[str, dict[str, object]]:
         entries = self._shards.get(folder)
@@ -57,7 +57,8 @@ class ParsedFileCache(ABC, Generic[InfoT]):
             shard_file = self._shard_file(folder)
             if shard_file is not None:
                 with contextlib.suppress(OSError, ValueError):
-                    doc = json.loads(shard_file.read_text(encoding="utf-8"))
+                    with open(shard_file, encoding="utf-8") as f:
+                        doc = json.loads(f.read())
                     if (doc.get("version") == self.version and doc.get("folder") == folder
                             and isinstance(doc.get("entries"), dict)):
                         entries = doc["entries"]

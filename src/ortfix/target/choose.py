@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.system import pathform
 from ortfix.system.host import HOST
 from ortfix.target import probecmd
 from ortfix.target.places import INTERPRETER_PLACES
@@ -18,8 +18,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Mapping
+    from pathlib import Path
 
-PROBE_SOURCE = Path(probecmd.PROBE_SOURCE)
+PROBE_SOURCE = probecmd.PROBE_SOURCE
 # How long the probe may take (it needs about 20 ms; a slow network file system, far more): then it is killed,
 # with everything it started (subproc.finish). ORTFIX_CHILD_TIMEOUT lowers it for tests.
 PROBE_TIMEOUT = 60.0
@@ -43,16 +44,23 @@ EXPLICIT = (BY_OPTION, BY_VIRTUAL_ENV, BY_CONDA_PREFIX)
 
 class Chosen:
     """The interpreter a command works on, and how it was chosen: `--python`, `VIRTUAL_ENV`, `CONDA_PREFIX` or
-    `python3 on PATH` (`python on PATH`)."""
+    `python3 on PATH` (`python on PATH`). `interpreter`: its path as str(`python`) writes it (what a replayed check
+    uses: no pathlib on its way)."""
 
-    __slots__ = ("chosen_by", "python")
+    __slots__ = ("chosen_by", "interpreter")
 
-    def __init__(self, python: Path, chosen_by: str) -> None:
-        self.python = python
+    def __init__(self, python: str | os.PathLike[str], chosen_by: str) -> None:
+        self.interpreter = pathform.form(python)
         self.chosen_by = chosen_by
 
+    @property
+    def python(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.interpreter)
+
     def __repr__(self) -> str:
-        return f"Chosen({str(self.python)!r}, {self.chosen_by!r})"
+        return f"Chosen({self.interpreter!r}, {self.chosen_by!r})"
 
 
 class TargetDescription:
@@ -122,6 +130,11 @@ def resolve_target(python: str | None, environ: Mapping[str, str] | None = None)
     return choose_target(python, environ).python
 
 
+def resolve_interpreter(python: str | None) -> str:
+    """The interpreter choose_target picks, as str(resolve_target(python)) writes it."""
+    return choose_target(python).interpreter
+
+
 def choose_target(python: str | None, environ: Mapping[str, str] | None = None) -> Chosen:
     """--python PATH (an interpreter or an environment folder), else the activated environment (VIRTUAL_ENV, then
     CONDA_PREFIX), else the `.venv` of the project at or above the working folder (find_project_venv), else the
@@ -135,13 +148,13 @@ def choose_target(python: str | None, environ: Mapping[str, str] | None = None) 
     for var in (BY_VIRTUAL_ENV, BY_CONDA_PREFIX):
         prefix = env.get(var)
         if prefix:
-            candidate = Path(prefix) / "bin" / "python"
-            if candidate.exists():
+            candidate = pathform.form(os.path.join(prefix, "bin", "python"))
+            if pathform.exists(candidate):
                 return Chosen(candidate, var)
     project = find_project_venv()
     if project is not None:
         return project
-    found = find_on_path(env.get("PATH"))
+    found = _on_path(env.get("PATH"))
     if found is None:
         raise OrtfixError(Msg(N_("no python3 or python on PATH and no activated environment (VIRTUAL_ENV, "
                                  "CONDA_PREFIX)")),
@@ -150,52 +163,81 @@ def choose_target(python: str | None, environ: Mapping[str, str] | None = None) 
     return Chosen(canonical(path), str(Msg(_ON_PATH, name=name)))
 
 
-def find_project_venv(start: Path | None = None) -> Chosen | None:
+def find_project_venv(start: str | os.PathLike[str] | None = None) -> Chosen | None:
     """The interpreter of `<folder>/.venv` for the nearest `folder`, the working folder or one above it, that holds
     both a `.venv` with an interpreter and a project file (PROJECT_FILES), as uv finds a project's environment;
     chosen_by names the folder and the file that made it a project. None when there is none."""
     try:
-        folder = (start or Path.cwd()).absolute()
+        folder = pathform.absolute(os.getcwd() if start is None else start)
     except OSError:  # the working folder was removed
         return None
-    for candidate in (folder, *folder.parents):
-        venv = candidate / PROJECT_VENV
+    for candidate in _self_and_parents(folder):
+        venv = os.path.join(candidate, PROJECT_VENV)
         try:
-            pythons = [p for p in (venv / "bin" / "python", venv / "Scripts" / "python.exe") if p.is_file()]
-            marker = next((name for name in PROJECT_FILES if (candidate / name).is_file()), None)
+            pythons = [p for p in (os.path.join(venv, "bin", "python"), os.path.join(venv, "Scripts", "python.exe"))
+                       if pathform.is_file(p)]
+            marker = next((name for name in PROJECT_FILES if pathform.is_file(os.path.join(candidate, name))), None)
         except OSError:  # a folder on the way that cannot be searched
             continue
         if pythons and marker is not None:
-            return Chosen(pythons[0], str(Msg(_PROJECT, venv=str(venv), marker=marker)))
+            return Chosen(pythons[0], str(Msg(_PROJECT, venv=venv, marker=marker)))
     return None
 
 
-def _given(python: str) -> Path:
+def _self_and_parents(folder: str) -> list[str]:
+    """`folder` (absolute, in pathform's form), then each folder above it up to the root (Path's `parents`)."""
+    folders = [folder]
+    while (above := pathform.parent(folders[-1])) != folders[-1]:
+        folders.append(above)
+    return folders
+
+
+def _given(python: str) -> str:
     refuse_empty_python(python)
+    path = _expanded(python)
     try:
-        path = Path(python).expanduser()
-    except RuntimeError as exc:  # ~user/... for a user that does not exist
-        raise OrtfixError(Msg("--python {python}: {error}", python=python, error=str(exc)),
-                          hint=Msg(N_("give the path without ~, or an existing user's"))) from exc
-    try:
-        if path.is_dir():
-            for candidate in (path.joinpath(*place) for place in INTERPRETER_PLACES):
-                if candidate.exists():
-                    return candidate.absolute()
+        if pathform.is_dir(path):
+            for candidate in (pathform.form(os.path.join(path, *place)) for place in INTERPRETER_PLACES):
+                if pathform.exists(candidate):
+                    return pathform.absolute(candidate)
             raise OrtfixError(Msg(N_("--python {python}: a folder with no bin/python in it"), python=python),
                               hint=Msg(N_("give the interpreter's path or an environment folder")))
-        if not path.exists():
-            too_long = max_path_error(str(path.absolute()), N_("cannot be read"))
+        if not pathform.exists(path):
+            too_long = max_path_error(pathform.absolute(path), N_("cannot be read"))
             raise too_long or OrtfixError(Msg(N_("--python {python}: no such file"), python=python))
     except OSError as exc:  # a name too long, a folder on the way that cannot be searched
         raise OrtfixError(Msg("--python {python}: {error}", python=python, error=str(exc.strerror or exc))) from exc
-    return canonical(path.absolute())
+    return canonical(pathform.absolute(path))
+
+
+def _expanded(python: str) -> str:
+    """--python's value with `~` expanded as Path.expanduser does it (pathlib itself: rare, and its error is the
+    message), in pathform's form."""
+    if not python.startswith("~"):
+        return pathform.form(python)
+    from pathlib import Path
+
+    try:
+        return str(Path(python).expanduser())
+    except RuntimeError as exc:  # ~user/... for a user that does not exist
+        raise OrtfixError(Msg("--python {python}: {error}", python=python, error=str(exc)),
+                          hint=Msg(N_("give the path without ~, or an existing user's"))) from exc
 
 
 def find_on_path(path: str | None) -> tuple[Path, str] | None:
     """(the file, the name it was found as) for the first of PATH_NAMES a shell would run from this PATH: each name
     in turn, the folders in order, an empty entry meaning the working directory, skipping what is not an executable
     file (a folder, a broken link, a file without execute permission). PATH unset: the system's default path."""
+    found = _on_path(path)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found[0]), found[1]
+
+
+def _on_path(path: str | None) -> tuple[str, str] | None:
+    """find_on_path's answer, the file as a str."""
     if path is None:
         try:
             path = os.confstr("CS_PATH") or "/bin:/usr/bin"
@@ -207,23 +249,26 @@ def find_on_path(path: str | None) -> tuple[Path, str] | None:
             candidate = os.path.join(folder or ".", name)
             try:
                 if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                    return Path(os.path.abspath(candidate)), name
+                    return pathform.form(os.path.abspath(candidate)), name
             except (OSError, ValueError):  # a name too long, a NUL byte
                 continue
     return None
 
 
-def canonical(python: Path) -> Path:
+def canonical(python: str | os.PathLike[str]) -> str:
     """An environment's interpreter under the one name every way of choosing it leads to: `<env>/bin/python`, where
     `python3` (or `python3.11`) beside it is the same file, in a venv or conda layout. A plan made with `python3 on
     PATH` is then the plan `--python <env>` or VIRTUAL_ENV makes (the interpreter's path is part of the facts a
     saved plan must find again). Elsewhere (a system Python, where `python` may be another interpreter) as it is."""
-    if python.name == "python":
+    python = pathform.form(python)
+    if os.path.basename(python) == "python":
         return python
-    env_dir = python.parent.parent
-    same = python.parent / "python"
+    folder = pathform.parent(python)
+    env_dir = pathform.parent(folder)
+    same = os.path.join(folder, "python")
     try:
-        if ((env_dir / "pyvenv.cfg").is_file() or (env_dir / "conda-meta").is_dir()) and os.path.samefile(same, python):
+        cfg, meta = os.path.join(env_dir, "pyvenv.cfg"), os.path.join(env_dir, "conda-meta")
+        if (pathform.is_file(cfg) or pathform.is_dir(meta)) and os.path.samefile(same, python):
             return same
     except OSError:
         pass
@@ -235,11 +280,11 @@ def probe_source() -> str:
     return probecmd.probe_source()
 
 
-def probe_argv(python: Path | str) -> list[str]:
+def probe_argv(python: str | os.PathLike[str]) -> list[str]:
     """How the probe is started in `python` (target/probecmd.probe_argv), importing its copy in ortfix's cache folder
     where there is a usable one."""
     source = probe_source()
-    return probecmd.probe_argv(str(python), source, _cached_probe(source))
+    return probecmd.probe_argv(os.fspath(python), source, _cached_probe(source))
 
 
 def _cached_probe(source: str) -> tuple[str, str] | None:
@@ -247,34 +292,35 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
     there is no such folder that only this user can write to. As root, also every folder above it must be root's
     alone (target/owner.only_root_controls): under `sudo -E` the cache folder may sit in another user's HOME, who
     could swap a folder on the way before the target imports from it."""
-    from ortfix.cachedir import cache_dir, write_text
+    from ortfix.cachedir import cache_folder, write_text
 
-    base = cache_dir()
+    base = cache_folder()
     if base is None or not HOST.has_owners:
         return None
     if HOST.runs_as_root():
         from ortfix.target.owner import only_root_controls
 
-        if not only_root_controls(str(base)):
+        if not only_root_controls(base):
             return None
-    folder = base / "probe"
+    folder = pathform.form(os.path.join(base, "probe"))
     name = probecmd.module_name(source)
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not probecmd.only_mine(str(folder)):
+        os.makedirs(folder, mode=0o700, exist_ok=True)  # as Path.mkdir(parents=True): those above with the default
+        if not probecmd.only_mine(folder):
             return None
-        if not probecmd.holds(str(folder), name, source) and not write_text(folder / f"{name}.py", source):
+        if not probecmd.holds(folder, name, source) and not write_text(os.path.join(folder, f"{name}.py"), source):
             return None
     except OSError:
         return None
-    return str(folder), name
+    return folder, name
 
 
-def start_probe(python: Path) -> subprocess.Popen[str]:
+def start_probe(python: str | os.PathLike[str]) -> subprocess.Popen[str]:
     """The probe, running in `python` in a session of its own; finish it with `subproc.finish(proc,
     timeout=PROBE_TIMEOUT)`, which kills its whole process group when that time is up."""
     from ortfix import subproc
 
+    python = os.fspath(python)
     try:
         return subproc.start(probe_argv(python), target_python=python, env=probecmd.probe_env())
     except OrtfixError as exc:

@@ -24,11 +24,14 @@ import os
 import re
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.hooks import PLAIN_PATH, check_hook_path, on_onnxruntime_import, sh_prepend, sh_take_back
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONDA_HOOK_NAME = "ortfix-cuda-libs.sh"
 PRELOAD_MODULE = "_ortfix_preload.py"
@@ -37,6 +40,8 @@ _MARKER = "# Written by ortfix."
 
 
 def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
+    from pathlib import Path  # imported here: a check of a venv never asks (no pathlib on check's path)
+
     base = Path(prefix) / "etc" / "conda"
     return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
 
@@ -118,6 +123,8 @@ def conda_hook_dirs(text: str) -> list[str]:
 
 
 def preload_paths(site_packages: str) -> tuple[Path, Path]:
+    from pathlib import Path
+
     return Path(site_packages) / PRELOAD_MODULE, Path(site_packages) / PRELOAD_PTH
 
 

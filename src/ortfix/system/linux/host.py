@@ -3,16 +3,15 @@ process groups and signals, `flock`, POSIX owners. Chosen by system/host.py."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
 import time
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import subprocess
+    from pathlib import Path
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -28,6 +27,7 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 def _running_member(pid: str, pgid: int) -> bool:
     """/proc/<pid>/stat says the process is in group `pgid` and not a zombie; a process gone meanwhile is not."""
+    from pathlib import Path
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
@@ -58,6 +58,8 @@ class PosixHost:
         return os.geteuid() == 0
 
     def cache_base(self) -> Path:
+        from pathlib import Path
+
         from platformdirs import user_cache_dir
 
         return Path(user_cache_dir("ortfix", appauthor=False))
@@ -86,6 +88,7 @@ class PosixHost:
         """Nothing to hold: `new_session` made the child the leader of a process group of its own."""
 
     def end_tree(self, proc: subprocess.Popen[str], timeout: float) -> None:
+        import contextlib
         import signal
         import subprocess  # not at the top: a replayed `check` waits for its probe without it (speed/early.py)
 
@@ -110,6 +113,8 @@ class PosixHost:
 
     def installer_alive(self, pid: int, python: str) -> bool:
         """The process's command line (/proc) runs `python` with pip."""
+        from pathlib import Path
+
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -145,6 +150,8 @@ class LinuxHost(PosixHost):
 
     def cache_base(self) -> Path:
         # The XDG rule platformdirs applies on Linux, without its import cost on the hot path of `check`.
+        from pathlib import Path
+
         from ortfix.system.cachebase import xdg_cache_base
 
         return Path(xdg_cache_base())
