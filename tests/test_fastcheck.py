@@ -133,6 +133,8 @@ def test_a_replayed_check_imports_neither_typing_nor_the_other_commands_requests
     loaded = set(proc.stderr.rsplit("modules: ", 1)[1].split())
     assert "ortfix.check.facts" not in loaded and "ortfix.commands.inputs" in loaded  # replayed, options validated
     assert loaded & {"typing", "ortfix.commands.requests", "dataclasses", "subprocess"} == set()
+    # Nor `pathlib` with what it imports (18M), nor `contextlib`: paths are str on a replay's way (system/pathform.py).
+    assert loaded & {"pathlib", "fnmatch", "ntpath", "urllib.parse", "ipaddress", "contextlib"} == set()
 
 
 def test_the_fast_end_keeps_the_output_the_exit_code_and_the_atexit_handlers(tmp_path: Path) -> None:
