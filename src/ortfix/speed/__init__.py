@@ -75,4 +75,13 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   `urllib.parse` and `ipaddress`: Path runs through choose.py, replay.py and the cache folder) and, on a fresh check
   only, `configparser` (8.5M, where pip configuration files exist: pip's whole reading, every key and error, would
   have to be matched) and `subprocess` (~20M: the loader and driver queries run children).
+- A replay imports no `pathlib` (with `fnmatch`, `ntpath`, `urllib.parse`, `ipaddress`) nor `contextlib` now: choosing
+  the target, the prefetch, the replay and the cache folder use str paths (system/pathform.py answers as Path does,
+  its errors included); and as root, the owner check before the probe starts walks each folder once (193 -> 38 steps).
+  Callgrind of ortfix's own process, a replayed `check --python V` (the bench venv, three runs each, steady to 0.1%):
+  after the probe's spawn 62.07M -> 43.88M, before it 69.9M -> 68.7M; fresh 272.0M -> 269.9M (`pathlib` still comes
+  with system/linux/ldcache.py, driver.py, target/probe.py, compat/load.py). Wall time, old and new tree interleaved
+  (31 rounds, load 2.2): replayed 94.1 -> 85.7 ms, 0.280x -> 0.255x `import onnxruntime`; fresh 0.432x -> 0.438x
+  (noise). The parent's work after the spawn (43.9M) is now shorter than the probe's (64.3M): what is left of it
+  (`json` 2 ms, the probe's source read and filtered again to compare the early argv) waits for the probe anyway.
 """
