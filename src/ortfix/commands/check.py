@@ -76,7 +76,7 @@ def describe_target(python: str | None) -> tuple[TargetDescription, ProbeRun]:
     from ortfix.target.probe import finish_probe
 
     chosen = choose_target(python)
-    run = prefetch.wait(chosen.python)
+    run = prefetch.wait(chosen.interpreter)
     return describe(finish_probe(run, chosen.python), chosen.chosen_by), run
 
 
@@ -89,7 +89,7 @@ def run_check(python: str | None, *, driver_version: str | None = None, compute_
 
     matrix = load_matrix()
     chosen = choose_target(python)
-    facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.python),
+    facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.interpreter),
                    unfinished=unfinished_transactions, driver_version=driver_version,
                    compute_capability=compute_capability)
     return CheckResult(facts=facts, findings=diagnose(facts, matrix, with_tensorrt=with_tensorrt), matrix=matrix,
