@@ -77,11 +77,12 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   have to be matched) and `subprocess` (~20M: the loader and driver queries run children).
 - A replay imports no `pathlib` (with `fnmatch`, `ntpath`, `urllib.parse`, `ipaddress`) nor `contextlib` now: choosing
   the target, the prefetch, the replay and the cache folder use str paths (system/pathform.py answers as Path does,
-  its errors included); and as root, the owner check before the probe starts walks each folder once (193 -> 38 steps).
-  Callgrind of ortfix's own process, a replayed `check --python V` (the bench venv, three runs each, steady to 0.1%):
-  after the probe's spawn 62.07M -> 43.88M, before it 69.9M -> 68.7M; fresh 272.0M -> 269.9M (`pathlib` still comes
-  with system/linux/ldcache.py, driver.py, target/probe.py, compat/load.py). Wall time, old and new tree interleaved
-  (31 rounds, load 2.2): replayed 94.1 -> 85.7 ms, 0.280x -> 0.255x `import onnxruntime`; fresh 0.432x -> 0.438x
-  (noise). The parent's work after the spawn (43.9M) is now shorter than the probe's (64.3M): what is left of it
-  (`json` 2 ms, the probe's source read and filtered again to compare the early argv) waits for the probe anyway.
+  its errors included); as root, the owner check before the probe starts walks each folder once (3.2M -> 2.5M).
+  Callgrind of ortfix's own process, replayed `check --python V` (bench venv, three runs each, steady to 0.1%): after
+  the probe's spawn 62.07M -> 43.88M, before it 69.9M -> 68.7M; fresh 272.0M -> 269.9M (`pathlib` still comes with
+  system/linux/ldcache.py, driver.py, target/probe.py, compat/load.py). Wall time, old and new tree interleaved:
+  replayed 94.1 -> 85.7 ms, 0.280x -> 0.255x `import onnxruntime` (31 rounds, load 2.2), 115.4 -> 92.3 ms, 0.303x ->
+  0.243x (41 rounds, load 4.7). The parent now reaches the probe's answer first and waits for it (median 11 ms, was
+  1.9): the probe is the critical path, and what is left of the parent's own work after the spawn (`json` 5.2M, the
+  probe's source read and filtered again to compare the early argv, ~2M) would not shorten a replay until it is not.
 """
