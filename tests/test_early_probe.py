@@ -4,17 +4,21 @@ fails, prints garbage, is killed or hangs ends exactly as when the normal path s
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 
 from clitools import REPO
 from ortfix.speed import early
 from ortfix.speed.replay import RACY_MARGIN_NS
+from ortfix.system import pathform
 from ortfix.target.choose import choose_target, probe_argv
 
 SETTLE_S = RACY_MARGIN_NS / 1e9 + 0.2  # results that depend on files changed within the margin are not kept
@@ -204,6 +208,40 @@ def test_an_activated_environment_is_the_one_choose_picks(tmp_path: Path, monkey
 @pytest.mark.parametrize("path", ["/a/b", "//a/./b/", "///a//b", "a/./b/../c", ".", "./", "", "/", "//"])
 def test_paths_are_written_as_pathlib_writes_them(path: str) -> None:
     assert early.pathlib_form(path) == str(PurePosixPath(path))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths; on Windows pathform asks pathlib itself")
+@pytest.mark.parametrize("path", ["/a/b", "//a/./b/", "///a//b", "a/./b/../c", ".", "./", "", "/", "//", "x/", ".."])
+def test_pathform_writes_paths_as_pathlib_does(path: str) -> None:
+    """target/choose.py's str paths (system/pathform.py) read as its Path did: what every command prints first."""
+    assert pathform.form(path) == str(Path(path))
+    assert pathform.absolute(path) == str(Path(path).absolute())
+    assert pathform.parent(pathform.form(path)) == str(Path(path).parent)
+    assert pathform.name(path) == Path(path).name
+
+
+def _outcome(ask: Callable[[Any], bool], path: str | Path) -> object:
+    try:
+        return ask(path)
+    except OSError as exc:
+        return type(exc), exc.errno
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths; on Windows pathform asks pathlib itself")
+def test_pathform_answers_and_raises_as_pathlib_does(tmp_path: Path) -> None:
+    """exists/is_dir/is_file: False where Path says a path is not there (missing, a broken link, a file taken for a
+    folder, a NUL byte), the same OSError where Path raises one (a name too long): `--python` says so, not "no such
+    file"."""
+    (tmp_path / "file").write_text("")
+    (tmp_path / "broken").symlink_to(tmp_path / "gone")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    paths = [tmp_path, tmp_path / "file", tmp_path / "gone", tmp_path / "broken", tmp_path / "file" / "x",
+             tmp_path / "loop", tmp_path / ("x" * 300), tmp_path / "a\0b"]
+    for path in paths:
+        for mine, theirs in ((pathform.exists, Path.exists), (pathform.is_dir, Path.is_dir),
+                             (pathform.is_file, Path.is_file)):
+            assert _outcome(mine, str(path)) == _outcome(theirs, path), (path, mine)
+    assert _outcome(pathform.exists, str(tmp_path / ("x" * 300))) == (OSError, errno.ENAMETOOLONG)
 
 
 def test_a_replay_waits_for_the_early_probe_as_for_any_other(tmp_path: Path) -> None:
