@@ -19,6 +19,7 @@ import pytest
 
 import ortfix
 from ortfix.target.choose import PROBE_SOURCE, probe_argv, probe_source
+from ortfix.target.probecmd import SOURCE_VAR, probe_env
 from support.fixtures import make_venv
 
 PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
@@ -649,7 +650,7 @@ def test_probe_runs_from_its_cached_bytecode_and_reports_the_same(tmp_path: Path
     plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
                            env=env, cwd=tmp_path, check=True).stdout
     argv = probe_argv(sys.executable)
-    assert len(argv[-1]) > len(probe_source())  # the bootstrap, carrying the source as fallback
+    assert probe_source() not in argv[-1] and probe_env()[SOURCE_VAR] == probe_source()  # the fallback's source
     for _ in range(2):  # compiled and written, then read back
         assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
     cached = sorted(p.name for p in (tmp_path / "cache" / "probe" / "__pycache__").iterdir())
@@ -681,11 +682,30 @@ def test_probe_falls_back_to_its_source_where_the_cache_cannot_be_imported(tmp_p
     argv = probe_argv(sys.executable)
     for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
         module.unlink()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PYTHONIOENCODING"] = "utf-8"
+    env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}  # as ortfix starts it
     plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
                            env=env, cwd=tmp_path, check=True).stdout
     assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
+
+
+def test_the_cached_probe_s_command_line_is_the_short_bootstrap(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target decodes its command line with the locale's decoder, copies it and parses it whole before it runs
+    a line of it: the bootstrap that imports the cached probe does not carry the probe's source (26,000 characters,
+    6.7M instructions of the probe's run); its fallback takes the source from the environment ortfix gives the
+    probe, and runs it only where the import fails."""
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    argv = probe_argv(sys.executable)
+    assert argv[:3] == [sys.executable, "-S", "-c"] and len(argv) == 4
+    assert len(argv[-1].encode("utf-8")) < 1000, len(argv[-1])
+    env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env[SOURCE_VAR] = "raise SystemExit('the fallback ran')"  # it is not run where the cached copy is imported
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["probe_schema"] == 1, proc.stderr
+    for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
+        module.unlink()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode != 0 and "the fallback ran" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("cache", ["cached", "no cache"])
