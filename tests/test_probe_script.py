@@ -339,6 +339,27 @@ def test_dependent_requirements_match_the_regex(probe: dict[str, Any], requireme
     assert probe["requires_onnxruntime"](requirement) == bool(DEPENDENT_RE.match(requirement))
 
 
+def test_dependents_are_read_from_the_header_block(probe: dict[str, Any], tmp_path: Path) -> None:
+    """A requirement is read from METADATA's header block alone: a long description that names onnxruntime makes no
+    dependent; a header block with letters re.IGNORECASE folds to ASCII ones (dotless i) still names onnxruntime
+    where the file's bytes mention it anywhere, and not where they do not (what the byte test always let through)."""
+    bodies = {
+        "body-only": "Requires-Dist: numpy\n\nWorks with ONNXRuntime-GPU and nvidia-cudnn.\n",
+        "folded": "Requires-Dist: onnxrunt\u0131me>=1.15\n\nSee onnxruntime.\n",
+        "folded-alone": "Requires-Dist: onnxrunt\u0131me>=1.15\n\nNothing else.\n",
+        "ascii": "Requires-Dist: NVIDIA-cudnn-cu12\nRequires-Dist: numpy\n\nText.\n",
+        "no-blank-line": "Requires-Dist: tensorrt\n",
+    }
+    for name, body in bodies.items():
+        info = tmp_path / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{body}", encoding="utf-8")
+    found = probe["scan_distributions"]([str(tmp_path)])
+    assert {d["name"]: d["requires"] for d in found["dependents"]} == {
+        "folded": ["onnxrunt\u0131me>=1.15"], "ascii": ["NVIDIA-cudnn-cu12"], "no-blank-line": ["tensorrt"]}
+    assert found["total"] == 5 and found["interesting"] == []
+
+
 @pytest.mark.parametrize("name", [
     "libcudnn.so.9", "libcublasLt.so.12", "libcufft.so.11", "libcurand.so.10", "libnvrtc.so.12", "libnvJitLink.so.12",
     "libnvjitlink.so.12", "cudart64_12.dll", "nvrtc64_120_0.dll", "libc10.so", "libc10_cuda.so", "libtorch_cuda.so",
