@@ -13,6 +13,7 @@ PROBE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_probe.
 # The environment variable that carries the probe's source to the bootstrap, for its fallback (probe_argv).
 SOURCE_VAR = "ORTFIX_PROBE_SOURCE"
 
+_HASH_KEY = 0x6F7274  # module_name()'s: any fixed number gives the same name in every process
 _source: list[str] = []  # probe_source()'s answer, once read: speed/early.py, then target/choose.py ask for it
 
 
@@ -49,8 +50,6 @@ def module_name(source: str) -> str:
 
     return f"ortfix_probe_{_imp.source_hash(_HASH_KEY, source.encode('utf-8')).hex()}"
 
-
-_HASH_KEY = 0x6F7274  # any fixed number: the same name in every process
 
 
 def only_mine(folder: str) -> bool:
