@@ -51,7 +51,6 @@ def module_name(source: str) -> str:
     return f"ortfix_probe_{_imp.source_hash(_HASH_KEY, source.encode('utf-8')).hex()}"
 
 
-
 def only_mine(folder: str) -> bool:
     """`folder` and its `__pycache__` (where the target keeps the probe's bytecode), if there is one, are folders of
     this user's that nobody else can write to: code the target runs is taken only from such a folder. Raises
