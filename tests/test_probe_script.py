@@ -19,6 +19,7 @@ import pytest
 
 import ortfix
 from ortfix.target.choose import PROBE_SOURCE, probe_argv, probe_source
+from ortfix.target.probecmd import SOURCE_VAR, probe_env
 from support.fixtures import make_venv
 
 PROBE = Path(ortfix.__file__).parent / "target" / "_probe.py"
@@ -64,14 +65,13 @@ def probe() -> dict[str, Any]:
     return namespace
 
 
-def run_probe(python: Path | str, cwd: Path, pythonpath: str | None = None, epilogue: str = "") -> tuple[str, str]:
+def run_probe(python: Path | str, cwd: Path, pythonpath: str | None = None) -> tuple[str, str]:
     """Run the probe as ortfix does (`python -S -c SOURCE`); its stdout and stderr."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PYTHONIOENCODING"] = "utf-8"
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
     argv = probe_argv(python)
-    argv[-1] += epilogue
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, proc.stderr
@@ -138,12 +138,19 @@ def test_probe_in_the_test_interpreter_matches_find_spec(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_probe_imports_none_of_the_slow_modules(tmp_path: Path) -> None:
+    """Every module the probe's process imports, as `-X importtime` lists it while it runs (the probe ends with
+    os._exit: code after it never runs), against an interpreter that only starts the same way."""
     python = make_venv(tmp_path / "venv")
-    report = "\nimport sys\nsys.stderr.write(' '.join(sorted(sys.modules)))\n"
-    _, loaded = run_probe(python, tmp_path, epilogue=report)
-    baseline = subprocess.run([str(python), "-c", report], capture_output=True, text=True, check=True,
-                              cwd=tmp_path).stderr
-    assert SLOW_MODULES & (set(loaded.split()) - set(baseline.split())) == set()
+    env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONPROFILEIMPORTTIME"] = "1"
+
+    def imported(argv: list[str]) -> set[str]:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+    loaded = imported(probe_argv(python))
+    assert {"sysconfig", "site"} <= loaded, loaded  # what it does import is listed
+    assert SLOW_MODULES & (loaded - imported([str(python), "-S", "-c", "pass"])) == set()
 
 
 def test_probe_source_is_python36_syntax(probe: dict[str, Any]) -> None:
@@ -336,6 +343,27 @@ def test_normalize_matches_the_regex(probe: dict[str, Any], name: str) -> None:
 ], ids=ascii)
 def test_dependent_requirements_match_the_regex(probe: dict[str, Any], requirement: str) -> None:
     assert probe["requires_onnxruntime"](requirement) == bool(DEPENDENT_RE.match(requirement))
+
+
+def test_dependents_are_read_from_the_header_block(probe: dict[str, Any], tmp_path: Path) -> None:
+    """A requirement is read from METADATA's header block alone: a long description that names onnxruntime makes no
+    dependent; a header block with letters re.IGNORECASE folds to ASCII ones (dotless i) still names onnxruntime
+    where the file's bytes mention it anywhere, and not where they do not (what the byte test always let through)."""
+    bodies = {
+        "body-only": "Requires-Dist: numpy\n\nWorks with ONNXRuntime-GPU and nvidia-cudnn.\n",
+        "folded": "Requires-Dist: onnxrunt\u0131me>=1.15\n\nSee onnxruntime.\n",
+        "folded-alone": "Requires-Dist: onnxrunt\u0131me>=1.15\n\nNothing else.\n",
+        "ascii": "Requires-Dist: NVIDIA-cudnn-cu12\nRequires-Dist: numpy\n\nText.\n",
+        "no-blank-line": "Requires-Dist: tensorrt\n",
+    }
+    for name, body in bodies.items():
+        info = tmp_path / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{body}", encoding="utf-8")
+    found = probe["scan_distributions"]([str(tmp_path)])
+    assert {d["name"]: d["requires"] for d in found["dependents"]} == {
+        "folded": ["onnxrunt\u0131me>=1.15"], "ascii": ["NVIDIA-cudnn-cu12"], "no-blank-line": ["tensorrt"]}
+    assert found["total"] == 5 and found["interesting"] == []
 
 
 @pytest.mark.parametrize("name", [
@@ -649,7 +677,7 @@ def test_probe_runs_from_its_cached_bytecode_and_reports_the_same(tmp_path: Path
     plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
                            env=env, cwd=tmp_path, check=True).stdout
     argv = probe_argv(sys.executable)
-    assert len(argv[-1]) > len(probe_source())  # the bootstrap, carrying the source as fallback
+    assert probe_source() not in argv[-1] and probe_env()[SOURCE_VAR] == probe_source()  # the fallback's source
     for _ in range(2):  # compiled and written, then read back
         assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
     cached = sorted(p.name for p in (tmp_path / "cache" / "probe" / "__pycache__").iterdir())
@@ -681,11 +709,30 @@ def test_probe_falls_back_to_its_source_where_the_cache_cannot_be_imported(tmp_p
     argv = probe_argv(sys.executable)
     for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
         module.unlink()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PYTHONIOENCODING"] = "utf-8"
+    env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}  # as ortfix starts it
     plain = subprocess.run([sys.executable, "-S", "-c", PROBE.read_text(encoding="utf-8")], capture_output=True,
                            env=env, cwd=tmp_path, check=True).stdout
     assert subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True).stdout == plain
+
+
+def test_the_cached_probe_s_command_line_is_the_short_bootstrap(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target decodes its command line with the locale's decoder, copies it and parses it whole before it runs
+    a line of it: the bootstrap that imports the cached probe does not carry the probe's source (26,000 characters,
+    6.7M instructions of the probe's run); its fallback takes the source from the environment ortfix gives the
+    probe, and runs it only where the import fails."""
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    argv = probe_argv(sys.executable)
+    assert argv[:3] == [sys.executable, "-S", "-c"] and len(argv) == 4
+    assert len(argv[-1].encode("utf-8")) < 1000, len(argv[-1])
+    env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env[SOURCE_VAR] = "raise SystemExit('the fallback ran')"  # it is not run where the cached copy is imported
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["probe_schema"] == 1, proc.stderr
+    for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
+        module.unlink()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode != 0 and "the fallback ran" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("cache", ["cached", "no cache"])

@@ -85,4 +85,14 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   0.243x (41 rounds, load 4.7). The parent now reaches the probe's answer first and waits for it (median 11 ms, was
   1.9): the probe is the critical path, and what is left of the parent's own work after the spawn (`json` 5.2M, the
   probe's source read and filtered again to compare the early argv, ~2M) would not shorten a replay until it is not.
+- The probe's own run (issue 22; callgrind of the argv the parent starts, the bench venv): the bootstrap carried the
+  probe's 26,000-character source as its fallback, which the target decoded with the locale's decoder (mbstowcs),
+  copied and parsed before running a line (6.7M); the source now travels in the probe's environment
+  (probecmd.SOURCE_VAR, read only where the cached copy cannot be imported). An unrelated distribution's METADATA is
+  searched in its header block. The probe 64.4M -> 57.1M instructions (its work after the `-S` start 36.7M -> 29.5M;
+  CPU-only venv 58.5M -> 51.3M), output byte-identical. Before the spawn, the probe's module name is hashed with
+  `_imp.source_hash` (zlib's library: 1.1M) and its source stripped once per process: 69.4M -> 66.5M; after it 61.4M
+  -> 58.6M. Left: the probe's scan (RECORD rows 5.3M; 565 stats 4.2M, each building three times as int and float),
+  `sysconfig.get_paths()` (5.6M: `_sysconfigdata` 2.5M, two full expansions with ~800 variables), the JSON encoding
+  (3.8M, the C escaper's), and as root the owner checks before the spawn (3.4M: 15 realpath calls).
 """

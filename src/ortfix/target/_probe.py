@@ -429,13 +429,15 @@ def scan_distributions(dirs):
                 continue
             # Everyone else matters only if it depends on what a plan may change (onnxruntime, NVIDIA wheels,
             # TensorRT): read just the headers, and only parse them when the bytes mention one at all (keeps 1,000
-            # unrelated distributions cheap).
+            # unrelated distributions cheap). Requirements come from the header block alone (metadata_headers): an
+            # ASCII block that names none has no requirement naming one, so the rest (the long description, most
+            # of the file) is looked at only where the block has other bytes, which FOLD may make one of them.
             head = read_head(meta_path, 65536)
             if not head:
                 continue
-            folded = head.lower()
-            if not (b"onnxruntime" in folded or b"nvidia" in folded or b"tensorrt" in folded
-                    or b"ort-nightly" in folded or b"ort_nightly" in folded):
+            blank = head.find(b"\n\n")
+            block = head if blank < 0 else head[:blank]
+            if not names_interesting(block.lower()) and (is_ascii(block) or not names_interesting(head.lower())):
                 continue
             headers = metadata_headers(head.decode("utf-8", "replace"))
             reqs = [r for r in headers.get("requires-dist", []) if requires_interesting(r)]
@@ -448,6 +450,21 @@ def scan_distributions(dirs):
                 })
     mark_overwritten(checked)
     return {"interesting": interesting, "dependents": dependents, "total": total}
+
+
+def names_interesting(folded):
+    # type: (bytes) -> bool
+    return (b"onnxruntime" in folded or b"nvidia" in folded or b"tensorrt" in folded or b"ort-nightly" in folded
+            or b"ort_nightly" in folded)
+
+
+def is_ascii(data):
+    # type: (bytes) -> bool
+    try:  # bytes.isascii() is Python 3.7's
+        data.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_assignments(text):
