@@ -16,7 +16,7 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   for; reading the saved check back and looking again at what it saw ran meanwhile. Now (early.py) the probe starts
   right after the command line is read, with `os.posix_spawn`, before `subprocess`, `pathlib` or the CLI are
   imported; the rest of ortfix's work overlaps it, and a replay reads its answer without importing `subprocess`
-  (early.collect). The probe ends with `os._exit` once its report is out (no interpreter teardown). Callgrind,
+  (childtime.collect). The probe ends with `os._exit` once its report is out (no interpreter teardown). Callgrind,
   ortfix's own process (a replayed `check --python V`, the bench venv): instructions before the probe starts 108.7M
   -> 68.9M (38M of them the interpreter's start with `site`, 25M the `import re` of pip's console-script wrapper),
   after it 32.5M -> 63.5M (it overlaps the probe), in all 141.1M -> 132.4M; the probe 73.0M -> 65.2M. The critical

@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.i18n import N_
 from ortfix.record import field, frozen, mutable
 
@@ -108,6 +107,8 @@ def load_ld_cache(path: Path = Path("/etc/ld.so.cache")) -> LdCache:
 
 def _from_ldconfig(path: Path) -> LdCache:
     """Fallback for a cache format we cannot parse: ask ldconfig itself (slower, but exact)."""
+    from ortfix import subproc  # here, not at the top: a `check` that runs no child does not import `subprocess`
+
     try:
         proc = subproc.run(["ldconfig", "-p", "-C", str(path)], target_python=None, timeout=20)
     except Exception:
