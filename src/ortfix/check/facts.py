@@ -27,6 +27,7 @@ from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import MachineLoader, unsupported
 from ortfix.system.platforms import host_platform
 from ortfix.system.project import Project, find_tool, project_of
+from ortfix.system.resolved import realpath
 from ortfix.target.choose import stop_probe
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
@@ -144,12 +145,12 @@ class Facts:
 
     @cached_property
     def _cuda_majors(self) -> dict[str, int | None]:
-        return {os.path.realpath(c.path): c.cuda_major for c in self.libraries}
+        return {realpath(c.path): c.cuda_major for c in self.libraries}
 
     def cuda_major_at(self, path: str) -> int | None:
         """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
         else what its name says; None when nothing tells."""
-        return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+        return self._cuda_majors.get(realpath(path), cuda_major_by_name(os.path.basename(path)))
 
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it

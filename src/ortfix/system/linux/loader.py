@@ -33,6 +33,7 @@ from ortfix.system.loader import (
     Resolution,
     folder_listing,
 )
+from ortfix.system.resolved import realpath
 
 
 @frozen
@@ -73,7 +74,7 @@ class LinuxLoader:
     def start_process(self, executable: str, *, resolve_origin: bool = True) -> LoadReport:
         """Map an executable and its dependencies, as execve would (or `ld.so --list FILE` when resolve_origin is
         False: ld.so takes the origin from the path given, the kernel from /proc/self/exe)."""
-        origin_path = os.path.realpath(executable) if resolve_origin else executable
+        origin_path = realpath(executable) if resolve_origin else executable
         main = self._map(executable, origin_path, loader=None)
         self._main = main
         report = LoadReport(root=executable)
