@@ -1,8 +1,9 @@
 """What a check asks of the file system again and again, answered once per path while one check gathers and judges
 its facts (commands/check.py's `run_check`): `realpath` (on the bench venv of speed/__init__.py, 159 calls for 61
-paths, each ~100k instructions: a symbolic-link lookup per folder on the way) and the loader's folder listings
-(system/loader.folder_listing: ~930 a check, each a `stat` of the folder, for a few dozen folders). The file system
-a check looks at does not change while it runs. Outside a check each is asked afresh. Not for a check that guards a
+paths, each ~100k instructions: a symbolic-link lookup per folder on the way), the loader's folder listings
+(system/loader.folder_listing: ~930 a check, each a `stat` of the folder, for a few dozen folders) and which file a
+loaded library is (system/linux/loader.py: ~220 `stat` calls). The file system a check looks at does not change
+while it runs. Outside a check each is asked afresh. Not for a check that guards a
 file operation (target/owner.py, system/pathrules.py): those resolve at the moment of use."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from ortfix.system.loader import (
     Resolution,
     folder_listing,
 )
-from ortfix.system.resolved import realpath
+from ortfix.system.resolved import once, realpath
 
 
 @frozen
@@ -60,6 +60,15 @@ class _Obj:
     info: elfmod.ElfInfo
     loader: _Obj | None
     names: set[str]
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` (its device and inode), None where it cannot be reached."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class LinuxLoader:
@@ -124,16 +133,11 @@ class LinuxLoader:
         return None
 
     def _find_loaded_file(self, path: str) -> _Obj | None:
-        try:
-            st = os.stat(path)
-        except OSError:
+        wanted = once("identity", path, _identity)
+        if wanted is None:
             return None
         for obj in self._objects:
-            try:
-                ost = os.stat(obj.path)
-            except OSError:
-                continue
-            if (ost.st_dev, ost.st_ino) == (st.st_dev, st.st_ino):
+            if once("identity", obj.path, _identity) == wanted:
                 return obj
         return None
 
