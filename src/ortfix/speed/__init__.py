@@ -75,4 +75,14 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   `urllib.parse` and `ipaddress`: Path runs through choose.py, replay.py and the cache folder) and, on a fresh check
   only, `configparser` (8.5M, where pip configuration files exist: pip's whole reading, every key and error, would
   have to be matched) and `subprocess` (~20M: the loader and driver queries run children).
+- A fresh check (issue 22, the round after) imports neither `subprocess` (the probe started early is waited for as a
+  replay waits for it: target/choose.EarlyProbe, childtime.collect; the loader and driver queries import subproc
+  only where they run a child) nor, for pip files of the plain form, `configparser` (pipconfig.simple_sections,
+  compared with RawConfigParser over 4,000 generated files), nor `unicodedata` for ASCII text; ld.so.cache's paths
+  are decoded for the names looked up only (10.4M -> 4.7M to read it and look up 40 names), and each path is
+  resolved, each loader folder stat'ed and each loaded library identified once per check (system/resolved.py:
+  159 realpath calls for 61 paths, ~930 folder stat calls, ~220 library stat calls). Callgrind of ortfix's own
+  process, `--fresh` on the bench venv (three runs each, median): 282.5M -> 227.3M; replayed 138.1M -> 135.9M.
+  Interleaved wall time against `import onnxruntime`, 31 rounds, load 2.8: fresh 0.548x -> 0.426x (152.9 ->
+  118.8 ms), replayed 0.324x -> 0.329x (unchanged: it already collected the probe this way).
 """
