@@ -8,7 +8,7 @@ reports errors properly.
 
 In the plain cases speed/early.py has started it already, before anything was imported; `start` keeps that one when
 it runs exactly what would be started here. A replay, and the check that runs in full, wait for it without
-`subprocess` (choose.EarlyProbe, childtime.collect); `wait` (verify, tune) gets it as a CompletedProcess.
+`subprocess` (choose.EarlyProbe, childtime.collect); `wait` returns its output (a CompletedProcess, or a Finished).
 """
 
 from __future__ import annotations
