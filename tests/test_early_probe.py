@@ -1,11 +1,13 @@
 """The probe started before ortfix imports anything (src/ortfix/speed/early.py): it is started on exactly the path
-target/choose.py picks, taken over by speed/prefetch.py as a Popen of subproc.py's, and a target that cannot start,
-fails, prints garbage, is killed or hangs ends exactly as when the normal path starts it (issue 22)."""
+target/choose.py picks, taken over by speed/prefetch.py and waited for without `subprocess` (choose.EarlyProbe), and
+a target that cannot start, fails, prints garbage, is killed, hangs or is interrupted ends exactly as when the normal
+path starts it, in a full check, a `--fresh` one and a replay (issue 22)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -48,20 +50,31 @@ def spawned(*args, **kwargs):
 _posixsubprocess.fork_exec, os.posix_spawn = popen, spawned
 from ortfix.__main__ import entry
 sys.argv = ["ortfix", *sys.argv[1:]]
-atexit.register(lambda: sys.stderr.write("\\nstarts: %(early)d %(popen)d\\n" % counts))
+atexit.register(lambda: sys.stderr.write("\\nstarts: %d %d %d\\n" % (counts["early"], counts["popen"],
+                                                                     "subprocess" in sys.modules)))
 entry()
 """
 
 
-def _check(args: list[str], cache: Path, **env: str) -> tuple[int, str, str, tuple[int, int]]:
-    """(exit code, stdout, stderr without the count, (early starts, Popen starts)) of `ortfix check ARGS`."""
+def _env(cache: Path, **env: str) -> dict[str, str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_PREFETCH")}
     full_env.update(ORTFIX_CACHE_DIR=str(cache), **env)
+    return full_env
+
+
+def _counted(code: int, out: str, err: str) -> tuple[int, str, str, tuple[int, int, int]]:
+    """(exit code, stdout, stderr without the count, (early starts, Popen starts, whether `subprocess` was
+    imported))."""
+    stderr, _, counted = err.rpartition("\nstarts: ")
+    early_starts, popen_starts, imported = (int(n) for n in counted.split())
+    return code, out, stderr, (early_starts, popen_starts, imported)
+
+
+def _check(args: list[str], cache: Path, **env: str) -> tuple[int, str, str, tuple[int, int, int]]:
+    """`_counted` of `ortfix check ARGS`."""
     proc = subprocess.run([sys.executable, "-c", _COUNTING, "check", *args], capture_output=True, text=True,
-                          cwd=REPO, env=full_env, timeout=120, check=False)
-    stderr, _, counted = proc.stderr.rpartition("\nstarts: ")
-    early_starts, popen_starts = (int(n) for n in counted.split())
-    return proc.returncode, proc.stdout, stderr, (early_starts, popen_starts)
+                          cwd=REPO, env=_env(cache, **env), timeout=120, check=False)
+    return _counted(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _target(tmp_path: Path, script: str) -> Path:
@@ -71,6 +84,13 @@ def _target(tmp_path: Path, script: str) -> Path:
     python.write_text("#!/bin/sh\n" + script)
     python.chmod(0o755)
     return python
+
+
+@pytest.fixture(params=[[], ["--fresh"]], ids=["full", "fresh"])
+def fresh(request: pytest.FixtureRequest) -> list[str]:
+    """A check that is not replayed: the first of its kind (kept for a replay), or a `--fresh` one (kept for none)."""
+    given: list[str] = request.param
+    return given
 
 
 def _same_as_the_normal_path(args: list[str], tmp_path: Path, **env: str) -> tuple[int, str, str]:
@@ -85,35 +105,35 @@ def _same_as_the_normal_path(args: list[str], tmp_path: Path, **env: str) -> tup
     return code, out, err
 
 
-def test_a_target_that_exits_non_zero(tmp_path: Path) -> None:
+def test_a_target_that_exits_non_zero(tmp_path: Path, fresh: list[str]) -> None:
     python = _target(tmp_path, "echo broken >&2\nexit 3\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path)
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path)
     assert code == 2 and "probe exited 3: broken" in err
 
 
-def test_a_target_that_prints_garbage(tmp_path: Path) -> None:
+def test_a_target_that_prints_garbage(tmp_path: Path, fresh: list[str]) -> None:
     python = _target(tmp_path, "echo 'not json'\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python.parent.parent)], tmp_path)
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python.parent.parent)], tmp_path)
     assert code == 2 and "no JSON from the probe" in err
 
 
-def test_a_target_that_is_killed(tmp_path: Path) -> None:
+def test_a_target_that_is_killed(tmp_path: Path, fresh: list[str]) -> None:
     python = _target(tmp_path, "kill -9 $$\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path)
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path)
     assert code == 2 and "probe exited -9" in err
 
 
-def test_a_target_that_is_not_executable(tmp_path: Path) -> None:
+def test_a_target_that_is_not_executable(tmp_path: Path, fresh: list[str]) -> None:
     python = _target(tmp_path, "exit 0\n")
     python.chmod(0o644)
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path)
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path)
     assert code == 2 and "cannot be started" in err
 
 
-def test_a_target_that_is_not_a_program(tmp_path: Path) -> None:
+def test_a_target_that_is_not_a_program(tmp_path: Path, fresh: list[str]) -> None:
     python = _target(tmp_path, "")
     python.write_bytes(b"\x7fELF not really\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path)
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path)
     assert code == 2 and "cannot be started" in err
 
 
@@ -128,13 +148,13 @@ def test_a_target_that_does_not_exist_or_is_a_broken_link(tmp_path: Path, monkey
     link.symlink_to(tmp_path / "nowhere")
     for python, said in ((missing, "no such file"), (link, "no such file")):
         code, _out, err, starts = _check(["--python", str(python)], cache)
-        assert code == 2 and said in err and starts == (0, 0), err
+        assert code == 2 and said in err and starts[:2] == (0, 0), err
 
 
-def test_a_target_that_hangs_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+def test_a_target_that_hangs_is_stopped_with_what_it_started(tmp_path: Path, fresh: list[str]) -> None:
     pids = tmp_path / "pids"
     python = _target(tmp_path, f"sleep 60 &\necho $! >> {pids}\nwait\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path, ORTFIX_CHILD_TIMEOUT="1")
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path, ORTFIX_CHILD_TIMEOUT="1")
     assert code == 2 and "did not finish within 1 s" in err
     started = [int(line) for line in pids.read_text().split()]
     assert len(started) == 2
@@ -142,11 +162,11 @@ def test_a_target_that_hangs_is_stopped_with_what_it_started(tmp_path: Path) -> 
     assert not [pid for pid in started if _running(pid)]
 
 
-def test_a_target_that_closes_its_output_and_hangs_is_stopped(tmp_path: Path) -> None:
+def test_a_target_that_closes_its_output_and_hangs_is_stopped(tmp_path: Path, fresh: list[str]) -> None:
     """Its output at its end, the child still running: waiting for its end keeps to the time limit too."""
     pids = tmp_path / "pids"
     python = _target(tmp_path, f"echo $$ >> {pids}\nexec >&- 2>&-\nsleep 60\n")
-    code, _out, err = _same_as_the_normal_path(["--python", str(python)], tmp_path, ORTFIX_CHILD_TIMEOUT="1")
+    code, _out, err = _same_as_the_normal_path([*fresh, "--python", str(python)], tmp_path, ORTFIX_CHILD_TIMEOUT="1")
     assert code == 2 and "did not finish within 1 s" in err
     started = [int(line) for line in pids.read_text().split()]
     assert len(started) == 2
@@ -245,7 +265,7 @@ def test_pathform_answers_and_raises_as_pathlib_does(tmp_path: Path) -> None:
 
 
 def test_a_replay_waits_for_the_early_probe_as_for_any_other(tmp_path: Path) -> None:
-    """A replay reads the early probe's answer without `subprocess` (early.collect): a target that turns out to fail
+    """A replay reads the early probe's answer without `subprocess` (childtime.collect): a target that turns out to fail
     there (its exit status, garbage, a signal, a hang past the time limit) ends as when the probe is started the
     normal way (ORTFIX_NO_PREFETCH=1, no early start), the hung one with its whole process group stopped."""
     mode, pids = tmp_path / "mode", tmp_path / "pids"
@@ -270,3 +290,54 @@ esac
         assert _check(args, cache, ORTFIX_NO_PREFETCH="1", **limit)[:3] == (code, out, err)
     time.sleep(0.2)
     assert not [pid for pid in (int(line) for line in pids.read_text().split()) if _running(pid)]
+
+
+def test_a_fresh_check_waits_for_the_early_probe_without_subprocess(tmp_path: Path) -> None:
+    """A check that starts no child but the probe started early waits for it without importing `subprocess` (~20M
+    instructions with `selectors`, `threading`, `signal` and `locale`), and says what the normal path says."""
+    python = _target(tmp_path, f'exec {sys.executable} "$@"\n')
+    cache, args = tmp_path / "cache", ["--fresh", "--python", str(python)]
+    normal = _check(args, cache, ORTFIX_NO_PREFETCH="1")
+    assert normal[0] in (0, 1), normal[2]
+    code, out, err, (early_starts, popen_starts, imported) = _check(args, cache)
+    assert (code, out, err) == normal[:3] and early_starts == 1
+    if popen_starts == 0:  # no other child (a machine with an NVIDIA driver asks it in one)
+        assert not imported
+
+
+def test_an_interrupted_wait_for_the_early_probe_stops_it(tmp_path: Path, fresh: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while ortfix waits for the probe it started early: ortfix says so and exits 130, as when the normal
+    path started it, and the probe's whole process group is ended."""
+    pids = tmp_path / "pids"
+    python = _target(tmp_path, f"sleep 60 &\necho $! >> {pids}\nwait\n")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(cache))
+    probe_argv(python)  # the probe's copy is in the cache folder: the next check starts it early
+    said = [_interrupted([*fresh, "--python", str(python)], cache, pids, **given)
+            for given in ({}, {"ORTFIX_NO_PREFETCH": "1"})]
+    assert said[0][:3] == said[1][:3] and said[0][0] == 130 and "interrupted" in said[0][2], said
+    assert said[0][3][0] == 1 and said[1][3][0] == 0
+    time.sleep(0.2)
+    assert not [pid for pid in (int(line) for line in pids.read_text().split()) if _running(pid)]
+
+
+def _interrupted(args: list[str], cache: Path, pids: Path, **env: str) -> tuple[int, str, str, tuple[int, int, int]]:
+    """`_counted` of `ortfix check ARGS` sent SIGINT (as Ctrl-C sends it) once its probe has run for a second."""
+    seen = len(pids.read_text().split()) if pids.exists() else 0
+    proc = subprocess.Popen([sys.executable, "-c", _COUNTING, "check", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env(cache, **env),
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while (not pids.exists() or len(pids.read_text().split()) == seen) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)  # ortfix is waiting for it by now
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return _counted(proc.returncode, out, err)

@@ -371,6 +371,17 @@ def test_explain_names_its_target_in_the_users_language() -> None:
 
 # --- the check, plan, verify, tune and export screens (phase 2) -----------------------------------------------------
 
+def test_display_width_of_ascii_is_its_length_as_unicodedata_says() -> None:
+    """ASCII text is measured without `unicodedata` (a library to load on a check's path): the same columns."""
+    import unicodedata
+
+    for code in range(128):
+        char = chr(code)
+        said = 0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        assert i18n.display_width(char) == said == 1, code
+    assert i18n.display_width("onnxruntime 1.22.0\tx") == 20
+
+
 def test_display_width_counts_chinese_as_two_columns() -> None:
     assert [i18n.display_width(t) for t in ("system", "系统", "加载器", "onnxruntime", "驱动：x", "e\u0301")] == [
         6, 4, 6, 11, 7, 1]

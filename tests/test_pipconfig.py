@@ -4,8 +4,11 @@ extra indexes, find-links, no-index and trusted hosts; and the translation to uv
 
 from __future__ import annotations
 
+import configparser
+import io
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +17,7 @@ import pytest
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import Msg
-from ortfix.system.pipconfig import PipConfig, read_pip_config
+from ortfix.system.pipconfig import PipConfig, _read_file, normalize, read_pip_config, simple_sections
 from ortfix.system.uvargs import UvOptions, redact, translate, uv_environ
 from wintools import to_windows, win_python
 
@@ -204,3 +207,89 @@ def test_translation_to_uv() -> None:
     dashed = translate(PipConfig(no_index=True, find_links=("/wh", "-wh")))
     assert isinstance(dashed, Msg) and "find-links '-wh' starts with '-'" in str(dashed)
     assert isinstance(translate(PipConfig(trusted_hosts=("--no-index",))), Msg)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# reading a file without configparser (pipconfig.simple_sections): exactly what RawConfigParser reads, or nothing
+# ---------------------------------------------------------------------------------------------------------------------
+
+_HEADERS = ["[global]", "[install]", "[Global]", "[ global ]", "[global] x", "[global]]", "[]", "[", "[a]b]",
+            "[DEFAULT]", "[default]", "[[x]", "[global", "global]", "[in=stall]", "[#x]", "[\u00e9t\u00e9]"]
+_KEYS = ["index-url", "Index_URL", "extra-index-url", "find_links", "no-index", "trusted-host", "user", "target", "a",
+         "A", "a b", "", " ", "#k", ";k", "[k", "k]", "\u00e9", "k\x0bk", "k\u2028k", "k\u00a0"]
+_DELIMITERS = ["=", ":", " = ", " : ", "=:", ":=", "\t=\t", " =", "= ", "==", ""]
+_VALUES = ["", "x", "https://example.invalid/simple", "a b  c", " x ", "x # not a comment", "x ; y", "= x", ": x",
+           "[x]", "yes", "\u00e9", "x\x0c", "\x1cx", "x\u2028", "\u3000x", "x\x85", "'quoted'", "%(x)s"]
+_SPACES = ["", " ", "\t", "  ", "\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", "\u3000", "\x85"]
+_OTHER = ["", "# comment", "; comment", "  # indented comment", "\t; x", "   ", "\t", "no delimiter", "  continued",
+          "\tcontinued = x", " [global]", "\ufeff[global]", "=x", ":x"]
+
+
+def _line(rng: random.Random) -> str:
+    kind = rng.random()
+    if kind < 0.2:
+        return rng.choice(_HEADERS)
+    if kind < 0.75:
+        return (rng.choice(_SPACES) if rng.random() < 0.15 else "") + rng.choice(_KEYS) + rng.choice(_DELIMITERS) + \
+            rng.choice(_VALUES) + (rng.choice(_SPACES) if rng.random() < 0.2 else "")
+    return rng.choice(_OTHER)
+
+
+def _generated(rng: random.Random) -> str:
+    """A configuration file's text: mostly a header then options (each kind of line, hostile ones too)."""
+    lines = [rng.choice(["[global]", "[install]"])] if rng.random() < 0.9 else []
+    lines += [_line(rng) for _ in range(rng.randrange(0, 9))]
+    return rng.choice(["\n", "\r\n", "\r"]).join(lines) + rng.choice(["", "\n", "\r\n", "\n\n"])
+
+
+def _configparser_sections(text: str) -> dict[str, dict[str, str]] | str:
+    """What RawConfigParser (pip's reader) reads from a file of `text`, or its error's class."""
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_file(io.StringIO(text, newline=None), "pip.conf")
+    except configparser.Error as exc:
+        return type(exc).__name__
+    return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def test_plain_files_are_read_exactly_as_configparser_reads_them() -> None:
+    """Differential: over generated files, normal and hostile (continuation lines, DEFAULT, repeated sections and
+    names, no header, no delimiter, empty names, Unicode whitespace and line separators inside lines, a BOM, every
+    newline), a file simple_sections reads comes out as RawConfigParser reads it, and every file RawConfigParser
+    refuses is left to it."""
+    rng = random.Random(22)
+    taken = 0
+    for _ in range(4000):
+        text = _generated(rng)
+        expected = _configparser_sections(text)
+        read_as = io.StringIO(text, newline=None).read()  # newlines as a file opened in text mode gives them
+        got = simple_sections(read_as)
+        if got is not None:
+            taken += 1
+            assert got == expected, (text, got, expected)
+    assert taken > 800  # the plain form is common enough for the comparison to mean something
+
+
+@pytest.mark.parametrize("data", [b"[global]\nindex-url = https://a.invalid/simple\n",
+                                  b"[global]\r\nextra-index-url = a\r\n  b\r\n", b"\xef\xbb\xbf[global]\nx = 1\n",
+                                  b"[global]\nx = \xff\n", b"[global]\nx = 1\n[global]\n", b"x = 1\n",
+                                  b"[DEFAULT]\nuser = yes\n[install]\nx = 1\n", b"[global]\nx = 1\nX = 2\n"],
+                         ids=["plain", "continued", "bom", "not-utf8", "repeated", "no-header", "default", "twice"])
+def test_a_file_reads_as_configparser_reads_it(tmp_path: Path, data: bytes) -> None:
+    """The whole reading of one file, the plain form or not: the same sections, or the same one-line error."""
+    path = tmp_path / "pip.conf"
+    path.write_bytes(data)
+    parser = configparser.RawConfigParser()
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f, str(path))
+        expected: object = {s: {normalize(k): v for k, v in parser.items(s)} for s in parser.sections()}
+    except (UnicodeDecodeError, configparser.Error) as exc:
+        expected = str(exc).splitlines()[0]
+    try:
+        got: object = _read_file(str(path))
+    except OrtfixError as exc:
+        got = exc.one_line()
+        assert isinstance(expected, str) and expected in got, (got, expected)
+    else:
+        assert got == expected

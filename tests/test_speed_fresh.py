@@ -185,3 +185,33 @@ def test_toolkit_folders_are_found_as_glob_finds_them(tmp_path: Path) -> None:
         assert target_lib_dirs(toolkit) == sorted(glob.glob(os.path.join(toolkit, "targets", "*", "lib")))
     assert len(target_lib_dirs(str(root / "cuda-12.4"))) == 3
     assert toolkits(str(tmp_path / "none")) == []
+
+
+def test_a_check_resolves_each_path_once_and_only_while_it_runs(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check resolved the same paths again and again (159 realpath calls for 61 paths on the bench venv): while it
+    gathers and judges its facts each is resolved once (system/resolved.py); after it, a path is resolved anew."""
+    from ortfix.commands.check import run_check
+    from ortfix.system import resolved
+
+    monkeypatch.setenv("ORTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    libs = tmp_path / "libs"  # a library folder the check looks at (as a candidate, then for its libraries)
+    libs.mkdir()
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(libs))
+    asked: list[str] = []
+    real = os.path.realpath
+
+    def counting(path: str, **options: bool) -> str:
+        if sys._getframe(1).f_code.co_filename == resolved.__file__:
+            asked.append(path)
+        return real(path, **options)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    run_check(sys.executable)
+    assert str(libs) in asked and len(asked) == len(set(asked)), sorted(asked)
+    link = tmp_path / "link"
+    link.symlink_to("one")
+    assert resolved.realpath(str(link)) == str(tmp_path / "one")
+    link.unlink()
+    link.symlink_to("two")
+    assert resolved.realpath(str(link)) == str(tmp_path / "two")

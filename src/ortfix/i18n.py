@@ -223,7 +223,9 @@ def text(message: str | Msg) -> str:
 def display_width(value: str) -> int:
     """The columns `value` takes on a terminal: East Asian Wide and Fullwidth characters (Chinese) take two,
     combining marks none, the rest one."""
-    import unicodedata  # here: only a padded table needs it
+    if value.isascii():  # one column each (no ASCII character is wide or combining): no `unicodedata` to load
+        return len(value)
+    import unicodedata  # here: only a padded table with text beyond ASCII needs it
 
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
                for c in value)

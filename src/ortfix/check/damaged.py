@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import os
-
 from ortfix.check.codes import FindingCode, Severity
 from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
 from ortfix.check.packages import GPU_PACKAGE, builds_onnxruntime
 from ortfix.fields import BadField, distribution_name
 from ortfix.i18n import N_, Msg
+from ortfix.system.resolved import realpath
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,11 +95,11 @@ def orphaned_findings(facts: Facts) -> list[Finding]:
     probe = facts.probe
     # Only where pip installs: an ONNX Runtime built from source and put on sys.path (PYTHONPATH, an editable
     # install's .pth) has no .dist-info next to it either, and nothing is wrong with it.
-    installs_into = {os.path.realpath(d) for d in (*probe.site_packages, probe.purelib, probe.platlib,
+    installs_into = {realpath(d) for d in (*probe.site_packages, probe.purelib, probe.platlib,
                                                    probe.user_site) if d}
     for install in facts.ort:
         location = install.dir.location
-        if os.path.realpath(location) not in installs_into:
+        if realpath(location) not in installs_into:
             continue
         if any(d.location == location and builds_onnxruntime(d) for d in facts.ort_distributions):
             continue

@@ -10,11 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
-from ortfix import subproc
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import OrtBuild
 from ortfix.errors import OrtfixError
@@ -28,16 +26,19 @@ from ortfix.system.pipconfig import PipConfig, read_pip_config
 from ortfix.system.platform import MachineLoader, unsupported
 from ortfix.system.platforms import host_platform
 from ortfix.system.project import Project, find_tool, project_of
+from ortfix.system.resolved import realpath
+from ortfix.target.choose import stop_probe
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check's work (speed/__init__.py)
     from enum import Enum
     from pathlib import Path
-    from typing import Protocol, Union
+    from typing import Protocol
 
     from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess
     from ortfix.system.windows.facts import WindowsFacts
+    from ortfix.target.choose import ProbeRun as ProbeRun  # running, or done already
 
     class UnfinishedTransaction(Protocol):
         """An apply or rollback that died half-way, or whose journal cannot be read or trusted (the transaction
@@ -59,7 +60,6 @@ if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check'
         def error(self) -> str | None: ...
 
     UnfinishedReader = Callable[[str], Sequence[UnfinishedTransaction]]  # environment prefix → its unfinished ones
-    ProbeRun = Union[subprocess.Popen[str], subprocess.CompletedProcess[str]]  # running, or done already
 
 
 ORT_DISTRIBUTION_PREFIXES = ("onnxruntime", "ort-nightly")
@@ -145,12 +145,12 @@ class Facts:
 
     @cached_property
     def _cuda_majors(self) -> dict[str, int | None]:
-        return {os.path.realpath(c.path): c.cuda_major for c in self.libraries}
+        return {realpath(c.path): c.cuda_major for c in self.libraries}
 
     def cuda_major_at(self, path: str) -> int | None:
         """The CUDA major of the library file at `path`: the inventory's answer for that file (inventory.cuda_major_of),
         else what its name says; None when nothing tells."""
-        return self._cuda_majors.get(os.path.realpath(path), cuda_major_by_name(os.path.basename(path)))
+        return self._cuda_majors.get(realpath(path), cuda_major_by_name(os.path.basename(path)))
 
     def parse_library_name(self, name: str) -> tuple[str, tuple[int, ...]] | None:
         """(family, version numbers) of a CUDA/cuDNN/TensorRT library name as the target's platform spells it
@@ -277,8 +277,7 @@ def _host(plat: Platform, proc: ProbeRun, driver_version: str | None,
                   if driver_version or compute_capability else base_driver)
         return driver, plat.machine_loader()
     except BaseException:
-        if not isinstance(proc, subprocess.CompletedProcess):
-            subproc.terminate_group(proc, timeout=0)  # the probe must not outlive a failed check
+        stop_probe(proc)  # the probe must not outlive a failed check
         raise
 
 

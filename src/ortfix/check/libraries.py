@@ -16,6 +16,7 @@ from ortfix.compat.matrix import Matrix
 from ortfix.i18n import N_, Msg
 from ortfix.system.inventory import LibCopy, parse_lib_name
 from ortfix.system.loader import VIA_LOADED
+from ortfix.system.resolved import realpath
 
 _UNKNOWN = Msg(N_("unknown"))  # a version no file says
 
@@ -130,7 +131,7 @@ def _shadowed(facts: Facts, provider: ProviderLoad, by_soname: Mapping[str, Sequ
         if plat.inside(res.path, facts.probe.prefix):
             continue
         own = [c for c in by_soname.get(key(res.name), []) if c.inside_env and
-               os.path.normcase(os.path.realpath(c.path)) != os.path.normcase(os.path.realpath(res.path))]
+               os.path.normcase(realpath(c.path)) != os.path.normcase(realpath(res.path))]
         if not own or not plat.parse_library_name(res.name):
             continue
         loaded_version = next((c.version for c in facts.libraries if os.path.normcase(c.path) ==
@@ -178,7 +179,7 @@ def _other_cuda_major(facts: Facts, gpu: OrtInstall, provider: ProviderLoad) -> 
 
 
 def _file_version(path: str) -> str | None:
-    parsed = parse_lib_name(os.path.basename(os.path.realpath(path)))
+    parsed = parse_lib_name(os.path.basename(realpath(path)))
     return ".".join(map(str, parsed[1])) if parsed and parsed[1] else None
 
 
@@ -220,7 +221,7 @@ def partial_cudnn_findings(facts: Facts, matrix: Matrix, provider: ProviderLoad 
     present: dict[str, set[str]] = {}
     for c in facts.libraries:
         present.setdefault(c.directory, set()).add(c.name)
-    resolved = {os.path.realpath(r.path) for r in (provider.resolutions if provider else ()) if r.path}
+    resolved = {realpath(r.path) for r in (provider.resolutions if provider else ()) if r.path}
     out = []
     for copy in facts.libraries:
         if copy.family != "cudnn" or copy.name != copy.soname or copy.major not in expected:
@@ -228,7 +229,7 @@ def partial_cudnn_findings(facts: Facts, matrix: Matrix, provider: ProviderLoad 
         missing = sorted(expected[copy.major] - present.get(copy.directory, set()))
         if not missing:
             continue
-        used = os.path.realpath(copy.path) in resolved
+        used = realpath(copy.path) in resolved
         out.append(Finding(
             FindingCode.LIB_PARTIAL_COPY, Severity.ERROR if used else Severity.WARNING,
             Msg(N_("{path} (cuDNN {version}, {origin}) is a partial copy: {n} of its sub-libraries are missing "

@@ -4,7 +4,6 @@ its CUDA provider, and installed packages that pull the CPU package back in. Als
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 from ortfix.check.codes import FindingCode, Severity
@@ -12,6 +11,7 @@ from ortfix.check.facts import Facts
 from ortfix.check.findings import Finding
 from ortfix.compat.versions import InvalidVersion, Version
 from ortfix.i18n import N_, Msg
+from ortfix.system.resolved import realpath
 from ortfix.target.probe import Distribution
 
 CPU_PACKAGE = "onnxruntime"
@@ -47,7 +47,7 @@ def package_findings(facts: Facts) -> list[Finding]:
     # onnxruntime behind the venv's own is shadowed, not installed "into the same folder".
     active = facts.active_ort
     dists = {d.normalized: d for d in facts.ort_distributions
-             if active is None or os.path.realpath(d.location) == os.path.realpath(active.dir.location)}
+             if active is None or realpath(d.location) == realpath(active.dir.location)}
     cpu = dists.get(CPU_PACKAGE)
     gpu = dists.get(GPU_PACKAGE)
     variants = [d for n, d in dists.items() if n in OTHER_VARIANTS]

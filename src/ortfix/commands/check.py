@@ -86,14 +86,19 @@ def run_check(python: str | None, *, driver_version: str | None = None, compute_
     from ortfix.check.diagnose import diagnose
     from ortfix.check.facts import gather
     from ortfix.compat.load import load_matrix
+    from ortfix.system import resolved
 
     matrix = load_matrix()
     chosen = choose_target(python)
-    facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.interpreter),
-                   unfinished=unfinished_transactions, driver_version=driver_version,
-                   compute_capability=compute_capability)
-    return CheckResult(facts=facts, findings=diagnose(facts, matrix, with_tensorrt=with_tensorrt), matrix=matrix,
-                       target=describe(facts.probe, chosen.chosen_by))
+    outer = resolved.remember()  # the file system does not change while the check looks at it: each path resolved once
+    try:
+        facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.interpreter),
+                       unfinished=unfinished_transactions, driver_version=driver_version,
+                       compute_capability=compute_capability)
+        findings = diagnose(facts, matrix, with_tensorrt=with_tensorrt)
+    finally:
+        resolved.forget(outer)
+    return CheckResult(facts=facts, findings=findings, matrix=matrix, target=describe(facts.probe, chosen.chosen_by))
 
 
 def unfinished_transactions(prefix: str) -> Sequence[InterruptedTransaction]:

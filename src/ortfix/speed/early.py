@@ -4,12 +4,12 @@ A replayed `check` waits for the probe (~30 ms, most of it the target's own star
 what ortfix imported before starting it (~20 ms: `subprocess`, `pathlib`, the target's choice) was spent before the
 probe even began. So the entry point hands the command line here first, for the commands whose probe starts early
 (cli/invocation.PREFETCHED), and the probe is started with `os.posix_spawn` and two pipes, in a session of its own,
-with the command line and environment target/probecmd.py makes for it; speed/prefetch.py then takes it over as a
-`subprocess.Popen` (subproc.adopt) once it has chosen the target the normal way, so that waiting for it, its time
-limit and ending its process group are subproc.py's as for any child. It is taken over only when it runs exactly
-what the normal path would have started (the same interpreter path, command line and environment), and is ended
-otherwise, or when choosing the target fails (that error is the normal path's to report), or when ortfix exits
-before taking it over.
+with the command line and environment target/probecmd.py makes for it; speed/prefetch.py then takes it over
+(target/choose.EarlyProbe) once it has chosen the target the normal way: it is waited for without `subprocess`
+(childtime.collect), with the normal path's time limit and errors, and ended as subproc.py ends any child. It is
+taken over only when it runs exactly what the normal path would have started (the same interpreter path, command
+line and environment), and is ended otherwise, or when choosing the target fails (that error is the normal path's to
+report), or when ortfix exits before taking it over.
 
 Only the plain cases are started here, each on the exact path target/choose.py would pick: `--python` naming an
 interpreter called `python` or a folder with one of its interpreters in it, else an activated environment's
@@ -156,81 +156,6 @@ def end(started: Started) -> None:
         os.waitpid(started.pid, 0)
     for fd in (started.stdout_fd, started.stderr_fd):
         os.close(fd)
-
-
-class Finished:
-    """What a probe started here said, as subprocess.CompletedProcess has it (`returncode` negative: the signal that
-    ended it; stdout and stderr decoded as Popen's text mode decodes them)."""
-
-    __slots__ = ("args", "returncode", "stderr", "stdout")
-
-    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
-        self.args = args
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
-
-
-def collect(started: Started, timeout: float) -> Finished | None:
-    """Read the probe's output to its end and reap it, within `timeout` seconds; its pipes are then closed. None
-    when it has not ended by then: it is left as it is, for the caller to end (subproc.adopt, then subproc.overdue).
-    What subproc.finish does for a Popen, without importing `subprocess` (~20M instructions, as many as the probe's
-    own start) on the way of a replayed check."""
-    import select
-    import time
-
-    deadline = time.monotonic() + timeout
-    chunks: dict[int, list[bytes]] = {started.stdout_fd: [], started.stderr_fd: []}
-    poller = select.poll()
-    for fd in chunks:
-        poller.register(fd, select.POLLIN)
-    reading = set(chunks)
-    while reading:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        for fd, _event in poller.poll(_ms(left)):
-            data = os.read(fd, 65536)
-            if data:
-                chunks[fd].append(data)
-            else:  # the end of its output: every process that held this pipe has closed it
-                poller.unregister(fd)
-                reading.discard(fd)
-    status = _reaped(started.pid, deadline - time.monotonic())
-    if status is None:
-        return None
-    for fd in chunks:
-        os.close(fd)
-    out, err = (_text(b"".join(chunks[fd])) for fd in (started.stdout_fd, started.stderr_fd))
-    return Finished(started.argv, os.waitstatus_to_exitcode(status), out, err)
-
-
-def _reaped(pid: int, timeout: float) -> int | None:
-    """The wait status of the child `pid` once it has ended, within `timeout` seconds (told by a pidfd where there
-    is one, else looked at every millisecond); None if it has not ended by then."""
-    import time
-
-    from ortfix.childtime import await_end
-
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        if not await_end(pid, left):
-            time.sleep(min(left, 0.001))
-
-
-def _ms(seconds: float) -> int:
-    return max(int(seconds * 1000) + 1, 0)
-
-
-def _text(data: bytes) -> str:
-    """`data` as Popen's text mode reads a child's output: UTF-8 with errors replaced, universal newlines."""
-    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def plain_target(python: str | None) -> str | None:

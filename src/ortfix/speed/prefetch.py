@@ -7,23 +7,24 @@ line cli/invocation.py cannot follow, an error resolving --python) simply leaves
 reports errors properly.
 
 In the plain cases speed/early.py has started it already, before anything was imported; `start` keeps that one when
-it runs exactly what would be started here. A replay waits for it without `subprocess` (early.collect); anyone else
-gets it as a Popen of subproc.py's (subproc.adopt), or, once it has ended, as a CompletedProcess.
+it runs exactly what would be started here. A replay, and the check that runs in full, wait for it without
+`subprocess` (choose.EarlyProbe, childtime.collect); `wait` returns its output (a CompletedProcess, or a Finished).
 """
 
 from __future__ import annotations
 
 import os
 
+from ortfix.childtime import Finished
 from ortfix.speed import early
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on the path of `check`
 if TYPE_CHECKING:
     import subprocess
 
-    from ortfix.check.facts import ProbeRun
+    from ortfix.target.choose import ProbeRun
 
-_started: tuple[str, ProbeRun | early.Started | early.Finished] | None = None
+_started: tuple[str, ProbeRun | early.Started] | None = None
 
 
 def start(given: tuple[str | None] | None) -> None:
@@ -72,8 +73,8 @@ def _drop() -> None:
     _started = None
     if isinstance(run, early.Started):
         early.end(run)
-    elif run is not None and not isinstance(run, early.Finished):
-        import subprocess
+    elif run is not None and not isinstance(run, Finished):
+        import subprocess  # a Popen or a CompletedProcess: imported already
 
         if isinstance(run, subprocess.Popen) and run.poll() is None:
             from ortfix import subproc
@@ -81,63 +82,27 @@ def _drop() -> None:
             subproc.terminate_group(run, timeout=0)
 
 
-def finished(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | early.Finished:
+def finished(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | Finished:
     """The probe's result for `target`, waiting for the one started early (or starting one now); it stays here for
     the `take` that follows, so the probe runs once however many look at its report (a replayed check that turns
     out to need the full check)."""
     global _started
     target = os.fspath(target)
-    if _started is not None and _started[0] == target and isinstance(_started[1], early.Started):
-        done: subprocess.CompletedProcess[str] | early.Finished = _collect(_started[1])
-    else:
-        done = wait(target)
+    done = wait(target)
     _started = (target, done)
     return done
 
 
-def _collect(started: early.Started) -> early.Finished:
-    """The early probe's result, as subproc.finish would have it: past its time limit (or interrupted), its
-    process group is ended, and the limit is the same OrtfixError."""
-    global _started
-    from ortfix.childtime import child_timeout
-    from ortfix.target.choose import PROBE_TIMEOUT
-
-    _started = None  # taken: whatever happens next ends it
-    limit = child_timeout(PROBE_TIMEOUT)
-    try:
-        done = early.collect(started, limit)
-    except BaseException:
-        from ortfix import subproc
-
-        subproc.terminate_group(_adopted(started), timeout=2.0)
-        raise
-    if done is None:
-        from ortfix import subproc
-
-        raise subproc.overdue(_adopted(started), limit)
-    return done
-
-
-def _adopted(started: early.Started) -> subprocess.Popen[str]:
-    from ortfix import subproc
-
-    return subproc.adopt(started.argv, started.pid, started.stdout_fd, started.stderr_fd)
-
-
-def wait(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+def wait(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | Finished:
     """The probe's result for `target`: the one started early, else one started now, waited for."""
-    import subprocess
+    from ortfix.target.choose import probe_result, start_probe
 
-    from ortfix import subproc
-    from ortfix.target.choose import PROBE_TIMEOUT, start_probe
-
-    run = take(target) or start_probe(target)
-    return run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
+    return probe_result(take(target) or start_probe(target))
 
 
 def take(target: str | os.PathLike[str]) -> ProbeRun | None:
-    """The probe started early for `target`, running or finished, if any (each is handed out once), as a Popen or a
-    CompletedProcess."""
+    """The probe started early for `target`, running or finished, if any (each is handed out once): one started by
+    speed/early.py as a choose.EarlyProbe, waited for without `subprocess`."""
     global _started
     if _started is None:
         return None
@@ -148,9 +113,7 @@ def take(target: str | os.PathLike[str]) -> ProbeRun | None:
         _drop()
         return None
     if isinstance(run, early.Started):
-        return _adopted(run)
-    if isinstance(run, early.Finished):
-        import subprocess
+        from ortfix.target.choose import EarlyProbe
 
-        return subprocess.CompletedProcess(run.args, run.returncode, run.stdout, run.stderr)
+        return EarlyProbe(run.argv, run.pid, run.stdout_fd, run.stderr_fd)
     return run

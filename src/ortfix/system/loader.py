@@ -9,6 +9,7 @@ import os
 from functools import lru_cache
 
 from ortfix.record import field, frozen, mutable
+from ortfix.system.resolved import once
 
 VIA_LOADED = "already loaded"
 VIA_RPATH = "DT_RPATH"
@@ -71,8 +72,9 @@ def _listdir(path: str) -> frozenset[str] | None:
 
 
 def folder_listing(path: str) -> frozenset[str] | None:
-    """The names in a folder, from the cache `forget_listings` empties (None: it exists but cannot be listed)."""
-    return _listdir(path)
+    """The names in a folder, from the cache `forget_listings` empties (None: it exists but cannot be listed); looked
+    at once while a check runs (system/resolved.py)."""
+    return once("listing", path, _listdir)
 
 
 def forget_listings() -> None:

@@ -98,7 +98,50 @@ def config_files(prefix: str, environ: Mapping[str, str], *, windows: bool) -> l
 
 
 def _read_file(path: str) -> dict[str, dict[str, str]]:
-    import configparser  # here: every check looks for pip's files, most machines have none, and it costs 1.5 ms
+    """Each section's options (names normalized) as pip's RawConfigParser reads them; OrtfixError where it would
+    fail. A file of the plain form (`simple_sections`) is read without `configparser` (8.5M instructions to import:
+    a fresh `check` reads pip's files on every machine that has one), any other by `configparser` itself."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            sections = simple_sections(f.read())
+    except (OSError, UnicodeDecodeError):  # configparser's own reading says so, in its words
+        sections = None
+    if sections is not None:
+        return {name: {normalize(k): v for k, v in options.items()} for name, options in sections.items()}
+    return _parsed(path)
+
+
+def simple_sections(text: str) -> dict[str, dict[str, str]] | None:
+    """The sections of a configuration file's `text` (newlines as read in text mode) and their options (names
+    lower-cased, as RawConfigParser's optionxform), exactly as RawConfigParser reads them, where every line is
+    blank, a comment (`#`, `;`), a section header `[name]` (not DEFAULT, not repeated) or, in a
+    section and not indented, `name = value` or `name: value` (a name not repeated in its section); None for any
+    other file (a continuation line, a DEFAULT section, anything configparser would refuse): configparser reads
+    those. tests/test_pipconfig.py compares the two over generated files."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":  # configparser skips it; no value goes on past it here
+            continue
+        if line[0].isspace():  # a continuation line, or one indented as if it were
+            return None
+        if stripped[0] == "[":
+            name = stripped[1:-1]
+            if stripped[-1] != "]" or not name or name == "DEFAULT" or name in sections:
+                return None
+            current = sections[name] = {}
+            continue
+        delimiter = min((i for i in (stripped.find("="), stripped.find(":")) if i >= 0), default=-1)
+        key = stripped[:delimiter].rstrip().lower()
+        if current is None or delimiter < 0 or not key or key in current:
+            return None
+        current[key] = stripped[delimiter + 1:].strip()
+    return sections
+
+
+def _parsed(path: str) -> dict[str, dict[str, str]]:
+    import configparser  # here: only for a file simple_sections does not read
 
     parser = configparser.RawConfigParser()
     try:

@@ -21,6 +21,7 @@ from ortfix.i18n import N_, Msg
 from ortfix.record import frozen
 from ortfix.system import listing
 from ortfix.system.host import HOST
+from ortfix.system.resolved import realpath
 
 READ_LIMIT = 8 << 20
 LOCK_FILES = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm"}
@@ -97,7 +98,7 @@ class Project:
 
 def project_of(prefix: str) -> Project | None:
     """The project whose folder holds the environment at `prefix`, or None when that folder has no project file."""
-    folder = os.path.dirname(os.path.realpath(prefix))
+    folder = os.path.dirname(realpath(prefix))
     try:
         names = listing.names_matching(folder, PROJECT_FILE)
     except OSError:

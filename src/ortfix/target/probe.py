@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.record import field, frozen
 from ortfix.safetext import visible
-from ortfix.target.choose import PROBE_TIMEOUT, resolve_target, start_probe
+from ortfix.target.choose import probe_result, resolve_target, start_probe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ortfix.target.choose import ProbeRun
     from ortfix.target.winreport import RegistryPath, WindowsInfo
 
 __all__ = [
@@ -174,8 +173,8 @@ class ProbeFacts:
         return f"cp{major}{minor}"
 
 
-def finish_probe(run: subprocess.Popen[str] | subprocess.CompletedProcess[str], python: Path) -> ProbeFacts:
-    done = run if isinstance(run, subprocess.CompletedProcess) else subproc.finish(run, timeout=PROBE_TIMEOUT)
+def finish_probe(run: ProbeRun, python: Path) -> ProbeFacts:
+    done = probe_result(run)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         last: str | Msg = lines[-1] if lines else Msg(N_("no output"))

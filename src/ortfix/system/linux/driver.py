@@ -15,7 +15,6 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
 from ortfix.system.host import HOST
@@ -91,6 +90,8 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
             if queried.error:
                 notes.append(queried.error)
         elif HOST.which("nvidia-smi"):
+            from ortfix import subproc
+
             smi = subproc.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
                                "--format=csv,noheader"], target_python=None, timeout=30)
             if smi.returncode == 0:
@@ -138,6 +139,8 @@ _GPU_QUERY = nvml_query_script('ctypes.CDLL("libnvidia-ml.so.1")', r"""    try:
 
 
 def query_gpu_subprocess() -> GpuQuery | None:
+    from ortfix import subproc  # here, not at the top: a `check` that runs no child does not import `subprocess`
+
     try:
         proc = subproc.run([sys.executable, "-I", "-c", _GPU_QUERY], target_python=None, timeout=30)
     except Exception:

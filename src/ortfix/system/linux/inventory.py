@@ -26,6 +26,7 @@ from ortfix.system.linux.elf import NotElf, cudnn_version_mark
 from ortfix.system.linux.elfcache import ElfReader
 from ortfix.system.linux.ldcache import LdCache
 from ortfix.system.pathrules import within
+from ortfix.system.resolved import realpath
 from ortfix.target.probe import ProbeFacts
 
 
@@ -60,7 +61,7 @@ def _wheel_majors(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[int]]:
     for dist in probe.distributions:
         for major, wheel in wheels:
             if dist.normalized == wheel.distribution:
-                out.setdefault(os.path.realpath(os.path.join(dist.location, wheel.dir)), set()).add(major)
+                out.setdefault(realpath(os.path.join(dist.location, wheel.dir)), set()).add(major)
     return out
 
 
@@ -72,14 +73,14 @@ def cuda_major_of(copy: LibCopy, reader: ElfReader, wheel_majors: dict[str, set[
         return by_name
     if not copy.family.startswith(("cudnn", "nvinfer", "nvonnxparser")):
         try:
-            needed = reader.read(os.path.realpath(copy.path)).needed
+            needed = reader.read(realpath(copy.path)).needed
         except (NotElf, OSError):
             needed = ()
         for name in needed:
             major = cuda_major_by_name(name)
             if major is not None:
                 return major
-    majors = wheel_majors.get(os.path.realpath(copy.directory), set())
+    majors = wheel_majors.get(realpath(copy.directory), set())
     return next(iter(majors)) if len(majors) == 1 else None
 
 
@@ -119,7 +120,7 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
     seen: set[str] = set()
     out = []
     for d, origin in dirs:
-        real = os.path.realpath(d)
+        real = realpath(d)
         if real in seen or not os.path.isdir(real):
             continue
         seen.add(real)
@@ -128,7 +129,7 @@ def candidate_dirs(probe: ProbeFacts, cache: LdCache) -> list[tuple[str, str]]:
 
 
 def scan(probe: ProbeFacts, cache: LdCache, reader: ElfReader, matrix: Matrix) -> list[LibCopy]:
-    prefix = os.path.realpath(probe.prefix)
+    prefix = realpath(probe.prefix)
     copies: list[LibCopy] = []
     for directory, origin in candidate_dirs(probe, cache):
         copies.extend(_scan_dir(directory, origin, prefix, reader))
@@ -144,7 +145,7 @@ def _wheel_versions(probe: ProbeFacts, matrix: Matrix) -> dict[str, set[str]]:
     for dist in probe.distributions:
         for _major, wheel in matrix.nvidia_wheels:
             if dist.normalized == wheel.distribution and dist.installed_version:
-                out.setdefault(os.path.realpath(os.path.join(dist.location, wheel.dir)), set()).add(
+                out.setdefault(realpath(os.path.join(dist.location, wheel.dir)), set()).add(
                     dist.installed_version)
     return out
 
@@ -153,7 +154,7 @@ def full_version(copy: LibCopy, wheel_versions: dict[str, set[str]]) -> str | No
     """The copy's full version (see LibCopy.version); what its name says when nothing says more."""
     if copy.version and copy.version.count(".") >= 2:
         return copy.version
-    versions = wheel_versions.get(os.path.realpath(copy.directory), set())
+    versions = wheel_versions.get(realpath(copy.directory), set())
     if len(versions) == 1:
         return next(iter(versions))
     if copy.family.startswith("cudnn") and copy.major is not None:
@@ -170,7 +171,7 @@ def _scan_dir(directory: str, origin: str, prefix: str, reader: ElfReader) -> It
         names = sorted(os.listdir(directory))
     except OSError:
         return []
-    inside = within(os.path.realpath(directory), prefix, windows=False)  # prefix: resolved
+    inside = within(realpath(directory), prefix, windows=False)  # prefix: resolved
     out = []
     for name in names:
         parsed = parse_lib_name(name)
@@ -180,7 +181,7 @@ def _scan_dir(directory: str, origin: str, prefix: str, reader: ElfReader) -> It
         if not version:
             continue  # the unversioned libfoo.so is a link-time name; the loader never asks for it
         path = os.path.join(directory, name)
-        real = os.path.realpath(path)
+        real = realpath(path)
         if not os.path.isfile(real):
             continue  # a dangling link
         # A name with one or two version parts is a SONAME (libcudnn.so.9, libcudart.so.11.0); only fully

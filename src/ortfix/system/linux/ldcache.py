@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
-from ortfix import subproc
 from ortfix.i18n import N_
-from ortfix.record import field, frozen, mutable
+from ortfix.record import frozen
 
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -36,31 +36,58 @@ class CacheEntry:
     hwcap: int
 
 
-@mutable
 class LdCache:
-    """The entries of one ld.so.cache, in file order (glibc takes the first compatible entry for a name)."""
+    """The entries of one ld.so.cache, in file order (glibc takes the first compatible entry for a name). One read
+    from the file keeps its bytes and decodes an entry's path only when its name is looked up (a check asks for a
+    few dozen names of ~570: making every entry cost a fresh check ~2 ms); `entries` makes them all."""
 
-    source: str
-    entries: list[CacheEntry] = field(default_factory=list)
-    _by_name: dict[str, list[CacheEntry]] = field(default_factory=dict, repr=False)
+    __slots__ = ("_by_name", "_data", "_entries", "_table", "source")
 
-    def __post_init__(self) -> None:
-        for entry in self.entries:
-            self._by_name.setdefault(entry.name, []).append(entry)
+    def __init__(self, source: str, entries: list[CacheEntry] | None = None) -> None:
+        self.source = source
+        self._data = b""
+        self._table = (0, b"")  # where the strings' offsets count from, and the entry table
+        self._entries = entries
+        # name -> (flags, its path: decoded, or where it starts in _data, hwcap) of each entry, in file order
+        self._by_name: dict[str, list[tuple[int, str | int, int]]] = {}
+        for entry in entries or ():
+            self._by_name.setdefault(entry.name, []).append((entry.flags, entry.path, entry.hwcap))
+
+    @classmethod
+    def _read(cls, source: str, data: bytes, table: tuple[int, bytes],
+              by_name: dict[str, list[tuple[int, str | int, int]]]) -> LdCache:
+        """From parse_ld_cache's table: name -> (flags, where its path starts in `data`, hwcap), in file order."""
+        cache = cls(source)
+        cache._data = data
+        cache._table = table
+        cache._by_name = by_name
+        cache._entries = None
+        return cache
+
+    @property
+    def entries(self) -> list[CacheEntry]:
+        if self._entries is None:
+            offset, table = self._table
+            self._entries = [CacheEntry(_cstr(self._data, offset + key), _cstr(self._data, offset + value), flags,
+                                        hwcap) for flags, key, value, _osversion, hwcap in _rows(table)]
+        return self._entries
+
+    def _path(self, path: str | int) -> str:
+        return path if isinstance(path, str) else _cstr(self._data, path)
 
     def lookup(self, name: str, elf_class: int = 64, machine: str = "EM_X86_64") -> str | None:
         wanted = _ARCH_FLAGS.get((elf_class, machine))
         fallback: str | None = None
-        for entry in self._by_name.get(name, ()):
-            if (entry.flags & _FLAG_TYPE_MASK) != _FLAG_ELF_LIBC6:
+        for flags, path, hwcap in self._by_name.get(name, ()):
+            if (flags & _FLAG_TYPE_MASK) != _FLAG_ELF_LIBC6:
                 continue
-            if wanted is not None and (entry.flags & _FLAG_REQUIRED_MASK) != wanted:
+            if wanted is not None and (flags & _FLAG_REQUIRED_MASK) != wanted:
                 continue
-            if entry.hwcap & _HWCAP_EXTENSION:
+            if hwcap & _HWCAP_EXTENSION:
                 # A glibc-hwcaps subdirectory copy; the loader prefers it only when the CPU supports that level.
-                fallback = fallback or entry.path
+                fallback = fallback or self._path(path)
                 continue
-            return entry.path
+            return self._path(path)
         return fallback
 
     def names(self) -> list[str]:
@@ -83,10 +110,20 @@ def parse_ld_cache(data: bytes, source: str = "/etc/ld.so.cache") -> LdCache:
     table = data[entries_at:entries_at + nlibs * 24]
     if len(table) < nlibs * 24:
         raise struct.error("ld.so.cache: the entry table runs past the end of the file")  # i18n: english (caught below)
-    # One pass over the table (a few hundred entries on a desktop; 3 ms of a fresh check, entry by entry).
-    entries = [CacheEntry(_cstr(data, offset + key), _cstr(data, offset + value), flags, hwcap)
-               for flags, key, value, _osversion, hwcap in struct.iter_unpack("<iIIIQ", table)]
-    return LdCache(source=source, entries=entries)
+    # One pass over the table (a few hundred entries on a desktop); a path is decoded when its name is looked up.
+    by_name: dict[str, list[tuple[int, str | int, int]]] = {}
+    last = 0
+    for flags, key, value, _osversion, hwcap in _rows(table):
+        by_name.setdefault(_cstr(data, offset + key), []).append((flags, offset + value, hwcap))
+        last = max(last, offset + value)
+    if by_name and data.find(b"\0", last) < 0:  # a path that does not end (as _cstr would find it)
+        raise ValueError("ld.so.cache: a path runs past the end of the file")  # i18n: english (caught below)
+    return LdCache._read(source, data, (offset, table), by_name)
+
+
+def _rows(table: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """Each entry's (flags, key, value, osversion, hwcap): the strings' offsets, from the new header's start."""
+    return struct.iter_unpack("<iIIIQ", table)
 
 
 def _cstr(data: bytes, start: int) -> str:
@@ -108,6 +145,8 @@ def load_ld_cache(path: Path = Path("/etc/ld.so.cache")) -> LdCache:
 
 def _from_ldconfig(path: Path) -> LdCache:
     """Fallback for a cache format we cannot parse: ask ldconfig itself (slower, but exact)."""
+    from ortfix import subproc  # here, not at the top: a `check` that runs no child does not import `subprocess`
+
     try:
         proc = subproc.run(["ldconfig", "-p", "-C", str(path)], target_python=None, timeout=20)
     except Exception:

@@ -7,7 +7,6 @@ import json
 import os
 from functools import lru_cache
 
-from ortfix import subproc
 from ortfix.cachedir import cache_dir, write_json
 
 _FALLBACK_DIRS = {
@@ -70,6 +69,8 @@ def _system_search_dirs(interpreter: str, identity: str | None,
 
 
 def _ask_ld_so(interpreter: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    from ortfix import subproc  # here, not at the top: a `check` that runs no child does not import `subprocess`
+
     try:
         proc = subproc.run([interpreter, "--help"], target_python=None, timeout=10, env={"LC_ALL": "C"})
     except Exception:

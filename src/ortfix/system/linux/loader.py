@@ -33,6 +33,7 @@ from ortfix.system.loader import (
     Resolution,
     folder_listing,
 )
+from ortfix.system.resolved import once, realpath
 
 
 @frozen
@@ -61,6 +62,15 @@ class _Obj:
     names: set[str]
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` (its device and inode), None where it cannot be reached."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class LinuxLoader:
     def __init__(self, config: LoaderConfig, reader: ElfReader | None = None) -> None:
         self.config = config
@@ -73,7 +83,7 @@ class LinuxLoader:
     def start_process(self, executable: str, *, resolve_origin: bool = True) -> LoadReport:
         """Map an executable and its dependencies, as execve would (or `ld.so --list FILE` when resolve_origin is
         False: ld.so takes the origin from the path given, the kernel from /proc/self/exe)."""
-        origin_path = os.path.realpath(executable) if resolve_origin else executable
+        origin_path = realpath(executable) if resolve_origin else executable
         main = self._map(executable, origin_path, loader=None)
         self._main = main
         report = LoadReport(root=executable)
@@ -123,16 +133,11 @@ class LinuxLoader:
         return None
 
     def _find_loaded_file(self, path: str) -> _Obj | None:
-        try:
-            st = os.stat(path)
-        except OSError:
+        wanted = once("identity", path, _identity)
+        if wanted is None:
             return None
         for obj in self._objects:
-            try:
-                ost = os.stat(obj.path)
-            except OSError:
-                continue
-            if (ost.st_dev, ost.st_ino) == (st.st_dev, st.st_ino):
+            if once("identity", obj.path, _identity) == wanted:
                 return obj
         return None
 
