@@ -1,5 +1,5 @@
 """The probe started before ortfix imports anything (src/ortfix/speed/early.py): it is started on exactly the path
-target/choose.py picks, taken over by speed/prefetch.py and waited for without `subprocess` (choose.EarlyProbe), and
+target/choose.py picks, taken over by speed/prefetch.py and waited for without `subprocess` (proberun.EarlyProbe), and
 a target that cannot start, fails, prints garbage, is killed, hangs or is interrupted ends exactly as when the normal
 path starts it, in a full check, a `--fresh` one and a replay (issue 22)."""
 

@@ -27,8 +27,8 @@ from ortfix.system.platform import MachineLoader, unsupported
 from ortfix.system.platforms import host_platform
 from ortfix.system.project import Project, find_tool, project_of
 from ortfix.system.resolved import realpath
-from ortfix.target.choose import stop_probe
 from ortfix.target.probe import Distribution, OrtDir, ProbeFacts, finish_probe, start_probe
+from ortfix.target.proberun import stop_probe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check's work (speed/__init__.py)
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check'
 
     from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess
     from ortfix.system.windows.facts import WindowsFacts
-    from ortfix.target.choose import ProbeRun as ProbeRun  # running, or done already
+    from ortfix.target.proberun import ProbeRun as ProbeRun  # running, or done already
 
     class UnfinishedTransaction(Protocol):
         """An apply or rollback that died half-way, or whose journal cannot be read or trusted (the transaction

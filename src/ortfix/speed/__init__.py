@@ -96,7 +96,7 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   `sysconfig.get_paths()` (5.6M: `_sysconfigdata` 2.5M, two full expansions with ~800 variables), the JSON encoding
   (3.8M, the C escaper's), and as root the owner checks before the spawn (3.4M: 15 realpath calls).
 - A fresh check (issue 22, the round after) imports neither `subprocess` (the probe started early is waited for as a
-  replay waits for it: target/choose.EarlyProbe, childtime.collect; the loader and driver queries import subproc
+  replay waits for it: target/proberun.EarlyProbe, childtime.collect; the loader and driver queries import subproc
   only where they run a child) nor, for pip files of the plain form, `configparser` (pipconfig.simple_sections,
   compared with RawConfigParser over 4,000 generated files), nor `unicodedata` for ASCII text; ld.so.cache's paths
   are decoded for the names looked up only (10.4M -> 4.7M to read it and look up 40 names), and each path is

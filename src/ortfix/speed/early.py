@@ -5,7 +5,7 @@ what ortfix imported before starting it (~20 ms: `subprocess`, `pathlib`, the ta
 probe even began. So the entry point hands the command line here first, for the commands whose probe starts early
 (cli/invocation.PREFETCHED), and the probe is started with `os.posix_spawn` and two pipes, in a session of its own,
 with the command line and environment target/probecmd.py makes for it; speed/prefetch.py then takes it over
-(target/choose.EarlyProbe) once it has chosen the target the normal way: it is waited for without `subprocess`
+(target/proberun.EarlyProbe) once it has chosen the target the normal way: it is waited for without `subprocess`
 (childtime.collect), with the normal path's time limit and errors, and ended as subproc.py ends any child. It is
 taken over only when it runs exactly what the normal path would have started (the same interpreter path, command
 line and environment), and is ended otherwise, or when choosing the target fails (that error is the normal path's to

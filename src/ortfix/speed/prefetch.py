@@ -8,7 +8,7 @@ reports errors properly.
 
 In the plain cases speed/early.py has started it already, before anything was imported; `start` keeps that one when
 it runs exactly what would be started here. A replay, and the check that runs in full, wait for it without
-`subprocess` (choose.EarlyProbe, childtime.collect); `wait` returns its output (a CompletedProcess, or a Finished).
+`subprocess` (proberun.EarlyProbe, childtime.collect); `wait` returns its output (a CompletedProcess, or a Finished).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms) on
 if TYPE_CHECKING:
     import subprocess
 
-    from ortfix.target.choose import ProbeRun
+    from ortfix.target.proberun import ProbeRun
 
 _started: tuple[str, ProbeRun | early.Started] | None = None
 
@@ -95,14 +95,15 @@ def finished(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]
 
 def wait(target: str | os.PathLike[str]) -> subprocess.CompletedProcess[str] | Finished:
     """The probe's result for `target`: the one started early, else one started now, waited for."""
-    from ortfix.target.choose import probe_result, start_probe
+    from ortfix.target.choose import start_probe
+    from ortfix.target.proberun import probe_result
 
     return probe_result(take(target) or start_probe(target))
 
 
 def take(target: str | os.PathLike[str]) -> ProbeRun | None:
     """The probe started early for `target`, running or finished, if any (each is handed out once): one started by
-    speed/early.py as a choose.EarlyProbe, waited for without `subprocess`."""
+    speed/early.py as a proberun.EarlyProbe, waited for without `subprocess`."""
     global _started
     if _started is None:
         return None
@@ -113,7 +114,7 @@ def take(target: str | os.PathLike[str]) -> ProbeRun | None:
         _drop()
         return None
     if isinstance(run, early.Started):
-        from ortfix.target.choose import EarlyProbe
+        from ortfix.target.proberun import EarlyProbe
 
         return EarlyProbe(run.argv, run.pid, run.stdout_fd, run.stderr_fd)
     return run

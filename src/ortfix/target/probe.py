@@ -15,13 +15,14 @@ from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.record import field, frozen
 from ortfix.safetext import visible
-from ortfix.target.choose import probe_result, resolve_target, start_probe
+from ortfix.target.choose import resolve_target, start_probe
+from ortfix.target.proberun import probe_result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ortfix.target.choose import ProbeRun
+    from ortfix.target.proberun import ProbeRun
     from ortfix.target.winreport import RegistryPath, WindowsInfo
 
 __all__ = [
