@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,33 @@ def test_python_that_is_another_program(tmp_path: Path) -> None:
 
 def test_folder_without_interpreter(tmp_path: Path) -> None:
     assert_one_line_error(run_ortfix("plan", "--python", str(tmp_path)), "no bin/python")
+
+
+def _in_a_removed_folder(folder: Path, *args: str,
+                         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`ortfix ARGS` started from `folder` after it was removed (a shell left in a deleted folder)."""
+    folder.mkdir()
+    full_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    full_env.update(env or {})
+    return subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(folder),
+                           sys.executable, "-m", "ortfix", *args], capture_output=True, text=True, env=full_env,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("args", [("check", "--python", sys.executable),
+                                  ("check", "--python", sys.executable, "--fresh"),
+                                  ("plan", "--python", sys.executable), ("check",)])
+def test_a_removed_working_folder_is_one_line_saying_what_to_do(tmp_path: Path, args: tuple[str, ...]) -> None:
+    # Was "unexpected FileNotFoundError" (the replay key) or "is not a working Python interpreter" (the probe).
+    proc = _in_a_removed_folder(tmp_path / "gone", *args, env={"VIRTUAL_ENV": str(Path(sys.executable).parents[1])})
+    line = assert_one_line_error(proc, "the working folder no longer exists", "cd into an existing folder")
+    assert "unexpected" not in line
+
+
+def test_explain_needs_no_working_folder(tmp_path: Path) -> None:
+    proc = _in_a_removed_folder(tmp_path / "gone", "explain", "libcudnn.so.9: cannot open shared object file")
+    assert proc.returncode == 0, proc.stderr
+    assert "[LIB002]" in proc.stdout
 
 
 def test_unknown_ort_version_requested(tmp_path: Path) -> None:

@@ -141,7 +141,15 @@ def choose_target(python: str | None, environ: Mapping[str, str] | None = None) 
     first `python3` on PATH (then `python`), as a shell finds it; else a usage error.
 
     Never the interpreter ortfix runs in just because it runs there: for a pipx install that is ortfix's own venv.
-    None means --python was not given; an empty string was given, and is refused rather than read as "not given"."""
+    None means --python was not given; an empty string was given, and is refused rather than read as "not given".
+    A working folder that no longer exists is refused here, once for every command that works on an environment:
+    the probe, the project lookup and the replay key all read it."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise OrtfixError(Msg(N_("the working folder no longer exists (it was removed or renamed while the shell was "
+                                 "in it)")),
+                          hint=Msg(N_("cd into an existing folder and run ortfix again"))) from None
     env = os.environ if environ is None else environ
     if python is not None:
         return Chosen(_given(python), BY_OPTION)
