@@ -223,3 +223,43 @@ def test_a_check_resolves_each_path_once_and_only_while_it_runs(tmp_path: Path,
     link.unlink()
     link.symlink_to("two")
     assert resolved.realpath(str(link)) == str(tmp_path / "two")
+
+
+def test_the_matrix_folder_is_listed_as_pathlib_lists_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compat/load.py lists the matrix folder with str paths (a check imports no pathlib): the same files, in the same
+    order, as Path.iterdir filtered by Path.suffix and sorted, for names at the edges of what a suffix is."""
+    from ortfix.compat import load
+
+    names = ["b.yaml", "A.yaml", "a.yml", ".yaml", "..yaml", "x.yaml.", "x.YAML", "c.json", "d.yaml.bak", "e..yml",
+             "f.tar.yaml", "-.yaml", "z y.yaml"]
+    for name in names:
+        (tmp_path / name).write_text("")
+    (tmp_path / "folder.yaml").mkdir()  # Path.iterdir lists folders too
+    expected = sorted(p for p in tmp_path.iterdir() if p.suffix in (".yaml", ".yml"))
+    assert len(expected) == 9
+    for spelled in (tmp_path, str(tmp_path), f"{tmp_path}//", f"{tmp_path}/."):
+        assert load.compat_files(spelled) == expected
+        assert load.matrix_files_in(load.pathform.form(spelled)) == [str(p) for p in expected]
+    monkeypatch.chdir(tmp_path)
+    assert load.compat_files(".") == sorted(p for p in Path().iterdir() if p.suffix in (".yaml", ".yml"))
+    monkeypatch.setenv("ORTFIX_COMPAT_DIR", f"{tmp_path}/./")
+    assert load.compat_folder() == str(Path(f"{tmp_path}/./")) == str(load.default_compat_dir())
+    monkeypatch.delenv("ORTFIX_COMPAT_DIR")
+    here = Path(load.__file__)
+    packaged = here.parents[1] / "_compat"
+    assert load.compat_folder() == str(packaged if packaged.is_dir() else here.resolve().parents[3] / "compat")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the Linux hook files")
+def test_the_hook_files_check_reads_are_the_ones_apply_writes() -> None:
+    """system/linux/hooks.py names the hook files as str for check (no pathlib) and as Path for plan and apply: the
+    same paths, however the prefix or site-packages folder is spelled."""
+    from ortfix.system.linux import hooks
+
+    for folder in ("/", "/env", "/env/", "//env", "///env", "/a/./b", "/a/../b", "rel", "rel/", ".", "", "a//b"):
+        conda = Path(folder) / "etc" / "conda"
+        expected = (conda / "activate.d" / "ortfix-cuda-libs.sh", conda / "deactivate.d" / "ortfix-cuda-libs.sh")
+        assert hooks.conda_hook_paths(folder) == expected
+        assert hooks.conda_hook_files(folder) == tuple(str(p) for p in expected)
+        assert hooks.preload_files(folder) == (str(Path(folder) / "_ortfix_preload.py"),
+                                               str(Path(folder) / "_ortfix_preload.pth"))

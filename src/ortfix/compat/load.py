@@ -70,8 +70,9 @@ def matrix_files_in(folder: str) -> list[str]:
     if not pathform.is_dir(folder):
         raise OrtfixError(Msg(N_("compatibility matrix folder {folder} not found"), folder=folder),
                           hint=Msg(N_("reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder")))
-    files = sorted(pathform.form(os.path.join(folder, name)) for name in os.listdir(folder)
-                   if _suffix(name) in (".yaml", ".yml"))
+    # sorted as Path sorts them: by name, without case on Windows (normcase)
+    files = sorted((pathform.form(os.path.join(folder, name)) for name in os.listdir(folder)
+                    if _suffix(name) in (".yaml", ".yml")), key=os.path.normcase)
     if not files:
         raise OrtfixError(Msg(N_("no matrix files (*.yaml) in {folder}"), folder=folder))
     return files
