@@ -53,49 +53,57 @@ def test_a_fresh_check_imports_neither_typing_nor_packaging_version_nor_shutil(g
         assert ("ortfix.cli.output" in loaded) == bool(extra)  # the JSON envelope's module, for --json only
 
 
-# The modules that still import `pathlib` on a fresh check (each uses Path at run time, or as a default argument,
-# beyond its import line): nothing before them does (target/choose.py, the probe's prefetch, the cache folder,
-# subproc.py, the parsed-file cache, the conda hooks take str paths, system/pathform.py). Once this is empty, a fresh
-# check imports no pathlib at all, as a replayed one (tests/test_fastcheck.py).
-PATHLIB_LEFT_ON_A_FRESH_CHECK = {"ortfix.system.linux.ldcache", "ortfix.system.linux.driver", "ortfix.target.probe",
-                                 "ortfix.compat.load"}
-_FIRST_TO_IMPORT_PATHLIB = """
+# What a fresh check imported until issue 22's round after it, and no longer does: `pathlib` (with `fnmatch`, `ntpath`,
+# `urllib.parse`, `ipaddress`, `warnings`: ld.so.cache's and the driver's default paths, the probe's parser, the
+# matrix loader, ld.so's cached answer, the hook files), `contextlib` (facts.py's and the file caches' `suppress`) and
+# `zlib` (the validated matrix's cache file name). A replayed check imports none of them either
+# (tests/test_fastcheck.py).
+NOT_IMPORTED_BY_A_FRESH_CHECK = ("pathlib", "contextlib", "zlib", "ntpath")
+_FIRST_TO_IMPORT = """
 import sys
 from ortfix.__main__ import entry
 
+WATCHED = NAMES
 
-class Watch:  # notes the ortfix module whose code first imports pathlib (and finds nothing itself)
+
+class Watch:  # notes the ortfix module whose code first imports a watched module (and finds nothing itself)
+    seen = set()
+
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name == "pathlib" and not hasattr(Watch, "by"):
+        if name in WATCHED and name not in Watch.seen:
+            Watch.seen.add(name)
             frame = sys._getframe(1)
             while frame is not None and not frame.f_globals.get("__name__", "").startswith("ortfix"):
                 frame = frame.f_back
-            Watch.by = frame.f_globals["__name__"] if frame is not None else "?"
-            sys.stderr.write("\\npathlib first imported by: %s\\n" % Watch.by)
+            by = frame.f_globals["__name__"] if frame is not None else "?"
+            sys.stderr.write("\\n%s first imported by: %s\\n" % (name, by))
         return None
 
 
 sys.meta_path.insert(0, Watch)
 sys.argv = ["ortfix", *sys.argv[1:]]
 entry()
-"""
+""".replace("NAMES", repr(NOT_IMPORTED_BY_A_FRESH_CHECK))
 
 
 @pytest.mark.slow
-def test_a_fresh_check_imports_pathlib_only_where_path_is_still_used(gpu_template: Path, tmp_path: Path) -> None:
-    """A real fresh `check` (onnxruntime-gpu 1.22.0 with its NVIDIA wheels): the first module to import `pathlib` is
-    one of those that still use Path, never one on the way there (it was speed/prefetch.py), or none at all."""
+def test_a_fresh_check_imports_no_pathlib_contextlib_or_zlib(gpu_template: Path, tmp_path: Path) -> None:
+    """A real fresh `check` (onnxruntime-gpu 1.22.0 with its NVIDIA wheels), text and --json: nothing imports
+    `pathlib`, `contextlib`, `zlib` or `ntpath` (~16M instructions of a fresh check's ~227M); the stderr names the
+    module that did."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "ORTFIX_NO_FASTPATH")}
     env["ORTFIX_CACHE_DIR"] = str(tmp_path / "cache")
-    argv = [sys.executable, "-c", _FIRST_TO_IMPORT_PATHLIB, "check", "--python", str(gpu_template / "bin" / "python"),
+    argv = [sys.executable, "-c", _FIRST_TO_IMPORT, "check", "--python", str(gpu_template / "bin" / "python"),
             "--fresh"]
-    for _ in range(2):  # the second with the validated matrix saved, as every check but the first
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120, check=False)
-        assert proc.returncode == 1, proc.stderr[-2000:]
-        said = proc.stderr.rsplit("pathlib first imported by: ", 1)
-        first = said[1].split()[0] if len(said) == 2 else None
-        assert first is None or first in PATHLIB_LEFT_ON_A_FRESH_CHECK, proc.stderr[-2000:]
+    # The first check with a new cache folder validates the matrix's YAML and saves it (tempfile, and shutil's zlib,
+    # to write it): the checks after it, as every check but the first, read the validated matrix back.
+    for run, extra in enumerate(([], [], ["--json"])):
+        proc = subprocess.run([*argv, *extra], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+                              check=False)
+        assert proc.returncode == 1 and proc.stdout.strip(), proc.stderr[-2000:]
+        imported = [line for line in proc.stderr.splitlines() if " first imported by: " in line]
+        assert run == 0 or imported == [], imported
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the POSIX host's which; Windows asks shutil itself")
@@ -215,3 +223,43 @@ def test_a_check_resolves_each_path_once_and_only_while_it_runs(tmp_path: Path,
     link.unlink()
     link.symlink_to("two")
     assert resolved.realpath(str(link)) == str(tmp_path / "two")
+
+
+def test_the_matrix_folder_is_listed_as_pathlib_lists_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compat/load.py lists the matrix folder with str paths (a check imports no pathlib): the same files, in the same
+    order, as Path.iterdir filtered by Path.suffix and sorted, for names at the edges of what a suffix is."""
+    from ortfix.compat import load
+
+    names = ["b.yaml", "A.yaml", "a.yml", ".yaml", "..yaml", "x.yaml.", "x.YAML", "c.json", "d.yaml.bak", "e..yml",
+             "f.tar.yaml", "-.yaml", "z y.yaml"]
+    for name in names:
+        (tmp_path / name).write_text("")
+    (tmp_path / "folder.yaml").mkdir()  # Path.iterdir lists folders too
+    expected = sorted(p for p in tmp_path.iterdir() if p.suffix in (".yaml", ".yml"))
+    assert len(expected) == 9
+    for spelled in (tmp_path, str(tmp_path), f"{tmp_path}//", f"{tmp_path}/."):
+        assert load.compat_files(spelled) == expected
+        assert load.matrix_files_in(load.pathform.form(spelled)) == [str(p) for p in expected]
+    monkeypatch.chdir(tmp_path)
+    assert load.compat_files(".") == sorted(p for p in Path().iterdir() if p.suffix in (".yaml", ".yml"))
+    monkeypatch.setenv("ORTFIX_COMPAT_DIR", f"{tmp_path}/./")
+    assert load.compat_folder() == str(Path(f"{tmp_path}/./")) == str(load.default_compat_dir())
+    monkeypatch.delenv("ORTFIX_COMPAT_DIR")
+    here = Path(load.__file__)
+    packaged = here.parents[1] / "_compat"
+    assert load.compat_folder() == str(packaged if packaged.is_dir() else here.resolve().parents[3] / "compat")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the Linux hook files")
+def test_the_hook_files_check_reads_are_the_ones_apply_writes() -> None:
+    """system/linux/hooks.py names the hook files as str for check (no pathlib) and as Path for plan and apply: the
+    same paths, however the prefix or site-packages folder is spelled."""
+    from ortfix.system.linux import hooks
+
+    for folder in ("/", "/env", "/env/", "//env", "///env", "/a/./b", "/a/../b", "rel", "rel/", ".", "", "a//b"):
+        conda = Path(folder) / "etc" / "conda"
+        expected = (conda / "activate.d" / "ortfix-cuda-libs.sh", conda / "deactivate.d" / "ortfix-cuda-libs.sh")
+        assert hooks.conda_hook_paths(folder) == expected
+        assert hooks.conda_hook_files(folder) == tuple(str(p) for p in expected)
+        assert hooks.preload_files(folder) == (str(Path(folder) / "_ortfix_preload.py"),
+                                               str(Path(folder) / "_ortfix_preload.pth"))

@@ -7,7 +7,6 @@ loads what) are read together; the provider simulation and the JSON digest are t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +32,6 @@ from ortfix.target.proberun import stop_probe
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` for mypy only: importing it is no part of a check's work (speed/__init__.py)
     from enum import Enum
-    from pathlib import Path
     from typing import Protocol
 
     from ortfix.system.platform_protocols import LibraryReader, Platform, SimulatedProcess
@@ -191,7 +189,7 @@ class Facts:
 
 
 def gather(
-    python: Path,
+    python: str | os.PathLike[str],
     matrix: Matrix,
     *,
     probe_run: ProbeRun | None = None,
@@ -238,7 +236,7 @@ def gather(
                                 reader, (r for o in ort for p in o.providers for r in p.resolutions))
     reader.save()
     return Facts(
-        target=str(python),
+        target=os.fspath(python),
         probe=probe,
         driver=driver,
         libraries=libraries,
@@ -306,8 +304,10 @@ def _findable(
             names.update(r.name for r in provider.resolutions)
     for path in preloaded:
         if os.path.exists(path):
-            with contextlib.suppress(*_read_errors(plat)):
+            try:
                 loader.preload(path)
+            except _read_errors(plat):
+                pass
     return {name: loader.locate(name).path for name in sorted(names)}
 
 
@@ -388,9 +388,11 @@ def _analyze_ort(
     cuda_major = _family_major(plat, linked, "cudart")
     cuda_source = "binary" if cuda_major is not None else None
     if cuda_major is None and info.get("cuda_version"):
-        with contextlib.suppress(ValueError):  # a damaged build_and_package_info.py may say anything
+        try:
             cuda_major = int(info["cuda_version"].split(".")[0])
             cuda_source = N_("build info")  # data (--json); a catalog key where it is shown
+        except ValueError:  # a damaged build_and_package_info.py may say anything
+            pass
     builds = tuple(b for b in matrix.builds_for(version or "")
                    if b.package == (package or b.package) and (cuda_major is None or b.cuda_major == cuda_major))
     if cuda_major is None and len({b.cuda_major for b in builds}) == 1:

@@ -77,7 +77,7 @@ def describe_target(python: str | None) -> tuple[TargetDescription, ProbeRun]:
 
     chosen = choose_target(python)
     run = prefetch.wait(chosen.interpreter)
-    return describe(finish_probe(run, chosen.python), chosen.chosen_by), run
+    return describe(finish_probe(run, chosen.interpreter), chosen.chosen_by), run
 
 
 def run_check(python: str | None, *, driver_version: str | None = None, compute_capability: str | None = None,
@@ -92,7 +92,7 @@ def run_check(python: str | None, *, driver_version: str | None = None, compute_
     chosen = choose_target(python)
     outer = resolved.remember()  # the file system does not change while the check looks at it: each path resolved once
     try:
-        facts = gather(chosen.python, matrix, probe_run=probe_run or prefetch.take(chosen.interpreter),
+        facts = gather(chosen.interpreter, matrix, probe_run=probe_run or prefetch.take(chosen.interpreter),
                        unfinished=unfinished_transactions, driver_version=driver_version,
                        compute_capability=compute_capability)
         findings = diagnose(facts, matrix, with_tensorrt=with_tensorrt)

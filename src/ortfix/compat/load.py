@@ -5,73 +5,104 @@ kinds.
 Validating costs a YAML parse and a schema check (~100 ms), so the validated documents are cached as JSON in
 ortfix's cache folder, keyed by each file's resolved path, size and modification time (nanoseconds): a warm
 `ortfix check` pays only for reading that JSON, and any edit to a matrix file changes the key.
+
+A check reads the folder with str paths (system/pathform.py answers as pathlib's Path): `pathlib`'s import is no part
+of a check's work (speed/__init__.py); `default_compat_dir` and `compat_files` still give Path to their other users.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
-from ortfix.cachedir import cache_dir, write_json
+from ortfix.cachedir import cache_folder, write_json
 from ortfix.compat.addons import ADDONS_KIND, build_addons
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
+from ortfix.system import pathform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
 _CACHE_FORMAT = 7
+_HASH_KEY = 0x6D6174  # _cache_path's: any fixed number gives the same name in every process
 
 
 def default_compat_dir() -> Path:
+    from pathlib import Path
+
+    return Path(compat_folder())
+
+
+def compat_folder() -> str:
+    """The compat folder ortfix uses, as str(default_compat_dir()) writes it."""
     override = os.environ.get("ORTFIX_COMPAT_DIR")
     if override:
-        return Path(override)
-    packaged = Path(__file__).parents[1] / "_compat"  # where the wheel puts compat/
-    if packaged.is_dir():
+        return pathform.form(override)
+    here = pathform.form(__file__)
+    packaged = os.path.join(os.path.dirname(os.path.dirname(here)), "_compat")  # where the wheel puts compat/
+    if pathform.is_dir(packaged):
         return packaged
     # An editable checkout: compat/ sits at the repository root, next to src/.
-    return Path(__file__).resolve().parents[3] / "compat"
+    return os.path.join(_up(pathform.form(os.path.realpath(here)), 4), "compat")
 
 
-def compat_files(directory: Path) -> list[Path]:
-    if not directory.is_dir():
-        raise OrtfixError(Msg(N_("compatibility matrix folder {folder} not found"), folder=str(directory)),
+def _up(path: str, levels: int) -> str:
+    for _ in range(levels):
+        path = pathform.parent(path)
+    return path
+
+
+def compat_files(directory: str | os.PathLike[str]) -> list[Path]:
+    from pathlib import Path
+
+    return [Path(f) for f in matrix_files_in(pathform.form(directory))]
+
+
+def matrix_files_in(folder: str) -> list[str]:
+    """The *.yaml and *.yml files in `folder` (as `form` writes it), sorted: compat_files' answer as str."""
+    if not pathform.is_dir(folder):
+        raise OrtfixError(Msg(N_("compatibility matrix folder {folder} not found"), folder=folder),
                           hint=Msg(N_("reinstall ortfix, or point ORTFIX_COMPAT_DIR at a compat/ folder")))
-    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+    # sorted as Path sorts them: by name, without case on Windows (normcase)
+    files = sorted((pathform.form(os.path.join(folder, name)) for name in os.listdir(folder)
+                    if _suffix(name) in (".yaml", ".yml")), key=os.path.normcase)
     if not files:
-        raise OrtfixError(Msg(N_("no matrix files (*.yaml) in {folder}"), folder=str(directory)))
+        raise OrtfixError(Msg(N_("no matrix files (*.yaml) in {folder}"), folder=folder))
     return files
 
 
-def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Matrix:
-    directory = directory or default_compat_dir()
-    files = compat_files(directory)
+def _suffix(name: str) -> str:
+    """pathlib's PurePath.suffix of a file name: from its last ".", none for a name that starts or ends with it."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def load_matrix(directory: str | os.PathLike[str] | None = None, *, use_cache: bool = True) -> Matrix:
+    folder = pathform.form(directory) if directory else compat_folder()
+    files = matrix_files_in(folder)
     # The cache is keyed by each file's identity (name, size, mtime): a warm load reads one JSON file and neither
     # parses YAML nor checks a schema. Any edit to a matrix file changes the key.
     identity = []
     for f in files:
         try:
-            st = f.stat()
+            st = os.stat(f)
         except OSError as exc:
             raise _unreadable(f, exc) from exc
-        identity.append(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}")
+        identity.append(f"{pathform.form(os.path.realpath(f))}|{st.st_size}|{st.st_mtime_ns}")
     key = "\n".join(identity)
     cache_file = _cache_path(key) if use_cache else None
     docs: dict[str, dict[str, Any]] | None = None
     matrix_files: list[str] = []
-    if cache_file is not None:
-        with contextlib.suppress(OSError, ValueError):
-            cached = json.loads(cache_file.read_text(encoding="utf-8"))
-            if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
-                docs, matrix_files = cached["docs"], cached["files"]
+    cached = _cached(cache_file, key) if cache_file is not None else None
+    if cached is not None:
+        docs, matrix_files = cached
     if docs is None:
         # Only here: a warm load (every `check` after the first) never imports the schemas or their checker.
         from ortfix.compat.schemas import MATRIX_KINDS
@@ -79,36 +110,52 @@ def load_matrix(directory: Path | None = None, *, use_cache: bool = True) -> Mat
 
         docs = {}
         for f in files:
-            doc = validate_document(_read_bytes(f), str(f))
+            doc = validate_document(_read_bytes(f), f)
             kind = doc["kind"]
             if kind not in (*MATRIX_KINDS, ADDONS_KIND):
                 continue  # another versioned data file beside the matrix (explain's error patterns)
             if kind in docs:
-                raise OrtfixError(Msg(N_("{file}: a second file of kind '{kind}' (one file per kind)"), file=str(f),
+                raise OrtfixError(Msg(N_("{file}: a second file of kind '{kind}' (one file per kind)"), file=f,
                                       kind=kind))
             docs[kind] = doc
-            matrix_files.append(str(f))
+            matrix_files.append(f)
         missing = set(MATRIX_KINDS) - set(docs)
         if missing:
-            raise OrtfixError(Msg(N_("{folder}: no matrix file of kind {kinds}"), folder=str(directory),
+            raise OrtfixError(Msg(N_("{folder}: no matrix file of kind {kinds}"), folder=folder,
                                   kinds=", ".join(sorted(missing))))
         if cache_file is not None:
             write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
     return _build(docs, tuple(matrix_files))
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: str) -> bytes:
     try:
-        return path.read_bytes()
+        with open(path, "rb") as file:
+            return file.read()
     except OSError as exc:
         raise _unreadable(path, exc) from exc
 
 
-def _cache_path(key: str) -> Path | None:
-    import zlib  # a cheap file name for the key; the key itself is stored and compared in full
+def _cached(cache_file: str, key: str) -> tuple[dict[str, dict[str, Any]], list[str]] | None:
+    """The validated documents and matrix files the cache file holds for `key` in this format."""
+    try:
+        with open(cache_file, encoding="utf-8") as file:
+            cached = json.loads(file.read())
+        if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
+            return cached["docs"], cached["files"]
+    except (OSError, ValueError):
+        pass
+    return None
 
-    base = cache_dir()
-    return base / f"matrix-{zlib.crc32(key.encode()):08x}.json" if base else None
+
+def _cache_path(key: str) -> str | None:
+    """The cache file for `key`. Its name is a cheap hash of the key (the one the import system keeps for checked
+    bytecode, built in: zlib's library cost 1.1M instructions to load); the key itself is stored and compared."""
+    import _imp
+
+    base = cache_folder()
+    name = f"matrix-{_imp.source_hash(_HASH_KEY, key.encode()).hex()}.json"
+    return pathform.form(os.path.join(base, name)) if base else None
 
 
 def _build(docs: Mapping[str, Mapping[str, Any]], files: tuple[str, ...]) -> Matrix:
@@ -193,6 +240,6 @@ def _size(row: Mapping[str, Any]) -> tuple[float, float] | None:
     return (float(size["download"]), float(size["unpacked"])) if size else None
 
 
-def _unreadable(path: Path, exc: OSError) -> OrtfixError:
-    return OrtfixError(Msg(N_("cannot read matrix file {file}: {error}"), file=str(path),
+def _unreadable(path: str, exc: OSError) -> OrtfixError:
+    return OrtfixError(Msg(N_("cannot read matrix file {file}: {error}"), file=path,
                            error=str(exc.strerror or exc)))

@@ -8,7 +8,6 @@ reading it was the largest single cost of a fresh `check`)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -56,12 +55,14 @@ class ParsedFileCache(ABC, Generic[InfoT]):
             entries = {}
             shard_file = self._shard_file(folder)
             if shard_file is not None:
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     with open(shard_file, encoding="utf-8") as f:
                         doc = json.loads(f.read())
                     if (doc.get("version") == self.version and doc.get("folder") == folder
                             and isinstance(doc.get("entries"), dict)):
                         entries = doc["entries"]
+                except (OSError, ValueError):
+                    pass
             self._shards[folder] = entries
         return entries
 
@@ -82,8 +83,10 @@ class ParsedFileCache(ABC, Generic[InfoT]):
         entries = self._shard(folder)
         hit = entries.get(key)
         if hit is not None:
-            with contextlib.suppress(KeyError, TypeError, ValueError):
+            try:
                 return self.decode(hit)
+            except (KeyError, TypeError, ValueError):
+                pass
         info = self.parse(path)
         encoded: dict[str, Any] = asdict(info)  # InfoT is a record (ortfix/record.py)
         entries[key] = encoded

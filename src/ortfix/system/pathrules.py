@@ -10,7 +10,6 @@ linked folder still holds its own files: what the loader and pip see.
 
 from __future__ import annotations
 
-import ntpath
 import os
 import posixpath
 
@@ -18,13 +17,15 @@ import posixpath
 def within(path: str, folder: str, *, windows: bool, strict: bool = False) -> bool:
     """Whether `path` is `folder` or lies under it, compared as text by the target's rules (`windows`: Windows'
     rules); `strict`: the folder itself is not in it."""
-    rules = ntpath if windows else posixpath
-    path, folder = rules.normpath(path), rules.normpath(folder)
     if windows:
-        path, folder = ntpath.normcase(path), ntpath.normcase(folder)
+        import ntpath  # here: a Linux target's check does not import it (its failed imports of nt and _winapi)
+
+        path, folder, sep = ntpath.normcase(ntpath.normpath(path)), ntpath.normcase(ntpath.normpath(folder)), "\\"
+    else:
+        path, folder, sep = posixpath.normpath(path), posixpath.normpath(folder), "/"
     if path == folder:
         return not strict
-    return path.startswith(folder.rstrip(rules.sep) + rules.sep)  # the root ("/", "C:\\") keeps its separator
+    return path.startswith(folder.rstrip(sep) + sep)  # the root ("/", "C:\\") keeps its separator
 
 
 def within_resolved(path: str, folder: str, *, windows: bool) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
@@ -174,7 +173,7 @@ class ProbeFacts:
         return f"cp{major}{minor}"
 
 
-def finish_probe(run: ProbeRun, python: Path) -> ProbeFacts:
+def finish_probe(run: ProbeRun, python: str | os.PathLike[str]) -> ProbeFacts:
     done = probe_result(run)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
@@ -191,7 +190,7 @@ def finish_probe(run: ProbeRun, python: Path) -> ProbeFacts:
     return parse_probe(doc, report=done.stdout, python=python)
 
 
-def run_probe(python: Path) -> ProbeFacts:
+def run_probe(python: str | os.PathLike[str]) -> ProbeFacts:
     return finish_probe(start_probe(python), python)
 
 
@@ -202,7 +201,7 @@ class _Report:
     """Typed access to the probe's JSON: every field read is checked, and a missing one or one of the wrong type is
     a one-line OrtfixError naming it (a probe that was tampered with, or an interpreter that is not one)."""
 
-    def __init__(self, python: str | Path | None) -> None:
+    def __init__(self, python: str | os.PathLike[str] | None) -> None:
         self.python = python
 
     def fail(self, path: str, problem: str) -> OrtfixError:
@@ -363,7 +362,8 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_probe(doc: Mapping[str, object], report: str = "", *, python: str | Path | None = None) -> ProbeFacts:
+def parse_probe(doc: Mapping[str, object], report: str = "", *,
+                python: str | os.PathLike[str] | None = None) -> ProbeFacts:
     """The probe's report, typed. Every field read is checked: a missing field, or one of the wrong type, is an
     OrtfixError naming it (never a KeyError or TypeError)."""
     r = _Report(python)

@@ -13,12 +13,12 @@ import os
 import re
 import sys
 from functools import cache
-from pathlib import Path
 
 from ortfix.i18n import N_
 from ortfix.system.driver import DriverFacts, Gpu, GpuQuery, nvml_query_script, parse_gpu_query, parse_nvidia_smi_csv
 from ortfix.system.host import HOST
 from ortfix.system.linux.ldcache import LdCache
+from ortfix.system.pathform import form
 
 
 @cache
@@ -40,19 +40,26 @@ def parse_proc_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _read(path: Path) -> str | None:
+def _under(root: str, path: str) -> str:
+    """str(Path(root) / path) for a `path` relative to `root`."""
+    return form(os.path.join(root, path))
+
+
+def _read(path: str) -> str | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
     except OSError:
         return None
 
 
-def find_libcuda(cache: LdCache, root: Path = Path("/")) -> str | None:
+def find_libcuda(cache: LdCache, root: str | os.PathLike[str] = "/") -> str | None:
+    root = form(root)
     candidates = []
     cached = cache.lookup("libcuda.so.1")
     if cached:
         candidates.append(cached)
-    candidates.append(str(root / WSL_LIB_DIR.lstrip("/") / "libcuda.so.1"))
+    candidates.append(_under(root, WSL_LIB_DIR.lstrip("/") + "/libcuda.so.1"))
     for c in candidates:
         if os.path.exists(c):
             return c
@@ -64,12 +71,13 @@ def userspace_version(libcuda: str) -> str | None:
     return m.group(1) if m else None
 
 
-def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = True) -> DriverFacts:
+def detect_driver(cache: LdCache, *, root: str | os.PathLike[str] = "/", query_gpus: bool = True) -> DriverFacts:
+    root = form(root)
     notes: list[str] = []
-    kernel = (_read(root / "sys/module/nvidia/version") or "").strip() or None
+    kernel = (_read(_under(root, "sys/module/nvidia/version")) or "").strip() or None
     source = "/sys/module/nvidia/version" if kernel else ""
     if kernel is None:
-        proc_text = _read(root / "proc/driver/nvidia/version")
+        proc_text = _read(_under(root, "proc/driver/nvidia/version"))
         if proc_text:
             kernel = parse_proc_version(proc_text)
             source = "/proc/driver/nvidia/version"
@@ -81,7 +89,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
         return DriverFacts(present=False, version=None, source=N_("no nvidia kernel module, no libcuda.so.1"))
     gpus: tuple[Gpu, ...] = ()
     cuda_version = None
-    if query_gpus and libcuda and root == Path("/"):
+    if query_gpus and libcuda and root == "/":
         queried = query_gpu_subprocess()
         if queried is not None:
             gpus = queried.gpus
@@ -102,7 +110,7 @@ def detect_driver(cache: LdCache, *, root: Path = Path("/"), query_gpus: bool = 
         notes.append(N_("libcuda.so.1 is present but the nvidia kernel module is not loaded (a container without the "
                         "GPU passed through, or the module failed to load)"))
     return DriverFacts(
-        present=kernel is not None or (libcuda is not None and os.path.isdir(root / WSL_LIB_DIR.lstrip("/"))),
+        present=kernel is not None or (libcuda is not None and os.path.isdir(_under(root, WSL_LIB_DIR.lstrip("/")))),
         version=userspace or kernel,
         kernel_module=kernel,
         userspace=userspace,

@@ -28,6 +28,7 @@ from functools import cache
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
 from ortfix.system.hooks import PLAIN_PATH, check_hook_path, on_onnxruntime_import, sh_prepend, sh_take_back
+from ortfix.system.pathform import form
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -40,10 +41,16 @@ _MARKER = "# Written by ortfix."
 
 
 def conda_hook_paths(prefix: str) -> tuple[Path, Path]:
-    from pathlib import Path  # imported here: a check of a venv never asks (no pathlib on check's path)
+    from pathlib import Path  # imported here: check asks conda_hook_files (no pathlib on check's path)
 
-    base = Path(prefix) / "etc" / "conda"
-    return base / "activate.d" / CONDA_HOOK_NAME, base / "deactivate.d" / CONDA_HOOK_NAME
+    activate, deactivate = conda_hook_files(prefix)
+    return Path(activate), Path(deactivate)
+
+
+def conda_hook_files(prefix: str) -> tuple[str, str]:
+    """conda_hook_paths' paths as str (as str(Path) writes them): what `check` asks."""
+    return (form(os.path.join(prefix, "etc", "conda", "activate.d", CONDA_HOOK_NAME)),
+            form(os.path.join(prefix, "etc", "conda", "deactivate.d", CONDA_HOOK_NAME)))
 
 
 
@@ -107,9 +114,9 @@ def render_conda_deactivate(prefix: str) -> str:
 
 def read_conda_hook(prefix: str) -> list[str] | None:
     """The folders an installed ortfix activate.d hook prepends, or None when there is no such hook."""
-    activate, _ = conda_hook_paths(prefix)
+    activate, _ = conda_hook_files(prefix)
     try:
-        text = activate.read_text(encoding="utf-8")
+        text = _read_text(activate)
     except OSError:
         return None
     if not text.startswith(_MARKER):
@@ -123,9 +130,21 @@ def conda_hook_dirs(text: str) -> list[str]:
 
 
 def preload_paths(site_packages: str) -> tuple[Path, Path]:
-    from pathlib import Path
+    from pathlib import Path  # imported here: check asks preload_files (no pathlib on check's path)
 
-    return Path(site_packages) / PRELOAD_MODULE, Path(site_packages) / PRELOAD_PTH
+    module, pth = preload_files(site_packages)
+    return Path(module), Path(pth)
+
+
+def preload_files(site_packages: str) -> tuple[str, str]:
+    """preload_paths' paths as str (as str(Path) writes them): what `check` asks."""
+    return form(os.path.join(site_packages, PRELOAD_MODULE)), form(os.path.join(site_packages, PRELOAD_PTH))
+
+
+def _read_text(path: str) -> str:
+    """pathlib's Path(path).read_text(encoding="utf-8")."""
+    with open(path, encoding="utf-8") as file:
+        return file.read()
 
 
 def render_preload_pth() -> str:
@@ -193,16 +212,16 @@ def _load():
 
 def read_preload_hook(site_packages: str) -> list[str] | None:
     """Absolute paths an installed ortfix preload hook loads, or None when there is no hook."""
-    module, pth = preload_paths(site_packages)
+    module, pth = preload_files(site_packages)
     try:
-        text = module.read_text(encoding="utf-8")
+        text = _read_text(module)
     except OSError:
         return None
     if _MARKER[2:] not in text:
         return None
     try:
         # the line ortfix writes now, and the plain `import _ortfix_preload` of earlier versions
-        if "import _ortfix_preload" not in pth.read_text(encoding="utf-8"):
+        if "import _ortfix_preload" not in _read_text(pth):
             return None
     except (OSError, ValueError):
         return None

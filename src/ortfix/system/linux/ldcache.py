@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
-from pathlib import Path
 
 from ortfix.i18n import N_
 from ortfix.record import frozen
+from ortfix.system.pathform import form
 
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -131,26 +132,28 @@ def _cstr(data: bytes, start: int) -> str:
     return data[start:end].decode("utf-8", "surrogateescape")
 
 
-def load_ld_cache(path: Path = Path("/etc/ld.so.cache")) -> LdCache:
+def load_ld_cache(path: str | os.PathLike[str] = "/etc/ld.so.cache") -> LdCache:
     """The system's loader cache; an absent or unreadable cache is an empty one (as it is for the loader)."""
+    path = form(path)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except OSError:
-        return LdCache(source=str(path))
+        return LdCache(source=path)
     try:
-        return parse_ld_cache(data, str(path))
+        return parse_ld_cache(data, path)
     except (ValueError, struct.error):
         return _from_ldconfig(path)
 
 
-def _from_ldconfig(path: Path) -> LdCache:
+def _from_ldconfig(path: str) -> LdCache:
     """Fallback for a cache format we cannot parse: ask ldconfig itself (slower, but exact)."""
     from ortfix import subproc  # here, not at the top: a `check` that runs no child does not import `subprocess`
 
     try:
-        proc = subproc.run(["ldconfig", "-p", "-C", str(path)], target_python=None, timeout=20)
+        proc = subproc.run(["ldconfig", "-p", "-C", path], target_python=None, timeout=20)
     except Exception:
-        return LdCache(source=str(path))
+        return LdCache(source=path)
     entries = []
     for line in proc.stdout.splitlines()[1:]:
         name, sep, target = line.strip().partition(" => ")
@@ -159,4 +162,4 @@ def _from_ldconfig(path: Path) -> LdCache:
         name, _, attrs = name.partition(" (")
         flags = _FLAG_ELF_LIBC6 | (0x0300 if "x86-64" in attrs else 0x0A00 if "AArch64" in attrs else 0)
         entries.append(CacheEntry(name=name.strip(), path=target.strip(), flags=flags, hwcap=0))
-    return LdCache(source=str(path), entries=entries)
+    return LdCache(source=path, entries=entries)

@@ -7,7 +7,8 @@ import json
 import os
 from functools import lru_cache
 
-from ortfix.cachedir import cache_dir, write_json
+from ortfix.cachedir import cache_folder, write_json
+from ortfix.system.pathform import form
 
 _FALLBACK_DIRS = {
     "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
@@ -54,11 +55,12 @@ def system_search_dirs(interpreter: str | None) -> tuple[tuple[str, ...], tuple[
 @lru_cache(maxsize=4)
 def _system_search_dirs(interpreter: str, identity: str | None,
                         fallback: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    base = cache_dir() if identity else None
-    cache_file = base / f"ldso-{identity}.json" if base else None
+    base = cache_folder() if identity else None
+    cache_file = form(os.path.join(base, f"ldso-{identity}.json")) if base else None
     if cache_file is not None:
         try:
-            dirs_cached, hwcaps_cached = json.loads(cache_file.read_text(encoding="utf-8"))
+            with open(cache_file, encoding="utf-8") as file:
+                dirs_cached, hwcaps_cached = json.loads(file.read())
             return tuple(dirs_cached), tuple(hwcaps_cached)
         except (OSError, ValueError, TypeError):
             pass

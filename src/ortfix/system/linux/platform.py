@@ -148,11 +148,11 @@ class LinuxPlatform:
     # -- the target's processes ------------------------------------------------------------------------------
     def installed_hooks(self, probe: ProbeFacts) -> InstalledHooks:
         prepend = tuple(hooks.read_conda_hook(probe.prefix) or ()) if probe.env_kind == "conda" else ()
-        paths = (*hooks.conda_hook_paths(probe.prefix), *hooks.preload_paths(probe.purelib))
+        paths = (*hooks.conda_hook_files(probe.prefix), *hooks.preload_files(probe.purelib))
         return InstalledHooks(
             search_prepend=prepend,
             preloaded=tuple(hooks.read_preload_hook(probe.purelib) or ()),
-            files_present=tuple(str(p) for p in paths if os.path.lexists(p)),
+            files_present=tuple(p for p in paths if os.path.lexists(p)),
         )
 
     def loader_config(self, probe: ProbeFacts, search_path: str | None) -> LoaderConfig:
