@@ -300,3 +300,23 @@ def test_a_data_version_that_is_no_day_names_the_line(tmp_path: Path) -> None:
 ])
 def test_wheel_platform(system: str, machine: str, tag: str | None) -> None:
     assert wheel_platform(system, machine) == tag
+
+
+@pytest.mark.parametrize("damage", ["[]", "CACHE_WITH_NO_DOCS", "CACHE_WITH_EMPTY_DOCS", "CACHE_WITH_A_LIST_OF_FILES"])
+def test_a_damaged_matrix_cache_is_validated_again_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   damage: str) -> None:
+    # A cache file that is not what ortfix wrote (a JSON list ended in AttributeError: "unexpected" on every command).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("ORTFIX_NO_CACHE", raising=False)
+    reference = load_matrix(COMPAT, use_cache=False)
+    load_matrix(COMPAT)  # writes the cache
+    (cache_file,) = (tmp_path / "ortfix").glob("matrix-*.json")
+    good = json.loads(cache_file.read_text(encoding="utf-8"))
+    written = {"CACHE_WITH_NO_DOCS": {**good, "docs": {}},
+               "CACHE_WITH_EMPTY_DOCS": {**good, "docs": {kind: {} for kind in good["docs"]}},
+               "CACHE_WITH_A_LIST_OF_FILES": {**good, "files": [1, 2]}}
+    cache_file.write_text(json.dumps(written[damage]) if damage in written else damage, encoding="utf-8")
+    again = load_matrix(COMPAT)
+    assert (again.builds, again.data_version, again.files) == (reference.builds, reference.data_version,
+                                                               reference.files)
+    assert json.loads(cache_file.read_text(encoding="utf-8")) == good  # rewritten from the validated YAML

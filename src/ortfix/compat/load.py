@@ -98,33 +98,34 @@ def load_matrix(directory: str | os.PathLike[str] | None = None, *, use_cache: b
         identity.append(f"{pathform.form(os.path.realpath(f))}|{st.st_size}|{st.st_mtime_ns}")
     key = "\n".join(identity)
     cache_file = _cache_path(key) if use_cache else None
-    docs: dict[str, dict[str, Any]] | None = None
-    matrix_files: list[str] = []
     cached = _cached(cache_file, key) if cache_file is not None else None
     if cached is not None:
-        docs, matrix_files = cached
-    if docs is None:
-        # Only here: a warm load (every `check` after the first) never imports the schemas or their checker.
-        from ortfix.compat.schemas import MATRIX_KINDS
-        from ortfix.compat.validate import validate_document
+        try:
+            return _build(cached[0], tuple(cached[1]))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            pass  # not what this code wrote (damaged, or planted): validated again from the YAML, and rewritten
+    # Only here: a warm load (every `check` after the first) never imports the schemas or their checker.
+    from ortfix.compat.schemas import MATRIX_KINDS
+    from ortfix.compat.validate import validate_document
 
-        docs = {}
-        for f in files:
-            doc = validate_document(_read_bytes(f), f)
-            kind = doc["kind"]
-            if kind not in (*MATRIX_KINDS, ADDONS_KIND):
-                continue  # another versioned data file beside the matrix (explain's error patterns)
-            if kind in docs:
-                raise OrtfixError(Msg(N_("{file}: a second file of kind '{kind}' (one file per kind)"), file=f,
-                                      kind=kind))
-            docs[kind] = doc
-            matrix_files.append(f)
-        missing = set(MATRIX_KINDS) - set(docs)
-        if missing:
-            raise OrtfixError(Msg(N_("{folder}: no matrix file of kind {kinds}"), folder=folder,
-                                  kinds=", ".join(sorted(missing))))
-        if cache_file is not None:
-            write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
+    docs: dict[str, dict[str, Any]] = {}
+    matrix_files: list[str] = []
+    for f in files:
+        doc = validate_document(_read_bytes(f), f)
+        kind = doc["kind"]
+        if kind not in (*MATRIX_KINDS, ADDONS_KIND):
+            continue  # another versioned data file beside the matrix (explain's error patterns)
+        if kind in docs:
+            raise OrtfixError(Msg(N_("{file}: a second file of kind '{kind}' (one file per kind)"), file=f,
+                                  kind=kind))
+        docs[kind] = doc
+        matrix_files.append(f)
+    missing = set(MATRIX_KINDS) - set(docs)
+    if missing:
+        raise OrtfixError(Msg(N_("{folder}: no matrix file of kind {kinds}"), folder=folder,
+                              kinds=", ".join(sorted(missing))))
+    if cache_file is not None:
+        write_json(cache_file, {"format": _CACHE_FORMAT, "key": key, "docs": docs, "files": matrix_files})
     return _build(docs, tuple(matrix_files))
 
 
@@ -141,11 +142,15 @@ def _cached(cache_file: str, key: str) -> tuple[dict[str, dict[str, Any]], list[
     try:
         with open(cache_file, encoding="utf-8") as file:
             cached = json.loads(file.read())
-        if cached.get("format") == _CACHE_FORMAT and cached.get("key") == key:
-            return cached["docs"], cached["files"]
     except (OSError, ValueError):
-        pass
-    return None
+        return None
+    if not isinstance(cached, dict) or cached.get("format") != _CACHE_FORMAT or cached.get("key") != key:
+        return None
+    docs, files = cached.get("docs"), cached.get("files")
+    if (not isinstance(docs, dict) or not all(isinstance(doc, dict) for doc in docs.values())
+            or not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
+        return None
+    return docs, files
 
 
 def _cache_path(key: str) -> str | None:
