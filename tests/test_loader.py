@@ -172,6 +172,22 @@ def test_the_elf_cache_keeps_one_file_per_folder(tmp_path: Path) -> None:
     assert list(again._shards) == [str(tmp_path / "b")]  # only b's folder was read
 
 
+@pytest.mark.parametrize("damage", ["[]", '"text"', '{"version": VERSION, "folder": FOLDER, "entries": {"K": []}}'])
+def test_a_damaged_elf_cache_file_is_parsed_again(tmp_path: Path, damage: str) -> None:
+    """A cache file that is not what ortfix wrote (a JSON list ended in AttributeError) is read as no cache."""
+    a = build_stub_lib(tmp_path / "a" / "liba.so.1", soname="liba.so.1")
+    cache = tmp_path / "cache"
+    reader = ElfReader(cache)
+    reader.read(str(a))
+    reader.save()
+    (shard,) = cache.glob("*.json")
+    good = json.loads(shard.read_text())
+    (key,) = good["entries"]
+    text = damage.replace("VERSION", json.dumps(good["version"])).replace("FOLDER", json.dumps(good["folder"]))
+    shard.write_text(text.replace('"K"', json.dumps(key)))
+    assert ElfReader(cache).read(str(a)).soname == "liba.so.1"
+
+
 @pytest.mark.skipif(not hasattr(os, "uname"), reason="ld.so's tokens are a POSIX matter")
 def test_runpath_tokens_expand_as_ld_so_expands_them() -> None:
     """$ORIGIN, $LIB and $PLATFORM (also in braces), ld.so's dynamic string tokens; the platform module they need is

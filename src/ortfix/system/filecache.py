@@ -58,7 +58,7 @@ class ParsedFileCache(ABC, Generic[InfoT]):
                 try:
                     with open(shard_file, encoding="utf-8") as f:
                         doc = json.loads(f.read())
-                    if (doc.get("version") == self.version and doc.get("folder") == folder
+                    if (isinstance(doc, dict) and doc.get("version") == self.version and doc.get("folder") == folder
                             and isinstance(doc.get("entries"), dict)):
                         entries = doc["entries"]
                 except (OSError, ValueError):
