@@ -198,3 +198,27 @@ def test_runpath_tokens_expand_as_ld_so_expands_them() -> None:
     lib = "lib64" if os.path.isdir("/lib64") and machine in ("x86_64", "aarch64") else "lib"
     assert _expand_tokens("$ORIGIN/../${LIB}/x/$PLATFORM", "/o") == f"/o/../{lib}/x/{machine}"
     assert _expand_tokens("${ORIGIN}/y", "/o") == "/o/y"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ld.so is Linux's loader")
+@pytest.mark.parametrize("damage", ['{"dirs": 1, "hwcaps": 2}', "[[1], [2]]", '["/lib", "/usr/lib"]'])
+def test_a_damaged_cache_of_ld_so_s_answer_is_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          damage: str) -> None:
+    """ld.so's search folders, cached by its identity: a cache file of another shape (a JSON object unpacked into
+    its two keys read as folder names "dirs" and "hwcaps") is no answer."""
+    from ortfix.system.linux import ldso
+
+    interpreter = ldso.find_interpreter()
+    if interpreter is None:
+        pytest.skip("no ld.so found")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("ORTFIX_NO_CACHE", raising=False)
+    ldso._system_search_dirs.cache_clear()
+    first = ldso.system_search_dirs(interpreter)
+    (cache_file,) = (tmp_path / "ortfix").glob("ldso-*.json")
+    cache_file.write_text(damage)
+    ldso._system_search_dirs.cache_clear()
+    try:
+        assert ldso.system_search_dirs(interpreter) == first
+    finally:
+        ldso._system_search_dirs.cache_clear()

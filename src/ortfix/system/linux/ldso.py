@@ -58,16 +58,27 @@ def _system_search_dirs(interpreter: str, identity: str | None,
     base = cache_folder() if identity else None
     cache_file = form(os.path.join(base, f"ldso-{identity}.json")) if base else None
     if cache_file is not None:
-        try:
-            with open(cache_file, encoding="utf-8") as file:
-                dirs_cached, hwcaps_cached = json.loads(file.read())
-            return tuple(dirs_cached), tuple(hwcaps_cached)
-        except (OSError, ValueError, TypeError):
-            pass
+        cached = _cached_answer(cache_file)
+        if cached is not None:
+            return cached
     result = _ask_ld_so(interpreter) or fallback
     if cache_file is not None:
         write_json(cache_file, result)
     return result
+
+
+def _cached_answer(cache_file: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The search folders and hwcaps subfolders the cache file holds: two lists of strings, as written below (a file
+    of any other shape, damaged or planted, is no answer)."""
+    try:
+        with open(cache_file, encoding="utf-8") as file:
+            doc = json.loads(file.read())
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(doc, list) or len(doc) != 2
+            or not all(isinstance(part, list) and all(isinstance(s, str) for s in part) for part in doc)):
+        return None
+    return tuple(doc[0]), tuple(doc[1])
 
 
 def _ask_ld_so(interpreter: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
