@@ -314,7 +314,8 @@ def test_resolving_shares_lstat_calls_and_answers_as_realpath(tmp_path: Path) ->
     (tmp_path / "a" / "b" / "file").write_text("")
     links = {"l1": "a/b", "l2": str(tmp_path / "d"), "a/l3": "../d/e", "loop1": "loop2", "loop2": "loop1",
              "self": "self", "dang": "nowhere/x", "a/b/c/up": "../../..", "d/e/l4": "../../l1/c", "chain": "l1",
-             "rel": "a/../d", "dd": "l1/../d", "a/b/lf": "file", "toroot": "/", "slashy": "./a//b/", "selfx": f"{tmp_path}/self/x"}
+             "rel": "a/../d", "dd": "l1/../d", "a/b/lf": "file", "toroot": "/", "slashy": "./a//b/",
+             "selfx": f"{tmp_path}/self/x"}
     for name, text in links.items():
         (tmp_path / name).symlink_to(text)
     names = ["a", "b", "c", "e", "l1", "l2", "l3", "l4", "loop1", "self", "dang", "up", "chain", "rel", "lf",
