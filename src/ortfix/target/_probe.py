@@ -306,16 +306,17 @@ def read_record(dist_dir):
     if text is None:
         return None
     rows = []
+    append = rows.append
+    quoted = '"' in text
     for line in text.splitlines():
-        if not line:
+        # line.rsplit(",", 2) without its list: a row has two commas at least (the last two end path and digest)
+        head, _, size = line.rpartition(",")
+        path, comma, digest = head.rpartition(",")
+        if not comma:
             continue
-        parts = line.rsplit(",", 2)
-        if len(parts) != 3:
-            continue
-        path, digest, size = parts
-        if path.startswith('"') and path.endswith('"'):
+        if quoted and path.startswith('"') and path.endswith('"'):
             path = path[1:-1].replace('""', '"')
-        rows.append([path, digest, int(size) if size and not size.strip("0123456789") else None])
+        append([path, digest, int(size) if size and not size.strip("0123456789") else None])
     return rows
 
 
