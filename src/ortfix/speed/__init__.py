@@ -105,4 +105,14 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   process, `--fresh` on the bench venv (three runs each, median): 282.5M -> 227.3M; replayed 138.1M -> 135.9M.
   Interleaved wall time against `import onnxruntime`, 31 rounds, load 2.8: fresh 0.548x -> 0.426x (152.9 ->
   118.8 ms), replayed 0.324x -> 0.329x (unchanged: it already collected the probe this way).
+- The probe's report (issue 22, the round after): an ORT distribution's RECORD rows were 65 of its 68 KB, digests
+  most of it; a row is now its path alone but where it may list the extension module, whose size and digest tell two
+  builds apart (probe schema 2). RECORD rows are split with rpartition. As root, the owner check resolves each folder
+  once (owner._real, realpath's answer: 134 lstat calls -> 67). Callgrind, the argv the parent starts (bench venv,
+  three runs each): the probe 57.1M -> 55.5M (CPU-only venv 51.3M -> 49.7M), report 70.2 -> 47.2 KB; a replay's
+  process before the spawn 61.0M -> 60.5M (the owner checks 2.95M -> 2.24M); the parent's json.loads and parse
+  0.41 -> 0.27 ms. Wall time, interleaved: the probe alone -0.53 ms (151 pairs, load 1.6); replayed and fresh
+  check within the noise (41 rounds, load 1.7: 0.272x -> 0.271x, 0.466x -> 0.461x). Left in the probe's work
+  (~28M after its 27.7M `-S` start): `sysconfig` (its own get_config_vars expands every path once before ours),
+  the 565 size checks, the RECORD rows.
 """
