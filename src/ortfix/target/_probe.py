@@ -305,7 +305,7 @@ def read_record(dist_dir):
     text = read_text(os.path.join(dist_dir, "RECORD"))
     if text is None:
         return None
-    rows = []
+    rows = []  # type: List[List[Any]]
     append = rows.append
     quoted = '"' in text
     for line in text.splitlines():
