@@ -32,7 +32,9 @@ TORCH_LIB_RE = re.compile(r"^(lib)?(cud|cublas|cufft|curand|nvrtc|nvJit)")
 DEPENDENT_RE = re.compile(r"^\s*onnxruntime", re.I)
 
 # Modules the probe must not load: each costs milliseconds of its start-up.
-SLOW_MODULES = {"json", "re", "platform", "importlib.util", "importlib.machinery", "enum", "traceback", "typing"}
+SLOW_MODULES = {"json", "re", "platform", "importlib.util", "importlib.machinery", "enum", "traceback", "typing",
+                # a codec's module, only to drop a BOM from pyvenv.cfg and .pth files (pth_lines does it itself)
+                "encodings.utf_8_sig"}
 
 # What the probe reports, worked out by the target interpreter with the modules the probe does without.
 EXPECTED_SCRIPT = """
@@ -568,6 +570,19 @@ def test_probe_keeps_the_digest_that_tells_two_builds_apart(tmp_path: Path) -> N
     facts = parse_probe(doc)
     owners, on_disk = _owners(facts.ort_dirs[0], facts)
     assert sorted(owners) == ["onnxruntime", "onnxruntime-gpu"] and on_disk == "onnxruntime"
+
+
+@pytest.mark.parametrize("data", [b"", b"\xef\xbb\xbf", b"\xef\xbb\xbfa\nb\n", b"a\xef\xbb\xbf\n",
+                                  b"\xef\xbb\xbf\xef\xbb\xbfx", b"\xef\xbbx", b"\xef\xbb\xbf\xff\n",
+                                  b"caf\xc3\xa9\r\nz"], ids=repr)
+def test_pth_lines_read_as_site_reads_them(probe: dict[str, Any], tmp_path: Path, data: bytes) -> None:
+    """site.py decodes a .pth file as UTF-8 with a BOM dropped (utf-8-sig), else in the locale's encoding."""
+    (tmp_path / "x.pth").write_bytes(data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode(sys.getfilesystemencoding(), "surrogateescape")
+    assert probe["pth_lines"](str(tmp_path / "x.pth")) == text.splitlines()
 
 
 def test_record_sizes_are_plain_digits_only(probe: dict[str, Any], tmp_path: Path) -> None:

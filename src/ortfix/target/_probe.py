@@ -84,8 +84,8 @@ def pth_lines(path):
             data = f.read()
     except OSError:
         return []
-    try:
-        text = data.decode("utf-8-sig")
+    try:  # data.decode("utf-8-sig"), without importing that codec's module (encodings.utf_8_sig)
+        text = (data[3:] if data.startswith(b"\xef\xbb\xbf") else data).decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode(sys.getfilesystemencoding(), "surrogateescape")
     return text.splitlines()
