@@ -299,3 +299,34 @@ def test_the_check_is_made_at_the_moment_of_launch(root_venv: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(python), str(drop)], capture_output=True, text=True,
                           check=True)
     assert proc.stdout == "" and drop.exists(), proc.stdout
+
+
+def test_resolving_shares_lstat_calls_and_answers_as_realpath(tmp_path: Path) -> None:
+    """The owner check resolves each path it looks at (the interpreter's links, the site folders, the ones above)
+    once per check (owner._real): what it answers is os.path.realpath's, for links relative and absolute, with ".."
+    in their text, to the root, dangling, in a loop, through a file and in a row."""
+    import itertools
+
+    from ortfix.target.owner import _real
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "file").write_text("")
+    links = {"l1": "a/b", "l2": str(tmp_path / "d"), "a/l3": "../d/e", "loop1": "loop2", "loop2": "loop1",
+             "self": "self", "dang": "nowhere/x", "a/b/c/up": "../../..", "d/e/l4": "../../l1/c", "chain": "l1",
+             "rel": "a/../d", "dd": "l1/../d", "a/b/lf": "file", "toroot": "/", "slashy": "./a//b/",
+             "selfx": f"{tmp_path}/self/x"}
+    for name, text in links.items():
+        (tmp_path / name).symlink_to(text)
+    names = ["a", "b", "c", "e", "l1", "l2", "l3", "l4", "loop1", "self", "dang", "up", "chain", "rel", "lf",
+             "toroot", "slashy", "selfx", "dd", "file", "nope", "tmp", "..", "."]
+    plain: set[str] = set()
+    checked = 0
+    for n in range(4):
+        for parts in itertools.product(names, repeat=n):
+            path = os.path.join(str(tmp_path), *parts)
+            assert _real(path, plain) == os.path.realpath(path), path
+            checked += 1
+    assert checked > 12_000 and plain
+    for path in ("/", "//", str(tmp_path) + "//a", "relative/l1", ""):
+        assert _real(path, set()) == os.path.realpath(path), path

@@ -32,7 +32,9 @@ TORCH_LIB_RE = re.compile(r"^(lib)?(cud|cublas|cufft|curand|nvrtc|nvJit)")
 DEPENDENT_RE = re.compile(r"^\s*onnxruntime", re.I)
 
 # Modules the probe must not load: each costs milliseconds of its start-up.
-SLOW_MODULES = {"json", "re", "platform", "importlib.util", "importlib.machinery", "enum", "traceback", "typing"}
+SLOW_MODULES = {"json", "re", "platform", "importlib.util", "importlib.machinery", "enum", "traceback", "typing",
+                # a codec's module, only to drop a BOM from pyvenv.cfg and .pth files (pth_lines does it itself)
+                "encodings.utf_8_sig"}
 
 # What the probe reports, worked out by the target interpreter with the modules the probe does without.
 EXPECTED_SCRIPT = """
@@ -102,7 +104,7 @@ def test_probe_reports_what_the_stdlib_says_in_a_venv(tmp_path: Path, with_pip: 
     doc = probe_doc(python, tmp_path)
 
     assert expected["has_pip"] is with_pip
-    assert doc["probe_schema"] == 1
+    assert doc["probe_schema"] == 2
     assert doc["python"] == {
         "executable": expected["executable"],
         "real_executable": os.path.realpath(expected["executable"]),
@@ -399,6 +401,7 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
                "Requires-Dist: nvidia-cudnn-cu12~=9.0; extra == \"cudnn\"\n\nonnxruntime description\n",
                INSTALLER="pip\n",
                RECORD='onnxruntime/__init__.py,sha256=abc,123\n"onnxruntime/a,""b"".txt",,\n'
+                      "onnxruntime/capi/onnxruntime_pybind11_state.so,sha256=ghi,0\n"
                       "onnxruntime/caf\u00e9.txt,sha256=def,7\nbroken line\n")
     write_dist(site, "nvidia_cudnn_cu12-9.1.0.70.dist-info", "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n",
                INSTALLER="uv")
@@ -460,8 +463,9 @@ def test_probe_scans_distributions(tmp_path: Path) -> None:
         "dist_info": os.path.join(location, "onnxruntime_gpu-1.22.0.dist-info"),
         "requires": ["numpy>=1.21", 'nvidia-cudnn-cu12~=9.0; extra == "cudnn"'],
         "installer": "pip",
-        "files": [["onnxruntime/__init__.py", "sha256=abc", 123], ['onnxruntime/a,"b".txt', "", None],
-                  ["onnxruntime/caf\u00e9.txt", "sha256=def", 7]],
+        # each row's path; the whole row (digest, size) only where it may list the extension module
+        "files": ["onnxruntime/__init__.py", 'onnxruntime/a,"b".txt',
+                  ["onnxruntime/capi/onnxruntime_pybind11_state.so", "sha256=ghi", 0], "onnxruntime/caf\u00e9.txt"],
         # neither file exists: the rows with a size are checked, the one without is not
         "record": True,
         "checked": 2,
@@ -528,7 +532,7 @@ def test_probe_checks_installed_files_against_record_by_size(tmp_path: Path) -> 
     assert (gpu["record"], gpu["checked"]) == (True, 4)
     assert gpu["damaged"] == [["onnxruntime/capi/cut.so", 10, 4, None], ["onnxruntime/capi/gone.py", 3, None, None],
                               ["onnxruntime/capi/shared.so", 8, 6, "onnxruntime"]]
-    assert len(gpu["files"]) == 7  # ORT rows are still reported in full
+    assert len(gpu["files"]) == 7  # every ORT row is still reported, as its path at least
     assert (dists["onnxruntime"]["record"], dists["onnxruntime"]["checked"], dists["onnxruntime"]["damaged"]) == \
         (True, 2, [])
     nvidia = dists["nvidia-x-cu12"]
@@ -536,6 +540,49 @@ def test_probe_checks_installed_files_against_record_by_size(tmp_path: Path) -> 
                       "damaged": [["nvidia/x/lib/libgone.so.1", 7, None, None]]}
     assert (dists["nvidia-y-cu12"]["record"], dists["nvidia-y-cu12"]["damaged"]) == (False, [])
     assert (dists["onnxruntime-directml"]["record"], dists["onnxruntime-directml"]["checked"]) == (None, 0)
+
+
+@pytest.mark.slow
+def test_probe_keeps_the_digest_that_tells_two_builds_apart(tmp_path: Path) -> None:
+    """Two ORT builds in one folder whose extension modules have the same size: only the RECORD's digest tells which
+    one is on disk (check/facts.py). The probe reports every other row as its path alone, but that row whole."""
+    import base64
+    import hashlib
+
+    from ortfix.check.facts import _owners
+    from ortfix.target.probe import parse_probe
+
+    site = tmp_path / "site"
+    (site / "onnxruntime" / "capi").mkdir(parents=True)
+    module = "onnxruntime/capi/onnxruntime_pybind11_state.so"
+    (site / module).write_bytes(b"cpu!")
+    digest = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b"cpu!").digest()).rstrip(b"=").decode()
+    other = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b"gpu!").digest()).rstrip(b"=").decode()
+    (site / "onnxruntime" / "__init__.py").write_text("")
+    for entry, name, row_digest in (("onnxruntime_gpu-1.22.0.dist-info", "onnxruntime-gpu", other),
+                                    ("onnxruntime-1.22.0.dist-info", "onnxruntime", digest)):
+        write_dist(site, entry, f"Name: {name}\nVersion: 1.22.0\n",
+                   RECORD=f"onnxruntime/__init__.py,sha256=a,0\n{module},{row_digest},4\n")
+    doc = probe_doc(make_venv(tmp_path / "venv"), tmp_path, pythonpath=str(site))
+    ort = {d["name"]: d["files"] for d in doc["distributions"]}
+    assert ort == {"onnxruntime-gpu": ["onnxruntime/__init__.py", [module, other, 4]],
+                   "onnxruntime": ["onnxruntime/__init__.py", [module, digest, 4]]}
+    facts = parse_probe(doc)
+    owners, on_disk = _owners(facts.ort_dirs[0], facts)
+    assert sorted(owners) == ["onnxruntime", "onnxruntime-gpu"] and on_disk == "onnxruntime"
+
+
+@pytest.mark.parametrize("data", [b"", b"\xef\xbb\xbf", b"\xef\xbb\xbfa\nb\n", b"a\xef\xbb\xbf\n",
+                                  b"\xef\xbb\xbf\xef\xbb\xbfx", b"\xef\xbbx", b"\xef\xbb\xbf\xff\n",
+                                  b"caf\xc3\xa9\r\nz"], ids=repr)
+def test_pth_lines_read_as_site_reads_them(probe: dict[str, Any], tmp_path: Path, data: bytes) -> None:
+    """site.py decodes a .pth file as UTF-8 with a BOM dropped (utf-8-sig), else in the locale's encoding."""
+    (tmp_path / "x.pth").write_bytes(data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode(sys.getfilesystemencoding(), "surrogateescape")
+    assert probe["pth_lines"](str(tmp_path / "x.pth")) == text.splitlines()
 
 
 def test_record_sizes_are_plain_digits_only(probe: dict[str, Any], tmp_path: Path) -> None:
@@ -728,7 +775,7 @@ def test_the_cached_probe_s_command_line_is_the_short_bootstrap(tmp_path: Path,
     env = {k: v for k, v in probe_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env[SOURCE_VAR] = "raise SystemExit('the fallback ran')"  # it is not run where the cached copy is imported
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
-    assert proc.returncode == 0 and json.loads(proc.stdout)["probe_schema"] == 1, proc.stderr
+    assert proc.returncode == 0 and json.loads(proc.stdout)["probe_schema"] == 2, proc.stderr
     for module in (tmp_path / "cache" / "probe").glob("ortfix_probe_*.py"):
         module.unlink()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False)

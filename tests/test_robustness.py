@@ -185,7 +185,7 @@ def _broken(path: str, value: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("report", "fragment"), [
-    ({"probe_schema": 1}, "field python is missing"),
+    ({"probe_schema": 2}, "field python is missing"),
     (lambda: _broken("python.executable", ...), "field python.executable is missing"),
     (lambda: _broken("python.version", 3), "field python.version is not a str (got int)"),
     (lambda: _broken("python.version", "banana"), "field python.version is not a Python version"),
@@ -197,9 +197,11 @@ def _broken(path: str, value: Any) -> dict[str, Any]:
     (lambda: _broken("distribution_count", "many"), "field distribution_count is not an int"),
     (lambda: _broken("distributions.-1.name", ...), "is missing"),
     (lambda: _broken("distributions.-1.files", [["a", "b"]]), "is not a RECORD row"),
+    (lambda: _broken("distributions.-1.files", ["a", 7]), ".files[1] is not a RECORD row"),
     (lambda: _broken("torch", {"dir": "/t"}), "field torch.lib_dir is missing"),
 ], ids=["schema-only", "no-executable", "version-int", "version-text", "env-list", "env-kind", "sys-path-str",
-        "sys-path-int", "environ-null", "count-str", "dist-no-name", "record-row", "torch-no-lib-dir"])
+        "sys-path-int", "environ-null", "count-str", "dist-no-name", "record-row", "record-row-int",
+        "torch-no-lib-dir"])
 def test_incomplete_probe_report_is_one_line(tmp_path: Path, report: Any, fragment: str) -> None:
     doc = report() if callable(report) else report
     (tmp_path / "report.json").write_text(json.dumps(doc))
@@ -207,6 +209,17 @@ def test_incomplete_probe_report_is_one_line(tmp_path: Path, report: Any, fragme
     for proc in _both("check", "--python", str(fake)):
         line = assert_one_line_error(proc, "returned an incomplete report", fragment)
         assert str(fake) in line
+
+
+def test_probe_report_of_another_schema_is_one_line(tmp_path: Path) -> None:
+    """A report of schema 1 (every RECORD row whole) or of a schema to come is refused as a whole, not read as
+    today's: one line, exit 2."""
+    for schema in (1, 3, "2", None):
+        doc = _real_report()
+        doc["probe_schema"] = schema
+        (tmp_path / "report.json").write_text(json.dumps(doc))
+        fake = _script(tmp_path / "python", f'cat "{tmp_path}/report.json"\n')
+        assert_one_line_error(run_ortfix("check", "--python", str(fake)), "the probe answered in an unknown format")
 
 
 def test_probe_json_nested_too_deep_is_one_line(tmp_path: Path) -> None:

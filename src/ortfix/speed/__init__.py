@@ -113,4 +113,13 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   imports contextlib itself: 220.3M -> 208.9M; CPU-only venv 189.1M -> 170.6M); replayed 107.1M, unchanged.
   Interleaved wall time against `import onnxruntime` (console scripts, each tree its own cache folder): fresh 129.8 ->
   121.0 ms, 0.426x -> 0.397x (31 rounds, load 2.3); 126.2 -> 116.8 ms, 0.445x -> 0.412x (41 rounds, load 2.5).
+- The probe's report (issue 22, the round after): an ORT distribution's RECORD rows were 65 of its 68 KB, digests
+  most of it; a row is now its path alone but where it may list the extension module, whose size and digest tell two
+  builds apart (probe schema 2). RECORD rows are split with rpartition; pyvenv.cfg is read without importing the
+  utf-8-sig codec. As root, the owner check resolves each folder once (owner._real: 134 lstat calls -> 67).
+  Callgrind, the argv the parent starts (bench venv, three runs each): the probe 57.1M -> 54.6M (CPU-only venv
+  51.3M -> 49.0M; its work after the `-S` start ~29.4M -> ~26.9M), report 70.2 -> 47.2 KB; a replay before the
+  spawn 61.1M -> 60.5M (owner checks 2.95M -> 2.24M); the parent's json.loads and parse 0.41 -> 0.27 ms. Wall time,
+  interleaved: the probe alone -0.8 ms (151 pairs, load 0.9); replayed check -0.9 ms, 0.275x -> 0.270x (81 rounds,
+  load 1.4). Left: `sysconfig` (its get_config_vars expands every path once before ours does), the 565 size checks.
 """

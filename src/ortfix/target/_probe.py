@@ -30,9 +30,15 @@ try:  # and the C encoder json.dumps runs for a whole document: a third of the t
 except ImportError:  # an interpreter built without it: encode()
     c_make_encoder = None  # type: ignore[assignment,misc]
 
-PROBE_SCHEMA = 1
+PROBE_SCHEMA = 2  # 2: an ORT distribution's RECORD rows are paths, but those of its extension module (MODULE_MARK)
 INTERESTING_PREFIXES = ("onnxruntime", "ort-nightly", "ort_nightly", "nvidia-", "nvidia_", "tensorrt")
 ORT_PREFIXES = ("onnxruntime", "ort-nightly")  # normalized names whose RECORD rows are reported
+# The RECORD rows reported whole ([path, digest, size]): those that may list ORT's extension module, whose size and
+# digest tell which of two builds in one folder is the one on disk (check/facts.py, `_owners`: its file name starts
+# with this, and a row names it only if its path has it: normpath keeps the last part). Every other row is reported
+# as its path alone: the parent uses only the paths and their number, and the digests were most of the report (608
+# rows of onnxruntime-gpu 1.22.0, 65 of its 68 KB).
+MODULE_MARK = "onnxruntime_pybind11_state"
 # Normalized names whose installed files are checked against their RECORD (size only: hashing hundreds of MB on every
 # check is out of the question, and a pip stopped half-way leaves files missing or cut short, not altered).
 VERIFIED_PREFIXES = ("onnxruntime", "ort-nightly", "nvidia-")
@@ -78,8 +84,8 @@ def pth_lines(path):
             data = f.read()
     except OSError:
         return []
-    try:
-        text = data.decode("utf-8-sig")
+    try:  # data.decode("utf-8-sig"), without importing that codec's module (encodings.utf_8_sig)
+        text = (data[3:] if data.startswith(b"\xef\xbb\xbf") else data).decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode(sys.getfilesystemencoding(), "surrogateescape")
     return text.splitlines()
@@ -299,17 +305,18 @@ def read_record(dist_dir):
     text = read_text(os.path.join(dist_dir, "RECORD"))
     if text is None:
         return None
-    rows = []
+    rows = []  # type: List[List[Any]]
+    append = rows.append
+    quoted = '"' in text
     for line in text.splitlines():
-        if not line:
+        # line.rsplit(",", 2) without its list: a row has two commas at least (the last two end path and digest)
+        head, _, size = line.rpartition(",")
+        path, comma, digest = head.rpartition(",")
+        if not comma:
             continue
-        parts = line.rsplit(",", 2)
-        if len(parts) != 3:
-            continue
-        path, digest, size = parts
-        if path.startswith('"') and path.endswith('"'):
+        if quoted and path.startswith('"') and path.endswith('"'):
             path = path[1:-1].replace('""', '"')
-        rows.append([path, digest, int(size) if size and not size.strip("0123456789") else None])
+        append([path, digest, int(size) if size and not size.strip("0123456789") else None])
     return rows
 
 
@@ -416,7 +423,7 @@ def scan_distributions(dirs):
                 verified = meta_file == "METADATA" and normalized.startswith(VERIFIED_PREFIXES)
                 rows = read_record(dist_dir) if ort or verified else None
                 if ort:
-                    dist["files"] = rows or []
+                    dist["files"] = [row if MODULE_MARK in row[0] else row[0] for row in rows or ()]
                 if verified:
                     dist["record"] = rows is not None
                     # Sizes are compared only where ortfix judges them: NVIDIA wheels and the ORT builds that

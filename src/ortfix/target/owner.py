@@ -64,9 +64,10 @@ def refusal(python: str | Path) -> tuple[str, Msg, str] | None:
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     env_dir = environment_folder(python)
-    if _listed_safe(env_dir):
+    plain: set[str] = set()
+    if _listed_safe(env_dir, plain):
         return None
-    for path in sorted(_deciding_paths(python, env_dir)):
+    for path in sorted(_deciding_paths(python, env_dir, plain)):
         who = _controlled_by(path)
         if who is not None:
             return path, who, env_dir
@@ -80,19 +81,20 @@ def environment_folder(python: str | Path) -> str:
     return os.path.dirname(folder) if os.path.basename(folder) in ("bin", "Scripts") else folder
 
 
-def _listed_safe(env_dir: str) -> bool:
+def _listed_safe(env_dir: str, plain: set[str]) -> bool:
     """The environment is in or below a folder of ORTFIX_SAFE_ENVS (compared by real path)."""
-    real = os.path.realpath(env_dir)
+    real = None
     for entry in os.environ.get(SAFE_ENVS, "").split(os.pathsep):
         if not entry.strip():
             continue
-        allowed = os.path.realpath(os.path.expanduser(entry))
+        real = _real(env_dir, plain) if real is None else real
+        allowed = _real(os.path.expanduser(entry), plain)
         if real == allowed or real.startswith(allowed.rstrip(os.sep) + os.sep):
             return True
     return False
 
 
-def _deciding_paths(python: str | Path, env_dir: str) -> set[str]:
+def _deciding_paths(python: str | Path, env_dir: str, plain: set[str]) -> set[str]:
     """Every path whose owner decides what a child of `python` runs, folders above included."""
     wanted: list[str] = []
     envs = [env_dir]
@@ -112,14 +114,14 @@ def _deciding_paths(python: str | Path, env_dir: str) -> set[str]:
         wanted.extend(_site_folders(env))
     found: set[str] = set()
     for path in wanted:
-        _add_ancestry(path, found)
+        _add_ancestry(path, found, plain)
     return found
 
 
-def _add_ancestry(path: str, found: set[str]) -> None:
+def _add_ancestry(path: str, found: set[str], plain: set[str]) -> None:
     """Add _ancestry(path) to `found`, where every folder above a path in it is in it too: a walk up ends at the
     first folder already there (the paths of one environment share most of theirs: 193 steps were 38)."""
-    for form in (os.path.abspath(path), os.path.realpath(path)):
+    for form in (os.path.abspath(path), _real(path, plain)):
         current = os.path.normpath(form)
         while current not in found:
             found.add(current)
@@ -155,11 +157,67 @@ def _link_chain(path: str) -> Iterator[str]:
         path = os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
+def _real(path: str, plain: set[str]) -> str:
+    """os.path.realpath(path), with one lstat per folder per check rather than one per folder per path: `plain`
+    holds the absolute paths seen to be no link, with no link above them (their real path is themselves; filled
+    here). A link on the way is followed as realpath follows it (its text read from the folder it is in, whose real
+    path is itself), where the text has no ".." part (realpath resolves what comes before a ".." first). A path in
+    another form (relative, with "." or ".." parts, "//"), a link whose text has a ".." and a loop (more links than
+    the kernel follows) are left to realpath."""
+    current = path
+    for _ in range(_MAX_LINKS):
+        if not _normal(current):
+            break
+        link = _first_link(current, plain)
+        if link is None:
+            return current
+        try:
+            text = os.readlink(link)
+        except OSError:  # no longer a link
+            break
+        if ".." in text.split(os.sep):
+            break
+        target = os.path.normpath(os.path.join(os.path.dirname(link), text))
+        rest = current[len(link):]
+        current = target.rstrip(os.sep) + rest if rest else target
+    return os.path.realpath(path)
+
+
+def _normal(path: str) -> bool:
+    return os.path.isabs(path) and not path.startswith("//") and os.path.normpath(path) == path
+
+
+def _first_link(path: str, plain: set[str]) -> str | None:
+    """The first folder on the way to `path` (or itself) that is a link; None when there is none, and then all of
+    them are in `plain`. A missing one, or one below a file, is no link (as realpath takes it)."""
+    unseen = []
+    current = path
+    while current not in plain:
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        unseen.append(current)
+        current = parent
+    for folder in reversed(unseen):
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            pass
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                return folder
+        plain.add(folder)
+    return None
+
+
 def _ancestry(path: str) -> Iterator[str]:
-    """`path` and every folder above it, as written and as resolved (a linked folder on the way counts both)."""
+    """`path` and every folder above it, as written and as resolved (a linked folder on the way counts both), each
+    once."""
+    found: set[str] = set()
     for form in (os.path.abspath(path), os.path.realpath(path)):
         current = os.path.normpath(form)
-        while True:
+        while current not in found:
+            found.add(current)
             yield current
             parent = os.path.dirname(current)
             if parent == current:

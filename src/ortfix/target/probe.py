@@ -38,7 +38,10 @@ __all__ = [
     "start_probe",
 ]
 
-PROBE_SCHEMA = 1
+# 2: a RECORD row is [path, hash, size] only where it may list ORT's extension module (the size and hash tell two
+# builds apart: check/facts.py), else its path alone. A report of another schema is refused (finish_probe), one of
+# schema 1 included, whose probe is never the one started: the probe's module name comes from its source.
+PROBE_SCHEMA = 2
 
 
 @frozen
@@ -50,7 +53,9 @@ class Distribution:
     dist_info: str
     requires: tuple[str, ...]
     installer: str
-    files: tuple[tuple[str, str, int | None], ...]  # RECORD rows (path, hash, size), read for ORT packages only
+    # RECORD rows (path, hash, size), read for ORT packages only; ("path", "", None) where the probe sent the path
+    # alone (any row but those that may list the extension module, whose hash and size only check/facts.py reads)
+    files: tuple[tuple[str, str, int | None], ...]
     # The installed files checked against the RECORD (ORT and NVIDIA .dist-info folders; by size, never by hash):
     has_record: bool | None = None  # None: not checked (torch, tensorrt, an .egg-info)
     checked: int = 0  # RECORD rows compared with the file on disk
@@ -305,12 +310,15 @@ class _Report:
 
     def record_rows(self, obj: Mapping[str, object], key: str, path: str) -> tuple[tuple[str, str, int | None], ...]:
         where = f"{path}.{key}"
-        rows = []
+        rows: list[tuple[str, str, int | None]] = []
         for i, row in enumerate(self.items(obj, key, path)):
+            if isinstance(row, str):  # the path alone
+                rows.append((row, "", None))
+                continue
             if (not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], str)
                     or not isinstance(row[1], str)
                     or not (row[2] is None or (isinstance(row[2], int) and not isinstance(row[2], bool)))):
-                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size]")  # i18n: english
+                raise self.fail(f"{where}[{i}]", "is not a RECORD row [path, hash, size] nor a path")  # i18n: english
             rows.append((row[0], row[1], row[2]))
         return tuple(rows)
 
