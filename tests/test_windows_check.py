@@ -108,7 +108,7 @@ def stubs() -> None:
 def _windows_probe(tmp_path: Path, windows: dict[str, object], path: str) -> ProbeFacts:
     sp = str(tmp_path / "Lib" / "site-packages")
     return parse_probe({
-        "probe_schema": 1, "python": {"executable": str(tmp_path / "python.exe"),
+        "probe_schema": 2, "python": {"executable": str(tmp_path / "python.exe"),
                                       "real_executable": str(tmp_path / "python.exe"), "version": "3.11.11"},
         "os": {"system": "Windows", "machine": "AMD64"},
         "env": {"kind": "conda", "prefix": str(tmp_path), "base_prefix": str(tmp_path), "purelib": sp,
@@ -172,7 +172,7 @@ def _facts(tmp_path: Path, windows: WindowsFacts, *, version: str = "1.23.2", mi
            libraries: tuple[LibCopy, ...] = (), cudnn: str | None = None) -> Facts:
     sp = str(tmp_path / "Lib" / "site-packages")
     probe = parse_probe({
-        "probe_schema": 1, "python": {"executable": str(tmp_path / "python.exe"),
+        "probe_schema": 2, "python": {"executable": str(tmp_path / "python.exe"),
                                       "real_executable": str(tmp_path / "python.exe"), "version": "3.11.11"},
         "os": {"system": "Windows", "machine": "AMD64"},
         "env": {"kind": "system", "prefix": str(tmp_path), "base_prefix": str(tmp_path), "purelib": sp,

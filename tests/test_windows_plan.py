@@ -63,7 +63,7 @@ def _probe(root: Path, *, ort_version: str, distributions: Sequence[tuple[str, s
         environ["CUDA_PATH"] = str(cuda_path)
     dists = [("onnxruntime-gpu", ort_version), *distributions]
     doc: dict[str, object] = {
-        "probe_schema": 1,
+        "probe_schema": 2,
         "python": {"executable": str(root / "python.exe"), "real_executable": str(root / "python.exe"),
                    "version": "3.11.9", "has_pip": True},
         "os": {"system": "Windows", "machine": "AMD64"},
