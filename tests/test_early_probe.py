@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,11 +226,6 @@ def test_an_activated_environment_is_the_one_choose_picks(tmp_path: Path, monkey
     assert early.plain_target(None) == str(choose_target(None).python)
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "gone"))
     assert early.plain_target(None) is None
-
-
-@pytest.mark.parametrize("path", ["/a/b", "//a/./b/", "///a//b", "a/./b/../c", ".", "./", "", "/", "//"])
-def test_paths_are_written_as_pathlib_writes_them(path: str) -> None:
-    assert early.pathlib_form(path) == str(PurePosixPath(path))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths; on Windows pathform asks pathlib itself")

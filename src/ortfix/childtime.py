@@ -36,7 +36,7 @@ def await_end(pid: int, timeout: float) -> bool:
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        poller.poll(max(int(timeout * 1000) + 1, 0))
+        poller.poll(_ms(timeout))
     finally:
         os.close(fd)
     return True
@@ -107,6 +107,7 @@ def _reaped(pid: int, timeout: float) -> int | None:
 
 
 def _ms(seconds: float) -> int:
+    """`seconds` as poll's milliseconds, rounded up (poll(0) would not wait at all)."""
     return max(int(seconds * 1000) + 1, 0)
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 
+from ortfix.system.pathform import form
+
 # Signals Python ignores in itself that a child gets back at their default (Popen's restore_signals).
 _DEFAULT_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
 
@@ -75,7 +77,7 @@ def _spawn(python: str | None) -> Started | None:
     if base is None or (os.geteuid() == 0 and not owner.only_root_controls(base)):
         return None  # as root, as choose._cached_probe: the probe's copy is imported only from a folder root's alone
     source = probecmd.probe_source()
-    folder, name = pathlib_form(os.path.join(base, "probe")), probecmd.module_name(source)
+    folder, name = form(os.path.join(base, "probe")), probecmd.module_name(source)
     if not probecmd.only_mine(folder) or not probecmd.holds(folder, name, source):
         return None
     argv, env = probecmd.probe_argv(target, source, (folder, name)), probecmd.probe_env()
@@ -167,12 +169,12 @@ def plain_target(python: str | None) -> str | None:
         for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
             prefix = os.environ.get(var)
             if prefix:
-                candidate = pathlib_form(os.path.join(prefix, "bin", "python"))
+                candidate = form(os.path.join(prefix, "bin", "python"))
                 return candidate if os.path.exists(candidate) else None
         return None
     if not python or python.startswith("~"):
         return None
-    path = pathlib_form(os.path.join(os.getcwd(), python))
+    path = form(os.path.join(os.getcwd(), python))
     if os.path.isdir(path):
         from ortfix.target.places import INTERPRETER_PLACES
 
@@ -182,10 +184,3 @@ def plain_target(python: str | None) -> str | None:
                 return candidate
         return None
     return path if os.path.basename(path) == "python" and os.path.isfile(path) else None
-
-
-def pathlib_form(path: str) -> str:
-    """`path` as str(pathlib.PurePosixPath(path)) writes it: "." parts and repeated or trailing slashes dropped, ".."
-    kept (the same file to the kernel, character for character what choose.py's Path names)."""
-    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
-    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
