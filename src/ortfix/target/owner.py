@@ -119,8 +119,9 @@ def _deciding_paths(python: str | Path, env_dir: str, plain: set[str]) -> set[st
 
 
 def _add_ancestry(path: str, found: set[str], plain: set[str]) -> None:
-    """Add _ancestry(path) to `found`, where every folder above a path in it is in it too: a walk up ends at the
-    first folder already there (the paths of one environment share most of theirs: 193 steps were 38)."""
+    """Add `path` and every folder above it, as written and as resolved (a linked folder on the way counts both), to
+    `found`, where every folder above a path in it is in it too: a walk up ends at the first folder already there
+    (the paths of one environment share most of theirs: 193 steps were 38). `plain`: as _real's."""
     for form in (os.path.abspath(path), _real(path, plain)):
         current = os.path.normpath(form)
         while current not in found:
@@ -210,19 +211,11 @@ def _first_link(path: str, plain: set[str]) -> str | None:
     return None
 
 
-def _ancestry(path: str) -> Iterator[str]:
-    """`path` and every folder above it, as written and as resolved (a linked folder on the way counts both), each
-    once."""
+def _ancestry(path: str) -> set[str]:
+    """`path` and every folder above it, as written and as resolved (a linked folder on the way counts both)."""
     found: set[str] = set()
-    for form in (os.path.abspath(path), os.path.realpath(path)):
-        current = os.path.normpath(form)
-        while current not in found:
-            found.add(current)
-            yield current
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
+    _add_ancestry(path, found, set())
+    return found
 
 
 def only_root_controls(path: str) -> bool:
