@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from ortfix.cachedir import cache_folder, write_json
+from ortfix.cachedir import cache_folder, digest, write_json
 from ortfix.compat.addons import ADDONS_KIND, build_addons
 from ortfix.compat.matrix import Matrix
 from ortfix.compat.model import CudaMajor, CudnnWheel, OrtBuild, Published, WheelSpec, WheelVersions
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 # Bump when the cached JSON's shape changes (the validated documents and the list of matrix files).
 _CACHE_FORMAT = 7
-_HASH_KEY = 0x6D6174  # _cache_path's: any fixed number gives the same name in every process
 
 
 def default_compat_dir() -> Path:
@@ -154,12 +153,10 @@ def _cached(cache_file: str, key: str) -> tuple[dict[str, dict[str, Any]], list[
 
 
 def _cache_path(key: str) -> str | None:
-    """The cache file for `key`. Its name is a cheap hash of the key (the one the import system keeps for checked
-    bytecode, built in: zlib's library cost 1.1M instructions to load); the key itself is stored and compared."""
-    import _imp
-
+    """The cache file for `key`, named by its digest (cachedir.digest, as every cache file is); the key itself is
+    stored and compared."""
     base = cache_folder()
-    name = f"matrix-{_imp.source_hash(_HASH_KEY, key.encode()).hex()}.json"
+    name = f"matrix-{digest(key.encode())[:16]}.json"
     return pathform.form(os.path.join(base, name)) if base else None
 
 
