@@ -109,10 +109,11 @@ Instructions of ortfix's own process (callgrind, steady against load): replayed 
   `ipaddress`, `warnings`), `contextlib` or `zlib` either (issue 22): ld.so.cache, the driver files, the probe's
   parser, the matrix loader (its cache file named with cachedir.digest, as the other cache files), ld.so's cached
   answer and the hook files take str paths; `suppress` is a try. 153 -> 138 modules. Callgrind of ortfix's own
-  process, `ortfix check --python V --fresh` (console script, bench venv, three runs each, median): 216.4M -> 197.4M (`python -m ortfix`, whose runpy
-  imports contextlib itself: 220.3M -> 208.9M; CPU-only venv 189.1M -> 170.6M); replayed 107.1M, unchanged.
-  Interleaved wall time against `import onnxruntime` (console scripts, each tree its own cache folder): fresh 129.8 ->
-  121.0 ms, 0.426x -> 0.397x (31 rounds, load 2.3); 126.2 -> 116.8 ms, 0.445x -> 0.412x (41 rounds, load 2.5).
+  process, `ortfix check --python V --fresh` (console script, bench venv, three runs each, median): 216.4M -> 197.4M
+  (`python -m ortfix`, whose runpy imports contextlib itself: 220.3M -> 208.9M; CPU-only venv 189.1M -> 170.6M);
+  replayed 107.1M, unchanged. Interleaved wall time against `import onnxruntime` (console scripts, each tree its own
+  cache folder): fresh 129.8 -> 121.0 ms, 0.426x -> 0.397x (31 rounds, load 2.3); 126.2 -> 116.8 ms, 0.445x -> 0.412x
+  (41 rounds, load 2.5).
 - The probe's report (issue 22, the round after): an ORT distribution's RECORD rows were 65 of its 68 KB, digests
   most of it; a row is now its path alone but where it may list the extension module, whose size and digest tell two
   builds apart (probe schema 2). RECORD rows are split with rpartition; pyvenv.cfg is read without importing the
