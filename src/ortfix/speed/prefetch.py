@@ -60,11 +60,21 @@ def start(given: tuple[str | None] | None) -> None:
 
 
 def _runs_as_started(started: early.Started, target: str) -> bool:
-    """The early probe runs exactly what choose.start_probe would start for `target`."""
+    """The early probe runs exactly what choose.start_probe would start for `target`: the same command line, which
+    imports the probe's copy from ortfix's cache folder, and the same environment. speed/early.py checked that copy
+    as choose._cached_probe checks it (the folder only this user's, as root root's alone, the text the probe's) right
+    before starting it: once it runs, looking again would protect nothing, so the command line is compared as
+    written, without reading the copy again."""
+    from ortfix.cachedir import cache_folder
+    from ortfix.system.pathform import form
     from ortfix.target import probecmd
-    from ortfix.target.choose import probe_argv
 
-    return started.target == target and started.argv == probe_argv(target) and started.env == probecmd.probe_env()
+    base = cache_folder()
+    if started.target != target or base is None:
+        return False
+    source = probecmd.probe_source()
+    module = form(os.path.join(base, "probe")), probecmd.module_name(source)
+    return started.argv == probecmd.probe_argv(target, source, module) and started.env == probecmd.probe_env()
 
 
 def _drop() -> None:
