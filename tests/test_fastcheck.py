@@ -235,7 +235,7 @@ fork_exec, posix_spawn, seen = _posixsubprocess.fork_exec, os.posix_spawn, []
 
 
 def recorded(*args):
-    seen.append(["fork_exec", *args[1][1:3], "|", *sorted(sys.modules)]) if not seen else None
+    seen.append(["fork_exec", *args[0][1:3], "|", *sorted(sys.modules)]) if not seen else None
     return fork_exec(*args)
 
 
