@@ -100,15 +100,17 @@ def config_files(prefix: str, environ: Mapping[str, str], *, windows: bool) -> l
 def _read_file(path: str) -> dict[str, dict[str, str]]:
     """Each section's options (names normalized) as pip's RawConfigParser reads them; OrtfixError where it would
     fail. A file of the plain form (`simple_sections`) is read without `configparser` (8.5M instructions to import:
-    a fresh `check` reads pip's files on every machine that has one), any other by `configparser` itself."""
+    a fresh `check` reads pip's files on every machine that has one), any other by `configparser` itself; either
+    way the file is read once."""
     try:
         with open(path, encoding="utf-8") as f:
-            sections = simple_sections(f.read())
-    except (OSError, UnicodeDecodeError):  # configparser's own reading says so, in its words
-        sections = None
-    if sections is not None:
-        return {name: {normalize(k): v for k, v in options.items()} for name, options in sections.items()}
-    return _parsed(path)
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable(path, exc) from exc
+    sections = simple_sections(text)
+    if sections is None:
+        sections = _parsed(path, text)
+    return {name: {normalize(k): v for k, v in options.items()} for name, options in sections.items()}
 
 
 def simple_sections(text: str) -> dict[str, dict[str, str]] | None:
@@ -140,18 +142,22 @@ def simple_sections(text: str) -> dict[str, dict[str, str]] | None:
     return sections
 
 
-def _parsed(path: str) -> dict[str, dict[str, str]]:
+def _parsed(path: str, text: str) -> dict[str, dict[str, str]]:
+    """The sections of `text` (the file `path`) and their options, as RawConfigParser reads them."""
     import configparser  # here: only for a file simple_sections does not read
 
     parser = configparser.RawConfigParser()
     try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f, path)
-    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
-        raise OrtfixError(Msg(N_("pip's configuration file {file} could not be read: {error}"), file=str(path),
-                              error=str(exc).splitlines()[0]),
-                          hint=Msg(N_("pip itself would refuse it too; fix or remove it"))) from exc
-    return {s: {normalize(k): v for k, v in parser.items(s)} for s in parser.sections()}
+        parser.read_string(text, path)
+    except configparser.Error as exc:
+        raise _unreadable(path, exc) from exc
+    return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _unreadable(path: str, exc: Exception) -> OrtfixError:
+    return OrtfixError(Msg(N_("pip's configuration file {file} could not be read: {error}"), file=str(path),
+                           error=str(exc).splitlines()[0]),
+                       hint=Msg(N_("pip itself would refuse it too; fix or remove it")))
 
 
 def boolean(key: str, value: str) -> bool:
