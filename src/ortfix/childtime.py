@@ -25,8 +25,8 @@ def child_timeout(seconds: float) -> float:
 
 def await_end(pid: int, timeout: float) -> bool:
     """Wait up to `timeout` seconds for the child `pid` to end, told by the kernel through a pidfd (Popen's own wait
-    looks with growing sleeps: a replayed check lost 2-4 ms there); the child is not reaped. False where the system
-    has no pidfd: nothing was waited for."""
+    looks with growing sleeps: a replayed check lost 2-4 ms there); the child is not reaped (`collect` reaps it).
+    False where the system has no pidfd: nothing was waited for."""
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):

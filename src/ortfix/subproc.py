@@ -26,10 +26,8 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 
-from ortfix.childtime import await_end
 from ortfix.childtime import child_timeout as child_timeout  # re-exported: every wait on a child applies it
 from ortfix.errors import OrtfixError
 from ortfix.i18n import N_, Msg
@@ -192,22 +190,6 @@ class _Adopted(subprocess.Popen[str]):
         self.pid = self._given[0]
         self._child_created = True
         self._closed_child_pipe_fds = True
-
-    def _wait(self, timeout: float | None) -> int:
-        """Popen's wait looks for the child's end with growing sleeps (half a millisecond, then one, two...): a
-        replay, the probe's output read to its end but the probe not yet reaped, lost 2-4 ms there. Here the
-        kernel says when the child has ended (a pidfd, where there is one); then Popen's wait reaps it."""
-        if self.returncode is None and timeout is not None:
-            timeout = _until_ended(self.pid, timeout)
-        return super()._wait(timeout=timeout)  # type: ignore[misc,no-any-return]
-
-
-def _until_ended(pid: int, timeout: float) -> float:
-    """Wait up to `timeout` seconds for the child `pid` to end; the time left. Where the system has no pidfd: at
-    once, all of it."""
-    started = time.monotonic()
-    await_end(pid, timeout)
-    return max(timeout - (time.monotonic() - started), 0.0)
 
 
 def adopt(argv: list[str], pid: int, stdout_fd: int, stderr_fd: int) -> subprocess.Popen[str]:
