@@ -194,10 +194,9 @@ def test_an_early_probe_nobody_takes_over_is_ended(tmp_path: Path, monkeypatch: 
     started = early.take()
     assert started is not None
     early._started = started  # as spawn left it, for drop to find
-    for _ in range(100):
-        if pids.exists():
-            break
-        time.sleep(0.05)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and pids.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the file is made by `>>` before `echo` writes the pid into it
     early.drop()
     assert early.take() is None
     time.sleep(0.2)
