@@ -20,7 +20,7 @@ from clitools import run_ortfix
 from ortvenvs import cached_venv, linked_copy, linked_into, linked_numpy
 from plantools import assert_coherent, requirement_name, requirements
 from support.fixtures import base_python
-from support.resolve import resolved
+from support.resolve import dry_run, resolved
 from txtools import assert_same_tree, ortfix_json, tree_state
 
 pytestmark = pytest.mark.realwheels
@@ -91,9 +91,7 @@ def _assert_resolves(requirements: list[str]) -> None:
     if len(set(names)) == len(names):
         resolved(requirements)  # asserts each resolves
         return
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
-                             "--quiet", "--disable-pip-version-check", "--only-binary=:all:", *requirements],
-                            capture_output=True, text=True)
+    result = dry_run(requirements, report=False)
     assert result.returncode == 0, f"{requirements}: {result.stderr.strip().splitlines()[-1:]}"
 
 

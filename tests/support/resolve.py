@@ -1,13 +1,20 @@
 """What real pip resolves requirements to on the configured index (`install --dry-run --no-deps --only-binary=:all:`),
 asked once per test process. With `--no-deps` each requirement resolves on its own, so one pip run answers every
-requirement of distinct projects at once, and a requirement already answered is not asked again: each dry run
-downloads every wheel it picks whole (the index serves no PEP 658 metadata), and the NVIDIA wheels are GBs.
+requirement of distinct projects at once, and a requirement already answered is not asked again.
+
+The dry runs use a pip of its own (RESOLVER_PIP, in a tools venv made once in the tests' cache) with
+`--use-feature=fast-deps`: it reads each picked wheel's METADATA with HTTP range requests. The pip of the venv running
+the tests (Python 3.11's bundled 23.2) downloads every wheel it picks whole where the index serves no metadata files
+(PEP 658): the NVIDIA wheels are GBs, and one test run fetched each of them several times over just to resolve. Where
+that pip cannot be installed, the running interpreter's pip resolves as before.
 
 The answers live only as long as the process: a new test run asks the index again."""
 
 from __future__ import annotations
 
+import functools
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -16,9 +23,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from support.slowguard import refuse_slow
+from support.testcache import cache_root, locked
 
-_PIP = ("-m", "pip", "--disable-pip-version-check", "install", "--dry-run", "--ignore-installed", "--no-deps",
-        "--only-binary=:all:", "--quiet", "--report", "-")
+RESOLVER_PIP = "pip>=26.3"  # fast-deps reads metadata by range requests in `install --dry-run` (measured: 26.3)
+_DRY_RUN = ("--disable-pip-version-check", "install", "--dry-run", "--ignore-installed", "--no-deps",
+            "--only-binary=:all:", "--quiet")
 
 _VERSIONS: dict[str, str | None] = {}  # requirement -> the version pip picked, None where its marker excludes it
 
@@ -27,9 +36,39 @@ def _name(requirement: str) -> str:
     return canonicalize_name(Requirement(requirement).name)
 
 
+@functools.cache
+def _resolver() -> tuple[str, ...]:
+    """The command that starts the dry run's pip, with its options: RESOLVER_PIP's with fast-deps, from a tools venv
+    made once per machine (under the cache's lock, so that concurrent workers make it once), else this interpreter's
+    pip."""
+    tools = cache_root() / "resolver-pip"
+    python = tools / "bin" / "python"
+    with locked(cache_root() / "resolver-pip.lock"):
+        if not (tools / "complete").exists():
+            shutil.rmtree(tools, ignore_errors=True)
+            made = subprocess.run([sys.executable, "-m", "venv", str(tools)], capture_output=True, check=False)
+            got = made.returncode == 0 and subprocess.run(
+                [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", RESOLVER_PIP],
+                capture_output=True, check=False).returncode == 0
+            if not got:
+                shutil.rmtree(tools, ignore_errors=True)
+                return (sys.executable, "-m", "pip")
+            (tools / "complete").write_text(RESOLVER_PIP + "\n")
+    return (str(python), "-m", "pip", "--use-feature=fast-deps")  # a general option: before the command too
+
+
+def dry_run(requirements: Iterable[str], *, report: bool) -> subprocess.CompletedProcess[str]:
+    """`pip install --dry-run --ignore-installed --no-deps --only-binary=:all: --quiet REQUIREMENTS` on this machine's
+    pip configuration, with the resolver's pip; with `report`, pip's JSON report on stdout."""
+    wanted = list(requirements)
+    refuse_slow(f"pip ({' '.join(wanted)})")
+    argv = [*_resolver(), *_DRY_RUN, *(["--report", "-"] if report else []), *wanted]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+
+
 def _ask(batch: list[str]) -> dict[str, str | None]:
     """One pip run for requirements of distinct projects; a failure names the requirement pip could not resolve."""
-    proc = subprocess.run([sys.executable, *_PIP, *batch], capture_output=True, text=True, timeout=900, check=False)
+    proc = dry_run(batch, report=True)
     if proc.returncode != 0 and len(batch) > 1:
         answers: dict[str, str | None] = {}
         for requirement in batch:  # which one: each alone, for the message
