@@ -77,7 +77,7 @@ def _spawn(python: str | None) -> Started | None:
     if base is None or (os.geteuid() == 0 and not owner.only_root_controls(base)):
         return None  # as root, as choose._cached_probe: the probe's copy is imported only from a folder root's alone
     source = probecmd.probe_source()
-    folder, name = form(os.path.join(base, "probe")), probecmd.module_name(source)
+    folder, name = probecmd.cached_module(base, source)
     if not probecmd.only_mine(folder) or not probecmd.holds(folder, name, source):
         return None
     argv, env = probecmd.probe_argv(target, source, (folder, name)), probecmd.probe_env()

@@ -66,14 +66,13 @@ def _runs_as_started(started: early.Started, target: str) -> bool:
     before starting it: once it runs, looking again would protect nothing, so the command line is compared as
     written, without reading the copy again."""
     from ortfix.cachedir import cache_folder
-    from ortfix.system.pathform import form
     from ortfix.target import probecmd
 
     base = cache_folder()
     if started.target != target or base is None:
         return False
     source = probecmd.probe_source()
-    module = form(os.path.join(base, "probe")), probecmd.module_name(source)
+    module = probecmd.cached_module(base, source)
     return started.argv == probecmd.probe_argv(target, source, module) and started.env == probecmd.probe_env()
 
 

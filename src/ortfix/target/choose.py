@@ -310,8 +310,7 @@ def _cached_probe(source: str) -> tuple[str, str] | None:
 
         if not only_root_controls(base):
             return None
-    folder = pathform.form(os.path.join(base, "probe"))
-    name = probecmd.module_name(source)
+    folder, name = probecmd.cached_module(base, source)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)  # as Path.mkdir(parents=True): those above with the default
         if not probecmd.only_mine(folder):

@@ -1,11 +1,14 @@
 """How the probe is started: its command line (`python -S -c BOOTSTRAP`), its environment, and the checks on the
-copy of its source in ortfix's cache folder that the bootstrap imports. Only `os` and `sys`: speed/early.py starts
-the probe with these before ortfix imports anything else; target/choose.py starts it with the same ones otherwise."""
+copy of its source in ortfix's cache folder that the bootstrap imports. Only `os`, `stat` and system/pathform (which
+imports nothing more): speed/early.py starts the probe with these before ortfix imports anything else;
+target/choose.py starts it with the same ones otherwise."""
 
 from __future__ import annotations
 
 import os
 import stat
+
+from ortfix.system.pathform import form
 
 PROBE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_probe.py")
 
@@ -49,6 +52,12 @@ def module_name(source: str) -> str:
     import _imp
 
     return f"ortfix_probe_{_imp.source_hash(_HASH_KEY, source.encode('utf-8')).hex()}"
+
+
+def cached_module(base: str, source: str) -> tuple[str, str]:
+    """(folder, module name) of the copy of `source` in the cache folder `base`: where target/choose.py writes it,
+    speed/early.py starts the probe from it, and speed/prefetch.py expects the probe started early to import it."""
+    return form(os.path.join(base, "probe")), module_name(source)
 
 
 def only_mine(folder: str) -> bool:
