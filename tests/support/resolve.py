@@ -2,7 +2,7 @@
 asked once per test process. With `--no-deps` each requirement resolves on its own, so one pip run answers every
 requirement of distinct projects at once, and a requirement already answered is not asked again.
 
-The dry runs use a pip of its own (RESOLVER_PIP, in a tools venv made once in the tests' cache) with
+The dry runs use a pip of its own (RESOLVER_PIP, in a venv made once in the tests' cache) with
 `--use-feature=fast-deps`: it reads each picked wheel's METADATA with HTTP range requests. The pip of the venv running
 the tests (Python 3.11's bundled 23.2) downloads every wheel it picks whole where the index serves no metadata files
 (PEP 658): the NVIDIA wheels are GBs, and one test run fetched each of them several times over just to resolve. Where
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -23,7 +22,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from support.slowguard import refuse_slow
-from support.testcache import cache_root, locked
 
 RESOLVER_PIP = "pip>=26.3"  # fast-deps reads metadata by range requests in `install --dry-run` (measured: 26.3)
 _DRY_RUN = ("--disable-pip-version-check", "install", "--dry-run", "--ignore-installed", "--no-deps",
@@ -38,23 +36,15 @@ def _name(requirement: str) -> str:
 
 @functools.cache
 def _resolver() -> tuple[str, ...]:
-    """The command that starts the dry run's pip, with its options: RESOLVER_PIP's with fast-deps, from a tools venv
-    made once per machine (under the cache's lock, so that concurrent workers make it once), else this interpreter's
-    pip."""
-    tools = cache_root() / "resolver-pip"
-    python = tools / "bin" / "python"
-    with locked(cache_root() / "resolver-pip.lock"):
-        if not (tools / "complete").exists():
-            shutil.rmtree(tools, ignore_errors=True)
-            made = subprocess.run([sys.executable, "-m", "venv", str(tools)], capture_output=True, check=False)
-            got = made.returncode == 0 and subprocess.run(
-                [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", RESOLVER_PIP],
-                capture_output=True, check=False).returncode == 0
-            if not got:
-                shutil.rmtree(tools, ignore_errors=True)
-                return (sys.executable, "-m", "pip")
-            (tools / "complete").write_text(RESOLVER_PIP + "\n")
-    return (str(python), "-m", "pip", "--use-feature=fast-deps")  # a general option: before the command too
+    """The command that starts the dry run's pip, with its options: RESOLVER_PIP's with fast-deps, from a venv made
+    once per machine in the tests' cache (ortvenvs.cached_venv), else this interpreter's pip."""
+    from ortvenvs import cached_venv
+
+    try:
+        venv = cached_venv("resolver-pip", RESOLVER_PIP, with_pip=True)
+    except subprocess.CalledProcessError:  # no index, or no such pip on it
+        return (sys.executable, "-m", "pip")
+    return (str(venv / "bin" / "python"), "-m", "pip", "--use-feature=fast-deps")
 
 
 def dry_run(requirements: Iterable[str], *, report: bool) -> subprocess.CompletedProcess[str]:
