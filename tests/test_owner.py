@@ -330,3 +330,22 @@ def test_resolving_shares_lstat_calls_and_answers_as_realpath(tmp_path: Path) ->
     assert checked > 12_000 and plain
     for path in ("/", "//", str(tmp_path) + "//a", "relative/l1", ""):
         assert _real(path, set()) == os.path.realpath(path), path
+
+
+def test_a_folder_seen_once_is_not_looked_at_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """owner._real looks at each folder once per check: a second path below folders already seen to be no link
+    costs one lstat (its own last part), a path seen before none."""
+    from ortfix.target import owner
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    looked: list[str] = []
+    lstat = os.lstat
+    monkeypatch.setattr(owner.os, "lstat", lambda path: looked.append(path) or lstat(path))
+    plain: set[str] = set()
+    first = str(tmp_path / "a" / "b")
+    assert owner._real(first, plain) == first and first in looked
+    looked.clear()
+    assert owner._real(str(tmp_path / "a" / "b" / "c"), plain) == str(tmp_path / "a" / "b" / "c")
+    assert looked == [str(tmp_path / "a" / "b" / "c")]
+    looked.clear()
+    assert owner._real(first, plain) == first and looked == []
